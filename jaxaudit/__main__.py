@@ -1,0 +1,5 @@
+import sys
+
+from jaxaudit.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Thin wrappers over dp_accounting's RDP accountant (spec: renyi.md §4)."""

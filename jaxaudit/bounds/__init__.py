@@ -1,0 +1,1 @@
+"""Adversary-aware DP bounds (spec: bounds.md). Filled in by the bounds issue."""

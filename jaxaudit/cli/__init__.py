@@ -1,0 +1,1 @@
+"""The ``jaxaudit`` command line: one module per sub-command, each with ``register(subparsers)``."""

@@ -1,0 +1,1 @@
+"""Black-box DP-SGD audit (spec: renyi.md §4)."""

@@ -1,0 +1,1 @@
+"""Rényi-DP auditing with a Donsker–Varadhan critic (spec: renyi.md §1–3)."""
