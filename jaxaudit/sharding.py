@@ -1,0 +1,120 @@
+"""Run a per-item function over a large batch: chunked, vmapped and sharded over devices.
+
+Shadow models, canary runs and per-node posteriors are all "the same pure function applied to R
+independent items". :func:`vmap_chunked` turns such a function into one jit-compiled call that
+
+* splits the R items into chunks processed one after another with ``lax.map`` (memory bound);
+* inside a chunk, vmaps over the items, with the item axis sharded over a one-axis
+  ``jax.sharding.Mesh`` of the devices through ``jax.shard_map`` (one device is the degenerate
+  case of the same code path);
+* pads R up to a multiple of the chunk size by repeating the last item, and drops the padding.
+
+Each item's result depends only on that item, so results do not depend on the chunk size or the
+device count, up to floating-point reassociation inside XLA's batched kernels.
+
+Multi-host (TPU pods, multi-GPU clusters): call ``jax.distributed.initialize()`` at the start of
+the program on every host (on a Cloud TPU pod slice it needs no arguments::
+
+    gcloud compute tpus tpu-vm ssh NAME --worker=all --command="python my_audit.py"
+
+with ``jax.distributed.initialize()`` as the first line of ``my_audit.py``); ``jax.devices()`` then
+lists the devices of all hosts and the mesh built here spans them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+__all__ = ["vmap_chunked", "batch_mesh", "BATCH_AXIS"]
+
+#: Name of the mesh axis that carries the item (model / run / node) axis.
+BATCH_AXIS = "batch"
+
+
+def batch_mesh(devices: Sequence[jax.Device] | None = None) -> Mesh:
+    """A one-axis mesh over ``devices`` (default: all visible devices, every host)."""
+    devs = list(jax.devices() if devices is None else devices)
+    if not devs:
+        raise ValueError("devices must name at least one device")
+    return Mesh(np.asarray(devs), (BATCH_AXIS,))
+
+
+def _leading_size(xs) -> int:
+    leaves = jax.tree.leaves(xs)
+    if not leaves:
+        raise ValueError("xs must contain at least one array with a leading batch axis")
+    sizes = {int(np.shape(leaf)[0]) if np.ndim(leaf) else -1 for leaf in leaves}
+    if len(sizes) != 1 or -1 in sizes:
+        raise ValueError(f"every leaf of xs needs the same leading batch axis, got sizes {sizes}")
+    return sizes.pop()
+
+
+def vmap_chunked(
+    fn: Callable,
+    *,
+    chunk_size: int | None = None,
+    devices: Sequence[jax.Device] | None = None,
+) -> Callable:
+    """Return ``g(xs, *shared)`` equal to ``jax.vmap(fn, in_axes=(0, None, ...))(xs, *shared)``.
+
+    Args:
+      fn: per-item function ``fn(x, *shared) -> pytree``; ``x`` is one item of ``xs``.
+      chunk_size: items computed simultaneously (None: all at once). Rounded up to a multiple of
+        the device count.
+      devices: devices to shard the item axis over (None: ``jax.devices()``).
+
+    Returns:
+      ``g(xs, *shared)``: ``xs`` is a pytree whose leaves share a leading axis of size R (typed
+      PRNG key arrays included); ``shared`` arguments are broadcast to every item. The output
+      leaves have leading axis R and live sharded over the mesh.
+    """
+    if chunk_size is not None and (int(chunk_size) != chunk_size or chunk_size < 1):
+        raise ValueError(f"chunk_size must be a positive integer or None, got {chunk_size!r}")
+    cache: dict = {}
+
+    def build(num_chunks: int, chunk: int, num_shared: int, mesh: Mesh):
+        item_spec = PartitionSpec(None, BATCH_AXIS)
+        shared_specs = (PartitionSpec(),) * num_shared
+
+        def per_device(xs_local, *shared):
+            per_item = jax.vmap(fn, in_axes=(0,) + (None,) * num_shared)
+            if num_chunks == 1:
+                return jax.tree.map(lambda y: y[None], per_item(jax.tree.map(lambda x: x[0], xs_local), *shared))
+            return jax.lax.map(lambda x: per_item(x, *shared), xs_local)
+
+        mapped = jax.shard_map(
+            per_device, mesh=mesh, in_specs=(item_spec, *shared_specs), out_specs=item_spec,
+            check_vma=False,
+        )
+        return jax.jit(mapped)
+
+    def g(xs, *shared):
+        num_items = _leading_size(xs)
+        mesh = batch_mesh(devices)
+        num_devices = mesh.devices.size
+        chunk = num_items if chunk_size is None else min(int(chunk_size), num_items)
+        chunk = num_devices * math.ceil(chunk / num_devices)
+        num_chunks = math.ceil(num_items / chunk)
+        padded = num_chunks * chunk
+
+        def pad_and_split(x):
+            x = jnp.asarray(x) if not isinstance(x, jax.Array) else x
+            if padded > num_items:
+                x = jnp.concatenate([x, jnp.repeat(x[-1:], padded - num_items, axis=0)], axis=0)
+            return x.reshape((num_chunks, chunk) + x.shape[1:])
+
+        xs_split = jax.tree.map(pad_and_split, xs)
+        xs_split = jax.device_put(xs_split, NamedSharding(mesh, PartitionSpec(None, BATCH_AXIS)))
+        key = (num_chunks, chunk, len(shared), tuple(d.id for d in mesh.devices.flat))
+        if key not in cache:
+            cache[key] = build(num_chunks, chunk, len(shared), mesh)
+        out = cache[key](xs_split, *shared)
+        return jax.tree.map(lambda y: y.reshape((padded,) + y.shape[2:])[:num_items], out)
+
+    return g
