@@ -1,0 +1,87 @@
+"""``jaxaudit data``: inspect and verify the data sets.
+
+``jaxaudit data info DATASET`` prints nodes, undirected edges, features, classes, label counts and
+split sizes (cora, citeseer, csbm) or images and label counts (mnist); ``jaxaudit data verify``
+checks the SHA-256 of every known file found in the data directory and exits with status 1 if
+any is bad.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+DATASETS = ("cora", "citeseer", "mnist", "csbm")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "data",
+        help="inspect and verify data sets",
+        description="Inspect and verify the data sets. Data directory: --data-dir > "
+        "$JAXAUDIT_DATA > ~/.cache/jaxaudit (sub-folders planetoid/ and mnist/).",
+    )
+    sub = p.add_subparsers(dest="data_command", metavar="ACTION", required=True)
+    info = sub.add_parser("info", help="print the size, classes and split of a data set")
+    info.add_argument("dataset", choices=DATASETS)
+    info.add_argument("--data-dir", default=None, help="data directory (default: $JAXAUDIT_DATA)")
+    info.add_argument("--download", action="store_true", help="fetch missing files")
+    info.add_argument("--seed", type=int, default=0, help="PRNG seed for csbm (default 0)")
+    info.set_defaults(func=run_info)
+    verify = sub.add_parser("verify", help="check the SHA-256 of every known file found")
+    verify.add_argument("--data-dir", default=None, help="data directory (default: $JAXAUDIT_DATA)")
+    verify.set_defaults(func=run_verify)
+
+
+def _counts(labels, num_classes: int) -> str:
+    import numpy as np
+
+    counts = np.bincount(np.asarray(labels), minlength=num_classes)
+    return " ".join(f"{c}:{int(n)}" for c, n in enumerate(counts))
+
+
+def run_info(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from jaxaudit import datasets
+
+    if args.dataset == "mnist":
+        images, labels = datasets.load_mnist("test", args.data_dir, args.download)
+        print("dataset: mnist (test split)")
+        print(f"images: {images.shape[0]}")
+        print(f"image shape: {images.shape[1]}x{images.shape[2]} uint8")
+        print(f"pixel range: {int(images.min())}..{int(images.max())}")
+        print("classes: 10")
+        print(f"label counts: {_counts(labels, 10)}")
+        return 0
+    if args.dataset == "csbm":
+        import jax
+
+        graph = datasets.make_csbm(jax.random.key(args.seed))
+    else:
+        graph = datasets.load_planetoid(args.dataset, args.data_dir, args.download)
+    print(f"dataset: {graph.name}")
+    print(f"nodes: {graph.num_nodes}")
+    print(f"undirected edges: {graph.num_edges // 2}")
+    print(f"directed edges: {graph.num_edges}")
+    print(f"features: {graph.num_features}")
+    print(f"classes: {graph.num_classes}")
+    print(f"label counts: {_counts(graph.labels, graph.num_classes)}")
+    print(f"edge homophily: {datasets.edge_homophily(graph):.4f}")
+    sizes = [int(np.asarray(m).sum()) for m in (graph.train_mask, graph.val_mask, graph.test_mask)]
+    print(f"split (train/val/test): {sizes[0]}/{sizes[1]}/{sizes[2]}")
+    return 0
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    from jaxaudit.datasets import resolve_data_dir, verify_files
+
+    root = resolve_data_dir(args.data_dir)
+    print(f"data directory: {root}")
+    results = verify_files(root)
+    for r in results:
+        if r.status != "missing":
+            print(f"{r.status:9s} {r.key}")
+    found = [r for r in results if r.status != "missing"]
+    bad = [r for r in results if r.status == "bad"]
+    print(f"{len(found)} known files found, {len(bad)} bad")
+    return 1 if bad else 0
