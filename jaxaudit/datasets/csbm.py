@@ -130,11 +130,7 @@ def make_csbm(
     check_probability("feature_density", feature_density, open_low=True)
     check_choice("features", features, ("gaussian", "bernoulli"))
 
-    k_label, k_edge, k_mean, k_feat, k_split = jax.random.split(key, 5)
-    labels = np.asarray(jax.random.permutation(k_label, jnp.arange(num_nodes) % num_classes))
-    labels = labels.astype(np.int32)
-    sizes = np.bincount(labels, minlength=num_classes).astype(np.float64)
-
+    sizes = np.bincount(np.arange(num_nodes) % num_classes).astype(np.float64)
     num_edges = num_nodes * float(avg_degree) / 2.0
     pairs_in = float(np.sum(sizes * (sizes - 1) / 2))
     pairs_out = num_nodes * (num_nodes - 1) / 2.0 - pairs_in
@@ -148,20 +144,21 @@ def make_csbm(
             f"num_classes={num_classes}; lower avg_degree"
         )
 
-    senders, receivers = _sample_edges(k_edge, labels, p_in, p_out)
-    x = _sample_features(
-        k_mean,
-        k_feat,
-        jnp.asarray(labels),
+    k_edge, k_nodes = jax.random.split(key)
+    labels, x, order = _sample_nodes(
+        k_nodes,
+        num_nodes=num_nodes,
         num_classes=num_classes,
         num_features=num_features,
         kind=features,
         signal=float(feature_signal),
         density=float(feature_density),
     )
+    labels = np.asarray(labels)
+    order = np.asarray(order)
+    senders, receivers = _sample_edges(k_edge, labels, p_in, p_out)
 
     t, v, te = _split_sizes(num_nodes, num_classes, sizes, train_per_class, num_val, num_test)
-    order = np.asarray(jax.random.permutation(k_split, num_nodes))
     train_idx = np.concatenate([order[labels[order] == c][:t] for c in range(num_classes)])
     rest = order[~np.isin(order, train_idx)]
     masks = []
@@ -211,14 +208,18 @@ def _sample_edges(key, labels: np.ndarray, p_in: float, p_out: float):
     return (codes // n).astype(np.int32), (codes % n).astype(np.int32)
 
 
-@partial(jax.jit, static_argnames=("num_classes", "num_features", "kind"))
-def _sample_features(k_mean, k_feat, labels, num_classes, num_features, kind, signal, density):
+@partial(jax.jit, static_argnames=("num_nodes", "num_classes", "num_features", "kind"))
+def _sample_nodes(key, num_nodes, num_classes, num_features, kind, signal, density):
+    """Labels (balanced, permuted), class-conditional features and the split order."""
+    k_label, k_mean, k_feat, k_split = jax.random.split(key, 4)
+    labels = jax.random.permutation(k_label, jnp.arange(num_nodes, dtype=jnp.int32) % num_classes)
+    order = jax.random.permutation(k_split, num_nodes)
     if kind == "gaussian":
         means = (
             signal / jnp.sqrt(num_features) * jax.random.normal(k_mean, (num_classes, num_features))
         )
-        noise = jax.random.normal(k_feat, (labels.shape[0], num_features))
-        return (means[labels] + noise).astype(jnp.float32)
+        noise = jax.random.normal(k_feat, (num_nodes, num_features))
+        return labels, (means[labels] + noise).astype(jnp.float32), order
     g = jax.random.normal(k_mean, (num_classes, num_features))
     rates = jnp.minimum(1.0, density * jnp.exp(signal * g - signal**2 / 2))
-    return jax.random.bernoulli(k_feat, rates[labels]).astype(jnp.float32)
+    return labels, jax.random.bernoulli(k_feat, rates[labels]).astype(jnp.float32), order

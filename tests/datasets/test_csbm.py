@@ -7,7 +7,7 @@ import pytest
 from jaxaudit.datasets import edge_homophily, make_csbm
 
 N, C = 2708, 7
-SMALL = dict(num_features=8)  # edges are what is tested; keep the feature matrix small
+SMALL = dict(num_features=16)  # edges are what is tested; keep the feature matrix small
 
 
 def _structure_ok(g):
