@@ -1,0 +1,315 @@
+"""Baseline ε lower bounds from two samples of attack scores (threshold tests).
+
+Every baseline follows the same honest protocol: the scores of each world are shuffled (seeded)
+and split; the threshold (and which side counts as "member") is chosen on the *selection* part;
+the error rates at that threshold are bounded on the *evaluation* part with one-sided
+Clopper–Pearson intervals (``scipy.stats.beta``), significance/2 for each of the two rates.
+With no signal the chosen test has TPR ≈ FPR and every baseline returns ε = 0 (up to its
+significance), never a spurious positive value.
+
+Convention: ``in_scores`` are observations from the world with the canary, ``out_scores`` without;
+a test says "in" when ``sign · score ≥ threshold``. TPR = P_in(say in), FPR = P_out(say in),
+FNR = 1 − TPR.
+
+References:
+  Nasr et al., "Tight Auditing of Differentially Private Machine Learning", USENIX Security 2023
+  (GDP method). Jagielski, Ullman, Oprea, "Auditing Differentially Private Machine Learning: How
+  Private is Private SGD?", NeurIPS 2020 (Clopper–Pearson ε). Dong, Roth, Su, "Gaussian
+  Differential Privacy", JRSS-B 2022 (δ(ε) of μ-GDP; μ-GDP ⇒ (α, αμ²/2)-RDP). Annamalai &
+  De Cristofaro, NeurIPS 2024 (arXiv 2405.14106).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy import optimize, special, stats
+
+from jaxaudit._validation import check_finite, check_probability
+
+__all__ = [
+    "ThresholdTest",
+    "GdpLowerBound",
+    "clopper_pearson_upper",
+    "clopper_pearson_lower",
+    "gdp_delta",
+    "gdp_epsilon",
+    "gdp_to_rdp",
+    "gdp_epsilon_lower_bound",
+    "clopper_pearson_epsilon_lower_bound",
+    "threshold_renyi_lower_bound",
+    "binary_renyi",
+]
+
+
+class ThresholdTest(NamedTuple):
+    """A threshold test and its rate bounds on the evaluation split.
+
+    Attributes:
+      threshold: t; the test says "in" when ``sign · score ≥ t``.
+      sign: +1 (members score higher) or −1.
+      tpr_lo: Clopper–Pearson lower bound of TPR (level significance/2).
+      fpr_hi: Clopper–Pearson upper bound of FPR (level significance/2).
+    """
+
+    threshold: float
+    sign: int
+    tpr_lo: float
+    fpr_hi: float
+
+
+class GdpLowerBound(NamedTuple):
+    """Result of :func:`gdp_epsilon_lower_bound`.
+
+    Attributes:
+      epsilon: ε lower bound at the requested δ (≥ 0).
+      mu: μ lower bound of the GDP parameter (≥ 0); α μ²/2 is the implied RDP lower bound.
+      test: the :class:`ThresholdTest` used.
+    """
+
+    epsilon: float
+    mu: float
+    test: ThresholdTest
+
+
+def clopper_pearson_upper(k, n, level):
+    """One-sided Clopper–Pearson upper bound p_hi: P(p > p_hi) ≤ level, for k successes of n."""
+    k, n = np.asarray(k, dtype=np.float64), np.asarray(n, dtype=np.float64)
+    safe_k = np.minimum(k, n - 1)
+    return np.where(k >= n, 1.0, stats.beta.ppf(1.0 - level, safe_k + 1.0, n - safe_k))
+
+
+def clopper_pearson_lower(k, n, level):
+    """One-sided Clopper–Pearson lower bound p_lo: P(p < p_lo) ≤ level, for k successes of n."""
+    k, n = np.asarray(k, dtype=np.float64), np.asarray(n, dtype=np.float64)
+    safe_k = np.maximum(k, 1)
+    return np.where(k <= 0, 0.0, stats.beta.ppf(level, safe_k, n - safe_k + 1.0))
+
+
+def _check_scores(name, x) -> np.ndarray:
+    arr = check_finite(name, x)
+    if arr.ndim != 1 or arr.size < 4:
+        raise ValueError(f"{name} must be a 1-D array of at least 4 scores, got shape {arr.shape}")
+    return arr
+
+
+def _split(rng, x, fraction):
+    x = rng.permutation(x)
+    k = int(np.floor(fraction * x.size))
+    if k < 2 or x.size - k < 2:
+        raise ValueError(f"selection_fraction={fraction} leaves fewer than 2 scores in a split")
+    return x[:k], x[k:]
+
+
+def _rates(in_scores, out_scores, sign, thresholds):
+    """Counts of 'say in' (sign·score ≥ t) among in and out scores, for each threshold."""
+    s_in = np.sort(sign * in_scores)
+    s_out = np.sort(sign * out_scores)
+    tp = s_in.size - np.searchsorted(s_in, thresholds, side="left")
+    fp = s_out.size - np.searchsorted(s_out, thresholds, side="left")
+    return tp, fp
+
+
+def _candidates(in_sel, out_sel, sign, max_candidates=512):
+    values = np.unique(np.concatenate([sign * in_sel, sign * out_sel]))
+    if values.size > max_candidates:
+        values = np.unique(np.quantile(values, np.linspace(0.0, 1.0, max_candidates)))
+    return values
+
+
+def _threshold_test(in_scores, out_scores, significance, objective, selection_fraction, seed):
+    """Choose (sign, threshold) maximising ``objective(tpr_lo, fpr_hi)`` on the selection split,
+    then bound the rates on the evaluation split."""
+    rng = np.random.default_rng(seed)
+    in_sel, in_eval = _split(rng, in_scores, selection_fraction)
+    out_sel, out_eval = _split(rng, out_scores, selection_fraction)
+    level = significance / 2.0
+    best = (-np.inf, 1, np.inf)
+    for sign in (1, -1):
+        thresholds = _candidates(in_sel, out_sel, sign)
+        tp, fp = _rates(in_sel, out_sel, sign, thresholds)
+        tpr_lo = clopper_pearson_lower(tp, in_sel.size, level)
+        fpr_hi = clopper_pearson_upper(fp, out_sel.size, level)
+        values = objective(tpr_lo, fpr_hi)
+        i = int(np.argmax(values))
+        if values[i] > best[0]:
+            best = (float(values[i]), sign, float(thresholds[i]))
+    _, sign, threshold = best
+    tp, fp = _rates(in_eval, out_eval, sign, np.array([threshold]))
+    tpr_lo = float(clopper_pearson_lower(tp, in_eval.size, level)[0])
+    fpr_hi = float(clopper_pearson_upper(fp, out_eval.size, level)[0])
+    return ThresholdTest(threshold, sign, tpr_lo, fpr_hi)
+
+
+def _mu_from_rates(tpr_lo, fpr_hi):
+    """μ_lo = Φ⁻¹(1 − FPR_u) − Φ⁻¹(FNR_u) = Φ⁻¹(TPR_lo) − Φ⁻¹(FPR_hi), clipped at 0."""
+    with np.errstate(invalid="ignore"):
+        mu = special.ndtri(tpr_lo) - special.ndtri(fpr_hi)
+    return np.where(np.isnan(mu), 0.0, np.maximum(mu, 0.0))
+
+
+def gdp_delta(epsilon, mu):
+    """δ(ε) of μ-GDP: Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth, Su 2022, Cor. 2.13)."""
+    epsilon, mu = float(epsilon), float(mu)
+    if mu <= 0:
+        return 0.0
+    first = special.ndtr(-epsilon / mu + mu / 2.0)
+    second = np.exp(epsilon + special.log_ndtr(-epsilon / mu - mu / 2.0))
+    return float(max(first - second, 0.0))
+
+
+def gdp_epsilon(mu, delta):
+    """Smallest ε ≥ 0 with δ(ε) ≤ δ for μ-GDP (bisection in float64; 0 if μ ≤ 0)."""
+    mu = float(mu)
+    if mu <= 0 or gdp_delta(0.0, mu) <= delta:
+        return 0.0
+    high = 1.0
+    while gdp_delta(high, mu) > delta:
+        high *= 2.0
+    return float(optimize.brentq(lambda e: gdp_delta(e, mu) - delta, 0.0, high, xtol=1e-10))
+
+
+def gdp_to_rdp(mu, alpha):
+    """μ-GDP implies (α, α μ²/2)-RDP for every α > 1 (the GDP → RDP conversion)."""
+    return np.asarray(alpha, dtype=np.float64) * np.asarray(mu, dtype=np.float64) ** 2 / 2.0
+
+
+def _common_checks(in_scores, out_scores, significance, selection_fraction):
+    in_scores = _check_scores("in_scores", in_scores)
+    out_scores = _check_scores("out_scores", out_scores)
+    significance = float(check_probability("significance", significance, open_low=True,
+                                           open_high=True))
+    selection_fraction = float(check_probability("selection_fraction", selection_fraction,
+                                                 open_low=True, open_high=True))
+    return in_scores, out_scores, significance, selection_fraction
+
+
+def gdp_epsilon_lower_bound(
+    in_scores, out_scores, delta, significance, *, selection_fraction=0.5, seed=0
+) -> GdpLowerBound:
+    """Nasr et al. (2023) GDP auditing: ε lower bound at δ from a threshold test.
+
+    μ_lo = Φ⁻¹(1 − FPR_u) − Φ⁻¹(FNR_u) with Clopper–Pearson upper bounds at significance/2 each
+    (threshold chosen on a separate split to maximise μ_lo there), then ε solving
+    δ(ε; μ_lo) = δ. In RDP units use :func:`gdp_to_rdp` (α μ_lo²/2).
+
+    Args:
+      in_scores: 1-D scores of runs with the canary.
+      out_scores: 1-D scores of runs without.
+      delta: δ ∈ (0, 1) of the (ε, δ) statement.
+      significance: total failure probability in (0, 1) (e.g. 0.05).
+      selection_fraction: fraction of each world used to choose the threshold.
+      seed: seed of the split shuffle.
+
+    Returns:
+      :class:`GdpLowerBound` (epsilon, mu, test). With no signal, epsilon = mu = 0.
+    """
+    in_scores, out_scores, significance, selection_fraction = _common_checks(
+        in_scores, out_scores, significance, selection_fraction
+    )
+    delta = float(check_probability("delta", delta, open_low=True, open_high=True))
+    test = _threshold_test(in_scores, out_scores, significance, _mu_from_rates,
+                           selection_fraction, seed)
+    mu = float(_mu_from_rates(test.tpr_lo, test.fpr_hi))
+    return GdpLowerBound(gdp_epsilon(mu, delta), mu, test)
+
+
+def _cp_epsilon(tpr_lo, fpr_hi, delta):
+    """max{log((TPR_lo − δ)/FPR_hi), log((1 − FPR_hi − δ)/(1 − TPR_lo))}, clipped at 0."""
+    tpr_lo, fpr_hi = np.asarray(tpr_lo), np.asarray(fpr_hi)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        first = np.log(np.maximum(tpr_lo - delta, 0.0)) - np.log(fpr_hi)
+        second = np.log(np.maximum(1.0 - fpr_hi - delta, 0.0)) - np.log(1.0 - tpr_lo)
+    eps = np.fmax(first, second)
+    return np.where(np.isnan(eps), 0.0, np.clip(eps, 0.0, None))
+
+
+def clopper_pearson_epsilon_lower_bound(
+    in_scores, out_scores, delta, significance, *, selection_fraction=0.5, seed=0
+) -> float:
+    """Jagielski et al. (2020): ε ≥ max{log((TPR − δ)/FPR), log((TNR − δ)/FNR)} at CP bounds.
+
+    (ε, δ)-DP implies TPR ≤ e^ε FPR + δ and TNR ≤ e^ε FNR + δ; plugging in the lower bound of
+    TPR (TNR) and upper bound of FPR (FNR) from Clopper–Pearson intervals (significance/2 each)
+    gives an ε lower bound holding with probability ≥ 1 − significance.
+
+    Args:
+      in_scores: 1-D scores with the canary.
+      out_scores: 1-D scores without.
+      delta: δ ∈ [0, 1).
+      significance: total failure probability in (0, 1).
+      selection_fraction: fraction used to choose the threshold.
+      seed: seed of the split shuffle.
+
+    Returns:
+      ε lower bound (float, ≥ 0; 0 when the test has no power).
+    """
+    in_scores, out_scores, significance, selection_fraction = _common_checks(
+        in_scores, out_scores, significance, selection_fraction
+    )
+    delta = float(check_probability("delta", delta, open_high=True))
+    objective = lambda tpr_lo, fpr_hi: _cp_epsilon(tpr_lo, fpr_hi, delta)
+    test = _threshold_test(in_scores, out_scores, significance, objective, selection_fraction,
+                           seed)
+    return float(_cp_epsilon(test.tpr_lo, test.fpr_hi, delta))
+
+
+def binary_renyi(p, q, alpha):
+    """D_α(Ber(p) ‖ Ber(q)) = 1/(α−1) log[p^α q^{1−α} + (1−p)^α (1−q)^{1−α}] (float64)."""
+    p, q = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
+    alpha = np.asarray(alpha, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t1 = special.xlogy(alpha, p) + special.xlogy(1.0 - alpha, q)
+        t2 = special.xlogy(alpha, 1.0 - p) + special.xlogy(1.0 - alpha, 1.0 - q)
+        t1 = np.where(p == 0, -np.inf, t1)
+        t2 = np.where(p == 1, -np.inf, t2)
+        return np.logaddexp(t1, t2) / (alpha - 1.0)
+
+
+def _threshold_renyi(tpr_lo, fpr_hi, alpha):
+    """max over directions of the binary divergence at the conservative rates, 0 if no power."""
+    tpr_lo, fpr_hi = np.asarray(tpr_lo), np.asarray(fpr_hi)
+    powered = tpr_lo > fpr_hi
+    p = np.where(powered, tpr_lo, 0.5)
+    q = np.where(powered, fpr_hi, 0.5)
+    value = np.maximum(binary_renyi(p, q, alpha), binary_renyi(q, p, alpha))
+    return np.where(powered & np.isfinite(value), np.maximum(value, 0.0),
+                    np.where(powered, np.inf, 0.0))
+
+
+def threshold_renyi_lower_bound(
+    in_scores, out_scores, alpha, significance, *, selection_fraction=0.5, seed=0
+):
+    """Rigorous RDP lower bound of a threshold test (data processing for Rényi divergences).
+
+    For the test "say in iff sign·score ≥ t", D_α(in‖out) ≥ d_α(TPR‖FPR) and D_α(out‖in) ≥
+    d_α(FPR‖TPR) with d_α the binary Rényi divergence. For TPR > FPR, d_α(p‖q) increases in p and
+    decreases in q (and symmetrically), so evaluating at TPR_lo, FPR_hi (Clopper–Pearson,
+    significance/2 each) gives ε_α ≥ max of the two with probability ≥ 1 − significance.
+    The threshold is chosen per order on the selection split.
+
+    Args:
+      in_scores: 1-D scores with the canary.
+      out_scores: 1-D scores without.
+      alpha: order α > 1, or a 1-D array of orders.
+      significance: total failure probability in (0, 1).
+      selection_fraction: fraction used to choose the threshold.
+      seed: seed of the split shuffle.
+
+    Returns:
+      float64 array of ε_α lower bounds (≥ 0) with the shape of ``alpha``.
+    """
+    in_scores, out_scores, significance, selection_fraction = _common_checks(
+        in_scores, out_scores, significance, selection_fraction
+    )
+    alphas = check_finite("alpha", alpha)
+    if alphas.ndim > 1 or (alphas <= 1).any():
+        raise ValueError(f"alpha must be a scalar or 1-D array of orders > 1, got {alpha!r}")
+    out = []
+    for a in np.atleast_1d(alphas):
+        objective = lambda tpr_lo, fpr_hi, a=a: _threshold_renyi(tpr_lo, fpr_hi, a)
+        test = _threshold_test(in_scores, out_scores, significance, objective,
+                               selection_fraction, seed)
+        out.append(float(_threshold_renyi(test.tpr_lo, test.fpr_hi, a)))
+    return np.asarray(out).reshape(alphas.shape)
