@@ -1,1 +1,105 @@
-"""Adversary-aware DP bounds (spec: bounds.md). Filled in by the bounds issue."""
+"""Adversary-aware DP bounds (spec: bounds.md; Swanberg et al., arXiv:2507.08158).
+
+Per-target posterior success β(ε, p) = sigmoid(ε + logit p), high-probability bounds on how many
+of n targets an attack can get right (ε-DP, (ε, δ)-DP, f-DP), the exact Poisson-binomial engine
+underneath, prior encodings of common attacks, and prior-work baselines.
+
+Modules: ``posterior`` (β, gain), ``poisson_binomial`` (engine), ``count_bound`` (tail and count
+bounds), ``fdp`` (trade-off functions, δ_f(ε)), ``priors`` (attack encodings), ``baselines``
+(KGK+, Balle ReRo, Hayes, Steinke, MMC).
+"""
+
+from jaxaudit.bounds.baselines import (
+    balle_rero_pure,
+    balle_rero_rdp,
+    balle_rero_zcdp,
+    hayes_gaussian,
+    inverse_blowup_gdp,
+    inverse_blowup_pure,
+    kgk_bound_approx,
+    kgk_bound_gdp,
+    kgk_bound_pure,
+    mmc_reject,
+    mmc_threshold,
+    steinke_p_value,
+)
+from jaxaudit.bounds.count_bound import (
+    fdp_epsilon_grid,
+    success_count_bound,
+    success_count_bound_exact,
+    success_count_bound_fdp,
+    success_tail,
+    success_tail_fdp,
+)
+from jaxaudit.bounds.fdp import approx_dp_delta, approx_dp_tradeoff, gdp_delta, gdp_tradeoff
+from jaxaudit.bounds.poisson_binomial import (
+    count_bound_exact,
+    poisson_binomial_isf,
+    poisson_binomial_logpmf,
+    poisson_binomial_logpmf_exact,
+    poisson_binomial_logsf_exact,
+    poisson_binomial_tail,
+)
+from jaxaudit.bounds.posterior import gain, gain_ratio, max_gain, max_gain_prior, posterior_success
+from jaxaudit.bounds.priors import (
+    attribute_inference_prior,
+    ball_mass,
+    ball_mass_sup,
+    columns_prior,
+    membership_prior,
+    reconstruction_prior,
+    top_k_mass,
+    uniform_prior,
+    zipf_prior,
+)
+
+__all__ = [
+    # posterior success and gain
+    "posterior_success",
+    "gain",
+    "gain_ratio",
+    "max_gain",
+    "max_gain_prior",
+    # Poisson-binomial engine
+    "poisson_binomial_logpmf",
+    "poisson_binomial_tail",
+    "poisson_binomial_isf",
+    "poisson_binomial_logpmf_exact",
+    "poisson_binomial_logsf_exact",
+    "count_bound_exact",
+    # bounds on the success count
+    "success_tail",
+    "success_count_bound",
+    "success_count_bound_exact",
+    "success_tail_fdp",
+    "success_count_bound_fdp",
+    "fdp_epsilon_grid",
+    # f-DP
+    "gdp_delta",
+    "gdp_tradeoff",
+    "approx_dp_tradeoff",
+    "approx_dp_delta",
+    # priors
+    "membership_prior",
+    "top_k_mass",
+    "attribute_inference_prior",
+    "reconstruction_prior",
+    "ball_mass",
+    "ball_mass_sup",
+    "columns_prior",
+    "zipf_prior",
+    "uniform_prior",
+    # baselines
+    "kgk_bound_pure",
+    "kgk_bound_gdp",
+    "kgk_bound_approx",
+    "balle_rero_rdp",
+    "balle_rero_zcdp",
+    "balle_rero_pure",
+    "hayes_gaussian",
+    "steinke_p_value",
+    "mmc_reject",
+    "mmc_threshold",
+    "inverse_blowup_pure",
+    "inverse_blowup_gdp",
+]

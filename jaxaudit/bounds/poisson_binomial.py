@@ -399,8 +399,8 @@ def poisson_binomial_tail(probs, v, *, log: bool = False, method: str = "auto") 
     Examples:
       >>> float(poisson_binomial_tail([0.5] * 10, 10))
       0.0009765625
-      >>> float(poisson_binomial_tail([1e-3] * 300, 300, log=True))  # = 300 log(1e-3)
-      -2072.326583694641
+      >>> round(float(poisson_binomial_tail([1e-3] * 300, 300, log=True)), 9)  # 300 log(1e-3)
+      -2072.326583695
     """
     prep = _Prepared(probs)
     _args.finite("v", v)

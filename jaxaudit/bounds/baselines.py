@@ -1,0 +1,271 @@
+"""Prior-work bounds on attack success, for comparison with the adversary-aware bound.
+
+κ denotes the baseline (prior) success of a single target. All bounds are upper bounds on the
+probability that the attack succeeds.
+
+* KGK+ (Kulynych, Gomez, Kaissis, Hayes, Balle, du Pin Calmon, Raisaro, NeurIPS 2025,
+  arXiv:2507.06969): success ≤ 1 − f(κ) for an f-DP mechanism.
+* Balle–Cherubin–Hayes reconstruction robustness (S&P 2022, arXiv:2201.04845).
+* Hayes–Mahloujifar–Balle (NeurIPS 2023, arXiv:2302.07225): 1 − T(κ) for a dominating pair.
+* Steinke–Nasr–Jagielski one-run auditing (NeurIPS 2023, arXiv:2305.08846).
+* Mahloujifar–Melis–Chaudhuri one-run f-DP reconstruction audit (MMC, ICML 2025,
+  arXiv:2410.22235).
+
+The single-target closed forms are pure ``jax.numpy`` (jit-able); the one-run p-value and the
+MMC recursion are small host loops in float64.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.stats
+from jax.scipy.stats import norm
+
+from jaxaudit._validation import check_positive, check_probability
+from jaxaudit.bounds import _args
+
+__all__ = [
+    "kgk_bound_pure",
+    "kgk_bound_gdp",
+    "kgk_bound_approx",
+    "balle_rero_rdp",
+    "balle_rero_zcdp",
+    "balle_rero_pure",
+    "hayes_gaussian",
+    "steinke_p_value",
+    "mmc_reject",
+    "mmc_threshold",
+    "inverse_blowup_pure",
+    "inverse_blowup_gdp",
+]
+
+
+def _float(*xs):
+    dtype = jnp.result_type(*[jnp.asarray(x) for x in xs], float)
+    return [jnp.asarray(x, dtype=dtype) for x in xs]
+
+
+def kgk_bound_pure(kappa, epsilon) -> jax.Array:
+    """KGK+ under ε-DP: min(1, e^ε κ, 1 − e^{−ε}(1 − κ)).
+
+    Examples:
+      >>> round(float(kgk_bound_pure(0.5, 1.0)), 6)
+      0.81606
+    """
+    _args.probabilities("kappa", kappa)
+    _args.epsilon("epsilon", epsilon)
+    kappa, eps = _float(kappa, epsilon)
+    return jnp.minimum(jnp.minimum(1.0, jnp.exp(eps) * kappa), 1.0 - jnp.exp(-eps) * (1.0 - kappa))
+
+
+def kgk_bound_gdp(kappa, mu) -> jax.Array:
+    """KGK+ under μ-GDP: 1 − f(κ) = Φ(Φ⁻¹(κ) + μ).
+
+    Examples:
+      >>> round(float(kgk_bound_gdp(0.5, 1.0)), 5)
+      0.84134
+    """
+    _args.probabilities("kappa", kappa)
+    _args.epsilon("mu", mu)
+    kappa, mu = _float(kappa, mu)
+    return norm.cdf(norm.ppf(kappa) + mu)
+
+
+def kgk_bound_approx(kappa, epsilon, delta) -> jax.Array:
+    """KGK+ under (ε, δ)-DP: min(1, e^ε κ + δ, 1 − e^{−ε}(1 − δ − κ)).
+
+    Examples:
+      >>> round(float(kgk_bound_approx(0.5, 1.0, 0.0)), 6)
+      0.81606
+    """
+    _args.probabilities("kappa", kappa)
+    _args.epsilon("epsilon", epsilon)
+    _args.delta("delta", delta)
+    kappa, eps, delta = _float(kappa, epsilon, delta)
+    return jnp.minimum(jnp.minimum(1.0, jnp.exp(eps) * kappa + delta),
+                       1.0 - jnp.exp(-eps) * (1.0 - delta - kappa))
+
+
+def balle_rero_rdp(kappa, alpha, eps_alpha) -> jax.Array:
+    """Reconstruction robustness under (α, ε_α)-RDP: min(1, (κ e^{ε_α})^{(α−1)/α}).
+
+    Examples:
+      >>> round(float(balle_rero_rdp(0.01, 2.0, 1.0)), 6)
+      0.164872
+    """
+    _args.probabilities("kappa", kappa)
+    _args.epsilon("eps_alpha", eps_alpha)
+    if not _args.is_traced(alpha):
+        a = np.asarray(alpha, dtype=np.float64)
+        if np.isnan(a).any() or (a <= 1).any():
+            raise ValueError(f"alpha must be > 1, got {alpha!r}")
+    kappa, alpha, eps = _float(kappa, alpha, eps_alpha)
+    return jnp.minimum(1.0, jnp.exp((alpha - 1.0) / alpha * (jnp.log(kappa) + eps)))
+
+
+def balle_rero_zcdp(kappa, rho) -> jax.Array:
+    """Reconstruction robustness under ρ-zCDP: exp(−(sqrt(ln 1/κ) − sqrt ρ)²) if ρ < ln(1/κ), else 1.
+
+    Examples:
+      >>> round(float(balle_rero_zcdp(0.01, 1.0)), 6)
+      0.268948
+    """
+    _args.probabilities("kappa", kappa)
+    _args.epsilon("rho", rho)
+    kappa, rho = _float(kappa, rho)
+    log_inv = -jnp.log(kappa)
+    value = jnp.exp(-jnp.square(jnp.sqrt(log_inv) - jnp.sqrt(rho)))
+    return jnp.where(rho < log_inv, value, 1.0)
+
+
+def balle_rero_pure(kappa, epsilon) -> jax.Array:
+    """Reconstruction robustness under ε-DP: min(1, e^ε κ).
+
+    Examples:
+      >>> float(balle_rero_pure(0.5, 1.0))
+      1.0
+    """
+    _args.probabilities("kappa", kappa)
+    _args.epsilon("epsilon", epsilon)
+    kappa, eps = _float(kappa, epsilon)
+    return jnp.minimum(1.0, jnp.exp(eps) * kappa)
+
+
+def hayes_gaussian(kappa, sensitivity, sigma) -> jax.Array:
+    """Hayes–Mahloujifar–Balle bound for the Gaussian mechanism: Φ(Φ⁻¹(κ) + Δ/σ).
+
+    Examples:
+      >>> round(float(hayes_gaussian(0.5, 1.0, 1.0)), 5)
+      0.84134
+    """
+    _args.probabilities("kappa", kappa)
+    _args.epsilon("sensitivity", sensitivity)
+    if not _args.is_traced(sigma):
+        check_positive("sigma", sigma)
+    kappa, sens, sigma = _float(kappa, sensitivity, sigma)
+    return norm.cdf(norm.ppf(kappa) + sens / sigma)
+
+
+def steinke_p_value(m: int, r: int, v: int, epsilon: float, delta: float = 0.0) -> float:
+    """Steinke–Nasr–Jagielski one-run p-value for v correct out of r guesses on m canaries.
+
+    Pure ε-DP: Pr[W ≥ v] ≤ β := Pr[Bin(r, q) ≥ v], q = e^ε/(1 + e^ε). Under (ε, δ)-DP
+    (their Theorem 3.1): p = min(1, β + a·δ·2m) with
+    a = max_{i = 1..v} Pr[v > Bin(r, q) ≥ v − i] / i.
+
+    Args:
+      m: number of canaries (m ≥ r).
+      r: number of guesses made (non-abstentions).
+      v: number of correct guesses.
+      epsilon: ε ≥ 0.
+      delta: δ ∈ [0, 1).
+
+    Returns:
+      The p-value (float).
+
+    Examples:
+      >>> round(steinke_p_value(1000, 100, 80, 1.0), 10)
+      0.0715562468
+    """
+    for name, val in (("m", m), ("r", r)):
+        if int(val) != val or val < 1:
+            raise ValueError(f"{name} must be a positive integer, got {val!r}")
+    if int(v) != v or not 0 <= v <= r:
+        raise ValueError(f"v must be an integer in [0, r], got {v!r}")
+    if r > m:
+        raise ValueError(f"r must be <= m, got r={r!r}, m={m!r}")
+    _args.epsilon("epsilon", epsilon)
+    _args.delta("delta", delta)
+    q = math.exp(epsilon) / (1.0 + math.exp(epsilon)) if math.isfinite(epsilon) else 1.0
+    beta = float(scipy.stats.binom.sf(v - 1, r, q))
+    if delta == 0.0 or v == 0:
+        return min(1.0, beta)
+    pmf = scipy.stats.binom.pmf(np.arange(v - 1, -1, -1), r, q)  # pmf(v−1), pmf(v−2), …, pmf(0)
+    a = float(np.max(np.cumsum(pmf) / np.arange(1, v + 1)))
+    return min(1.0, beta + a * delta * 2 * m)
+
+
+def inverse_blowup_pure(epsilon: float) -> Callable[[float], float]:
+    """f̄⁻¹ for ε-DP: the inverse of x ↦ min(1, e^ε x, 1 − e^{−ε}(1 − x)).
+
+    Returns y ↦ max(e^{−ε} y, 1 − e^ε (1 − y)) (clipped to [0, 1]).
+    """
+    _args.epsilon("epsilon", epsilon)
+    e = math.exp(epsilon)
+    return lambda y: min(1.0, max(0.0, y / e, 1.0 - e * (1.0 - y)))
+
+
+def inverse_blowup_gdp(mu: float) -> Callable[[float], float]:
+    """f̄⁻¹ for μ-GDP: y ↦ Φ(Φ⁻¹(y) − μ)."""
+    _args.epsilon("mu", mu)
+    return lambda y: float(scipy.stats.norm.cdf(scipy.stats.norm.ppf(min(max(y, 0.0), 1.0)) - mu))
+
+
+def _mmc_check(m, c_guesses, alphabet_size, tau):
+    for name, val in (("m", m), ("c_guesses", c_guesses), ("alphabet_size", alphabet_size)):
+        if int(val) != val or val < 1:
+            raise ValueError(f"{name} must be a positive integer, got {val!r}")
+    if c_guesses > m:
+        raise ValueError(f"c_guesses must be <= m, got {c_guesses!r} > {m!r}")
+    if alphabet_size < 2:
+        raise ValueError(f"alphabet_size must be >= 2, got {alphabet_size!r}")
+    check_probability("tau", tau, open_low=True, open_high=True)
+
+
+def mmc_reject(m: int, c_guesses: int, c_correct: int, alphabet_size: int,
+               inverse_blowup: Callable[[float], float], tau: float = 0.05) -> bool:
+    """MMC one-run reconstruction audit: does c_correct of c_guesses reject f-DP at level τ?
+
+    m canaries are drawn uniformly from an alphabet of size K = ``alphabet_size``; the auditor
+    makes c′ guesses of which c are correct. With r_c = τc/m, h_c = τ(c′ − c)/m and for
+    i = c − 1, …, 0:
+        h_i = max(h_{i+1}, (K − 1)·f̄⁻¹(r_{i+1})),
+        r_i = r_{i+1} + (i/(c′ − i))·(h_i − h_{i+1}),
+    the audit rejects iff r_0 + h_0 > c′/m.
+
+    Args:
+      m: number of canaries.
+      c_guesses: c′, guesses made.
+      c_correct: c, correct guesses.
+      alphabet_size: K ≥ 2.
+      inverse_blowup: f̄⁻¹, e.g. :func:`inverse_blowup_gdp` or :func:`inverse_blowup_pure`.
+      tau: level τ ∈ (0, 1).
+
+    Returns:
+      True when f-DP is rejected.
+    """
+    _mmc_check(m, c_guesses, alphabet_size, tau)
+    if int(c_correct) != c_correct or not 0 <= c_correct <= c_guesses:
+        raise ValueError(f"c_correct must be an integer in [0, c_guesses], got {c_correct!r}")
+    c, cp = int(c_correct), int(c_guesses)
+    r = tau * c / m
+    h = tau * (cp - c) / m
+    for i in range(c - 1, -1, -1):
+        h_new = max(h, (alphabet_size - 1) * inverse_blowup(r))
+        r = r + (i / (cp - i)) * (h_new - h)
+        h = h_new
+    return r + h > cp / m
+
+
+def mmc_threshold(m: int, c_guesses: int, alphabet_size: int,
+                  inverse_blowup: Callable[[float], float], tau: float = 0.05) -> int:
+    """Smallest c_correct for which :func:`mmc_reject` rejects; c_guesses + 1 if none.
+
+    Found by bisection (rejection is monotone in c_correct).
+    """
+    _mmc_check(m, c_guesses, alphabet_size, tau)
+    lo, hi = 0, c_guesses + 1  # invariant: no rejection at lo (checked), rejection at hi
+    if mmc_reject(m, c_guesses, 0, alphabet_size, inverse_blowup, tau):
+        return 0
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if mmc_reject(m, c_guesses, mid, alphabet_size, inverse_blowup, tau):
+            hi = mid
+        else:
+            lo = mid
+    return hi

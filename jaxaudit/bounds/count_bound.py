@@ -1,0 +1,270 @@
+"""High-probability bounds on the number of successfully attacked targets.
+
+Theorem (Swanberg et al. 2025, pure ε-DP): conditionally on the output, the success count
+L = Σ_i ℓ_i(X_i, z_i) is stochastically dominated by Σ_i S_i with independent
+S_i ~ Bernoulli(β(ε, p_i)), so for every v
+
+    Pr[L ≥ v] ≤ Pr[PoiBin(β(ε, p)) ≥ v]                                  (ε-DP)
+    Pr[L ≥ v] ≤ Pr[PoiBin(β(ε, p)) ≥ v] + n·δ                           ((ε, δ)-DP)
+    Pr[L ≥ v] ≤ inf_ε { Pr[PoiBin(β(ε, p)) ≥ v] + n·δ_f(ε) }            (f-DP)
+
+and the level-γ count bound is v_γ = min{v : bound(v) ≤ γ} (n + 1 when no v ≤ n qualifies: the
+bound is vacuous, never 0).
+
+Which p to pass. Under pure ε-DP the bound holds conditionally on the output, so p_i may be the
+prior mass of the *realised* guess (single-run valid) or any upper bound such as the worst-case
+p_i* = sup_z p_i(z) (e.g. the top-k prior mass). Under approximate DP / f-DP the additive n·δ
+term only controls the probability over the mechanism's randomness: the bound is valid with the
+worst-case prior p_i* (run-independent), or for the *expectation over outputs* of the
+output-dependent bound (which needs several runs of the mechanism to estimate); it is not valid
+conditionally on a single output.
+
+Numerics: the Poisson-binomial tails come from :mod:`jaxaudit.bounds.poisson_binomial` (float64,
+relative accuracy in deep tails). ``success_count_bound_exact`` is the jit/vmap-able form (exact
+recursion, O(n²)); the other functions validate their arguments and pick the recursion or the
+tilted-FFT engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxaudit._validation import check_probability
+from jaxaudit.bounds import _args
+from jaxaudit.bounds.poisson_binomial import (
+    RECURSION_MAX_N,
+    _bucket,
+    count_bound_exact,
+    poisson_binomial_isf,
+    poisson_binomial_tail,
+)
+from jaxaudit.bounds.posterior import posterior_success
+
+__all__ = [
+    "success_tail",
+    "success_count_bound",
+    "success_count_bound_exact",
+    "success_tail_fdp",
+    "success_count_bound_fdp",
+    "fdp_epsilon_grid",
+]
+
+
+def _priors(priors) -> np.ndarray:
+    p = _args.vector("priors", priors)
+    check_probability("priors", p)
+    return p
+
+
+def _betas(p: np.ndarray, epsilon: float) -> np.ndarray:
+    with jax.enable_x64(True):
+        return np.asarray(posterior_success(jnp.asarray(p), jnp.asarray(float(epsilon))))
+
+
+def success_tail(priors, epsilon, v, delta=0.0, *, method: str = "auto") -> jax.Array:
+    """Upper bound on Pr[L ≥ v]: min(1, Pr[PoiBin(β(ε, p)) ≥ v] + n·δ).
+
+    Args:
+      priors: (n,) baseline success probabilities p_i ∈ [0, 1] (see the module docstring for
+        which p to use).
+      epsilon: ε ≥ 0.
+      v: scalar or array of success counts.
+      delta: δ ∈ [0, 1) of (ε, δ)-DP.
+      method: Poisson-binomial engine (``"auto"``, ``"recursion"``, ``"fft"``).
+
+    Returns:
+      float64 JAX array shaped like ``v``.
+
+    Raises:
+      ValueError: priors outside [0, 1] or NaN, ε < 0, δ outside [0, 1), NaN in v.
+
+    Examples:
+      >>> round(float(success_tail([0.5] * 100, 1.0, 80)), 6)  # Pr[Bin(100, e/(1+e)) ≥ 80]
+      0.071556
+    """
+    p = _priors(priors)
+    _args.epsilon("epsilon", epsilon)
+    _args.delta("delta", delta)
+    _args.finite("v", v)
+    tail = np.asarray(poisson_binomial_tail(_betas(p, epsilon), v, method=method))
+    out = np.minimum(1.0, tail + p.size * float(delta))
+    out = np.where(np.asarray(v) <= 0, 1.0, out)
+    with jax.enable_x64(True):
+        return jnp.asarray(out)
+
+
+def success_count_bound(priors, epsilon, delta=0.0, gamma=0.05, *, method: str = "auto") -> int:
+    """v_γ = min{v : Pr[PoiBin(β(ε, p)) ≥ v] + n·δ ≤ γ}; n + 1 when none (vacuous).
+
+    With probability ≥ 1 − γ fewer than v_γ targets are attacked successfully.
+
+    Args:
+      priors: (n,) baseline success probabilities.
+      epsilon: ε ≥ 0.
+      delta: δ ∈ [0, 1).
+      gamma: level γ ∈ (0, 1).
+      method: Poisson-binomial engine.
+
+    Returns:
+      Python int in 1..n + 1.
+
+    Raises:
+      ValueError: bad priors, ε, δ or γ.
+
+    Examples:
+      >>> success_count_bound([0.5] * 1000, 1.0)   # uniform prior over K = 2 values
+      755
+    """
+    p = _priors(priors)
+    _args.epsilon("epsilon", epsilon)
+    _args.delta("delta", delta)
+    _args.level("gamma", gamma)
+    budget = float(gamma) - p.size * float(delta)
+    if budget <= 0.0:
+        return p.size + 1
+    return poisson_binomial_isf(_betas(p, epsilon), budget, method=method)
+
+
+@jax.jit
+def success_count_bound_exact(priors, epsilon, delta=0.0, gamma=0.05) -> jax.Array:
+    """jit/vmap-able v_γ by the exact O(n²) recursion (no validation; x64 up to the caller).
+
+    Same value as :func:`success_count_bound` (for n up to a few thousand). Useful to vmap over
+    ε or over prior vectors, e.g. ``jax.vmap(success_count_bound_exact, (None, 0))(p, eps_grid)``.
+
+    Args:
+      priors: (n,) p_i.
+      epsilon, delta, gamma: scalars.
+
+    Returns:
+      int32 scalar v_γ (n + 1 when vacuous).
+    """
+    priors = jnp.asarray(priors)
+    n = priors.shape[0]
+    beta = posterior_success(priors, epsilon)
+    budget = gamma - n * delta
+    log_budget = jnp.log(jnp.maximum(budget, jnp.finfo(beta.dtype).tiny))
+    v = count_bound_exact(beta, log_budget)
+    return jnp.where(budget > 0, v, n + 1).astype(jnp.int32)
+
+
+def fdp_epsilon_grid(delta_of_epsilon: Callable, n: int, gamma: float = 0.05,
+                     num: int = 64) -> np.ndarray:
+    """Default ε grid for the f-DP bound: ``num`` points evenly spaced on [0, ε_max].
+
+    ε_max is the smallest ε (found by doubling then bisection, capped at 200) with
+    n·δ_f(ε) ≤ γ/100. Larger ε cannot help much: there the additive term is already below γ/100
+    while β(ε, p), hence the Poisson-binomial tail, keeps growing. For μ-GDP this gives
+    ε_max ≈ μ²/2 + μ·sqrt(2 ln(100 n/γ)). Any grid gives a *valid* bound (each ε does); the
+    grid only affects how tight it is.
+    """
+    def small(eps):
+        return n * float(delta_of_epsilon(eps)) <= gamma / 100.0
+
+    hi = 1.0
+    while not small(hi) and hi < 200.0:
+        hi *= 2.0
+    hi = min(hi, 200.0)
+    lo = 0.0
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if small(mid):
+            hi = mid
+        else:
+            lo = mid
+    return np.linspace(0.0, hi, num)
+
+
+def _fdp_setup(priors, delta_of_epsilon, gamma, epsilons):
+    p = _priors(priors)
+    if not callable(delta_of_epsilon):
+        raise ValueError("delta_of_epsilon must be a callable ε ↦ δ_f(ε)")
+    if epsilons is None:
+        epsilons = fdp_epsilon_grid(delta_of_epsilon, p.size, gamma)
+    eps = _args.vector("epsilons", epsilons)
+    _args.epsilon("epsilons", eps)
+    with jax.enable_x64(True):
+        deltas = np.asarray(delta_of_epsilon(jnp.asarray(eps)), dtype=np.float64)
+    deltas = np.broadcast_to(deltas, eps.shape)
+    check_probability("delta_of_epsilon(epsilons)", deltas)
+    return p, eps, deltas
+
+
+def success_tail_fdp(priors, delta_of_epsilon: Callable, v, epsilons=None, *,
+                     gamma: float = 0.05, method: str = "auto") -> jax.Array:
+    """f-DP bound on Pr[L ≥ v]: min over the ε grid of Pr[PoiBin(β(ε, p)) ≥ v] + n·δ_f(ε).
+
+    The minimum is taken separately for each v. Valid with worst-case priors (or in expectation
+    over outputs), see the module docstring.
+
+    Args:
+      priors: (n,) p_i.
+      delta_of_epsilon: callable ε ↦ δ_f(ε), e.g. ``lambda e: gdp_delta(e, mu)``.
+      v: scalar or array of counts.
+      epsilons: ε grid (default :func:`fdp_epsilon_grid` with ``gamma``).
+      gamma: level used only to build the default grid.
+      method: Poisson-binomial engine.
+
+    Returns:
+      float64 JAX array shaped like ``v``.
+    """
+    p, eps, deltas = _fdp_setup(priors, delta_of_epsilon, gamma, epsilons)
+    _args.finite("v", v)
+    best = np.ones(np.shape(v))
+    for e, d in zip(eps, deltas, strict=True):
+        if p.size * d >= 1.0:
+            continue
+        tail = np.asarray(poisson_binomial_tail(_betas(p, e), v, method=method))
+        best = np.minimum(best, tail + p.size * d)
+    best = np.where(np.asarray(v) <= 0, 1.0, np.minimum(best, 1.0))
+    with jax.enable_x64(True):
+        return jnp.asarray(best)
+
+
+def success_count_bound_fdp(priors, delta_of_epsilon: Callable, gamma: float = 0.05,
+                            epsilons=None, *, method: str = "auto") -> int:
+    """f-DP count bound: v_γ = min{v : inf_ε Pr[PoiBin(β(ε, p)) ≥ v] + n·δ_f(ε) ≤ γ}.
+
+    Equivalently the minimum over the grid of the (ε, δ_f(ε)) count bounds, since
+    "bound(v) ≤ γ for some ε" is what the infimum asks. For n ≤ ``RECURSION_MAX_N`` (and
+    ``method`` auto/recursion) the whole grid runs as one vmapped jit call.
+
+    Args:
+      priors: (n,) p_i.
+      delta_of_epsilon: callable ε ↦ δ_f(ε) (vectorised over a jnp array).
+      gamma: level γ ∈ (0, 1).
+      epsilons: ε grid (default :func:`fdp_epsilon_grid`).
+      method: Poisson-binomial engine.
+
+    Returns:
+      Python int in 1..n + 1.
+
+    Examples:
+      >>> from jaxaudit.bounds import gdp_delta
+      >>> success_count_bound_fdp([0.01] * 100, lambda e: gdp_delta(e, 1.0))
+      35
+    """
+    _args.level("gamma", gamma)
+    p, eps, deltas = _fdp_setup(priors, delta_of_epsilon, gamma, epsilons)
+    n = p.size
+    keep = n * deltas < gamma
+    if not keep.any():
+        return n + 1
+    eps, deltas = eps[keep], deltas[keep]
+    if method in ("auto", "recursion") and (method == "recursion" or n <= RECURSION_MAX_N):
+        padded = np.zeros(_bucket(n))
+        padded[:n] = p
+        budgets = gamma - n * deltas
+        with jax.enable_x64(True):
+            beta = jax.vmap(posterior_success, (None, 0))(jnp.asarray(padded), jnp.asarray(eps))
+            beta = jnp.where(jnp.arange(padded.size) < n, beta, 0.0)
+            vs = jax.vmap(count_bound_exact)(beta, jnp.log(jnp.asarray(budgets)))
+        return int(np.min(np.asarray(vs)))
+    return min(poisson_binomial_isf(_betas(p, e), gamma - n * d, method=method)
+               for e, d in zip(eps, deltas, strict=True))
+
+

@@ -1,0 +1,112 @@
+"""Trade-off functions and their privacy profiles δ_f(ε) (f-DP, Dong–Roth–Su).
+
+A mechanism is f-DP for a trade-off function f when every test between neighbouring datasets with
+type-I error α has type-II error ≥ f(α). It is then (ε, δ_f(ε))-DP for every ε ≥ 0 with
+
+    δ_f(ε) = 1 + f*(−e^ε) = sup_α (1 − f(α) − e^ε α).
+
+Closed forms used here:
+
+* μ-GDP: f(α) = Φ(Φ⁻¹(1 − α) − μ), δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2).
+* (ε₀, δ₀)-DP: f(α) = max(0, 1 − δ₀ − e^{ε₀} α, e^{−ε₀}(1 − δ₀ − α)) and
+  δ(ε) = δ₀ + (1 − δ₀) max(0, e^{ε₀} − e^ε)/(1 + e^{ε₀}) (the sup is at a kink of f).
+
+All functions are pure ``jax.numpy`` (jit/vmap-able, broadcasting, in the inputs' dtype).
+
+References:
+  Dong, Roth, Su. "Gaussian Differential Privacy." JRSS-B 84(1), 2022. arXiv:1905.02383.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.stats import norm
+
+from jaxaudit.bounds import _args
+
+__all__ = ["gdp_delta", "gdp_tradeoff", "approx_dp_tradeoff", "approx_dp_delta"]
+
+
+def _float(*xs):
+    dtype = jnp.result_type(*[jnp.asarray(x) for x in xs], float)
+    return [jnp.asarray(x, dtype=dtype) for x in xs]
+
+
+def gdp_delta(epsilon, mu) -> jax.Array:
+    """δ(ε) of μ-GDP: Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2).
+
+    Computed as Φ(a)·(−expm1(ε + log Φ(b) − log Φ(a))) so that it keeps relative accuracy when
+    the two terms nearly cancel (large ε).
+
+    Args:
+      epsilon: ε ≥ 0.
+      mu: μ > 0.
+
+    Returns:
+      δ ∈ [0, 1], broadcast shape.
+
+    Examples:
+      >>> import jax
+      >>> with jax.enable_x64(True):
+      ...     print(round(float(gdp_delta(1.0, 1.0)), 6))
+      0.126937
+    """
+    _args.epsilon("epsilon", epsilon)
+    if not _args.is_traced(mu):
+        from jaxaudit._validation import check_positive
+
+        check_positive("mu", mu)
+    eps, mu = _float(epsilon, mu)
+    a = -eps / mu + mu / 2.0
+    b = -eps / mu - mu / 2.0
+    log_phi_a = norm.logcdf(a)
+    delta = jnp.exp(log_phi_a) * -jnp.expm1(eps + norm.logcdf(b) - log_phi_a)
+    return jnp.clip(delta, 0.0, 1.0)
+
+
+def gdp_tradeoff(alpha, mu) -> jax.Array:
+    """μ-GDP trade-off f(α) = Φ(Φ⁻¹(1 − α) − μ).
+
+    Examples:
+      >>> round(float(gdp_tradeoff(0.5, 0.0)), 6)
+      0.5
+    """
+    _args.probabilities("alpha", alpha)
+    _args.epsilon("mu", mu)
+    alpha, mu = _float(alpha, mu)
+    return norm.cdf(norm.ppf(1.0 - alpha) - mu)
+
+
+def approx_dp_tradeoff(alpha, epsilon, delta) -> jax.Array:
+    """(ε, δ)-DP trade-off f(α) = max(0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)).
+
+    Examples:
+      >>> round(float(approx_dp_tradeoff(0.1, 1.0, 0.0)), 6)
+      0.728172
+    """
+    _args.probabilities("alpha", alpha)
+    _args.epsilon("epsilon", epsilon)
+    _args.delta("delta", delta)
+    alpha, eps, delta = _float(alpha, epsilon, delta)
+    return jnp.maximum(
+        jnp.maximum(0.0, 1.0 - delta - jnp.exp(eps) * alpha),
+        jnp.exp(-eps) * (1.0 - delta - alpha),
+    )
+
+
+def approx_dp_delta(epsilon, epsilon0, delta0) -> jax.Array:
+    """δ_f(ε) of the (ε₀, δ₀)-DP trade-off: δ₀ + (1 − δ₀) max(0, e^{ε₀} − e^ε)/(1 + e^{ε₀}).
+
+    Equals δ₀ for ε ≥ ε₀ and grows to (e^{ε₀} − 1 + 2δ₀)/(1 + e^{ε₀}) at ε = 0.
+
+    Examples:
+      >>> round(float(approx_dp_delta(2.0, 1.0, 1e-5)), 8)
+      1e-05
+    """
+    _args.epsilon("epsilon", epsilon)
+    _args.epsilon("epsilon0", epsilon0)
+    _args.delta("delta0", delta0)
+    eps, eps0, delta0 = _float(epsilon, epsilon0, delta0)
+    gap = jnp.maximum(0.0, jnp.exp(eps0) - jnp.exp(eps))
+    return delta0 + (1.0 - delta0) * gap / (1.0 + jnp.exp(eps0))

@@ -1,0 +1,118 @@
+"""Per-target posterior success under pure ε-DP: β(ε, p) and the gain over the prior.
+
+For an ε-DP mechanism and a target whose guess succeeds with prior probability p (the prior mass
+of the guess's success set), the probability that the guess succeeds after seeing the output is
+at most
+
+    β(ε, p) = e^ε p / (1 + (e^ε − 1) p) = e^ε / (e^ε − 1 + 1/p) = sigmoid(ε + logit p).
+
+β is increasing in ε and in p, so any upper bound on p gives a valid β. All functions here are
+pure ``jax.numpy`` code: they broadcast, jit and vmap, and compute in the promoted dtype of their
+inputs (float32 by default; the sigmoid-of-logit form is stable there, with p = 0 ↦ 0 and
+p = 1 ↦ 1 exactly). Arguments are validated when concrete (outside jit).
+
+References:
+  Swanberg, Annamalai, Hayes, Balle, Smith. "A Unified Framework for Adversary-Aware
+  Differential Privacy Bounds." arXiv:2507.08158, 2025/2026.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxaudit.bounds import _args
+
+__all__ = [
+    "posterior_success",
+    "gain",
+    "gain_ratio",
+    "max_gain",
+    "max_gain_prior",
+]
+
+
+def _logit(p):
+    return jnp.log(p) - jnp.log1p(-p)
+
+
+def posterior_success(prior, epsilon) -> jax.Array:
+    """β(ε, p) = sigmoid(ε + logit p): the largest posterior success of a guess with prior p.
+
+    Args:
+      prior: baseline success probability p ∈ [0, 1] (array; broadcasts with ``epsilon``).
+      epsilon: ε ≥ 0 (+inf allowed: β = 1 for p > 0).
+
+    Returns:
+      β with the broadcast shape; β(ε, 0) = 0 and β(ε, 1) = 1.
+
+    Raises:
+      ValueError: prior outside [0, 1] or NaN; ε < 0 or NaN.
+
+    Examples:
+      >>> round(float(posterior_success(0.5, 1.0)), 6)   # e/(1 + e)
+      0.731059
+    """
+    _args.probabilities("prior", prior)
+    _args.epsilon("epsilon", epsilon)
+    p = jnp.asarray(prior)
+    eps = jnp.asarray(epsilon)
+    dtype = jnp.result_type(p, eps, float)
+    p, eps = jnp.broadcast_arrays(p.astype(dtype), eps.astype(dtype))
+    beta = jax.nn.sigmoid(eps + _logit(p))
+    return jnp.where(p == 0, jnp.zeros_like(beta), jnp.where(p == 1, jnp.ones_like(beta), beta))
+
+
+def gain(prior, epsilon) -> jax.Array:
+    """Per-target gain β(ε, p) − p: how much the output can raise the success probability.
+
+    Its maximum over p is tanh(ε/4) (see :func:`max_gain`).
+
+    Examples:
+      >>> round(float(gain(0.5, 1.0)), 6)
+      0.231059
+    """
+    return posterior_success(prior, epsilon) - jnp.asarray(prior)
+
+
+def gain_ratio(prior, epsilon) -> jax.Array:
+    """β(ε, p)/p = e^ε/(1 + (e^ε − 1)p), with the limit e^ε at p = 0.
+
+    Examples:
+      >>> round(float(gain_ratio(0.0, 1.0)), 6)
+      2.718282
+    """
+    _args.probabilities("prior", prior)
+    _args.epsilon("epsilon", epsilon)
+    p = jnp.asarray(prior)
+    eps = jnp.asarray(epsilon)
+    dtype = jnp.result_type(p, eps, float)
+    p, eps = p.astype(dtype), eps.astype(dtype)
+    return jnp.exp(eps) / (1.0 + jnp.expm1(eps) * p)
+
+
+def max_gain(epsilon) -> jax.Array:
+    """max_p (β(ε, p) − p) = tanh(ε/4), attained at p* = sigmoid(−ε/2).
+
+    Proof sketch: with x = logit p, β − p = sigmoid(x + ε) − sigmoid(x) is maximal where the two
+    sigmoid densities agree, x = −ε/2, giving sigmoid(ε/2) − sigmoid(−ε/2) = tanh(ε/4).
+
+    Examples:
+      >>> round(float(max_gain(1.0)), 6)
+      0.244919
+    """
+    _args.epsilon("epsilon", epsilon)
+    eps = jnp.asarray(epsilon)
+    return jnp.tanh(eps.astype(jnp.result_type(eps, float)) / 4.0)
+
+
+def max_gain_prior(epsilon) -> jax.Array:
+    """The prior p* = sigmoid(−ε/2) at which the gain β − p is largest.
+
+    Examples:
+      >>> round(float(max_gain_prior(1.0)), 6)
+      0.377541
+    """
+    _args.epsilon("epsilon", epsilon)
+    eps = jnp.asarray(epsilon)
+    return jax.nn.sigmoid(-eps.astype(jnp.result_type(eps, float)) / 2.0)

@@ -1,0 +1,257 @@
+"""Encodings of attacks as baseline success probabilities p_i (the inputs of β(ε, p)).
+
+The baseline success of target i for guess z_i is p_i(z_i) = Pr_{X'~D_i}[ℓ_i(X', z_i) = 1], the
+prior mass of the guess's success set. Pass either the mass of the *realised* guess or the
+worst-case p_i* = sup_z p_i(z) (run-independent; the only valid choice under approximate DP
+unless one averages over outputs). Every function here returns either an exact p or a *valid
+upper bound* on it (β is increasing in p, so an upper bound keeps the bound sound); which one is
+stated in each docstring.
+
+Host functions (numpy float64): priors are data preparation, done once outside jit.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+
+from jaxaudit._validation import check_choice, check_nonnegative, check_positive, check_probability
+from jaxaudit.bounds.poisson_binomial import poisson_binomial_tail
+
+__all__ = [
+    "membership_prior",
+    "top_k_mass",
+    "attribute_inference_prior",
+    "reconstruction_prior",
+    "ball_mass",
+    "ball_mass_sup",
+    "columns_prior",
+    "zipf_prior",
+    "uniform_prior",
+]
+
+
+def _distribution(name: str, probs, axis: int = -1) -> np.ndarray:
+    p = check_probability(name, probs)
+    if p.ndim == 0:
+        raise ValueError(f"{name} must have at least one axis, got a scalar")
+    total = p.sum(axis=axis)
+    if not np.allclose(total, 1.0, rtol=0.0, atol=1e-6):
+        raise ValueError(f"{name} must sum to 1 along axis {axis}, got sums {np.ravel(total)[:3]!r}")
+    return p
+
+
+def membership_prior(inclusion_prob, guess=None) -> np.ndarray:
+    """Membership inference: p = π for a "member" guess, 1 − π for "non-member".
+
+    Args:
+      inclusion_prob: π ∈ [0, 1] per target (the prior probability of being in the data).
+      guess: optional boolean array (True = "member"); ``None`` gives the worst case
+        max(π, 1 − π) (the MAP guess). An abstention has p = 0: pass 0 for it.
+
+    Returns:
+      p, float64 array.
+
+    Examples:
+      >>> membership_prior([0.5, 0.9]).tolist()
+      [0.5, 0.9]
+    """
+    pi = check_probability("inclusion_prob", inclusion_prob)
+    if guess is None:
+        return np.maximum(pi, 1.0 - pi)
+    g = np.asarray(guess, dtype=bool)
+    return np.where(g, pi, 1.0 - pi)
+
+
+def top_k_mass(probs, attempts: int = 1, axis: int = -1) -> np.ndarray:
+    """Largest prior mass of a set of ``attempts`` values (exact sup for k-attempt exact match).
+
+    Args:
+      probs: prior over values, normalised along ``axis`` (e.g. (n_targets, K)).
+      attempts: k ≥ 1 guesses per target.
+      axis: axis holding the values.
+
+    Returns:
+      Sum of the k largest entries (exact p* = sup_z p(z)).
+
+    Examples:
+      >>> top_k_mass([0.5, 0.3, 0.2], attempts=2).item()
+      0.8
+    """
+    p = _distribution("probs", probs, axis)
+    if int(attempts) != attempts or attempts < 1:
+        raise ValueError(f"attempts must be a positive integer, got {attempts!r}")
+    k = min(int(attempts), p.shape[axis])
+    part = -np.partition(-p, k - 1, axis=axis)
+    return np.take(part, np.arange(k), axis=axis).sum(axis=axis)
+
+
+def attribute_inference_prior(conditional_probs, attempts: int = 1) -> np.ndarray:
+    """Attribute inference: top-k mass of the attribute's prior given the known attributes.
+
+    Args:
+      conditional_probs: (n_targets, K) prior of the hidden attribute conditioned on the
+        adversary's knowledge about each target.
+      attempts: guesses per target.
+
+    Returns:
+      (n_targets,) exact p_i*.
+    """
+    return top_k_mass(conditional_probs, attempts)
+
+
+def reconstruction_prior(probs, attempts: int = 1) -> np.ndarray:
+    """Exact reconstruction with k attempts: the top-k prior mass (exact p*).
+
+    Examples:
+      >>> reconstruction_prior([[0.25] * 4], attempts=2).tolist()
+      [0.5]
+    """
+    return top_k_mass(probs, attempts)
+
+
+_METRICS = ("l1", "l2", "linf", "hamming")
+
+
+def _distances(values: np.ndarray, centers: np.ndarray, metric: str) -> np.ndarray:
+    diff = centers[:, None, :] - values[None, :, :]
+    if metric == "l1":
+        return np.abs(diff).sum(-1)
+    if metric == "l2":
+        return np.sqrt(np.square(diff).sum(-1))
+    if metric == "linf":
+        return np.abs(diff).max(-1)
+    return (diff != 0).sum(-1).astype(np.float64)
+
+
+def _support(values, probs):
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim == 1:
+        x = x[:, None]
+    if x.ndim != 2:
+        raise ValueError(f"values must be (K,) or (K, d), got shape {x.shape}")
+    p = _distribution("probs", probs)
+    if p.shape != (x.shape[0],):
+        raise ValueError(f"probs must have shape ({x.shape[0]},), got {p.shape}")
+    return x, p
+
+
+def ball_mass(values, probs, guesses, radius, metric: str = "l2") -> np.ndarray:
+    """Approximate reconstruction: prior mass within distance η of each guess (exact p(z)).
+
+    Success ℓ(x, z) = 1[d(x, z) ≤ η]; p(z) = Σ_{x: d(x, z) ≤ η} D(x).
+
+    Args:
+      values: (K,) or (K, d) support of the prior.
+      probs: (K,) prior masses.
+      guesses: (G,) or (G, d) guesses z.
+      radius: η ≥ 0.
+      metric: ``"l1"``, ``"l2"``, ``"linf"`` or ``"hamming"``.
+
+    Returns:
+      (G,) masses.
+
+    Examples:
+      >>> ball_mass([0.0, 1.0, 2.0], [0.2, 0.5, 0.3], [0.5], 0.6).tolist()
+      [0.7]
+    """
+    x, p = _support(values, probs)
+    check_choice("metric", metric, _METRICS)
+    check_nonnegative("radius", radius)
+    z = np.asarray(guesses, dtype=np.float64).reshape(-1, x.shape[1])
+    return (_distances(x, z, metric) <= float(radius)) @ p
+
+
+def ball_mass_sup(values, probs, radius, metric: str = "l2",
+                  guesses_in_support: bool = False) -> float:
+    """Upper bound on sup_z p(z) for success within distance η.
+
+    If guesses are restricted to the support, the sup is the max over support points of the
+    η-ball mass (exact). Otherwise any η-ball with positive mass contains a support point x₀ and
+    (triangle inequality) lies inside the 2η-ball around x₀, so the max 2η-ball mass around
+    support points is a valid upper bound.
+
+    Args:
+      values, probs: the prior (see :func:`ball_mass`).
+      radius: η ≥ 0.
+      metric: distance.
+      guesses_in_support: whether guesses can only be support points.
+
+    Returns:
+      float: exact (guesses_in_support) or an upper bound on p*.
+    """
+    x, p = _support(values, probs)
+    r = float(check_nonnegative("radius", radius))
+    return float(ball_mass(x, p, x, r if guesses_in_support else 2.0 * r, metric).max())
+
+
+def columns_prior(column_probs, threshold: int) -> float:
+    """Multi-attribute reconstruction: p* for "at least t of the hidden columns right".
+
+    With independent columns, a guess z gets column j right with probability D_j(z_j), and
+    Pr[#right ≥ t] is increasing in each D_j(z_j), so the sup is attained by guessing each
+    column's mode: p* = Pr[PoiBin(max_v D_j(v)) ≥ t] (exact).
+
+    Args:
+      column_probs: sequence of 1-D priors, one per hidden column.
+      threshold: t ≥ 1.
+
+    Returns:
+      float p*.
+
+    Examples:
+      >>> round(columns_prior([[0.5, 0.5], [0.9, 0.1]], 2), 6)
+      0.45
+    """
+    modes = np.array([_distribution(f"column_probs[{j}]", c).max()
+                      for j, c in enumerate(column_probs)])
+    if int(threshold) != threshold or threshold < 1:
+        raise ValueError(f"threshold must be a positive integer, got {threshold!r}")
+    return float(poisson_binomial_tail(modes, int(threshold), method="recursion"))
+
+
+def zipf_prior(exponent: float, support_size: int, ranks=None) -> np.ndarray:
+    """Zipf prior masses r^{−s}/H_N(s) of the given ranks (1 = most likely).
+
+    H_N(s) = Σ_{r ≤ N} r^{−s} = ζ(s) − ζ(s, N + 1) (Hurwitz zeta, by analytic continuation also
+    for s < 1), evaluated with mpmath, so N = 10^7 or more costs nothing.
+
+    Args:
+      exponent: s > 0.
+      support_size: N ≥ 1.
+      ranks: ranks to return (default: all N, only sensible for small N).
+
+    Returns:
+      float64 masses.
+
+    Examples:
+      >>> zipf_prior(1.0, 3).round(6).tolist()
+      [0.545455, 0.272727, 0.181818]
+    """
+    s = float(check_positive("exponent", exponent))
+    if int(support_size) != support_size or support_size < 1:
+        raise ValueError(f"support_size must be a positive integer, got {support_size!r}")
+    n = int(support_size)
+    if s == 1.0:
+        harmonic = float(mpmath.harmonic(n))
+    else:
+        harmonic = float(mpmath.zeta(s) - mpmath.zeta(s, n + 1))
+    r = np.arange(1, n + 1) if ranks is None else np.asarray(ranks, dtype=np.float64)
+    if np.any(r < 1) or np.any(r > n) or np.any(r != np.floor(r)):
+        raise ValueError(f"ranks must be integers in [1, {n}]")
+    return np.exp(-s * np.log(r) - math.log(harmonic))
+
+
+def uniform_prior(alphabet_size: int, attempts: int = 1) -> float:
+    """Uniform prior over K values with k attempts: p = min(1, k/K) (exact).
+
+    Examples:
+      >>> uniform_prior(10)
+      0.1
+    """
+    for name, val in (("alphabet_size", alphabet_size), ("attempts", attempts)):
+        if int(val) != val or val < 1:
+            raise ValueError(f"{name} must be a positive integer, got {val!r}")
+    return min(1.0, attempts / alphabet_size)
