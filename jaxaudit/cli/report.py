@@ -1,0 +1,28 @@
+"""``jaxaudit report DIR``: a self-contained HTML (and markdown) report of a run folder."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "report",
+        help="write report.html and report.md for a run folder",
+        description="Render the configuration, tables, summaries and figures of a run folder "
+        "as one self-contained HTML file (figures embedded; opens with no server) and a "
+        "markdown file referencing the figures by relative path.",
+    )
+    p.add_argument("run_dir", metavar="DIR", help="run folder (holds manifest.json)")
+    p.add_argument("--out", default=None, help="output folder (default: DIR)")
+    p.add_argument("--max-rows", type=int, default=50, help="rows shown per table (default 50)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from jaxaudit.report import render_report
+
+    html_path, md_path = render_report(args.run_dir, args.out, max_rows=args.max_rows)
+    print(f"wrote {html_path}")
+    print(f"wrote {md_path}")
+    return 0

@@ -1,0 +1,326 @@
+"""``jaxaudit report``: self-contained HTML + markdown for bounds, BMP and RDP run folders."""
+
+import base64
+import html.parser
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.image as mpimg  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import jaxaudit  # noqa: E402
+from jaxaudit.cli.main import main  # noqa: E402
+from jaxaudit.report import render_report  # noqa: E402
+from jaxaudit.runs import RunDir  # noqa: E402
+
+
+class _Page(html.parser.HTMLParser):
+    """Collects headings, tables (rows of cell texts), images, notes and <pre> texts."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags, self.tables, self.imgs, self.pres, self.notes = [], [], [], [], []
+        self.headings: list[tuple[str, str]] = []
+        self._text = None
+        self._row = None
+        self._stack = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        attrs = dict(attrs)
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self._row = []
+        elif tag in ("td", "th", "h1", "h2", "h3", "pre", "p"):
+            self._text = []
+            self._stack.append((tag, attrs))
+        elif tag == "img":
+            self.imgs.append(attrs)
+
+    def handle_data(self, data):
+        if self._text is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th", "h1", "h2", "h3", "pre", "p") and self._stack:
+            _, attrs = self._stack.pop()
+            text = "".join(self._text or [])
+            self._text = None
+            if tag in ("td", "th"):
+                self._row.append(text)
+            elif tag == "pre":
+                self.pres.append(text)
+            elif tag == "p":
+                self.notes.append(text)
+            else:
+                self.headings.append((tag, text))
+        elif tag == "tr":
+            self.tables[-1].append(self._row)
+
+
+def _png(path: Path, seed: int, size=(3.0, 2.0)) -> None:
+    rng = np.random.default_rng(seed)
+    fig, ax = plt.subplots(figsize=size, dpi=50)
+    ax.plot(rng.normal(size=20).cumsum())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png")
+    plt.close(fig)
+
+
+def _bounds_run(root: Path) -> Path:
+    run = RunDir.open(
+        root / "bounds", kind="bounds", config={"eps": [0.5, 1.0, 2.0], "delta": 1e-5, "n": 1000}
+    )
+    eps = np.linspace(0.1, 4.0, 120)
+    run.write_json(
+        "bounds.json",
+        [{"eps": float(e), "tpr_bound": float(1 - np.exp(-e)), "label": "<b>x</b>"} for e in eps],
+    )
+    run.write_text("sweep.csv", "n,alpha,lower\n100,0.05,0.12\n1000,0.05,0.31\n")
+    run.write_text("summary.md", "# Bounds\n\nThe tightest bound is **0.31** at n = 1000.\n")
+    _png(run.path / "bounds.png", 0)
+    return run.path
+
+
+def _bmp_run(root: Path) -> Path:
+    run = RunDir.open(
+        root / "bmp",
+        kind="bmp",
+        config={"dataset": "cora", "num_shadow": 8, "model": {"hidden": 16, "layers": 2}},
+    )
+    run.save_chunk("shadow-000", {"scores": np.arange(6.0), "members": np.array([1, 0, 1])})
+    run.save_chunk("shadow-001", {"scores": np.ones(6), "members": np.array([0, 0, 1])})
+    run.write_json("posterior.json", {"node": [0, 1, 2], "posterior": [0.5, 0.75, 0.125]})
+    run.write_json("region.json", {"eps": 1.25, "delta": 0.0, "level": 0.95})
+    _png(run.path / "figures" / "posterior.png", 1)
+    _png(run.path / "figures" / "roc.png", 2, size=(2.0, 2.0))
+    return run.path
+
+
+def _rdp_run(root: Path) -> Path:
+    run = RunDir.open(root / "rdp", kind="rdp", config={"alphas": [2, 4, 8], "sigma": 1.1})
+    run.write_json(
+        "estimates.json",
+        {
+            "2": {"eps_hat": 0.41, "ci_low": 0.3, "ci_high": 0.52},
+            "8": {"eps_hat": 1.9, "ci_low": 1.5, "ci_high": 2.3},
+        },
+    )
+    run.write_json("notes.json", {"nested": {"deep": {"x": 1}}, "other": [1, 2]})
+    run.write_json("raw.json", [1, {"unusual": "shape"}])
+    run.write_text("log.txt", "done\n")
+    _png(run.path / "rdp.png", 3)
+    return run.path
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    folders = {"bounds": _bounds_run(root), "bmp": _bmp_run(root), "rdp": _rdp_run(root)}
+    rendered = {}
+    for kind, folder in folders.items():
+        html_path, md_path = render_report(folder)
+        page = _Page()
+        page.feed(html_path.read_text())
+        rendered[kind] = (folder, html_path, md_path, page)
+    return rendered
+
+
+def _table_after(page: _Page, caption: str, html_text: str):
+    """The table following the <h3> with ``caption`` (tables appear in document order)."""
+    tables_before = html_text[: html_text.index(f"<h3>{caption}</h3>")].count("<table>")
+    return page.tables[tables_before]
+
+
+@pytest.mark.parametrize("kind", ["bounds", "bmp", "rdp"])
+def test_title_config_and_figures(runs, kind):
+    folder, html_path, md_path, page = runs[kind]
+    assert html_path == folder / "report.html" and md_path == folder / "report.md"
+    h1 = [t for tag, t in page.headings if tag == "h1"]
+    assert h1 == [f"jaxaudit {kind} run (jaxaudit {jaxaudit.__version__})"]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    config_rows = {r[0]: r[1] for r in page.tables[1][1:]}
+
+    def flat(d, p=""):
+        for k, v in d.items():
+            yield from flat(v, f"{p}{k}.") if isinstance(v, dict) else [(f"{p}{k}", v)]
+
+    for key, value in flat(manifest["config"]):
+        shown = config_rows[key]
+        assert shown == (
+            f"{value:.6g}"
+            if isinstance(value, float)
+            else json.dumps(value)
+            if isinstance(value, list)
+            else str(value)
+        )
+    # Every PNG is embedded as a data URI holding exactly the file's bytes, and decodes.
+    pngs = sorted(folder.rglob("*.png"))
+    assert len(page.imgs) == len(pngs) > 0
+    for img, png in zip(page.imgs, pngs, strict=True):
+        assert img["alt"] == png.relative_to(folder).as_posix()
+        prefix = "data:image/png;base64,"
+        assert img["src"].startswith(prefix)
+        data = base64.b64decode(img["src"][len(prefix) :], validate=True)
+        assert data == png.read_bytes()
+        pixels = mpimg.imread(io.BytesIO(data), format="png")
+        assert (int(img["height"]), int(img["width"])) == pixels.shape[:2]
+    # Self-contained: nothing is fetched from elsewhere.
+    text = html_path.read_text()
+    assert not re.search(r"""(src|href)\s*=\s*["'](?!data:)""", text)
+    # The markdown references every PNG by a relative path that resolves.
+    md = md_path.read_text()
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
+    assert sorted((md_path.parent / link).resolve() for link in links) == [
+        p.resolve() for p in pngs
+    ]
+
+
+def test_bounds_tables_truncated_and_escaped(runs):
+    folder, html_path, md_path, page = runs["bounds"]
+    text = html_path.read_text()
+    table = _table_after(page, "bounds.json", text)
+    records = json.loads((folder / "bounds.json").read_text())
+    assert table[0] == ["eps", "tpr_bound", "label"]
+    assert len(table) == 1 + 50  # header + the first 50 of 120 rows
+    assert table[1] == [f"{records[0]['eps']:.6g}", f"{records[0]['tpr_bound']:.6g}", "<b>x</b>"]
+    assert "Showing the first 50 of 120 rows." in page.notes
+    assert "b" not in page.tags  # the cell's markup was escaped, not rendered
+    assert _table_after(page, "sweep.csv", text) == [
+        ["n", "alpha", "lower"],
+        ["100", "0.05", "0.12"],
+        ["1000", "0.05", "0.31"],
+    ]
+    assert any("tightest bound is **0.31**" in p for p in page.pres)
+    md = md_path.read_text()
+    assert "The tightest bound is **0.31** at n = 1000." in md
+    assert "| eps | tpr_bound | label |" in md and "*Showing the first 50 of 120 rows.*" in md
+
+
+def test_bmp_chunks_and_column_tables(runs):
+    folder, html_path, _, page = runs["bmp"]
+    text = html_path.read_text()
+    chunks = page.tables[2]
+    assert chunks[0] == ["chunk", "arrays", "checksum"]
+    assert chunks[1] == ["shadow-000", "scores float64[6], members int64[3]", "ok"]
+    assert _table_after(page, "posterior.json", text) == [
+        ["node", "posterior"],
+        ["0", "0.5"],
+        ["1", "0.75"],
+        ["2", "0.125"],
+    ]
+    assert _table_after(page, "region.json", text)[1:] == [
+        ["eps", "1.25"],
+        ["delta", "0"],
+        ["level", "0.95"],
+    ]
+
+
+def test_rdp_records_other_files_and_nested_json(runs):
+    folder, html_path, md_path, page = runs["rdp"]
+    text = html_path.read_text()
+    assert _table_after(page, "estimates.json", text) == [
+        ["key", "eps_hat", "ci_low", "ci_high"],
+        ["2", "0.41", "0.3", "0.52"],
+        ["8", "1.9", "1.5", "2.3"],
+    ]
+    other = page.tables[-1]
+    assert other == [["file", "bytes"], ["log.txt", "5"]]
+    assert _table_after(page, "notes.json", text) == [
+        ["key", "value"],
+        ["nested", '{"deep": {"x": 1}}'],
+        ["other", "[1, 2]"],
+    ]
+    assert any('"unusual": "shape"' in p for p in page.pres)  # not a table: shown as JSON
+    # Re-rendering does not list the report files themselves.
+    render_report(folder)
+    again = _Page()
+    again.feed(html_path.read_text())
+    assert again.tables[-1] == other
+
+
+def test_corrupt_chunk_and_other_out_dir(tmp_path):
+    folder = _bmp_run(tmp_path)
+    (folder / "chunks" / "shadow-001.npz").write_bytes(b"garbage")
+    html_path, md_path = render_report(folder, tmp_path / "out", max_rows=2)
+    page = _Page()
+    page.feed(html_path.read_text())
+    assert page.tables[2][2] == ["shadow-001", "", "checksum mismatch (not used)"]
+    assert "2 chunks, 1 with a checksum mismatch." in page.notes
+    assert "Showing the first 2 of 3 rows." in page.notes
+    for link in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md_path.read_text()):
+        assert (md_path.parent / link).is_file()
+    with pytest.raises(ValueError, match="max_rows"):
+        render_report(folder, max_rows=0)
+
+
+def test_cli(tmp_path, capsys):
+    folder = _rdp_run(tmp_path)
+    assert main(["report", str(folder)]) == 0
+    assert f"wrote {folder / 'report.html'}" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "nothing")]) == 2
+    assert "not a jaxaudit run folder" in capsys.readouterr().err
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def test_figures_load_in_headless_chromium(runs, tmp_path):
+    """Open the report from file:// in headless Chromium and read the images' natural sizes."""
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("no chromium binary found (Debian: apt-get install -y chromium)")
+    folder, html_path, _, page = runs["bmp"]
+    probe = (
+        "<script>window.addEventListener('load', () => {"
+        "const s = Array.from(document.images).map(i => i.complete + ':' + i.naturalWidth + 'x'"
+        " + i.naturalHeight).join(' ');"
+        "const d = document.createElement('div'); d.id = 'probe'; d.textContent = s;"
+        "document.body.appendChild(d); });</script></body>"
+    )
+    page_path = tmp_path / "probe.html"
+    page_path.write_text(html_path.read_text().replace("</body>", probe))
+    with tempfile.TemporaryDirectory() as profile:
+        result = subprocess.run(
+            [
+                browser,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                f"--user-data-dir={profile}",
+                "--virtual-time-budget=5000",
+                "--dump-dom",
+                page_path.as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            env=dict(os.environ, HOME=profile),
+        )
+    match = re.search(r'<div id="probe">([^<]*)</div>', result.stdout)
+    assert match, result.stderr[-2000:]
+    expected = [f"true:{img['width']}x{img['height']}" for img in page.imgs]
+    assert match.group(1).split() == expected
+    assert all(int(img["width"]) > 0 for img in page.imgs)
