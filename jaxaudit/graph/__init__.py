@@ -1,1 +1,45 @@
 """jraph GNN shadow models and graph samplers (spec: bmp.md §4.1–4.3)."""
+
+from jaxaudit.graph.models import GAT, GCN, GraphSAGE
+from jaxaudit.graph.propagation import SparseFeatures, sparse_features, sparse_matmul
+from jaxaudit.graph.samplers import (
+    Sample,
+    inclusion_probabilities,
+    induced_edges,
+    poisson_sampler,
+    random_walk_sampler,
+    snowball_sampler,
+    uniform_sampler,
+)
+from jaxaudit.graph.training import (
+    EDGE_ACCESS,
+    ShadowModels,
+    gnn_logits,
+    train_gnn,
+    train_shadow_model,
+    train_shadow_models,
+    true_class_logit,
+)
+
+__all__ = [
+    "EDGE_ACCESS",
+    "GAT",
+    "GCN",
+    "GraphSAGE",
+    "Sample",
+    "ShadowModels",
+    "SparseFeatures",
+    "gnn_logits",
+    "inclusion_probabilities",
+    "induced_edges",
+    "poisson_sampler",
+    "random_walk_sampler",
+    "snowball_sampler",
+    "sparse_features",
+    "sparse_matmul",
+    "train_gnn",
+    "train_shadow_model",
+    "train_shadow_models",
+    "true_class_logit",
+    "uniform_sampler",
+]

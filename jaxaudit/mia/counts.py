@@ -1,0 +1,32 @@
+"""Per-node attack error counts, the input of the BMP posterior (spec: bmp.md §4.5)."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from jaxaudit.mia._checks import check_runs
+from jaxaudit.mia.types import ErrorCounts
+
+__all__ = ["error_counts"]
+
+
+def error_counts(decisions, masks) -> ErrorCounts:
+    """Count, per node i, X_i = false positives among the N0_i OUT runs and Y_i = false
+    negatives among the N1_i IN runs.
+
+    Args:
+      decisions: (R, N) bool, True = "member" declared for node i against model r.
+      masks: (R, N) bool memberships.
+
+    Returns:
+      ``ErrorCounts(fp, n0, fn, n1)``, each an (N,) int32 array.
+    """
+    check_runs(decisions, masks, scores_name="decisions")
+    d = jnp.asarray(decisions, bool)
+    m = jnp.asarray(masks, bool)
+    return ErrorCounts(
+        fp=jnp.sum(d & ~m, axis=0, dtype=jnp.int32),
+        n0=jnp.sum(~m, axis=0, dtype=jnp.int32),
+        fn=jnp.sum(~d & m, axis=0, dtype=jnp.int32),
+        n1=jnp.sum(m, axis=0, dtype=jnp.int32),
+    )

@@ -1,0 +1,88 @@
+"""Attack metrics: ROC AUC, TPR at low FPR, membership advantage (spec: bmp.md §4.4).
+
+``labels`` True = member (positive). Every metric is computed over ``axis`` (None: all entries
+pooled — the global figure; ``axis=0`` on (R, N) arrays: one figure per node).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxaudit._validation import check_probability
+
+__all__ = ["roc_auc", "tpr_at_fpr", "membership_advantage"]
+
+
+def _prepare(scores, labels, axis):
+    s, lab = np.shape(scores), np.shape(labels)
+    if s != lab:
+        raise ValueError(f"labels must have the shape of scores {s}, got {lab}")
+    if np.isnan(np.asarray(scores, dtype=np.float64)).any():
+        raise ValueError("scores must not contain NaN")
+    scores = jnp.asarray(scores, jnp.float32)
+    labels = jnp.asarray(labels, bool)
+    if axis is None:
+        return scores.reshape(-1, 1), labels.reshape(-1, 1)
+    return jnp.moveaxis(scores, axis, 0).reshape(scores.shape[axis], -1), jnp.moveaxis(
+        labels, axis, 0).reshape(labels.shape[axis], -1)
+
+
+def _finish(values, scores_shape, axis):
+    if axis is None:
+        return values[0]
+    rest = tuple(d for i, d in enumerate(scores_shape) if i != axis % len(scores_shape))
+    return values.reshape(rest)
+
+
+@jax.jit
+def _auc_columns(scores, labels):
+    def one(s, y):
+        ranks = jax.scipy.stats.rankdata(s)  # average ranks for ties
+        n1 = jnp.sum(y)
+        n0 = y.shape[0] - n1
+        u = jnp.sum(jnp.where(y, ranks, 0.0)) - n1 * (n1 + 1) / 2.0
+        return jnp.where((n1 > 0) & (n0 > 0), u / jnp.maximum(n1 * n0, 1), jnp.nan)
+
+    return jax.vmap(one, in_axes=1)(scores, labels)
+
+
+def roc_auc(scores, labels, axis: int | None = None) -> jax.Array:
+    """Area under the ROC curve, ``Pr(s_1 > s_0) + ½ Pr(s_1 = s_0)`` (Mann–Whitney U / n1 n0).
+
+    NaN where a column has no positive or no negative.
+    """
+    s, y = _prepare(scores, labels, axis)
+    return _finish(_auc_columns(s, y), np.shape(scores), axis)
+
+
+@jax.jit
+def _tpr_columns(scores, labels, fpr):
+    def one(s, y):
+        neg = jnp.sort(jnp.where(y, -jnp.inf, s))[::-1]
+        n0 = jnp.sum(~y)
+        n1 = jnp.sum(y)
+        k = jnp.floor(fpr * n0).astype(jnp.int32)
+        thr = jnp.where(k >= n0, -jnp.inf, neg[jnp.clip(k, 0, s.shape[0] - 1)])
+        tpr = jnp.sum(y & (s > thr)) / jnp.maximum(n1, 1)
+        return jnp.where((n1 > 0) & (n0 > 0), tpr, jnp.nan)
+
+    return jax.vmap(one, in_axes=1)(scores, labels)
+
+
+def tpr_at_fpr(scores, labels, fpr: float = 1e-3, axis: int | None = None) -> jax.Array:
+    """Largest TPR of a threshold test ``score > t`` whose empirical FPR is at most ``fpr``."""
+    check_probability("fpr", fpr)
+    s, y = _prepare(scores, labels, axis)
+    return _finish(_tpr_columns(s, y, float(fpr)), np.shape(scores), axis)
+
+
+def membership_advantage(decisions, labels, axis: int | None = None) -> jax.Array:
+    """Membership advantage ``TPR − FPR`` of hard decisions (Yeom et al., CSF 2018)."""
+    d, y = _prepare(np.asarray(decisions, np.float32), labels, axis)
+    d = d > 0.5
+    tpr = jnp.sum(d & y, 0) / jnp.maximum(jnp.sum(y, 0), 1)
+    fpr = jnp.sum(d & ~y, 0) / jnp.maximum(jnp.sum(~y, 0), 1)
+    valid = (jnp.sum(y, 0) > 0) & (jnp.sum(~y, 0) > 0)
+    return _finish(jnp.where(valid, tpr - fpr, jnp.nan), np.shape(decisions), axis)
