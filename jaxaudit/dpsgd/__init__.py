@@ -1,1 +1,39 @@
-"""Black-box DP-SGD audit (spec: renyi.md §4)."""
+"""Black-box DP-SGD audit (spec: renyi.md §4; Annamalai & De Cristofaro, arXiv 2405.14106).
+
+  * :class:`SmallCNN`, :class:`MLP`, :class:`LogisticRegression` — the audited models.
+  * :func:`clipped_gradient_sum`, :func:`dp_gradient_step`, :func:`make_private_step` — per-example
+    clipping (ghost norms over im2col layers, or vmap(grad)), sum, Gaussian noise.
+  * :func:`blank_canary`, :func:`worst_case_label`, :func:`pretrain` — the worst-case setting.
+  * :func:`canary_runs`, :func:`train_run` — R runs with and R without the canary, one vmapped call.
+  * :func:`audit_dpsgd`, :class:`OrderAudit` — DV lower bounds next to the accountant and baselines.
+"""
+
+from jaxaudit.dpsgd.audit import OrderAudit, audit_dpsgd
+from jaxaudit.dpsgd.canary import blank_canary, worst_case_label
+from jaxaudit.dpsgd.models import MLP, LogisticRegression, SmallCNN
+from jaxaudit.dpsgd.pretrain import pretrain
+from jaxaudit.dpsgd.private_step import (
+    add_gaussian_noise,
+    clipped_gradient_sum,
+    dp_gradient_step,
+    make_private_step,
+)
+from jaxaudit.dpsgd.runs import canary_runs, canary_score, train_run
+
+__all__ = [
+    "LogisticRegression",
+    "MLP",
+    "OrderAudit",
+    "SmallCNN",
+    "add_gaussian_noise",
+    "audit_dpsgd",
+    "blank_canary",
+    "canary_runs",
+    "canary_score",
+    "clipped_gradient_sum",
+    "dp_gradient_step",
+    "make_private_step",
+    "pretrain",
+    "train_run",
+    "worst_case_label",
+]

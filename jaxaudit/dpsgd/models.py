@@ -1,0 +1,169 @@
+"""Models audited with DP-SGD: the spec's MNIST ``SmallCNN``, an ``MLP`` and ``LogisticRegression``.
+
+All three are ordinary flax ``linen`` modules (``model.init`` / ``model.apply`` work as usual and
+are the reference implementation). :mod:`jaxaudit.dpsgd.private_step` also evaluates them through a
+layer-by-layer "program" (:func:`layer_program`) in which every convolution is an im2col matrix
+multiply; that form exposes each layer's input and output gradient, which is what per-example
+gradient norms without per-example backward passes ("ghost clipping") need.
+
+References:
+  Annamalai & De Cristofaro, "Nearly Tight Black-Box Auditing of Differentially Private Machine
+  Learning", NeurIPS 2024, arXiv 2405.14106 (the SmallCNN architecture).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import flax.linen as nn
+import jax.numpy as jnp
+
+__all__ = ["SmallCNN", "MLP", "LogisticRegression", "Layer", "layer_program"]
+
+
+def _as_images(x):
+    """(N, 28, 28) or (N, 28, 28, 1) -> (N, 28, 28, 1) float32."""
+    x = jnp.asarray(x, jnp.float32)
+    return x[..., None] if x.ndim == 3 else x
+
+
+class SmallCNN(nn.Module):
+    """conv(1→16, 5×5) → maxpool 2 → tanh → conv(16→32, 4×4) → maxpool 2 → tanh → fc(512→32) → tanh → fc(32→10).
+
+    Valid convolutions, 2×2 max pooling with stride 2 (floor), as in Annamalai & De Cristofaro
+    (2024). Input: images (N, 28, 28) or (N, 28, 28, 1); output: logits (N, num_classes).
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> model = SmallCNN()
+      >>> params = model.init(jax.random.key(0), jnp.zeros((1, 28, 28)))
+      >>> model.apply(params, jnp.zeros((2, 28, 28))).shape
+      (2, 10)
+    """
+
+    num_classes: int = 10
+
+    @nn.compact
+    def __call__(self, x):
+        x = _as_images(x)
+        x = nn.Conv(16, (5, 5), padding="VALID", name="conv1")(x)
+        x = jnp.tanh(nn.max_pool(x, (2, 2), strides=(2, 2)))
+        x = nn.Conv(32, (4, 4), padding="VALID", name="conv2")(x)
+        x = jnp.tanh(nn.max_pool(x, (2, 2), strides=(2, 2)))
+        x = x.reshape((x.shape[0], -1))
+        x = jnp.tanh(nn.Dense(32, name="fc1")(x))
+        return nn.Dense(self.num_classes, name="fc2")(x)
+
+
+class MLP(nn.Module):
+    """Fully connected network with tanh hidden layers on flattened inputs.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> model = MLP(hidden=(16,), num_classes=3)
+      >>> params = model.init(jax.random.key(0), jnp.zeros((1, 5)))
+      >>> model.apply(params, jnp.zeros((4, 5))).shape
+      (4, 3)
+    """
+
+    hidden: Sequence[int] = (32,)
+    num_classes: int = 10
+
+    @nn.compact
+    def __call__(self, x):
+        x = jnp.asarray(x, jnp.float32).reshape((x.shape[0], -1))
+        for i, width in enumerate(self.hidden):
+            x = jnp.tanh(nn.Dense(width, name=f"dense{i}")(x))
+        return nn.Dense(self.num_classes, name=f"dense{len(self.hidden)}")(x)
+
+
+class LogisticRegression(nn.Module):
+    """Multinomial logistic regression (one dense layer) on flattened inputs.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> model = LogisticRegression(num_classes=2)
+      >>> params = model.init(jax.random.key(0), jnp.zeros((1, 3)))
+      >>> model.apply(params, jnp.zeros((4, 3))).shape
+      (4, 2)
+    """
+
+    num_classes: int = 10
+
+    @nn.compact
+    def __call__(self, x):
+        x = jnp.asarray(x, jnp.float32).reshape((x.shape[0], -1))
+        return nn.Dense(self.num_classes, name="dense0")(x)
+
+
+class Layer(NamedTuple):
+    """One affine layer of a :func:`layer_program`.
+
+    ``kind`` is ``"dense"`` (input (N, K)) or ``"conv"`` (input: im2col patches (N, S, K), S output
+    positions, K = kh·kw·c_in in the kernel's (h, w, c) order). ``after`` is applied to the
+    affine output (N, O) / (N, S, O) to give the next layer's input (or the logits for the last).
+    """
+
+    name: str
+    kind: str
+    after: object
+
+
+def im2col(x, kh: int, kw: int):
+    """Valid-convolution patches by slicing: (N, H, W, C) -> (N, (H−kh+1)(W−kw+1), kh·kw·C).
+
+    The feature order (h, w, c) matches ``kernel.reshape(kh * kw * C, O)`` for flax's HWIO kernels.
+    """
+    n, h, w, c = x.shape
+    oh, ow = h - kh + 1, w - kw + 1
+    cols = [x[:, i : i + oh, j : j + ow, :] for i in range(kh) for j in range(kw)]
+    p = jnp.stack(cols, axis=3)  # (N, oh, ow, kh*kw, C)
+    return p.reshape(n, oh * ow, kh * kw * c)
+
+
+def _pool_tanh(z, side: int):
+    """(N, side², C) conv output -> 2×2 max pool (floor) -> tanh, as (N, side//2, side//2, C)."""
+    n, _, c = z.shape
+    z = z.reshape(n, side, side, c)
+    half = side // 2
+    z = z[:, : 2 * half, : 2 * half, :].reshape(n, half, 2, half, 2, c).max(axis=(2, 4))
+    return jnp.tanh(z)
+
+
+def layer_program(model: nn.Module):
+    """The model as a list of affine layers for :mod:`jaxaudit.dpsgd.private_step`.
+
+    Returns ``(prepare, layers)``: ``prepare(inputs)`` maps raw inputs to the first layer's input
+    (im2col patches for ``SmallCNN``; it does not depend on the parameters, so it is computed once
+    per training run), and ``layers`` is a list of :class:`Layer`. Each ``after`` maps the affine
+    output to the next layer's input. Returns ``None`` for a model without a program (the generic
+    ``vmap(grad)`` path is used then).
+    """
+    if isinstance(model, SmallCNN):
+        def prepare(x):
+            return im2col(_as_images(x), 5, 5)
+
+        def after1(z):
+            return im2col(_pool_tanh(z, 24), 4, 4)
+
+        def after2(z):
+            return _pool_tanh(z, 9).reshape(z.shape[0], -1)
+
+        layers = [
+            Layer("conv1", "conv", after1),
+            Layer("conv2", "conv", after2),
+            Layer("fc1", "dense", jnp.tanh),
+            Layer("fc2", "dense", lambda z: z),
+        ]
+        return prepare, layers
+    if isinstance(model, MLP):
+        n = len(model.hidden)
+        layers = [Layer(f"dense{i}", "dense", jnp.tanh) for i in range(n)]
+        layers.append(Layer(f"dense{n}", "dense", lambda z: z))
+        return (lambda x: jnp.asarray(x, jnp.float32).reshape((x.shape[0], -1))), layers
+    if isinstance(model, LogisticRegression):
+        return (lambda x: jnp.asarray(x, jnp.float32).reshape((x.shape[0], -1))), [
+            Layer("dense0", "dense", lambda z: z)
+        ]
+    return None

@@ -1,0 +1,154 @@
+"""Canary runs: R private trainings with the canary ("in") and R without ("out"), one vmapped call.
+
+Add/remove neighbours D = D⁻ ∪ {canary}. Every run starts from the same fixed initialisation
+(worst-case: pretrained, :func:`jaxaudit.dpsgd.pretrain`), trains with DP-GD (or Poisson DP-SGD)
+for T steps and is observed through one scalar, the canary's score −CE(canary) on the final
+model (Annamalai & De Cristofaro 2024, black-box threat model).
+
+Shapes are fixed in both worlds: the canary is always the last row of the batch, with membership
+weight 1 ("in") or 0 ("out"), so both worlds are the same compiled program and the im2col
+patches of the data are computed once and shared by all runs.
+
+References:
+  Annamalai & De Cristofaro, NeurIPS 2024, arXiv 2405.14106.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxaudit._validation import (
+    check_finite,
+    check_nonnegative,
+    check_positive,
+    check_probability,
+)
+from jaxaudit.dpsgd.private_step import _per_example_losses, make_private_step
+from jaxaudit.sharding import vmap_chunked
+
+__all__ = ["canary_runs", "train_run", "canary_score"]
+
+
+def canary_score(model, params, canary):
+    """−cross-entropy of the canary (input, label) under ``params`` (a scalar)."""
+    x, y = canary
+    logits = model.apply(params, jnp.asarray(x)[None])
+    return -_per_example_losses(logits, jnp.asarray(y, jnp.int32)[None])[0]
+
+
+def _build_run(model, *, num_private, noise_multiplier, clip_norm, steps, learning_rate,
+               sampling_rate, method, unroll):
+    """One training run as a pure function ``run((key, in_flag), features, labels, params0, canary)``."""
+    normalizer = max(sampling_rate * num_private, 1e-12)
+    prepare, step = make_private_step(
+        model, clip_norm=clip_norm, noise_multiplier=noise_multiplier,
+        learning_rate=learning_rate, normalizer=normalizer, method=method,
+    )
+
+    def run(item, features, labels, params0, canary):
+        key, in_flag = item
+        member = jnp.ones(labels.shape, jnp.float32).at[-1].set(in_flag.astype(jnp.float32))
+
+        def body(params, k):
+            if sampling_rate < 1.0:
+                k, k_sample = jax.random.split(k)
+                mask = member * jax.random.bernoulli(k_sample, sampling_rate, member.shape)
+            else:
+                mask = member
+            return step(k, params, features, labels, mask), None
+
+        params, _ = jax.lax.scan(body, params0, jax.random.split(key, steps), unroll=unroll)
+        return canary_score(model, params, canary)
+
+    return prepare, run
+
+
+def _check(private_data, canary, num_runs, noise_multiplier, clip_norm, steps, learning_rate,
+           sampling_rate):
+    inputs, labels = (np.asarray(a) for a in private_data)
+    check_finite("private_data inputs", inputs)
+    if labels.ndim != 1 or labels.shape[0] != inputs.shape[0] or labels.shape[0] < 1:
+        raise ValueError(f"private_data labels must have shape ({inputs.shape[0]},), got {labels.shape}")
+    cx, cy = canary
+    if np.shape(cx) != inputs.shape[1:]:
+        raise ValueError(f"canary input must have shape {inputs.shape[1:]}, got {np.shape(cx)}")
+    if np.ndim(cy) != 0:
+        raise ValueError(f"canary label must be a scalar, got shape {np.shape(cy)}")
+    if int(num_runs) != num_runs or num_runs < 1:
+        raise ValueError(f"num_runs must be a positive integer, got {num_runs!r}")
+    if int(steps) != steps or steps < 1:
+        raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    check_nonnegative("noise_multiplier", noise_multiplier)
+    check_finite("noise_multiplier", noise_multiplier)
+    check_positive("clip_norm", clip_norm)
+    check_nonnegative("learning_rate", learning_rate)
+    check_probability("sampling_rate", sampling_rate, open_low=True)
+    return inputs, labels
+
+
+def train_run(key, model, init_params, private_data, canary, *, include_canary, noise_multiplier,
+              clip_norm, steps, learning_rate, sampling_rate=1.0, method="auto", unroll=1):
+    """One canary run (the unit :func:`canary_runs` vmaps): returns the canary's score.
+
+    Same arguments as :func:`canary_runs`, with ``include_canary`` choosing the world. With the
+    same key it reproduces the corresponding entry of :func:`canary_runs`.
+    """
+    inputs, labels = _check(private_data, canary, 1, noise_multiplier, clip_norm, steps,
+                            learning_rate, sampling_rate)
+    prepare, run = _build_run(
+        model, num_private=inputs.shape[0], noise_multiplier=float(noise_multiplier),
+        clip_norm=float(clip_norm), steps=int(steps), learning_rate=float(learning_rate),
+        sampling_rate=float(sampling_rate), method=method, unroll=unroll,
+    )
+    cx, cy = jnp.asarray(canary[0], jnp.float32), jnp.asarray(canary[1], jnp.int32)
+    all_x = jnp.concatenate([jnp.asarray(inputs, jnp.float32), cx[None]])
+    all_y = jnp.concatenate([jnp.asarray(labels, jnp.int32), cy[None]])
+    item = (key, jnp.asarray(bool(include_canary)))
+    return jax.jit(run)(item, prepare(all_x), all_y, init_params, (cx, cy))
+
+
+def canary_runs(key, model, init_params, private_data, canary, *, num_runs, noise_multiplier,
+                clip_norm, steps, learning_rate, sampling_rate=1.0, chunk_size=None, devices=None,
+                method="auto", unroll=1):
+    """R private trainings with the canary and R without; returns (in_scores, out_scores).
+
+    Each run: θ₀ = ``init_params``; for t < T, θ ← θ − η(Σ_{i∈B_t} clip_C(∇ℓ_i) + N(0, σ²C²I))/(q|D⁻|),
+    B_t = D (full batch, q = 1) or a Poisson(q) sample of D; score = −CE(canary; θ_T). All 2R runs
+    are one jit-compiled call vmapped over runs (chunked and sharded over ``devices`` by
+    :func:`jaxaudit.sharding.vmap_chunked`). Run keys: ``jax.random.split(key, 2R)``, the first R
+    for the "in" world.
+
+    Args:
+      key: PRNG key.
+      model: flax module; init_params: its parameters (``model.init``), shared by every run.
+      private_data: (inputs (N, ...), labels (N,)) = D⁻.
+      canary: (input with the shape of one example, integer label).
+      num_runs: R runs per world.
+      noise_multiplier: σ ≥ 0; clip_norm: C > 0; steps: T; learning_rate: η.
+      sampling_rate: Poisson rate q ∈ (0, 1]; 1 is full-batch DP-GD.
+      chunk_size: runs computed simultaneously (None: all 2R at once).
+      devices: devices to shard runs over (None: all visible).
+      method: per-example gradient path, see :func:`jaxaudit.dpsgd.clipped_gradient_sum`.
+      unroll: ``lax.scan`` unroll factor over steps.
+
+    Returns:
+      ``(in_scores, out_scores)``, float32 numpy arrays of shape (R,).
+    """
+    inputs, labels = _check(private_data, canary, num_runs, noise_multiplier, clip_norm, steps,
+                            learning_rate, sampling_rate)
+    prepare, run = _build_run(
+        model, num_private=inputs.shape[0], noise_multiplier=float(noise_multiplier),
+        clip_norm=float(clip_norm), steps=int(steps), learning_rate=float(learning_rate),
+        sampling_rate=float(sampling_rate), method=method, unroll=unroll,
+    )
+    cx, cy = jnp.asarray(canary[0], jnp.float32), jnp.asarray(canary[1], jnp.int32)
+    all_x = jnp.concatenate([jnp.asarray(inputs, jnp.float32), cx[None]])
+    all_y = jnp.concatenate([jnp.asarray(labels, jnp.int32), cy[None]])
+    r = int(num_runs)
+    keys = jax.random.split(key, 2 * r)
+    flags = jnp.concatenate([jnp.ones(r, bool), jnp.zeros(r, bool)])
+    mapped = vmap_chunked(run, chunk_size=chunk_size, devices=devices)
+    scores = np.asarray(mapped((keys, flags), prepare(all_x), all_y, init_params, (cx, cy)))
+    return scores[:r], scores[r:]
