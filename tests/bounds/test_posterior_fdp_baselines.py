@@ -65,7 +65,7 @@ def test_beta_edges_monotone_and_jit():
 def test_max_gain_identity_by_numerical_maximisation():
     for eps in (0.1, 1.0, 4.0, 10.0):
         with jax.enable_x64(True):
-            res = scipy.optimize.minimize_scalar(lambda x: -float(gain(x, eps)),
+            res = scipy.optimize.minimize_scalar(lambda x, e=eps: -float(gain(x, e)),
                                                  bounds=(0, 1), method="bounded",
                                                  options={"xatol": 1e-12})
             assert -res.fun == pytest.approx(float(max_gain(eps)), rel=1e-9)
