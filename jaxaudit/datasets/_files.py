@@ -4,18 +4,21 @@ The data directory is resolved as: explicit ``data_dir`` argument > ``JAXAUDIT_D
 environment variable > ``~/.cache/jaxaudit``. Files live in sub-folders named after their
 source: ``planetoid/ind.cora.x`` ..., ``mnist/t10k-images-idx3-ubyte.gz`` ...
 
-Every file with a known SHA-256 (:data:`SHA256`) is verified before it is read; a mismatch is a
-``ValueError`` and the file is never used. Downloads (only with ``download=True``) go to a
+Every file is verified against the SHA-256 recorded here before it is read (:data:`SHA256`; for
+the gzipped MNIST files, :data:`SHA256_GUNZIPPED`, the digest of the decompressed content); a
+mismatch is a ``ValueError`` and the file is never used. Downloads (only with ``download=True``) go to a
 temporary file in the target folder, are verified, and only then renamed into place.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import os
 import shutil
 import tempfile
 import urllib.request
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
@@ -23,10 +26,9 @@ from typing import NamedTuple
 #: Environment variable naming the data directory.
 ENV_VAR = "JAXAUDIT_DATA"
 
-#: SHA-256 of every file the loaders know, by ``"<subfolder>/<file>"``. ``None`` marks a file the
-#: loaders can read but whose canonical checksum is not recorded here (MNIST training split): such
-#: files are checked structurally (gzip CRC, IDX header and exact length) instead.
-SHA256: dict[str, str | None] = {
+#: SHA-256 of every raw file the loaders know, by ``"<subfolder>/<file>"`` (the Planetoid files
+#: are byte-identical to those of https://github.com/kimiyoung/planetoid).
+SHA256: dict[str, str] = {
     "planetoid/ind.citeseer.allx": "2ac30345d95c9ec933a817ee0bdd6a5f077f8c184a20e696910192d534414668",
     "planetoid/ind.citeseer.ally": "f704b2d986dde6c2669934de1f3ae5696a6cf9455c0f6b2646a2d135ea0a1c95",
     "planetoid/ind.citeseer.graph": "d79a4ef9d3e7169aee8946145f6b7306e35bc79bffad26346cfb94e10e9912a7",
@@ -43,11 +45,20 @@ SHA256: dict[str, str | None] = {
     "planetoid/ind.cora.ty": "41f5ac76596a1699cc33f53084a2419e92961c42bb75f36fc38e616d348532ad",
     "planetoid/ind.cora.x": "23cfa55d91c6f624233f5eb7b6e3f141f1bd2b2ae39608a63cf5d084bb27baab",
     "planetoid/ind.cora.y": "94465c14eb53e04ca262198dcbb2521ee8af60fb3f3d546cd6ca24a511b0e7d1",
-    "mnist/t10k-images-idx3-ubyte.gz": "9fe7630f90c0e670227960a294637bc2e78a29d724810e24204eb342c9f033a1",
-    "mnist/t10k-labels-idx1-ubyte.gz": "2c54c993d38068b3c3adb720a5cdee07065a066a7b36e7d1df720548d6359eba",
-    "mnist/train-images-idx3-ubyte.gz": None,
-    "mnist/train-labels-idx1-ubyte.gz": None,
 }
+
+#: SHA-256 of the *decompressed* content of the gzipped MNIST IDX files. The gzip container differs
+#: between mirrors (header time stamp, compression settings) while the IDX bytes are the published
+#: ones, so the content is what is checked (the gzip CRC-32 guards the container).
+SHA256_GUNZIPPED: dict[str, str] = {
+    "mnist/t10k-images-idx3-ubyte.gz": "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
+    "mnist/t10k-labels-idx1-ubyte.gz": "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2",
+    "mnist/train-images-idx3-ubyte.gz": "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
+    "mnist/train-labels-idx1-ubyte.gz": "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
+}
+
+#: Every known file.
+KNOWN_FILES: tuple[str, ...] = (*SHA256, *SHA256_GUNZIPPED)
 
 #: Canonical public locations, tried in order, by sub-folder (file name appended).
 BASE_URLS: dict[str, tuple[str, ...]] = {
@@ -78,13 +89,31 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
     return (Path.home() / ".cache" / "jaxaudit").resolve()
 
 
-def sha256_file(path: str | os.PathLike) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB chunks."""
+def sha256_file(path: str | os.PathLike, gunzip: bool = False) -> str:
+    """Hex SHA-256 of a file (of its decompressed content with ``gunzip``), read in 1 MiB chunks.
+
+    Raises:
+      ValueError: ``gunzip`` and the file is not a valid gzip stream (bad CRC, truncated, ...).
+    """
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(_CHUNK), b""):
-            digest.update(block)
+    try:
+        with gzip.open(path, "rb") if gunzip else open(path, "rb") as f:
+            for block in iter(lambda: f.read(_CHUNK), b""):
+                digest.update(block)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as err:
+        raise ValueError(f"not a valid gzip stream ({err})") from err
     return digest.hexdigest()
+
+
+def _digests(path: Path, key: str) -> tuple[str, str]:
+    """(actual, expected) SHA-256 for a known file; an invalid gzip stream gives ``"invalid
+    gzip stream"`` as the actual digest."""
+    if key in SHA256_GUNZIPPED:
+        try:
+            return sha256_file(path, gunzip=True), SHA256_GUNZIPPED[key]
+        except ValueError as err:
+            return str(err), SHA256_GUNZIPPED[key]
+    return sha256_file(path), SHA256[key]
 
 
 def _remedy(key: str, folder: Path) -> str:
@@ -98,15 +127,14 @@ def _remedy(key: str, folder: Path) -> str:
 
 def check_file(path: Path, key: str) -> None:
     """Raise ``ValueError`` if ``path`` does not have the SHA-256 recorded for ``key``."""
-    expected = SHA256.get(key)
-    if expected is None:
-        return
-    actual = sha256_file(path)
+    actual, expected = _digests(path, key)
     if actual != expected:
+        what = "decompressed content" if key in SHA256_GUNZIPPED else "file"
         raise ValueError(
-            f"checksum mismatch for {path}: SHA-256 {actual}, expected {expected}. The file is "
-            f"truncated, corrupted or not the canonical '{key}'; it was not used. Delete it and "
-            f"re-download it (download=True) from {BASE_URLS[key.split('/')[0]][0]}."
+            f"checksum mismatch for {path}: SHA-256 of the {what} is {actual}, expected "
+            f"{expected}. The file is truncated, corrupted or not the canonical '{key}'; it was "
+            f"not used. Delete it and re-download it (download=True) from "
+            f"{BASE_URLS[key.split('/')[0]][0]}."
         )
 
 
@@ -179,7 +207,7 @@ class FileStatus(NamedTuple):
 
     key: str
     path: Path
-    status: str  # "ok", "bad", "missing" or "unchecked" (no recorded checksum)
+    status: str  # "ok", "bad" (checksum mismatch) or "missing"
 
 
 def verify_files(data_dir=None) -> list[FileStatus]:
@@ -189,18 +217,17 @@ def verify_files(data_dir=None) -> list[FileStatus]:
       data_dir: data directory (see :func:`resolve_data_dir`).
 
     Returns:
-      One :class:`FileStatus` per known file: ``"ok"``, ``"bad"`` (checksum mismatch),
-      ``"missing"``, or ``"unchecked"`` (present, no checksum recorded).
+      One :class:`FileStatus` per known file: ``"ok"``, ``"bad"`` (checksum mismatch) or
+      ``"missing"``.
     """
     root = resolve_data_dir(data_dir)
     out = []
-    for key, expected in SHA256.items():
+    for key in KNOWN_FILES:
         path = root / key
         if not path.is_file():
             status = "missing"
-        elif expected is None:
-            status = "unchecked"
         else:
-            status = "ok" if sha256_file(path) == expected else "bad"
+            actual, expected = _digests(path, key)
+            status = "ok" if actual == expected else "bad"
         out.append(FileStatus(key, path, status))
     return out

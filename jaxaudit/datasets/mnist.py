@@ -3,10 +3,10 @@
 IDX format: big-endian header ``0x00 0x00 <dtype=0x08 (uint8)> <ndim>`` followed by ``ndim``
 uint32 sizes and the raw bytes. Images: magic 2051, (N, 28, 28); labels: magic 2049, (N,).
 
-Checksums: the 10 000-image test split is verified against its SHA-256
-(:data:`jaxaudit.datasets._files.SHA256`). The training split's SHA-256 is not recorded in this
-library; those files are accepted after structural checks only (the gzip CRC-32, the IDX magic
-number, the expected sizes 60000x28x28 and the exact byte length).
+Checksums: both splits are verified against the published SHA-256 of the decompressed IDX
+content (:data:`jaxaudit.datasets._files.SHA256_GUNZIPPED`), so any mirror's gzip container is
+accepted while the data must be exactly the published bytes; the IDX header (magic number, sizes)
+and length are checked as well.
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ def load_mnist(split: str = "test", data_dir=None, download: bool = False):
     """Load an MNIST split from the IDX files.
 
     Args:
-      split: ``"test"`` (10 000 images; SHA-256-verified) or ``"train"`` (60 000 images;
-        structurally verified only, see the module docstring).
+      split: ``"test"`` (10 000 images) or ``"train"`` (60 000 images; not in the shared data
+        folder of this project, fetched with ``download=True``).
       data_dir: data directory holding ``mnist/``; default ``$JAXAUDIT_DATA`` or
         ``~/.cache/jaxaudit``.
       download: fetch missing files from https://ossci-datasets.s3.amazonaws.com/mnist/ (then

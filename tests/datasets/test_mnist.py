@@ -40,12 +40,39 @@ def test_train_missing_gives_remedies(tmp_path):
 
 
 def test_truncated_copy_refused(tmp_path):
-    (tmp_path / "mnist").mkdir()
-    for name in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
-        shutil.copy(resolve_data_dir() / "mnist" / name, tmp_path / "mnist" / name)
-    path = tmp_path / "mnist" / "t10k-images-idx3-ubyte.gz"
+    path = _copy_test_split(tmp_path) / "t10k-images-idx3-ubyte.gz"
     path.write_bytes(path.read_bytes()[:-1000])
     with pytest.raises(ValueError, match="checksum mismatch.*t10k-images"):
+        load_mnist(data_dir=tmp_path)
+
+
+def _copy_test_split(tmp_path):
+    (tmp_path / "mnist").mkdir(exist_ok=True)
+    for name in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
+        shutil.copy(resolve_data_dir() / "mnist" / name, tmp_path / "mnist" / name)
+    return tmp_path / "mnist"
+
+
+def test_other_gzip_container_accepted(tmp_path):
+    """Mirrors differ in the gzip header/compression: the decompressed content is what counts."""
+    folder = _copy_test_split(tmp_path)
+    path = folder / "t10k-labels-idx1-ubyte.gz"
+    payload = gzip.decompress(path.read_bytes())
+    recompressed = gzip.compress(payload, compresslevel=1, mtime=0)
+    assert recompressed != path.read_bytes()
+    path.write_bytes(recompressed)
+    _, labels = load_mnist(data_dir=tmp_path)
+    np.testing.assert_array_equal(np.bincount(labels), TEST_LABEL_COUNTS)
+
+
+def test_altered_content_refused(tmp_path):
+    """A valid gzip file whose content differs by one label is refused."""
+    folder = _copy_test_split(tmp_path)
+    path = folder / "t10k-labels-idx1-ubyte.gz"
+    payload = bytearray(gzip.decompress(path.read_bytes()))
+    payload[5000] = (payload[5000] + 1) % 10
+    path.write_bytes(gzip.compress(bytes(payload)))
+    with pytest.raises(ValueError, match="checksum mismatch.*decompressed content"):
         load_mnist(data_dir=tmp_path)
 
 
@@ -55,7 +82,7 @@ def _write_idx(path, magic, dims, payload):
 
 
 def test_read_idx_structure(tmp_path):
-    """The structural checks used for files without a recorded checksum (training split)."""
+    """The IDX header and length checks applied after the checksum."""
     good = tmp_path / "good.gz"
     _write_idx(good, 2049, (5,), bytes([0, 1, 2, 3, 9]))
     np.testing.assert_array_equal(_read_idx(good, 2049, (5,)), [0, 1, 2, 3, 9])
