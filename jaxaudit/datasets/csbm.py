@@ -114,6 +114,8 @@ def make_csbm(
     References:
       Deshpande, Montanari, Mossel, Sen, "Contextual Stochastic Block Models", NeurIPS 2018.
     """
+    if not isinstance(key, jax.Array):
+        raise ValueError(f"key must be a PRNG key (jax.random.key(seed)), got {type(key).__name__}")
     num_nodes = _check_int("num_nodes", num_nodes, 2)
     num_classes = _check_int("num_classes", num_classes, 1)
     num_features = _check_int("num_features", num_features, 1)

@@ -113,3 +113,8 @@ def test_bernoulli_features_density():
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         make_csbm(jax.random.key(0), **kwargs)
+
+
+def test_key_must_be_a_prng_key():
+    with pytest.raises(ValueError, match="key"):
+        make_csbm(0)
