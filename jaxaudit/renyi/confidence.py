@@ -82,14 +82,15 @@ def bernstein_radius(sample_variance, n, value_range, delta):
     )
 
 
-def _one_sided_radius(values, value_range, delta, method):
-    n = values.shape[0]
+def _one_sided_radius(values, value_range, delta, method, n=None):
+    n = values.shape[0] if n is None else n
     if method == "hoeffding":
         return hoeffding_radius(n, value_range, delta)
     return bernstein_radius(jnp.var(values, ddof=1), n, value_range, delta)
 
 
-def held_out_lower_bound(g_q, g_p, alpha, lo, hi, delta, method="bernstein"):
+def held_out_lower_bound(g_q, g_p, alpha, lo, hi, delta, method="bernstein", *, n_q=None,
+                         n_p=None):
     """Lower confidence bound on D_α(Q‖P) from a fixed critic evaluated on held-out samples.
 
     Args:
@@ -100,6 +101,9 @@ def held_out_lower_bound(g_q, g_p, alpha, lo, hi, delta, method="bernstein"):
       hi: the matching upper bound (hi ≥ lo).
       delta: failure probability of this bound (δ/2 for each of the two terms).
       method: "bernstein" (Maurer–Pontil) or "hoeffding".
+      n_q: sample size to use in the Q radius (default ``len(g_q)``; other values only for
+        planning, e.g. predicting the held-out bound from training values).
+      n_p: likewise for P.
 
     Returns:
       ε such that D_α(Q‖P) ≥ ε with probability ≥ 1 − δ over the held-out samples. Always
@@ -113,8 +117,10 @@ def held_out_lower_bound(g_q, g_p, alpha, lo, hi, delta, method="bernstein"):
     z = jnp.exp(alpha * (g_p - hi))
     y_min = jnp.exp(-(alpha - 1.0) * width)
     z_min = jnp.exp(-alpha * width)
-    y_lo = jnp.maximum(jnp.mean(y) - _one_sided_radius(y, 1.0 - y_min, delta_term, method), y_min)
-    z_hi = jnp.minimum(jnp.mean(z) + _one_sided_radius(z, 1.0 - z_min, delta_term, method), 1.0)
+    radius_y = _one_sided_radius(y, 1.0 - y_min, delta_term, method, n_q)
+    radius_z = _one_sided_radius(z, 1.0 - z_min, delta_term, method, n_p)
+    y_lo = jnp.maximum(jnp.mean(y) - radius_y, y_min)
+    z_hi = jnp.minimum(jnp.mean(z) + radius_z, 1.0)
     return alpha / (alpha - 1.0) * jnp.log(y_lo) - jnp.log(z_hi)
 
 

@@ -80,17 +80,69 @@ def _split_sizes(n: int, split: float) -> tuple[int, int]:
     return n_train, n - n_train
 
 
+#: Candidate scales λ and two-sided clipping quantiles of the transformed critic clip(λ g, lo, hi).
+SCALES = (0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0)
+CLIP_QUANTILES = (0.0, 0.001, 0.01, 0.05)
+
+
+def _select_transform(ga_q, ga_p, alpha, n_test_q, n_test_p, delta, method):
+    """Choose g' = clip(λ g, lo, hi) on training-split values to maximise the bound there.
+
+    J_α is not scale-invariant and the confidence radii grow with the range and the variance of
+    e^{αg}; tempering (λ < 1) and clipping the tails trade a little of J_α for much smaller radii.
+    Only training-split values enter, so g' is fixed before the held-out split is seen and the
+    held-out bound stays valid. The in-sample bound is evaluated with the held-out sizes.
+    """
+    pooled = jnp.concatenate([ga_q, ga_p])
+    levels = jnp.asarray(CLIP_QUANTILES, pooled.dtype)
+    q_lo = jnp.quantile(pooled, levels)
+    q_hi = jnp.quantile(pooled, 1.0 - levels)
+    scales = jnp.asarray(SCALES, pooled.dtype)
+    lam = jnp.repeat(scales, levels.shape[0])
+    lo = lam * jnp.tile(q_lo, scales.shape[0])
+    hi = lam * jnp.tile(q_hi, scales.shape[0])
+
+    def candidate(lam, lo, hi):
+        g_q = jnp.clip(lam * ga_q, lo, hi)
+        g_p = jnp.clip(lam * ga_p, lo, hi)
+        return held_out_lower_bound(g_q, g_p, alpha, lo, hi, delta, method,
+                                    n_q=n_test_q, n_p=n_test_p)
+
+    values = jax.vmap(candidate)(lam, lo, hi)
+    best = jnp.argmax(jnp.where(jnp.isnan(values), -jnp.inf, values))
+    return lam[best], lo[best], hi[best]
+
+
 def _one_direction(key, xa_q, xa_p, xb_q, xb_p, alpha, *, config, bound, delta):
-    """Train on A, evaluate on B; returns (point, lower)."""
-    variables, _ = train_critic(key, xa_q, xa_p, alpha, config)
+    """Train on A (fit + inner validation), evaluate on B; returns (point, lower)."""
+    n_val_q = int(config.validation_fraction * xa_q.shape[0])
+    n_val_p = int(config.validation_fraction * xa_p.shape[0])
+    if n_val_q >= 2 and n_val_p >= 2:
+        xv_q, xf_q = xa_q[:n_val_q], xa_q[n_val_q:]
+        xv_p, xf_p = xa_p[:n_val_p], xa_p[n_val_p:]
+        variables, _ = train_critic(key, xf_q, xf_p, alpha, config, (xv_q, xv_p))
+    else:
+        xv_q, xv_p = xa_q, xa_p
+        variables, _ = train_critic(key, xa_q, xa_p, alpha, config)
     critic = make_critic(config)
     ga_q = critic.apply(variables, xa_q)
     ga_p = critic.apply(variables, xa_p)
-    lo = jnp.minimum(jnp.min(ga_q), jnp.min(ga_p))
-    hi = jnp.maximum(jnp.max(ga_q), jnp.max(ga_p))
-    gb_q = jnp.clip(critic.apply(variables, xb_q), lo, hi)
-    gb_p = jnp.clip(critic.apply(variables, xb_p), lo, hi)
-    point = dv_objective(gb_q, gb_p, alpha)
+    if bound == "theory":
+        scale, lo, hi = jnp.ones((), ga_q.dtype), -config.bound, config.bound
+    else:
+        # Chosen on the inner validation samples (the fitting samples flatter an overfit critic).
+        scale, lo, hi = _select_transform(critic.apply(variables, xv_q),
+                                          critic.apply(variables, xv_p), alpha,
+                                          xb_q.shape[0], xb_p.shape[0], delta, bound)
+    gb_q = critic.apply(variables, xb_q)
+    gb_p = critic.apply(variables, xb_p)
+    # Point estimate: the critic itself, clipped to the range it spans on the training split.
+    a_lo = jnp.minimum(jnp.min(ga_q), jnp.min(ga_p))
+    a_hi = jnp.maximum(jnp.max(ga_q), jnp.max(ga_p))
+    point = dv_objective(jnp.clip(gb_q, a_lo, a_hi), jnp.clip(gb_p, a_lo, a_hi), alpha)
+    # Bound: the tempered/clipped transform chosen on the training split.
+    gb_q = jnp.clip(scale * gb_q, lo, hi)
+    gb_p = jnp.clip(scale * gb_p, lo, hi)
     if bound == "theory":
         stats = variables["stats"]
         z = (jnp.concatenate([xa_q, xa_p]) - stats["mean"]) / stats["scale"]

@@ -18,8 +18,10 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxaudit.renyi.confidence import held_out_lower_bound
 from jaxaudit.renyi.critic import Critic, init_critic
 from jaxaudit.renyi.ema import dv_ema_init, dv_surrogate_loss
+from jaxaudit.renyi.objective import dv_objective
 
 __all__ = ["CriticConfig", "TrainHistory", "make_critic", "train_critic"]
 
@@ -34,24 +36,43 @@ class CriticConfig(NamedTuple):
       learning_rate: Adam step size.
       batch_size: minibatch size per world; ``None`` trains on the full training split.
       ema_rate: EMA rate b; ``None`` picks 1 (plain gradient) for full batch, 0.1 otherwise.
+      validation_fraction: fraction of the training samples held out *inside* training for early
+        stopping (the parameters with the best validation criterion after a warm-up of
+        steps // 10 are returned). DV objectives overfit: a bounded critic can become a step
+        on the far tail of Q where no P sample lies, and drive the training J_α far above D_α.
+        0 disables early stopping (final parameters).
+      selection: early-stopping criterion. "bound" (default): the held-out lower bound of
+        ``confidence.held_out_lower_bound`` on the validation samples (range [−M, M], δ = 1/2),
+        which penalises the heavy right tail of mean e^{αg} under P that makes the plain
+        validation J_α optimistic; "objective": the validation J_α.
+      weight_decay: decoupled weight decay of AdamW (0: plain Adam).
     """
 
     hidden: tuple[int, ...] = (32,)
     bound: float = 2.0
     steps: int = 300
-    learning_rate: float = 0.02
+    learning_rate: float = 0.01
     batch_size: int | None = None
     ema_rate: float | None = None
+    validation_fraction: float = 0.2
+    selection: str = "bound"
+    weight_decay: float = 0.0
 
 
 class TrainHistory(NamedTuple):
     """Diagnostics of one training run.
 
     Attributes:
-      objective: J_α on each step's (mini)batch of the training split, shape (steps,).
+      objective: J_α on each step's (mini)batch of the fitting samples, shape (steps,).
+      validation: J_α on the inner validation samples before each step's update, shape (steps,)
+        (NaN when ``validation_fraction = 0``).
+      best_step: index of the step whose pre-update parameters were returned (``steps`` means
+        the final parameters).
     """
 
     objective: jax.Array
+    validation: jax.Array
+    best_step: jax.Array
 
 
 def make_critic(config: CriticConfig) -> Critic:
@@ -65,7 +86,7 @@ def _as_samples(x):
 
 
 @partial(jax.jit, static_argnames="config")
-def train_critic(key, x_q, x_p, alpha, config: CriticConfig = CriticConfig()):
+def train_critic(key, x_q, x_p, alpha, config: CriticConfig = CriticConfig(), validation=None):
     """Fit the critic g ≈ log dQ/dP + c by maximising J_α on (x_q, x_p).
 
     Args:
@@ -74,6 +95,8 @@ def train_critic(key, x_q, x_p, alpha, config: CriticConfig = CriticConfig()):
       x_p: training samples of P, shape (n_p,) or (n_p, d).
       alpha: order α > 1 (a traced scalar is fine: vmap over orders).
       config: :class:`CriticConfig` (static).
+      validation: optional ``(xv_q, xv_p)`` validation samples for early stopping; by default
+        a ``config.validation_fraction`` of (x_q, x_p) is split off (after shuffling).
 
     Returns:
       ``(variables, history)``: the flax variables (``params`` and the standardiser ``stats``
@@ -91,20 +114,48 @@ def train_critic(key, x_q, x_p, alpha, config: CriticConfig = CriticConfig()):
     x_q, x_p = _as_samples(x_q), _as_samples(x_p)
     alpha = jnp.asarray(alpha, x_q.dtype)
     critic = make_critic(config)
-    key_init, key_steps = jax.random.split(key)
+    key_init, key_steps, key_q, key_p = jax.random.split(key, 4)
     variables = init_critic(key_init, critic, jnp.concatenate([x_q, x_p]))
     stats = variables["stats"]
+    if validation is not None:
+        xv_q, xv_p = _as_samples(validation[0]), _as_samples(validation[1])
+        early_stopping = True
+    else:
+        n_val_q = int(config.validation_fraction * x_q.shape[0])
+        n_val_p = int(config.validation_fraction * x_p.shape[0])
+        early_stopping = n_val_q >= 2 and n_val_p >= 2
+        if early_stopping:
+            x_q = jax.random.permutation(key_q, x_q)
+            x_p = jax.random.permutation(key_p, x_p)
+            xv_q, x_q = x_q[:n_val_q], x_q[n_val_q:]
+            xv_p, x_p = x_p[:n_val_p], x_p[n_val_p:]
+    warmup = config.steps // 10
     full_batch = config.batch_size is None
     rate = config.ema_rate if config.ema_rate is not None else (1.0 if full_batch else 0.1)
-    optimizer = optax.adam(config.learning_rate)
+    optimizer = optax.adamw(config.learning_rate, weight_decay=config.weight_decay)
+
+    def apply(params, x):
+        return critic.apply({"params": params, "stats": stats}, x)
 
     def loss_fn(params, xb_q, xb_p, ema_state):
-        g_q = critic.apply({"params": params, "stats": stats}, xb_q)
-        g_p = critic.apply({"params": params, "stats": stats}, xb_p)
-        return dv_surrogate_loss(g_q, g_p, alpha, ema_state, rate)
+        return dv_surrogate_loss(apply(params, xb_q), apply(params, xb_p), alpha, ema_state, rate)
 
-    def step(carry, step_key):
-        params, opt_state, ema_state = carry
+    def validation(params):
+        if not early_stopping:
+            return jnp.asarray(jnp.nan, x_q.dtype)
+        g_q, g_p = apply(params, xv_q), apply(params, xv_p)
+        if config.selection != "objective":
+            return held_out_lower_bound(g_q, g_p, alpha, -config.bound, config.bound, 0.5)
+        return dv_objective(g_q, g_p, alpha)
+
+    def step(carry, inputs):
+        params, opt_state, ema_state, best = carry
+        step_key, index = inputs
+        value = validation(params)
+        improved = (value > best[0]) & (index >= warmup)
+        best = jax.tree.map(
+            lambda new, old: jnp.where(improved, new, old), (value, index, params), best
+        )
         if full_batch:
             xb_q, xb_p = x_q, x_p
         else:
@@ -116,11 +167,18 @@ def train_critic(key, x_q, x_p, alpha, config: CriticConfig = CriticConfig()):
         )
         updates, opt_state = optimizer.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
-        return (params, opt_state, ema_state), -loss
+        return (params, opt_state, ema_state, best), (-loss, value)
 
     params = variables["params"]
-    carry = (params, optimizer.init(params), dv_ema_init(x_q.dtype))
-    (params, _, _), objective = jax.lax.scan(
-        step, carry, jax.random.split(key_steps, config.steps)
-    )
-    return {"params": params, "stats": stats}, TrainHistory(objective)
+    best = (jnp.asarray(-jnp.inf, x_q.dtype), jnp.asarray(0, jnp.int32), params)
+    carry = (params, optimizer.init(params), dv_ema_init(x_q.dtype), best)
+    inputs = (jax.random.split(key_steps, config.steps), jnp.arange(config.steps, dtype=jnp.int32))
+    (params, _, _, best), (objective, val) = jax.lax.scan(step, carry, inputs)
+    if early_stopping:
+        final = validation(params)
+        improved = final > best[0]
+        best_step = jnp.where(improved, config.steps, best[1])
+        params = jax.tree.map(lambda new, old: jnp.where(improved, new, old), params, best[2])
+    else:
+        best_step = jnp.asarray(config.steps, jnp.int32)
+    return {"params": params, "stats": stats}, TrainHistory(objective, val, best_step)
