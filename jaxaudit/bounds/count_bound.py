@@ -163,7 +163,8 @@ def fdp_epsilon_grid(delta_of_epsilon: Callable, n: int, gamma: float = 0.05,
     grid only affects how tight it is.
     """
     def small(eps):
-        return n * float(delta_of_epsilon(eps)) <= gamma / 100.0
+        with jax.enable_x64(True):
+            return n * float(delta_of_epsilon(jnp.asarray(eps, dtype=jnp.float64))) <= gamma / 100.0
 
     hi = 1.0
     while not small(hi) and hi < 200.0:
