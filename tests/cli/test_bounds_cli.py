@@ -1,0 +1,56 @@
+"""``jaxaudit bounds`` end to end: values, JSON, plot, and clean errors."""
+
+import json
+
+import numpy as np
+import pytest
+
+from jaxaudit.cli.main import main
+
+
+def test_uniform_pure_dp_json_and_plot(tmp_path, capsys):
+    out, png = tmp_path / "b.json", tmp_path / "b.png"
+    rc = main(["bounds", "--epsilon", "1", "--uniform", "10", "--targets", "1000",
+               "--json", str(out), "--plot", str(png)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "255" in text and "KGK+" in text and "MMC" in text
+    result = json.loads(out.read_text())
+    assert result["count_bound"] == 255  # spec anchor (K = 10, ε = 1, n = 1000)
+    assert result["aggregate_gain"] == pytest.approx((255 - 100) / 1000)
+    assert result["per_target"]["beta"] == pytest.approx(0.231969, abs=1e-6)
+    assert result["baselines"]["kgk_plus"] == pytest.approx(min(1, np.e * 0.1), rel=1e-9)
+    assert 0 <= result["baselines"]["mmc_threshold"] - 255 <= 2
+    assert png.stat().st_size > 1000
+
+
+def test_membership_steinke_and_gdp(tmp_path):
+    out = tmp_path / "mi.json"
+    assert main(["bounds", "--epsilon", "1", "--uniform", "2", "--targets", "1000",
+                 "--json", str(out), "--quiet"]) == 0
+    result = json.loads(out.read_text())
+    assert result["count_bound"] == 755 == result["baselines"]["steinke_threshold"]
+    out = tmp_path / "gdp.json"
+    assert main(["bounds", "--gdp-mu", "1", "--priors", str(_priors(tmp_path)),
+                 "--json", str(out), "--quiet"]) == 0
+    result = json.loads(out.read_text())
+    assert 1 <= result["count_bound"] <= 41 and result["targets"] == 40
+    assert result["baselines"]["kgk_plus"] == pytest.approx(0.0923622, abs=1e-6)
+
+
+def _priors(tmp_path):
+    path = tmp_path / "priors.txt"
+    np.savetxt(path, np.full(40, 0.01))
+    return path
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--epsilon", "-1", "--uniform", "3", "--targets", "5"], "epsilon"),
+    (["--epsilon", "1", "--uniform", "3", "--targets", "5", "--gamma", "2"], "gamma"),
+    (["--epsilon", "1", "--zipf", "oops", "--targets", "5"], "zipf"),
+    (["--uniform", "3", "--targets", "5"], "epsilon"),
+    (["--epsilon", "1", "--priors", "/nonexistent/p.txt"], "not found"),
+])
+def test_errors_are_clean(argv, message, capsys):
+    assert main(["bounds", *argv]) == 2
+    assert message in capsys.readouterr().err
