@@ -1,0 +1,271 @@
+"""The BMP error region and the maps between BMP parameters and attack errors (spec bmp.md §2–3).
+
+Convention: H0 = "node i is not a member". A membership test declares "member" with probability
+φ(w); its type-I error is α = E_0[φ] (false-positive rate) and its type-II error is
+β = E_1[1 − φ] (false-negative rate). Every function taking or returning (α, β) accepts
+``null="member"`` for the opposite convention (H0 = member: α = FNR, β = FPR): the error pair is
+read / written swapped, while ε_L, ε_R keep the library's meaning (ε_R bounds how much an output
+can raise the odds of "member"). Since swapping α ↔ β together with ε_L ↔ ε_R leaves the region's
+formulas unchanged, a caller who wants everything in the opposite convention can equally pass the
+swapped ε's with the default flag.
+
+A learner is (ε_L, ε_R)-BMP for node i iff every test's (α, β) lies in
+
+    R(ε_L, ε_R) = {(α, β) ∈ [0, 1]²: e^{ε_R} α + β ≥ 1,  α + e^{ε_L} β ≥ 1,
+                                      α + e^{ε_L} β ≤ e^{ε_L},  e^{ε_R} α + β ≤ e^{ε_R}}.
+
+The first two constraints bound the region below the diagonal α + β = 1 (the useful tests); the
+last two are their mirror images above it (the complemented tests).
+
+References:
+  Yıldırım & Khosla, "Bayesian Membership Privacy for Graph Neural Networks", arXiv 2606.04069.
+  Kairouz, Oh & Viswanath, "The composition theorem for differential privacy", ICML 2015
+  (the symmetric ε-DP region).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from jax.nn import sigmoid
+
+__all__ = [
+    "bayes_optimal_errors",
+    "compose",
+    "compose_with_sampling",
+    "epsilons_from_errors",
+    "epsilons_from_roc",
+    "finite_mechanism_epsilons",
+    "from_joint",
+    "mp_epsilon",
+    "mp_region_area",
+    "npv_bound",
+    "posterior_interval",
+    "precision_bound",
+    "region_area",
+    "region_contains",
+    "region_corner",
+    "to_joint",
+    "to_posterior_coordinates",
+    "tradeoff_curve",
+]
+
+_SIDES = ("both", "right", "left")
+_NULLS = ("non-member", "member")
+
+
+def _check_side(side: str) -> None:
+    if side not in _SIDES:
+        raise ValueError(f"side must be one of {_SIDES}, got {side!r}")
+
+
+def _orient(alpha, beta, null: str):
+    if null not in _NULLS:
+        raise ValueError(f"null must be one of {_NULLS}, got {null!r}")
+    return (alpha, beta) if null == "non-member" else (beta, alpha)
+
+
+def region_contains(alpha, beta, eps_l, eps_r, *, side: str = "both", null: str = "non-member",
+                    atol: float = 0.0):
+    """Whether the operating point (α, β) is allowed by (ε_L, ε_R)-BMP.
+
+    Constraints (spec §3): (i) e^{ε_R} α + β ≥ 1, (ii) α + e^{ε_L} β ≥ 1,
+    (iii) α + e^{ε_L} β ≤ e^{ε_L}, (iv) e^{ε_R} α + β ≤ e^{ε_R}. BMP-R (``side="right"``) keeps
+    (i) and (iv) (P_1(E) ≤ e^{ε_R} P_0(E) for E and its complement); BMP-L (``side="left"``)
+    keeps (ii) and (iii).
+
+    Args:
+      alpha: false-positive rate(s) α ∈ [0, 1].
+      beta: false-negative rate(s) β ∈ [0, 1].
+      eps_l, eps_r: BMP parameters (≥ 0, +inf allowed).
+      side: "both" (BMP), "right" (BMP-R) or "left" (BMP-L).
+      null: "non-member" (default convention) or "member" (swaps α and β).
+      atol: slack added to every constraint (for floating-point round-off).
+
+    Returns:
+      Boolean array, broadcast over the inputs.
+    """
+    _check_side(side)
+    alpha, beta = _orient(jnp.asarray(alpha), jnp.asarray(beta), null)
+    er, el = jnp.exp(jnp.asarray(eps_r)), jnp.exp(jnp.asarray(eps_l))
+    c1 = er * alpha + beta >= 1 - atol
+    c2 = alpha + el * beta >= 1 - atol
+    # (iii), (iv) written divided by e^ε so that ε = inf stays finite.
+    c3 = alpha / el + beta <= 1 + atol
+    c4 = alpha + beta / er <= 1 + atol
+    if side == "right":
+        return c1 & c4
+    if side == "left":
+        return c2 & c3
+    return c1 & c2 & c3 & c4
+
+
+def _safe_ratio(num, den, at_zero):
+    ok = den > 0
+    return jnp.where(ok, num / jnp.where(ok, den, 1.0), at_zero)
+
+
+def region_area(eps_l, eps_r, *, side: str = "both"):
+    """Area of R(ε_L, ε_R) in the unit square.
+
+    |R| = (e^{ε_L} − 1)(e^{ε_R} − 1)/(e^{ε_L+ε_R} − 1), half of it below the diagonal;
+    BMP-R: 1 − e^{−ε_R}; BMP-L: 1 − e^{−ε_L}. Computed as
+    (1 − e^{−ε_L})(1 − e^{−ε_R})/(1 − e^{−ε_L−ε_R}) so that large and infinite ε are exact.
+
+    Example:
+      >>> float(region_area(1.0, 1.0))  # (e − 1)/(e + 1)
+      0.46211...
+    """
+    _check_side(side)
+    eps_l, eps_r = jnp.asarray(eps_l), jnp.asarray(eps_r)
+    if side == "right":
+        return -jnp.expm1(-eps_r)
+    if side == "left":
+        return -jnp.expm1(-eps_l)
+    num = jnp.expm1(-eps_l) * jnp.expm1(-eps_r)
+    return _safe_ratio(num, -jnp.expm1(-(eps_l + eps_r)), 0.0)
+
+
+def region_corner(eps_l, eps_r, *, null: str = "non-member"):
+    """The most powerful allowed test: the corner where constraints (i) and (ii) meet.
+
+    α* = (e^{ε_L} − 1)/(e^{ε_L+ε_R} − 1), β* = (e^{ε_R} − 1)/(e^{ε_L+ε_R} − 1). At
+    ε_L = ε_R = 0 the region is the diagonal and (½, ½) is returned.
+
+    Returns:
+      (alpha_star, beta_star) (swapped under ``null="member"``).
+    """
+    eps_l, eps_r = jnp.asarray(eps_l), jnp.asarray(eps_r)
+    den = -jnp.expm1(-(eps_l + eps_r))  # 1 − e^{−ε_L−ε_R}
+    a = _safe_ratio(jnp.exp(-eps_r) * -jnp.expm1(-eps_l), den, 0.5)
+    b = _safe_ratio(jnp.exp(-eps_l) * -jnp.expm1(-eps_r), den, 0.5)
+    return _orient(a, b, null)
+
+
+def tradeoff_curve(alpha, eps_l, eps_r):
+    """Smallest β an (ε_L, ε_R)-BMP learner allows at false-positive rate α.
+
+    β_min(α) = max(1 − e^{ε_R} α, (1 − α) e^{−ε_L}, 0).
+    """
+    alpha = jnp.asarray(alpha)
+    return jnp.maximum(jnp.maximum(1 - jnp.exp(eps_r) * alpha, (1 - alpha) * jnp.exp(-eps_l)), 0.0)
+
+
+def epsilons_from_errors(alpha, beta, *, null: str = "non-member"):
+    """The tightest (ε_L, ε_R) one operating point certifies (the inverse of the region).
+
+    ε_R = max(log((1 − β)/α), log(β/(1 − α)), 0) = max(log(TPR/FPR), …),
+    ε_L = max(log((1 − α)/β), log(α/(1 − β)), 0) = max(log(TNR/FNR), …);
+    the second terms matter only above the diagonal (α + β > 1). A zero error gives +inf.
+
+    Returns:
+      (eps_l, eps_r) in the library's convention.
+    """
+    alpha, beta = _orient(jnp.asarray(alpha), jnp.asarray(beta), null)
+    def log_ratio(num, den):  # log(num/den); 0/0 (a trivial test) carries no information
+        return jnp.where(num > 0, jnp.log(num) - jnp.log(den), -jnp.inf)
+
+    zero = jnp.zeros_like(alpha + beta)
+    eps_r = jnp.maximum(jnp.maximum(log_ratio(1 - beta, alpha), log_ratio(beta, 1 - alpha)), zero)
+    eps_l = jnp.maximum(jnp.maximum(log_ratio(1 - alpha, beta), log_ratio(alpha, 1 - beta)), zero)
+    return eps_l, eps_r
+
+
+def epsilons_from_roc(fpr, fnr, *, null: str = "non-member"):
+    """Sup over the operating points of a ROC curve (last axis) of :func:`epsilons_from_errors`."""
+    eps_l, eps_r = epsilons_from_errors(fpr, fnr, null=null)
+    return jnp.max(eps_l, axis=-1), jnp.max(eps_r, axis=-1)
+
+
+def mp_epsilon(alpha, beta, *, null: str = "non-member"):
+    """Symmetric membership-privacy (pure ε-DP region) baseline: the smallest ε with
+    (α, β) ∈ R(ε, ε), i.e. max(ε_L, ε_R) of :func:`epsilons_from_errors` (so ε_MP ≥ both)."""
+    eps_l, eps_r = epsilons_from_errors(alpha, beta, null=null)
+    return jnp.maximum(eps_l, eps_r)
+
+
+def mp_region_area(eps):
+    """Area of the symmetric region R(ε, ε): (e^ε − 1)/(e^ε + 1) = tanh(ε/2)."""
+    return jnp.tanh(jnp.asarray(eps) / 2)
+
+
+def posterior_interval(eta, eps_l, eps_r):
+    """Range of the attacker's posterior π_i(1|w) under (ε_L, ε_R)-BMP with prior η.
+
+    η e^{−ε_L}/(η e^{−ε_L} + 1 − η) ≤ π_i(1|w) ≤ η e^{ε_R}/(η e^{ε_R} + 1 − η), i.e. the posterior
+    log-odds lie within [logit η − ε_L, logit η + ε_R].
+    """
+    logit_eta = jnp.log(eta) - jnp.log1p(-jnp.asarray(eta))
+    return sigmoid(logit_eta - eps_l), sigmoid(logit_eta + eps_r)
+
+
+def precision_bound(eta, eps_r):
+    """BMP-R in posterior coordinates: precision ≤ η e^{ε_R}/(1 − η + η e^{ε_R})."""
+    return posterior_interval(eta, 0.0, eps_r)[1]
+
+
+def npv_bound(eta, eps_l):
+    """BMP-L in posterior coordinates: NPV ≤ (1 − η) e^{ε_L}/((1 − η) e^{ε_L} + η)."""
+    return posterior_interval(1 - jnp.asarray(eta), 0.0, eps_l)[1]
+
+
+def to_joint(alpha, beta, eta):
+    """(α, β) → joint coordinates a = (1 − η) α = Pr(declare member, non-member),
+    b = η β = Pr(declare non-member, member); R_η is the image of R under this map."""
+    return (1 - jnp.asarray(eta)) * alpha, jnp.asarray(eta) * beta
+
+
+def from_joint(a, b, eta):
+    """Inverse of :func:`to_joint`: (a, b) → (a/(1 − η), b/η)."""
+    return a / (1 - jnp.asarray(eta)), b / jnp.asarray(eta)
+
+
+def to_posterior_coordinates(alpha, beta, eta):
+    """(α, β) → (1 − precision, false-omission rate) for prior η.
+
+    precision = η(1 − β)/(η(1 − β) + (1 − η) α); FOR = η β/(η β + (1 − η)(1 − α)).
+    """
+    eta = jnp.asarray(eta)
+    tp, fp = eta * (1 - beta), (1 - eta) * alpha
+    fn, tn = eta * beta, (1 - eta) * (1 - alpha)
+    return fp / (tp + fp), fn / (fn + tn)
+
+
+def compose(eps_l1, eps_r1, eps_l2, eps_r2):
+    """Composition of two rounds whose outputs are conditionally independent given M_i (fresh
+    samples each round): (ε_L1 + ε_L2, ε_R1 + ε_R2)."""
+    return jnp.asarray(eps_l1) + eps_l2, jnp.asarray(eps_r1) + eps_r2
+
+
+def compose_with_sampling(eps_l_phi, eps_r_phi, c_l, c_r):
+    """Prior bound (a): a node-level (ε_L^Φ, ε_R^Φ)-private trainer given S_{−i} run on a sample
+    with sampling leakage (c_L, c_R) is (ε_L^Φ + c_L, ε_R^Φ + c_R)-BMP (also BMP ∘ MP, and a
+    shared-sample composition at the BMDP level followed by adding c once)."""
+    return jnp.asarray(eps_l_phi) + c_l, jnp.asarray(eps_r_phi) + c_r
+
+
+def finite_mechanism_epsilons(p0, p1, *, axis: int = -1):
+    """Tight (ε_L, ε_R) of a mechanism with finite output laws P_0 (non-member), P_1 (member).
+
+    ε_R = max_w log(p_1(w)/p_0(w)), ε_L = max_w log(p_0(w)/p_1(w)) over outputs with positive
+    mass (+inf when the supports differ). Post-processing by any kernel K can only shrink both:
+    ``finite_mechanism_epsilons(p0 @ K, p1 @ K)`` is componentwise ≤.
+    """
+    p0, p1 = jnp.asarray(p0), jnp.asarray(p1)
+    lr = jnp.log(p1) - jnp.log(p0)
+    keep = (p0 > 0) | (p1 > 0)
+    eps_r = jnp.max(jnp.where(keep, lr, -jnp.inf), axis=axis)
+    eps_l = jnp.max(jnp.where(keep, -lr, -jnp.inf), axis=axis)
+    return jnp.maximum(eps_l, 0.0), jnp.maximum(eps_r, 0.0)
+
+
+def bayes_optimal_errors(p0, p1, eta):
+    """(α, β) of the Bayes-optimal test for prior η on a finite mechanism (outputs on the last axis).
+
+    Declares "member" iff η p_1(w) > (1 − η) p_0(w) (equivalently B_i(w) > (1 − η)/η).
+    """
+    p0, p1 = jnp.asarray(p0), jnp.asarray(p1)
+    eta = jnp.expand_dims(jnp.asarray(eta), -1)
+    member = eta * p1 > (1 - eta) * p0
+    alpha = jnp.sum(jnp.where(member, p0, 0.0), axis=-1)
+    beta = jnp.sum(jnp.where(member, 0.0, p1), axis=-1)
+    return alpha, beta
