@@ -1,0 +1,79 @@
+"""Tests of the dp_accounting wrappers (jaxaudit.accounting)."""
+
+import dp_accounting
+import numpy as np
+import pytest
+
+from jaxaudit.accounting import epsilon_for_delta, noise_for_epsilon, rdp_epsilons
+
+ORDERS = [1.1, 1.5, 2.0, 3.0, 8.0, 32.0]
+
+
+@pytest.mark.parametrize("sigma,steps", [(1.0, 1), (2.5, 100), (10.0, 37)])
+def test_full_batch_equals_gaussian_closed_form(sigma, steps):
+    eps = rdp_epsilons(noise_multiplier=sigma, sampling_rate=1.0, steps=steps, orders=ORDERS)
+    np.testing.assert_allclose(eps, np.asarray(ORDERS) * steps / (2 * sigma**2), rtol=1e-12)
+
+
+def test_subsampled_matches_accountant_and_is_smaller():
+    q, sigma, steps = 0.01, 1.1, 500
+    eps = rdp_epsilons(noise_multiplier=sigma, sampling_rate=q, steps=steps, orders=ORDERS)
+    acc = dp_accounting.rdp.RdpAccountant(ORDERS)
+    event = dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma))
+    acc.compose(dp_accounting.SelfComposedDpEvent(event, steps))
+    np.testing.assert_allclose(eps, acc.rdp, rtol=1e-12)
+    full = rdp_epsilons(noise_multiplier=sigma, sampling_rate=1.0, steps=steps, orders=ORDERS)
+    assert np.all(eps < full) and np.all(np.diff(eps) > 0)
+
+
+def test_epsilon_for_delta_agrees_with_dp_accounting_and_rdp_conversion():
+    q, sigma, steps, delta = 0.02, 1.3, 300, 1e-5
+    acc = dp_accounting.rdp.RdpAccountant()
+    event = dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma))
+    acc.compose(dp_accounting.SelfComposedDpEvent(event, steps))
+    ours = epsilon_for_delta(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta,
+                             orders=acc._orders)
+    assert ours == pytest.approx(acc.get_epsilon(delta), rel=1e-12)
+    # Independent check: the conversion of Balle et al. (2020, Thm 21),
+    # ε = min_α ε_α + log((α−1)/α) − (log δ + log α)/(α−1), and Mironov's looser one.
+    eps = rdp_epsilons(noise_multiplier=sigma, sampling_rate=q, steps=steps, orders=acc._orders)
+    orders = np.asarray(acc._orders)
+    balle = np.min(eps + np.log((orders - 1) / orders) - (np.log(delta) + np.log(orders))
+                   / (orders - 1))
+    classic = np.min(eps + np.log(1 / delta) / (orders - 1))
+    assert ours == pytest.approx(balle, rel=1e-6)
+    assert ours < classic
+
+
+def test_noise_for_epsilon_round_trip():
+    sigma = noise_for_epsilon(2.0, 1e-5, 200, 0.05)
+    eps = epsilon_for_delta(noise_multiplier=sigma, sampling_rate=0.05, steps=200, delta=1e-5)
+    assert eps <= 2.0 + 1e-6 and eps == pytest.approx(2.0, abs=2e-3)
+    eps_less_noise = epsilon_for_delta(noise_multiplier=0.97 * sigma, sampling_rate=0.05,
+                                       steps=200, delta=1e-5)
+    assert eps_less_noise > 2.0
+
+
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        (dict(noise_multiplier=0.0, sampling_rate=1.0, steps=1, orders=[2.0]), "noise_multiplier"),
+        (dict(noise_multiplier=1.0, sampling_rate=1.5, steps=1, orders=[2.0]), "sampling_rate"),
+        (dict(noise_multiplier=1.0, sampling_rate=0.0, steps=1, orders=[2.0]), "sampling_rate"),
+        (dict(noise_multiplier=1.0, sampling_rate=1.0, steps=0, orders=[2.0]), "steps"),
+        (dict(noise_multiplier=1.0, sampling_rate=1.0, steps=2.5, orders=[2.0]), "steps"),
+        (dict(noise_multiplier=1.0, sampling_rate=1.0, steps=1, orders=[1.0]), "orders"),
+        (dict(noise_multiplier=np.nan, sampling_rate=1.0, steps=1, orders=[2.0]),
+         "noise_multiplier"),
+    ],
+)
+def test_bad_input(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        rdp_epsilons(**kwargs)
+
+
+def test_bad_delta_and_epsilon():
+    with pytest.raises(ValueError, match="delta"):
+        epsilon_for_delta(noise_multiplier=1.0, sampling_rate=1.0, steps=1, delta=1.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        noise_for_epsilon(-1.0, 1e-5, 10, 0.1)
