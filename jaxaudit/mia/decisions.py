@@ -26,14 +26,15 @@ def bayes_decision(llr, eta) -> jax.Array:
       eta: prior inclusion probabilities, broadcastable to ``llr`` (typically (N,)), in [0, 1].
 
     Returns:
-      bool array of ``llr``'s shape.
+      bool array of ``llr``'s shape (η = 1: always member, η = 0: never).
     """
     check_probability("eta", eta)
     if np.isnan(np.asarray(llr, dtype=np.float64)).any():
         raise ValueError("llr must not contain NaN")
     eta = jnp.asarray(eta, jnp.float32)
     logit_eta = jnp.log(eta) - jnp.log1p(-eta)
-    return jnp.asarray(llr) + logit_eta > 0
+    # η ∈ {0, 1} decides alone (avoids ∓inf ± inf when the likelihood ratio is infinite too)
+    return jnp.where(eta >= 1.0, True, jnp.where(eta <= 0.0, False, jnp.asarray(llr) + logit_eta > 0))
 
 
 def threshold_decision(scores, threshold=0.0) -> jax.Array:

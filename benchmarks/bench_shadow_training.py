@@ -1,0 +1,114 @@
+"""Shadow-model training throughput: jaxaudit vs PyTorch Geometric on Cora (bmp.md §6).
+
+Same GCN and recipe on both sides: 2 layers, hidden 64, ReLU, dropout 0.5 on the hidden layer,
+GCN normalisation with self-loops, row-normalised features, Adam (lr 0.01, L2 weight decay
+5e-4 as torch.optim.Adam), 200 full-batch epochs, cross-entropy on a uniform 50% node sample,
+all edges ("full" access: PyG's usual transductive loop). jaxaudit trains the R models in one
+jit-compiled call; PyG trains them one after another (its usual loop). Reported: seconds per
+model (median of ``--repeats`` timed runs after the compile), the compile time (first call minus a
+timed run), and PyG s/model divided by jaxaudit s/model.
+
+Run:
+    JAXAUDIT_DATA=/work/shared/data python benchmarks/bench_shadow_training.py \
+        --models 1 8 32 128 --repeats 3 --pyg-models 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import jax
+import numpy as np
+
+from jaxaudit.datasets import load_planetoid
+from jaxaudit.graph import train_shadow_models, uniform_sampler
+
+
+def bench_jax(graph, num_models, epochs, repeats, edge_access):
+    sampler = uniform_sampler(0.5)
+
+    def run(seed):
+        t = time.perf_counter()
+        out = train_shadow_models(jax.random.key(seed), graph, sampler, "gcn", num_models,
+                                  epochs=epochs, edge_access=edge_access)
+        out.scores.block_until_ready()
+        return time.perf_counter() - t
+
+    first = run(0)
+    times = [run(i + 1) for i in range(repeats)]
+    med = statistics.median(times)
+    return med / num_models, max(first - med, 0.0)
+
+
+def bench_pyg(graph, num_models, epochs):
+    import torch
+    import torch.nn.functional as F
+    from torch_geometric.nn import GCNConv
+
+    torch.set_num_threads(2)
+    x = torch.tensor(np.asarray(graph.features), dtype=torch.float32)
+    x = x / x.sum(1, keepdim=True).clamp(min=1)
+    edge_index = torch.tensor(np.stack([np.asarray(graph.senders), np.asarray(graph.receivers)]),
+                              dtype=torch.long)
+    y = torch.tensor(np.asarray(graph.labels), dtype=torch.long)
+    n = x.shape[0]
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = GCNConv(x.shape[1], 64, cached=True)
+            self.conv2 = GCNConv(64, graph.num_classes, cached=True)
+
+        def forward(self, x, edge_index):
+            h = F.relu(self.conv1(x, edge_index))
+            h = F.dropout(h, p=0.5, training=self.training)
+            return self.conv2(h, edge_index)
+
+    times = []
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(num_models):
+        t = time.perf_counter()
+        mask = torch.zeros(n, dtype=torch.bool)
+        mask[torch.randperm(n, generator=gen)[: round(0.5 * n)]] = True
+        model = Net()
+        opt = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
+        model.train()
+        for _ in range(epochs):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x, edge_index)[mask], y[mask])
+            loss.backward()
+            opt.step()
+        model.eval()
+        with torch.no_grad():
+            logits = model(x, edge_index)
+            z_y = logits.gather(1, y[:, None])[:, 0]
+            others = logits.scatter(1, y[:, None], float("-inf"))
+            _ = z_y - torch.logsumexp(others, 1)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=int, nargs="+", default=[1, 8, 32, 128])
+    parser.add_argument("--epochs", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--pyg-models", type=int, default=5,
+                        help="models in PyG's sequential loop per measurement (s/model is flat in R)")
+    parser.add_argument("--edge-access", default="full", choices=["full", "inductive", "none"])
+    parser.add_argument("--skip-pyg", action="store_true")
+    args = parser.parse_args(argv)
+    graph = load_planetoid("cora")
+    print(f"Cora GCN, {args.epochs} epochs, uniform 50% sample, edge access {args.edge_access}; "
+          f"{jax.device_count()} {jax.default_backend()} device(s)")
+    print(f"{'R':>5} {'PyG s/model':>12} {'jaxaudit s/model':>17} {'compile s':>10} {'ratio':>7}")
+    for r in args.models:
+        pyg = float("nan") if args.skip_pyg else bench_pyg(graph, min(r, args.pyg_models), args.epochs)
+        jx, compile_s = bench_jax(graph, r, args.epochs, args.repeats, args.edge_access)
+        print(f"{r:>5} {pyg:>12.3f} {jx:>17.3f} {compile_s:>10.1f} {pyg / jx:>7.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

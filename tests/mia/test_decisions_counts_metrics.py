@@ -1,0 +1,105 @@
+"""Decisions, error counts and metrics against brute-force numpy/scipy references."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.stats import mannwhitneyu
+
+from jaxaudit.mia import (
+    ErrorCounts,
+    bayes_decision,
+    error_counts,
+    fixed_fpr_decision,
+    membership_advantage,
+    roc_auc,
+    threshold_decision,
+    tpr_at_fpr,
+)
+
+
+def test_bayes_decision_is_posterior_above_half():
+    llr = jnp.array([[-2.0, 0.1, 3.0, -jnp.inf, jnp.inf]])
+    eta = jnp.array([0.9, 0.4, 0.05, 1.0, 0.0])
+    d = np.asarray(bayes_decision(llr, eta))
+    post = 1 / (1 + np.exp(-(np.array([-2.0, 0.1, 3.0]) + np.log(eta[:3] / (1 - eta[:3])))))
+    assert list(d[0, :3]) == list(post > 0.5)
+    assert d[0, 3] and not d[0, 4]  # η = 1 always member, η = 0 never
+    with pytest.raises(ValueError, match="eta"):
+        bayes_decision(llr, jnp.array([0.5, 0.5, 1.5, 0.5, 0.5]))
+
+
+def test_error_counts_brute_force():
+    key = jax.random.key(3)
+    d = jax.random.bernoulli(key, 0.4, (20, 9))
+    m = jax.random.bernoulli(jax.random.fold_in(key, 1), 0.6, (20, 9))
+    c = error_counts(d, m)
+    assert isinstance(c, ErrorCounts)
+    dn, mn = np.asarray(d), np.asarray(m)
+    for i in range(9):
+        assert c.fp[i] == sum(dn[r, i] and not mn[r, i] for r in range(20))
+        assert c.fn[i] == sum((not dn[r, i]) and mn[r, i] for r in range(20))
+        assert c.n0[i] == (~mn[:, i]).sum() and c.n1[i] == mn[:, i].sum()
+    with pytest.raises(ValueError, match="masks"):
+        error_counts(d, m[:, :3])
+
+
+def test_roc_auc_matches_mann_whitney_with_ties():
+    key = jax.random.key(4)
+    scores = jnp.round(jax.random.normal(key, (300,)), 1)  # many ties
+    labels = jax.random.bernoulli(jax.random.fold_in(key, 1), 0.3, (300,))
+    s, y = np.asarray(scores), np.asarray(labels)
+    u = mannwhitneyu(s[y], s[~y]).statistic / (y.sum() * (~y).sum())
+    assert float(roc_auc(scores, labels)) == pytest.approx(u, abs=1e-5)
+
+
+def test_per_node_metrics_match_columns():
+    key = jax.random.key(5)
+    scores = jax.random.normal(key, (40, 6))
+    labels = jax.random.bernoulli(jax.random.fold_in(key, 1), 0.5, (40, 6))
+    s = np.asarray(scores + labels)
+    y = np.asarray(labels)
+    per = np.asarray(roc_auc(s, y, axis=0))
+    for i in range(6):
+        ref = mannwhitneyu(s[y[:, i], i], s[~y[:, i], i]).statistic / (y[:, i].sum() * (~y[:, i]).sum())
+        assert per[i] == pytest.approx(ref, abs=1e-5)
+
+
+def _tpr_reference(s, y, fpr):
+    best = 0.0
+    for t in np.concatenate([[-np.inf], np.unique(s)]):
+        pred = s > t
+        if pred[~y].mean() <= fpr:
+            best = max(best, pred[y].mean())
+    return best
+
+
+@pytest.mark.parametrize("fpr", [1e-2, 1e-3, 0.1])
+def test_tpr_at_fpr_brute_force(fpr):
+    key = jax.random.key(6)
+    y = np.asarray(jax.random.bernoulli(key, 0.5, (1500,)))
+    s = np.asarray(jax.random.normal(jax.random.fold_in(key, 1), (1500,))) + 1.5 * y
+    assert float(tpr_at_fpr(s, y, fpr)) == pytest.approx(_tpr_reference(s, y, fpr), abs=1e-6)
+
+
+def test_fixed_fpr_decision_respects_fpr():
+    key = jax.random.key(7)
+    masks = jax.random.bernoulli(key, 0.5, (200, 5))
+    llr = jax.random.normal(jax.random.fold_in(key, 1), (200, 5)) + masks
+    for per_node in (True, False):
+        d = np.asarray(fixed_fpr_decision(llr, masks, 0.1, per_node=per_node))
+        m = np.asarray(masks)
+        if per_node:
+            assert all(d[~m[:, i], i].mean() <= 0.1 for i in range(5))
+        else:
+            assert d[~m].mean() <= 0.1
+
+
+def test_membership_advantage_and_threshold():
+    labels = np.array([1, 1, 0, 0, 0], bool)
+    d = threshold_decision(np.array([2.0, -1.0, 0.5, -3.0, -2.0]), 0.0)
+    assert float(membership_advantage(d, labels)) == pytest.approx(0.5 - 1 / 3)
+    with pytest.raises(ValueError, match="fpr"):
+        tpr_at_fpr(np.zeros(3), np.ones(3, bool), 1.5)
+    with pytest.raises(ValueError, match="labels"):
+        roc_auc(np.zeros(3), np.ones(4, bool))
