@@ -156,27 +156,27 @@ def fdp_epsilon_grid(delta_of_epsilon: Callable, n: int, gamma: float = 0.05,
                      num: int = 64) -> np.ndarray:
     """Default ε grid for the f-DP bound: ``num`` points evenly spaced on [0, ε_max].
 
-    ε_max is the smallest ε (found by doubling then bisection, capped at 200) with
-    n·δ_f(ε) ≤ γ/100. Larger ε cannot help much: there the additive term is already below γ/100
+    ε_max is the smallest ε (to 1e−4, searched on [0, 200]; 200 if none) with
+    n·δ_f(ε) ≤ γ/100; ``delta_of_epsilon`` is called twice, on vectors. Larger ε cannot help much: there the additive term is already below γ/100
     while β(ε, p), hence the Poisson-binomial tail, keeps growing. For μ-GDP this gives
     ε_max ≈ μ²/2 + μ·sqrt(2 ln(100 n/γ)). Any grid gives a *valid* bound (each ε does); the
     grid only affects how tight it is.
     """
-    def small(eps):
+    def first_small(grid):
         with jax.enable_x64(True):
-            return n * float(delta_of_epsilon(jnp.asarray(eps, dtype=jnp.float64))) <= gamma / 100.0
+            deltas = np.asarray(delta_of_epsilon(jnp.asarray(grid, dtype=jnp.float64)))
+        ok = n * np.broadcast_to(deltas, grid.shape) <= gamma / 100.0
+        return int(np.argmax(ok)) if ok.any() else None
 
-    hi = 1.0
-    while not small(hi) and hi < 200.0:
-        hi *= 2.0
-    hi = min(hi, 200.0)
-    lo = 0.0
-    for _ in range(40):
-        mid = 0.5 * (lo + hi)
-        if small(mid):
-            hi = mid
-        else:
-            lo = mid
+    coarse = np.linspace(0.0, 200.0, 2001)  # step 0.1
+    i = first_small(coarse)
+    if i is None:
+        hi = 200.0
+    elif i == 0:
+        hi = 0.0
+    else:
+        fine = np.linspace(coarse[i - 1], coarse[i], 1001)  # step 1e-4
+        hi = float(fine[first_small(fine)])
     return np.linspace(0.0, hi, num)
 
 

@@ -58,6 +58,11 @@ def gdp_delta(epsilon, mu) -> jax.Array:
 
         check_positive("mu", mu)
     eps, mu = _float(epsilon, mu)
+    return _gdp_delta(eps, mu)
+
+
+@jax.jit
+def _gdp_delta(eps, mu):
     a = -eps / mu + mu / 2.0
     b = -eps / mu - mu / 2.0
     log_phi_a = norm.logcdf(a)

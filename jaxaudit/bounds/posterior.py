@@ -58,7 +58,12 @@ def posterior_success(prior, epsilon) -> jax.Array:
     p = jnp.asarray(prior)
     eps = jnp.asarray(epsilon)
     dtype = jnp.result_type(p, eps, float)
-    p, eps = jnp.broadcast_arrays(p.astype(dtype), eps.astype(dtype))
+    return _posterior_success(p.astype(dtype), eps.astype(dtype))
+
+
+@jax.jit
+def _posterior_success(p, eps):
+    p, eps = jnp.broadcast_arrays(p, eps)
     beta = jax.nn.sigmoid(eps + _logit(p))
     return jnp.where(p == 0, jnp.zeros_like(beta), jnp.where(p == 1, jnp.ones_like(beta), beta))
 
