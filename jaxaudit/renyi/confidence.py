@@ -119,9 +119,11 @@ def held_out_lower_bound(g_q, g_p, alpha, lo, hi, delta, method="bernstein", *, 
     z_min = jnp.exp(-alpha * width)
     radius_y = _one_sided_radius(y, 1.0 - y_min, delta_term, method, n_q)
     radius_z = _one_sided_radius(z, 1.0 - z_min, delta_term, method, n_p)
-    y_lo = jnp.maximum(jnp.mean(y) - radius_y, y_min)
-    z_hi = jnp.minimum(jnp.mean(z) + radius_z, 1.0)
-    return alpha / (alpha - 1.0) * jnp.log(y_lo) - jnp.log(z_hi)
+    # log max(Ŷ − r, y_min), with log y_min = −(α−1)w exact even where y_min underflows.
+    log_y_lo = jnp.maximum(jnp.log(jnp.maximum(jnp.mean(y) - radius_y, 0.0)),
+                           -(alpha - 1.0) * width)
+    log_z_hi = jnp.log(jnp.minimum(jnp.mean(z) + radius_z, 1.0))
+    return alpha / (alpha - 1.0) * log_y_lo - log_z_hi
 
 
 def rademacher_bound(params, input_norm, n):
