@@ -176,6 +176,12 @@ def _batched_trainer(sampler, module, epochs, learning_rate, weight_decay, edge_
     return vmap_chunked(one, chunk_size=chunk_size, devices=devices)
 
 
+@functools.lru_cache(maxsize=32)
+def _single_trainer(sampler, module, epochs, learning_rate, weight_decay, edge_access):
+    return jax.jit(functools.partial(_one_shadow, sampler, module, epochs, learning_rate,
+                                     weight_decay, edge_access))
+
+
 def _check_common(graph, sampler, epochs, learning_rate, weight_decay, edge_access):
     if not isinstance(graph, Graph):
         raise ValueError(f"graph must be a jaxaudit.datasets.Graph, got {type(graph).__name__}")
@@ -241,8 +247,8 @@ def train_shadow_model(key, graph: Graph, sampler, model, *, epochs: int = 200,
     """
     _check_common(graph, sampler, epochs, learning_rate, weight_decay, edge_access)
     module = make_model(model, graph)
-    fn = jax.jit(functools.partial(_one_shadow, sampler, module, int(epochs), float(learning_rate),
-                                   float(weight_decay), edge_access))
+    fn = _single_trainer(sampler, module, int(epochs), float(learning_rate), float(weight_decay),
+                         edge_access)
     mask, score = fn(key, graph, prepare_inputs(graph))
     return ShadowModels(mask[None], score[None])
 
