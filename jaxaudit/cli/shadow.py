@@ -6,7 +6,7 @@ Example::
         --epochs 200 --edge-access inductive --out runs/cora_uniform/
 
 The models are trained in chunks of ``--chunk`` models (one jit-compiled call each; chunk c uses
-the key ``fold_in(key(seed), c)``); every finished chunk is saved at once (``chunk_00000.npz`` with
+the key ``fold_in(key(seed), c)``); every finished chunk is saved at once (``chunks/chunk_00000.npz`` with
 ``masks`` (r, N) and ``scores`` (r, N)), so an interrupted run resumes where it stopped. A folder
 that already holds a run with a different configuration is refused. At the end ``summary.json``
 holds the sizes and the global leave-one-out LiRA AUC.
