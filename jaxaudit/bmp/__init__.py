@@ -1,5 +1,6 @@
 """Bayesian membership privacy: theory, NUTS posterior, end-to-end audit (spec: bmp.md)."""
 
+from jaxaudit.bmp.audit import BmpAudit, audit_bmp, audit_from_scores, node_degrees
 from jaxaudit.bmp.leakage import (
     LeakageEstimate,
     poisson_leakage,
@@ -48,11 +49,14 @@ from jaxaudit.bmp.region import (
 from jaxaudit.mia.types import ErrorCounts
 
 __all__ = [
+    "BmpAudit",
     "ErrorCounts",
     "GridPosterior",
     "JeffreysEstimate",
     "LeakageEstimate",
     "NutsPosterior",
+    "audit_bmp",
+    "audit_from_scores",
     "band_area",
     "bayes_optimal_errors",
     "compose",
@@ -69,6 +73,7 @@ __all__ = [
     "log_marginal_likelihood",
     "mp_epsilon",
     "mp_region_area",
+    "node_degrees",
     "npv_bound",
     "poisson_leakage",
     "posterior_grid",

@@ -147,57 +147,97 @@ def _adjacency(senders, receivers, num_nodes):
     return nbrs
 
 
-def _next_nodes(sample, nbrs, num_nodes):
+def _next_probs(sample, nbrs, num_nodes, teleport):
+    """Law of the next recruited node: uniform on the frontier w.p. 1 − teleport, uniform on all
+    unsampled nodes w.p. teleport (always, when the frontier is empty)."""
     frontier = set().union(*(nbrs[v] for v in sample)) - sample if sample else set()
-    return sorted(frontier) if frontier else sorted(set(range(num_nodes)) - sample)
+    rest = sorted(set(range(num_nodes)) - sample)
+    if not frontier:
+        return {v: 1.0 / len(rest) for v in rest}
+    probs = {v: teleport / len(rest) for v in rest}
+    for v in frontier:
+        probs[v] += (1 - teleport) / len(frontier)
+    return probs
 
 
-def snowball_distribution(senders, receivers, num_nodes: int, sample_size: int, *,
-                          num_seeds: int = 1):
+def _size_law(sample_size, num_nodes, num_seeds):
+    """Law of the target size: an int (fixed) or probabilities over sizes 0..N."""
+    if np.ndim(sample_size) == 0:
+        law = np.zeros(num_nodes + 1)
+        law[int(sample_size)] = 1.0
+    else:
+        law = check_probability("sample_size", sample_size)
+        if law.shape != (num_nodes + 1,) or abs(law.sum() - 1) > 1e-9:
+            raise ValueError(f"sample_size as a law must be {num_nodes + 1} probabilities "
+                             "summing to 1")
+    sizes = np.flatnonzero(law[1:]) + 1
+    if num_seeds < 1 or (len(sizes) and sizes.min() < num_seeds):
+        raise ValueError("need 1 <= num_seeds <= every positive sample size")
+    return law
+
+
+def snowball_distribution(senders, receivers, num_nodes: int, sample_size, *,
+                          num_seeds: int = 1, teleport: float = 0.0):
     """Exact law of the frontier-growth snowball sample on a small graph, by enumeration.
 
-    Process: draw ``num_seeds`` distinct seeds uniformly; then, until ``sample_size`` nodes are
-    sampled, add one node drawn uniformly from the frontier (unsampled neighbours of the sample),
-    or uniformly from all unsampled nodes when the frontier is empty. The process is Markov in
-    the current set, so dynamic programming over sets gives the exact law.
+    Process: draw the target size K (``sample_size``: an int, or probabilities over 0..N for a
+    random size) and ``num_seeds`` distinct seeds uniformly; then, until K nodes are sampled, add
+    one node drawn uniformly from the frontier (unsampled neighbours of the sample), or — with
+    probability ``teleport``, and always when the frontier is empty — uniformly from all unsampled
+    nodes (K = 0 is the empty sample). The growth is Markov in the current set, so dynamic
+    programming over sets gives the exact law. A fixed K makes |S_{−i}| reveal M_i (c = ∞, as for
+    fixed-size uniform sampling); so does pure frontier growth (sets it cannot reach); a random K
+    with full support and ``teleport`` > 0 gives finite, node-dependent c.
 
     Returns:
-      (masks (K, N) bool, probs (K,)) over the K reachable samples.
+      (masks (K, N) bool, probs (K,)) over the reachable samples.
     """
-    if not 0 < num_seeds <= sample_size <= num_nodes:
-        raise ValueError("need 0 < num_seeds <= sample_size <= num_nodes")
+    law = _size_law(sample_size, num_nodes, num_seeds)
     nbrs = _adjacency(senders, receivers, num_nodes)
     from itertools import combinations
     from math import comb
 
+    final: dict = {}
+    if law[0] > 0:
+        final[frozenset()] = law[0]
     layer = {frozenset(c): 1.0 / comb(num_nodes, num_seeds)
              for c in combinations(range(num_nodes), num_seeds)}
-    for _ in range(sample_size - num_seeds):
-        nxt: dict = {}
-        for sample, p in layer.items():
-            cands = _next_nodes(set(sample), nbrs, num_nodes)
-            for v in cands:
-                key = sample | {v}
-                nxt[key] = nxt.get(key, 0.0) + p / len(cands)
-        layer = nxt
-    samples = sorted(layer, key=sorted)
+    for size in range(num_seeds, int(np.flatnonzero(law).max()) + 1):
+        if size > num_seeds:
+            nxt: dict = {}
+            for sample, p in layer.items():
+                for v, q in _next_probs(set(sample), nbrs, num_nodes, teleport).items():
+                    key = sample | {v}
+                    nxt[key] = nxt.get(key, 0.0) + p * q
+            layer = nxt
+        if law[size] > 0:
+            for sample, p in layer.items():
+                final[sample] = final.get(sample, 0.0) + law[size] * p
+    samples = sorted(final, key=lambda x: (len(x), sorted(x)))
     masks = np.zeros((len(samples), num_nodes), bool)
     for k, sample in enumerate(samples):
         masks[k, sorted(sample)] = True
-    return masks, np.asarray([layer[s] for s in samples])
+    return masks, np.asarray([final[s] for s in samples])
 
 
-def snowball_draws(seed: int, senders, receivers, num_nodes: int, sample_size: int,
-                   num_draws: int, *, num_seeds: int = 1) -> np.ndarray:
+def snowball_draws(seed: int, senders, receivers, num_nodes: int, sample_size,
+                   num_draws: int, *, num_seeds: int = 1, teleport: float = 0.0) -> np.ndarray:
     """i.i.d. draws of the frontier-growth snowball sample of :func:`snowball_distribution`,
     simulated forward (numpy ``Generator(seed)``): (num_draws, N) bool masks."""
+    law = _size_law(sample_size, num_nodes, num_seeds)
     rng = np.random.default_rng(seed)
     nbrs = _adjacency(senders, receivers, num_nodes)
     out = np.zeros((num_draws, num_nodes), bool)
     for k in range(num_draws):
+        target = rng.choice(num_nodes + 1, p=law)
+        if target == 0:
+            continue
         sample = set(rng.choice(num_nodes, size=num_seeds, replace=False).tolist())
-        while len(sample) < sample_size:
-            cands = _next_nodes(sample, nbrs, num_nodes)
-            sample.add(cands[rng.integers(len(cands))])
+        while len(sample) < target:
+            frontier = set().union(*(nbrs[v] for v in sample)) - sample
+            pool = frontier if frontier and rng.random() >= teleport else (
+                set(range(num_nodes)) - sample)
+            pool = sorted(pool)
+            sample.add(pool[rng.integers(len(pool))])
         out[k, sorted(sample)] = True
     return out

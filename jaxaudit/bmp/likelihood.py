@@ -30,6 +30,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -140,12 +141,17 @@ def log_marginal_likelihood(eps_l, eps_r, s, counts: ErrorCounts, *, order: int 
     Returns:
       The log-likelihood, broadcast over all inputs.
     """
-    nodes, weights = np.polynomial.legendre.leggauss(order)
     dtype = jnp.result_type(float)
-    nodes, weights = jnp.asarray(nodes, dtype), jnp.asarray(weights, dtype)
     args = [jnp.asarray(x, dtype) for x in (eps_l, eps_r, s, *counts)]
-    fn = jnp.vectorize(lambda *a: _lml_scalar(*a, nodes, weights))
-    return fn(*args)
+    return _lml_jit(*args, order=int(order))
+
+
+@functools.partial(jax.jit, static_argnames="order")
+def _lml_jit(eps_l, eps_r, s, fp, n0, fn, n1, *, order):
+    nodes, weights = np.polynomial.legendre.leggauss(order)
+    nodes, weights = jnp.asarray(nodes, eps_l.dtype), jnp.asarray(weights, eps_l.dtype)
+    return jnp.vectorize(lambda *a: _lml_scalar(*a, nodes, weights))(
+        eps_l, eps_r, s, fp, n0, fn, n1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -163,30 +169,40 @@ class Constrained(NamedTuple):
     beta: jax.Array
 
 
-def _centered_parts(position):
-    a, b, z_l, z_r, t = (position[..., i] for i in range(5))
+def _centered_parts(position, symmetric=False):
+    a, b = position[..., 0], position[..., 1]
     log_alpha, log1m_alpha = log_sigmoid(a), log_sigmoid(-a)
     log_beta = log1m_alpha + log_sigmoid(b)  # β = (1 − α) σ(b)
     log1m_beta = jnp.logaddexp(log_alpha, log1m_alpha + log_sigmoid(-b))
     eps_hat_l = softplus(-b)  # log((1 − α)/β)
     eps_hat_r = softplus(-a + log_sigmoid(-b))  # log((1 − β)/α)
-    eps_l = eps_hat_l + jnp.exp(z_l)
-    eps_r = eps_hat_r + jnp.exp(z_r)
+    if symmetric:  # ε_L = ε_R = max(ε̂_L, ε̂_R) + e^z
+        z_l = z_r = position[..., 2]
+        t = position[..., 3]
+        eps_l = eps_r = jnp.maximum(eps_hat_l, eps_hat_r) + jnp.exp(z_l)
+        log_jac_z = z_l
+    else:
+        z_l, z_r, t = position[..., 2], position[..., 3], position[..., 4]
+        eps_l = eps_hat_l + jnp.exp(z_l)
+        eps_r = eps_hat_r + jnp.exp(z_r)
+        log_jac_z = z_l + z_r
     s_max = jnp.maximum(eps_hat_r / eps_r, eps_hat_l / eps_l)
     s = sigmoid(t) * s_max
-    return dict(a=a, b=b, z_l=z_l, z_r=z_r, t=t, log_alpha=log_alpha, log1m_alpha=log1m_alpha,
+    return dict(a=a, b=b, t=t, log_alpha=log_alpha, log1m_alpha=log1m_alpha,
                 log_beta=log_beta, log1m_beta=log1m_beta, eps_l=eps_l, eps_r=eps_r, s=s,
-                s_max=s_max)
+                s_max=s_max, log_jac_z=log_jac_z, symmetric=symmetric)
 
 
-def constrain_centered(position) -> Constrained:
-    """Map a centered position (a, b, log δ_L, log δ_R, t) to (ε_L, ε_R, s, α, β)."""
-    p = _centered_parts(position)
+def constrain_centered(position, symmetric: bool = False) -> Constrained:
+    """Map a centered position (a, b, log δ_L, log δ_R, t) — or (a, b, log δ, t) for the
+    symmetric model — to (ε_L, ε_R, s, α, β)."""
+    p = _centered_parts(position, symmetric)
     return Constrained(p["eps_l"], p["eps_r"], p["s"], jnp.exp(p["log_alpha"]),
                        jnp.exp(p["log_beta"]))
 
 
-def log_joint_centered(position, counts: ErrorCounts, prior_variance=PRIOR_VARIANCE):
+def log_joint_centered(position, counts: ErrorCounts, prior_variance=PRIOR_VARIANCE,
+                       symmetric: bool = False):
     """Log joint density (up to a constant) on the centered coordinates, for free s ~ Beta(1, 1).
 
     Coordinates: α = σ(a), β = (1 − α) σ(b) (the lower half α + β ≤ 1); the tightest parameters
@@ -200,20 +216,25 @@ def log_joint_centered(position, counts: ErrorCounts, prior_variance=PRIOR_VARIA
     data pin (a, b) along coordinate axes, which a diagonal mass matrix adapts to, while
     (z, t) stay prior-shaped: NUTS needs short trajectories.
 
+    ``symmetric=True`` is the symmetric membership-privacy (MP) baseline fitted to the same
+    counts: ε_L = ε_R = ε ~ half-normal, ε = max(ε̂_L, ε̂_R) + e^z, position (a, b, z, t).
+
     Args:
-      position: array (..., 5).
+      position: array (..., 5) (or (..., 4) when symmetric).
       counts: ``ErrorCounts`` broadcastable with ``position[..., 0]``.
       prior_variance: variance v of the half-normal priors.
+      symmetric: the tied (MP) model.
     """
-    p = _centered_parts(position)
+    p = _centered_parts(position, symmetric)
     fp, n0, fn, n1 = counts
     log_lik = (_binomial_logpmf(fp, n0, p["log_alpha"], p["log1m_alpha"])
                + _binomial_logpmf(fn, n1, p["log_beta"], p["log1m_beta"]))
-    log_prior = (half_normal_logpdf(p["eps_l"], prior_variance)
-                 + half_normal_logpdf(p["eps_r"], prior_variance))
+    log_prior = half_normal_logpdf(p["eps_l"], prior_variance)
+    if not symmetric:
+        log_prior = log_prior + half_normal_logpdf(p["eps_r"], prior_variance)
     log_band = jnp.log(band_area(p["eps_l"], p["eps_r"], p["s"]))
     log_jac = (log_sigmoid(p["a"]) + log_sigmoid(-p["a"]) + p["log1m_alpha"]
-               + log_sigmoid(p["b"]) + log_sigmoid(-p["b"]) + p["z_l"] + p["z_r"]
+               + log_sigmoid(p["b"]) + log_sigmoid(-p["b"]) + p["log_jac_z"]
                + log_sigmoid(p["t"]) + log_sigmoid(-p["t"]) + jnp.log(p["s_max"]))
     return log_prior - log_band + log_lik + log_jac
 

@@ -9,6 +9,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 from functools import partial
 from typing import NamedTuple
 
@@ -108,18 +109,19 @@ def _check_strength(attack_strength):
 # ----------------------------------------------------------------------------------------------
 
 
-def _initial_positions(key, counts, num_chains, attack_strength, parameterization):
+def _initial_positions(key, counts, num_chains, attack_strength, parameterization, symmetric):
     """Over-dispersed starting points around the counts' operating point."""
     fp, n0, fn, n1 = counts
     alpha = (fp + 0.5) / (n0 + 1.0)
     beta = jnp.minimum((fn + 0.5) / (n1 + 1.0), 0.98 * (1 - alpha))
     dim = 5 if (parameterization == "centered" or attack_strength is None) else 4
+    dim -= int(symmetric)
     noise = jax.random.normal(key, (num_chains, dim), dtype=alpha.dtype)
     if parameterization == "centered":
         a = jnp.log(alpha) - jnp.log1p(-alpha)
         q = beta / (1 - alpha)
         b = jnp.log(q) - jnp.log1p(-q)
-        center = jnp.stack([a, b, jnp.log(0.5), jnp.log(0.5), 0.0 * a])
+        center = jnp.stack([a, b, jnp.log(0.5), jnp.log(0.5), 0.0 * a][:dim])
         return center + 0.3 * noise
     center = jnp.zeros((dim,), alpha.dtype)
     eps_l, eps_r = epsilons_from_errors(alpha, beta)
@@ -128,16 +130,18 @@ def _initial_positions(key, counts, num_chains, attack_strength, parameterizatio
 
 
 def _one_node(key, counts, *, attack_strength, prior_variance, num_warmup, num_samples,
-              num_chains, max_num_doublings, parameterization, target_acceptance_rate):
+              num_chains, max_num_doublings, parameterization, target_acceptance_rate, symmetric):
     if parameterization == "centered":
-        logdensity = partial(log_joint_centered, counts=counts, prior_variance=prior_variance)
-        constrain = constrain_centered
+        logdensity = partial(log_joint_centered, counts=counts, prior_variance=prior_variance,
+                             symmetric=symmetric)
+        constrain = partial(constrain_centered, symmetric=symmetric)
     else:
         logdensity = partial(log_joint_noncentered, counts=counts, prior_variance=prior_variance,
                              attack_strength=attack_strength)
         constrain = partial(constrain_noncentered, attack_strength=attack_strength)
     key_init, key_chains = jax.random.split(key)
-    init = _initial_positions(key_init, counts, num_chains, attack_strength, parameterization)
+    init = _initial_positions(key_init, counts, num_chains, attack_strength, parameterization,
+                              symmetric)
 
     def chain(key, position):
         key_warm, key_draw = jax.random.split(key)
@@ -163,10 +167,24 @@ def _one_node(key, counts, *, attack_strength, prior_variance, num_warmup, num_s
     return NutsPosterior(eps_l, eps_r, s, rhat, ess, jnp.sum(div), jnp.mean(steps))
 
 
+@functools.lru_cache(maxsize=16)
+def _runner(attack_strength, prior_variance, num_warmup, num_samples, num_chains,
+            max_num_doublings, parameterization, target_acceptance_rate, chunk_size, devices,
+            symmetric):
+    """The jit-compiled, node-vmapped sampler for one configuration (cached: repeated calls with
+    the same settings and node count reuse the compiled program)."""
+    fn = partial(_one_node, attack_strength=attack_strength, prior_variance=prior_variance,
+                 num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+                 max_num_doublings=max_num_doublings, parameterization=parameterization,
+                 target_acceptance_rate=target_acceptance_rate, symmetric=symmetric)
+    return vmap_chunked(lambda xs: fn(xs[0], xs[1]), chunk_size=chunk_size, devices=devices)
+
+
 def posterior_nuts(key, counts, *, attack_strength=None, num_warmup: int = 500,
                    num_samples: int = 1000, num_chains: int = 4,
-                   prior_variance: float = PRIOR_VARIANCE, max_num_doublings: int = 8,
+                   prior_variance: float = PRIOR_VARIANCE, max_num_doublings: int = 4,
                    parameterization: str | None = None, target_acceptance_rate: float = 0.8,
+                   symmetric: bool = False, deduplicate: bool = True,
                    chunk_size: int | None = None, devices=None) -> NutsPosterior:
     """Posterior over (ε_L, ε_R) by NUTS with window adaptation, vmapped over nodes.
 
@@ -191,7 +209,11 @@ def posterior_nuts(key, counts, *, attack_strength=None, num_warmup: int = 500,
       attack_strength: None (s ~ Beta(1, 1)) or a fixed s in [0, 1).
       num_warmup, num_samples, num_chains: sampler sizes.
       prior_variance: variance of the half-normal priors on ε_L, ε_R.
-      max_num_doublings: NUTS tree-depth cap.
+      max_num_doublings: NUTS tree-depth cap (at most 2^d − 1 leapfrog steps per transition;
+        the nodes move in lock-step, so the cap bounds the cost of the slowest lane).
+      symmetric: fit the symmetric MP baseline ε_L = ε_R instead (centered only).
+      deduplicate: sample once per distinct count tuple and share the draws between nodes with
+        identical counts (their posteriors are identical).
       parameterization: "centered", "noncentered" or None (automatic).
       target_acceptance_rate: dual-averaging target.
       chunk_size: nodes per vmapped chunk (None: all at once).
@@ -221,20 +243,33 @@ def posterior_nuts(key, counts, *, attack_strength=None, num_warmup: int = 500,
     if parameterization not in ("centered", "noncentered"):
         raise ValueError(f"parameterization must be 'centered' or 'noncentered', got "
                          f"{parameterization!r}")
+    if symmetric and parameterization != "centered":
+        raise ValueError("symmetric=True needs the centered parameterization (free s)")
     if parameterization == "centered" and attack_strength is not None:
         raise ValueError("parameterization='centered' needs a free attack strength "
                          "(attack_strength=None); use 'noncentered' for a fixed s")
     scalar = counts.fp.ndim == 0
     dtype = jnp.result_type(float)
-    flat = ErrorCounts(*(jnp.asarray(np.atleast_1d(c).ravel(), dtype) for c in counts))
+    table = np.stack([np.atleast_1d(c).ravel() for c in counts], axis=1)
+    if deduplicate:
+        table, inverse = np.unique(table, axis=0, return_inverse=True)
+        inverse = inverse.ravel()
+    num_unique = table.shape[0]
+    if deduplicate and num_unique > 8:
+        # pad to a size bucket (≤ 25% waste) so that count tables of similar sizes share one
+        # compiled program
+        step = 2 ** max(int(np.floor(np.log2(num_unique))) - 2, 0)
+        padded = -(-num_unique // step) * step
+        table = np.concatenate([table, np.repeat(table[-1:], padded - num_unique, axis=0)])
+    flat = ErrorCounts(*(jnp.asarray(table[:, j], dtype) for j in range(4)))
     num_nodes = flat.fp.shape[0]
-    fn = partial(_one_node, attack_strength=attack_strength, prior_variance=float(prior_variance),
-                 num_warmup=int(num_warmup), num_samples=int(num_samples),
-                 num_chains=int(num_chains), max_num_doublings=int(max_num_doublings),
-                 parameterization=parameterization,
-                 target_acceptance_rate=float(target_acceptance_rate))
-    run = vmap_chunked(lambda xs: fn(xs[0], xs[1]), chunk_size=chunk_size, devices=devices)
+    run = _runner(attack_strength, float(prior_variance), int(num_warmup), int(num_samples),
+                  int(num_chains), int(max_num_doublings), parameterization,
+                  float(target_acceptance_rate), chunk_size,
+                  None if devices is None else tuple(devices), bool(symmetric))
     out = run((jax.random.split(key, num_nodes), flat))
+    if deduplicate:
+        out = jax.tree.map(lambda x: x[inverse], out)
     if scalar:
         return jax.tree.map(lambda x: x[0], out)
     shape = counts.fp.shape

@@ -1,0 +1,104 @@
+"""NUTS posterior vs the deterministic grid posterior, soundness of the lower quantile, the
+Jeffreys baseline, input validation."""
+
+import jax
+import numpy as np
+import pytest
+
+from jaxaudit import bmp
+
+COUNT_SETS = [(10, 100, 30, 100), (2, 60, 40, 60), (25, 80, 25, 80), (0, 40, 12, 50),
+              (45, 120, 5, 90)]
+QS = (0.05, 0.5, 0.95)
+
+
+@pytest.fixture(scope="module")
+def nuts_and_grids():
+    counts = bmp.ErrorCounts(*(np.array([c[j] for c in COUNT_SETS], float) for j in range(4)))
+    post = bmp.posterior_nuts(jax.random.key(0), counts, num_warmup=400, num_samples=1500,
+                              num_chains=4)
+    grids = [bmp.posterior_grid(bmp.ErrorCounts(*map(float, c)), num_eps=100, num_s=12)
+             for c in COUNT_SETS]
+    return post, grids
+
+
+@pytest.mark.parametrize("node", range(len(COUNT_SETS)))
+def test_nuts_matches_grid(nuts_and_grids, node):
+    post, grids = nuts_and_grids
+    grid = grids[node]
+    assert float(post.rhat[node]) <= 1.01
+    ess = float(post.ess[node])
+    for which, draws in (("l", post.eps_l[node]), ("r", post.eps_r[node])):
+        got = np.quantile(np.asarray(draws).ravel(), QS)
+        want = grid.quantile(which, QS)
+        dens = np.maximum(grid.density_at(which, want), 1e-3)
+        mcse = np.sqrt(np.asarray(QS) * (1 - np.asarray(QS)) / ess) / dens
+        tol = np.maximum(0.05, 3 * mcse)
+        assert np.all(np.abs(got - want) <= tol), (which, got, want, tol)
+
+
+def test_fixed_strength_noncentered_matches_grid():
+    counts = bmp.ErrorCounts(10.0, 100.0, 30.0, 100.0)
+    post = bmp.posterior_nuts(jax.random.key(1), counts, attack_strength=0.5, num_warmup=400,
+                              num_samples=1500)
+    grid = bmp.posterior_grid(counts, attack_strength=0.5, num_eps=100)
+    assert float(post.rhat) <= 1.01
+    for which, draws in (("l", post.eps_l), ("r", post.eps_r)):
+        got = np.quantile(np.asarray(draws).ravel(), QS)
+        want = grid.quantile(which, QS)
+        dens = np.maximum(grid.density_at(which, want), 1e-3)
+        mcse = np.sqrt(np.asarray(QS) * (1 - np.asarray(QS)) / float(post.ess)) / dens
+        assert np.all(np.abs(got - want) <= np.maximum(0.05, 3 * mcse)), (which, got, want)
+
+
+def test_soundness_of_lower_quantile():
+    """Known mechanism (ε_L, ε_R) = (1, 2), optimal attack at the region's corner, 100 seeded
+    repetitions: the posterior 5% quantile stays below the truth in >= 90% of them."""
+    eps_l, eps_r, reps, n = 1.0, 2.0, 100, 100
+    a_star, b_star = (float(x) for x in bmp.region_corner(eps_l, eps_r))
+    rng = np.random.default_rng(2026)
+    counts = bmp.ErrorCounts(rng.binomial(n, a_star, reps).astype(float), np.full(reps, n, float),
+                             rng.binomial(n, b_star, reps).astype(float), np.full(reps, n, float))
+    post = bmp.posterior_nuts(jax.random.key(3), counts, num_warmup=300, num_samples=500,
+                              num_chains=4)
+    q05 = np.asarray(bmp.posterior_quantiles(post.eps_l, (0.05,)))[0]
+    q05_r = np.asarray(bmp.posterior_quantiles(post.eps_r, (0.05,)))[0]
+    rate_l, rate_r = np.mean(q05 <= eps_l), np.mean(q05_r <= eps_r)
+    print(f"soundness: 5% quantile below truth: eps_l {rate_l:.2f}, eps_r {rate_r:.2f}")
+    assert rate_l >= 0.90 and rate_r >= 0.90
+    assert np.mean(np.asarray(post.rhat) <= 1.05) >= 0.95
+
+
+def test_jeffreys_estimate_is_centred_on_the_operating_point():
+    counts = bmp.ErrorCounts(np.array([10.0, 300.0]), np.array([100.0, 1000.0]),
+                             np.array([30.0, 200.0]), np.array([100.0, 1000.0]))
+    est = bmp.jeffreys_estimate(jax.random.key(4), counts, num_draws=20000)
+    el, er = bmp.epsilons_from_errors(np.array([0.1, 0.3]), np.array([0.3, 0.2]))
+    # the median of the pushed-forward Jeffreys posterior sits near the point estimate, and the
+    # interval shrinks with the counts
+    np.testing.assert_allclose(est.eps_l[1], el, atol=0.15)
+    np.testing.assert_allclose(est.eps_r[1], er, atol=0.15)
+    width = est.eps_r[2] - est.eps_r[0]
+    assert width[1] < width[0]
+
+
+@pytest.mark.parametrize("bad,match", [
+    (bmp.ErrorCounts(5, 4, 1, 10), "fp"),
+    (bmp.ErrorCounts(-1, 4, 1, 10), "counts.fp"),
+    (bmp.ErrorCounts(1, 4, 1, 0), "counts.n1"),
+    (bmp.ErrorCounts(1, 4, np.nan, 10), "counts.fn"),
+    (bmp.ErrorCounts(np.ones(3), np.ones(3), np.ones(2), np.ones(3)), "shape"),
+])
+def test_bad_counts_raise(bad, match):
+    with pytest.raises(ValueError, match=match):
+        bmp.posterior_nuts(jax.random.key(0), bad)
+
+
+def test_bad_options_raise():
+    c = bmp.ErrorCounts(1, 10, 2, 10)
+    with pytest.raises(ValueError, match="attack_strength"):
+        bmp.posterior_nuts(jax.random.key(0), c, attack_strength=1.0)
+    with pytest.raises(ValueError, match="prior_variance"):
+        bmp.posterior_nuts(jax.random.key(0), c, prior_variance=-1.0)
+    with pytest.raises(ValueError, match="num_chains"):
+        bmp.posterior_nuts(jax.random.key(0), c, num_chains=1)

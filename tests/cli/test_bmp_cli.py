@@ -1,0 +1,78 @@
+"""`jaxaudit bmp`: reuse of a `jaxaudit shadow` run, outputs, resumption, refusal of a different
+configuration, bad options."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from jaxaudit.cli.main import main
+
+NODES = 120
+POST = ["--num-warmup", "60", "--num-samples", "80", "--num-chains", "2", "--prior-draws", "50",
+        "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def shadow_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("shadow")
+    rc = main(["shadow", "--dataset", "csbm", "--csbm-nodes", str(NODES), "--models", "8",
+               "--epochs", "5", "--chunk", "4", "--sampler", "uniform", "--out", str(out),
+               "--quiet"])
+    assert rc == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def report(shadow_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("report") / "bmp"
+    rc = main(["bmp", "--shadow", str(shadow_dir), "--out", str(out), *POST])
+    assert rc == 0
+    return out
+
+
+def test_report_files(report):
+    for name in ("nodes.csv", "nodes.json", "summary.md", "summary.json", "eps_r_vs_eta.png",
+                 "eps_r_vs_degree.png", "eps_hist.png", "bmp_vs_mp.png", "manifest.json"):
+        assert (report / name).is_file(), name
+    rows = list(csv.DictReader((report / "nodes.csv").open()))
+    assert len(rows) == NODES
+    nodes = json.loads((report / "nodes.json").read_text())
+    n0 = np.array([r["n0"] for r in nodes])
+    n1 = np.array([r["n1"] for r in nodes])
+    np.testing.assert_array_equal(n0 + n1, 8)
+    summary = json.loads((report / "summary.json").read_text())
+    assert summary["num_models"] == 8 and summary["num_nodes"] == NODES
+    with_post = [r for r in nodes if r["eps_r_q50"] is not None]
+    assert len(with_post) == summary["nodes_with_posterior"] > 0
+    assert all(r["eps_r_q05"] <= r["eps_r_q50"] <= r["eps_r_q95"] for r in with_post)
+    manifest = json.loads((report / "manifest.json").read_text())
+    assert manifest["kind"] == "bmp" and manifest["config"]["sampler"] == "uniform"
+
+
+def test_resume_reuses_chunks(report, shadow_dir, monkeypatch):
+    import jaxaudit.bmp as bmp_mod
+
+    def boom(*a, **k):
+        raise AssertionError("posterior recomputed on resume")
+
+    monkeypatch.setattr(bmp_mod, "posterior_nuts", boom)
+    before = (report / "nodes.csv").read_text()
+    rc = main(["bmp", "--shadow", str(shadow_dir), "--out", str(report), *POST])
+    assert rc == 0
+    assert (report / "nodes.csv").read_text() == before
+
+
+def test_different_config_refused(report, shadow_dir, capsys):
+    rc = main(["bmp", "--shadow", str(shadow_dir), "--out", str(report), "--num-warmup", "61",
+               "--num-samples", "80", "--num-chains", "2", "--prior-draws", "50", "--quiet"])
+    assert rc == 2
+    assert "different configuration" in capsys.readouterr().err
+
+
+def test_bad_options(tmp_path, capsys):
+    assert main(["bmp", "--ratio", "1.5", "--out", str(tmp_path / "x")]) == 2
+    assert "--ratio" in capsys.readouterr().err
+    assert main(["bmp", "--shadow", str(tmp_path / "missing"), "--out", str(tmp_path / "y")]) == 2
+    assert main(["bmp", "--num-chains", "1", "--out", str(tmp_path / "z")]) == 2
