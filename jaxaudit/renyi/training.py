@@ -23,7 +23,9 @@ from jaxaudit.renyi.critic import Critic, init_critic
 from jaxaudit.renyi.ema import dv_ema_init, dv_surrogate_loss
 from jaxaudit.renyi.objective import dv_objective
 
-__all__ = ["CriticConfig", "TrainHistory", "make_critic", "train_critic"]
+__all__ = [
+    "CriticConfig", "TrainHistory", "make_critic", "objective_standard_error", "train_critic",
+]
 
 
 class CriticConfig(NamedTuple):
@@ -41,11 +43,14 @@ class CriticConfig(NamedTuple):
         steps // 10 are returned). DV objectives overfit: a bounded critic can become a step
         on the far tail of Q where no P sample lies, and drive the training J_α far above D_α.
         0 disables early stopping (final parameters).
-      selection: early-stopping criterion. "bound" (default): the held-out lower bound of
-        ``confidence.held_out_lower_bound`` on the validation samples (range [−M, M], δ = 1/2),
-        which penalises the heavy right tail of mean e^{αg} under P that makes the plain
-        validation J_α optimistic; "objective": the validation J_α.
+      selection: early-stopping criterion on the validation samples. "penalised" (default):
+        J_α minus one delta-method standard error (see :func:`objective_standard_error`), which
+        penalises the heavy right tail of mean e^{αg} under P that makes the plain validation
+        J_α optimistic for step-like critics; "objective": the plain validation J_α;
+        "bound": the held-out lower bound (range [−M, M], δ = 1/2; very conservative, stops
+        early).
       weight_decay: decoupled weight decay of AdamW (0: plain Adam).
+      eval_every: validate (and possibly keep the parameters) every this many steps.
     """
 
     hidden: tuple[int, ...] = (32,)
@@ -55,7 +60,8 @@ class CriticConfig(NamedTuple):
     batch_size: int | None = None
     ema_rate: float | None = None
     validation_fraction: float = 0.2
-    selection: str = "bound"
+    selection: str = "penalised"
+    eval_every: int = 10
     weight_decay: float = 0.0
 
 
@@ -64,15 +70,30 @@ class TrainHistory(NamedTuple):
 
     Attributes:
       objective: J_α on each step's (mini)batch of the fitting samples, shape (steps,).
-      validation: J_α on the inner validation samples before each step's update, shape (steps,)
-        (NaN when ``validation_fraction = 0``).
-      best_step: index of the step whose pre-update parameters were returned (``steps`` means
-        the final parameters).
+      validation: the selection criterion on the inner validation samples at steps 0,
+        eval_every, 2·eval_every, ..., shape (steps // eval_every,) (NaN without validation).
+      best_step: the step whose parameters were returned (``steps`` means the final ones).
     """
 
     objective: jax.Array
     validation: jax.Array
     best_step: jax.Array
+
+
+def objective_standard_error(g_q, g_p, alpha):
+    """Delta-method standard error of the empirical J_α(g).
+
+    SE² = (α/(α−1))² V̂[e^{(α−1)g_q}] / (n_Q Â²) + V̂[e^{αg_p}] / (n_P B̂²); the ratios are
+    scale-free, so the exponentials are taken relative to their maxima (no overflow).
+    """
+
+    def relative_variance(x):
+        w = jnp.exp(x - jax.lax.stop_gradient(jnp.max(x)))
+        return jnp.var(w, ddof=1) / (jnp.mean(w) ** 2 * x.shape[0])
+
+    ratio = alpha / (alpha - 1.0)
+    return jnp.sqrt(ratio**2 * relative_variance((alpha - 1.0) * g_q)
+                    + relative_variance(alpha * g_p))
 
 
 def make_critic(config: CriticConfig) -> Critic:
@@ -144,18 +165,14 @@ def train_critic(key, x_q, x_p, alpha, config: CriticConfig = CriticConfig(), va
         if not early_stopping:
             return jnp.asarray(jnp.nan, x_q.dtype)
         g_q, g_p = apply(params, xv_q), apply(params, xv_p)
-        if config.selection != "objective":
+        if config.selection == "bound":
             return held_out_lower_bound(g_q, g_p, alpha, -config.bound, config.bound, 0.5)
+        if config.selection == "penalised":
+            return dv_objective(g_q, g_p, alpha) - objective_standard_error(g_q, g_p, alpha)
         return dv_objective(g_q, g_p, alpha)
 
-    def step(carry, inputs):
-        params, opt_state, ema_state, best = carry
-        step_key, index = inputs
-        value = validation(params)
-        improved = (value > best[0]) & (index >= warmup)
-        best = jax.tree.map(
-            lambda new, old: jnp.where(improved, new, old), (value, index, params), best
-        )
+    def step(carry, step_key):
+        params, opt_state, ema_state = carry
         if full_batch:
             xb_q, xb_p = x_q, x_p
         else:
@@ -167,13 +184,35 @@ def train_critic(key, x_q, x_p, alpha, config: CriticConfig = CriticConfig(), va
         )
         updates, opt_state = optimizer.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
-        return (params, opt_state, ema_state, best), (-loss, value)
+        return (params, opt_state, ema_state), -loss
 
+    def block(carry, inputs):
+        """Validate the current parameters, keep the best, then take ``eval_every`` steps."""
+        train_carry, best = carry
+        keys, index = inputs
+        value = validation(train_carry[0])
+        improved = (value > best[0]) & (index >= warmup)
+        best = jax.tree.map(
+            lambda new, old: jnp.where(improved, new, old), (value, index, train_carry[0]), best
+        )
+        train_carry, objective = jax.lax.scan(step, train_carry, keys)
+        return (train_carry, best), (objective, value)
+
+    every = max(1, min(config.eval_every, config.steps))
+    n_blocks = config.steps // every
+    keys = jax.random.split(key_steps, config.steps)
     params = variables["params"]
     best = (jnp.asarray(-jnp.inf, x_q.dtype), jnp.asarray(0, jnp.int32), params)
-    carry = (params, optimizer.init(params), dv_ema_init(x_q.dtype), best)
-    inputs = (jax.random.split(key_steps, config.steps), jnp.arange(config.steps, dtype=jnp.int32))
-    (params, _, _, best), (objective, val) = jax.lax.scan(step, carry, inputs)
+    train_carry = (params, optimizer.init(params), dv_ema_init(x_q.dtype))
+    starts = jnp.arange(n_blocks, dtype=jnp.int32) * every
+    (train_carry, best), (objective, val) = jax.lax.scan(
+        block, (train_carry, best), (keys[: n_blocks * every].reshape(n_blocks, every), starts)
+    )
+    objective = objective.reshape(-1)
+    if config.steps > n_blocks * every:
+        train_carry, rest = jax.lax.scan(step, train_carry, keys[n_blocks * every:])
+        objective = jnp.concatenate([objective, rest])
+    params = train_carry[0]
     if early_stopping:
         final = validation(params)
         improved = final > best[0]
