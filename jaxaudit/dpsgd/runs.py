@@ -15,6 +15,8 @@ References:
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -39,8 +41,12 @@ def canary_score(model, params, canary):
 
 
 def _build_run(model, *, num_private, noise_multiplier, clip_norm, steps, learning_rate,
-               sampling_rate, method, unroll):
-    """One training run as a pure function ``run((key, in_flag), features, labels, params0, canary)``."""
+               sampling_rate, method, unroll, init=None):
+    """One training run as a pure function ``run((key, in_flag), features, labels, params0, canary)``.
+
+    With a callable ``init``, each run draws its own initial parameters ``init(k)`` (``params0``
+    is then ignored).
+    """
     normalizer = max(sampling_rate * num_private, 1e-12)
     prepare, step = make_private_step(
         model, clip_norm=clip_norm, noise_multiplier=noise_multiplier,
@@ -49,6 +55,9 @@ def _build_run(model, *, num_private, noise_multiplier, clip_norm, steps, learni
 
     def run(item, features, labels, params0, canary):
         key, in_flag = item
+        if callable(init):
+            key, k_init = jax.random.split(key)
+            params0 = init(k_init)
         member = jnp.ones(labels.shape, jnp.float32).at[-1].set(in_flag.astype(jnp.float32))
 
         def body(params, k):
@@ -63,6 +72,19 @@ def _build_run(model, *, num_private, noise_multiplier, clip_norm, steps, learni
         return canary_score(model, params, canary)
 
     return prepare, run
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled(model, num_private, noise_multiplier, clip_norm, steps, learning_rate, sampling_rate,
+              method, unroll, init, chunk_size, devices):
+    """(prepare, jitted single run, vmap_chunked runs), cached so repeated calls do not recompile."""
+    prepare, run = _build_run(
+        model, num_private=num_private, noise_multiplier=noise_multiplier, clip_norm=clip_norm,
+        steps=steps, learning_rate=learning_rate, sampling_rate=sampling_rate, method=method,
+        unroll=unroll, init=init,
+    )
+    mapped = vmap_chunked(run, chunk_size=chunk_size, devices=None if devices is None else list(devices))
+    return jax.jit(prepare), jax.jit(run), mapped
 
 
 def _check(private_data, canary, num_runs, noise_multiplier, clip_norm, steps, learning_rate,
@@ -97,16 +119,17 @@ def train_run(key, model, init_params, private_data, canary, *, include_canary, 
     """
     inputs, labels = _check(private_data, canary, 1, noise_multiplier, clip_norm, steps,
                             learning_rate, sampling_rate)
-    prepare, run = _build_run(
-        model, num_private=inputs.shape[0], noise_multiplier=float(noise_multiplier),
-        clip_norm=float(clip_norm), steps=int(steps), learning_rate=float(learning_rate),
-        sampling_rate=float(sampling_rate), method=method, unroll=unroll,
+    prepare, run, _ = _compiled(
+        model, inputs.shape[0], float(noise_multiplier), float(clip_norm), int(steps),
+        float(learning_rate), float(sampling_rate), method, int(unroll),
+        init_params if callable(init_params) else None, None, None,
     )
+    params0 = None if callable(init_params) else init_params
     cx, cy = jnp.asarray(canary[0], jnp.float32), jnp.asarray(canary[1], jnp.int32)
     all_x = jnp.concatenate([jnp.asarray(inputs, jnp.float32), cx[None]])
     all_y = jnp.concatenate([jnp.asarray(labels, jnp.int32), cy[None]])
     item = (key, jnp.asarray(bool(include_canary)))
-    return jax.jit(run)(item, prepare(all_x), all_y, init_params, (cx, cy))
+    return run(item, prepare(all_x), all_y, params0, (cx, cy))
 
 
 def canary_runs(key, model, init_params, private_data, canary, *, num_runs, noise_multiplier,
@@ -122,7 +145,10 @@ def canary_runs(key, model, init_params, private_data, canary, *, num_runs, nois
 
     Args:
       key: PRNG key.
-      model: flax module; init_params: its parameters (``model.init``), shared by every run.
+      model: flax module.
+      init_params: parameters (``model.init``'s format) shared by every run — the worst-case
+        setting; or a function ``key -> params`` to give each run its own random initialisation
+        (the average-case baseline, e.g. ``lambda k: model.init(k, x[:1])``).
       private_data: (inputs (N, ...), labels (N,)) = D⁻.
       canary: (input with the shape of one example, integer label).
       num_runs: R runs per world.
@@ -138,17 +164,19 @@ def canary_runs(key, model, init_params, private_data, canary, *, num_runs, nois
     """
     inputs, labels = _check(private_data, canary, num_runs, noise_multiplier, clip_norm, steps,
                             learning_rate, sampling_rate)
-    prepare, run = _build_run(
-        model, num_private=inputs.shape[0], noise_multiplier=float(noise_multiplier),
-        clip_norm=float(clip_norm), steps=int(steps), learning_rate=float(learning_rate),
-        sampling_rate=float(sampling_rate), method=method, unroll=unroll,
+    prepare, _, mapped = _compiled(
+        model, inputs.shape[0], float(noise_multiplier), float(clip_norm), int(steps),
+        float(learning_rate), float(sampling_rate), method, int(unroll),
+        init_params if callable(init_params) else None,
+        None if chunk_size is None else int(chunk_size),
+        None if devices is None else tuple(devices),
     )
+    params0 = None if callable(init_params) else init_params
     cx, cy = jnp.asarray(canary[0], jnp.float32), jnp.asarray(canary[1], jnp.int32)
     all_x = jnp.concatenate([jnp.asarray(inputs, jnp.float32), cx[None]])
     all_y = jnp.concatenate([jnp.asarray(labels, jnp.int32), cy[None]])
     r = int(num_runs)
     keys = jax.random.split(key, 2 * r)
     flags = jnp.concatenate([jnp.ones(r, bool), jnp.zeros(r, bool)])
-    mapped = vmap_chunked(run, chunk_size=chunk_size, devices=devices)
-    scores = np.asarray(mapped((keys, flags), prepare(all_x), all_y, init_params, (cx, cy)))
+    scores = np.asarray(mapped((keys, flags), prepare(all_x), all_y, params0, (cx, cy)))
     return scores[:r], scores[r:]
