@@ -251,15 +251,18 @@ def posterior_nuts(key, counts, *, attack_strength=None, num_warmup: int = 500,
     scalar = counts.fp.ndim == 0
     dtype = jnp.result_type(float)
     table = np.stack([np.atleast_1d(c).ravel() for c in counts], axis=1)
+    num_given = table.shape[0]
+    inverse = None
     if deduplicate:
-        table, inverse = np.unique(table, axis=0, return_inverse=True)
-        inverse = inverse.ravel()
+        uniq, inv = np.unique(table, axis=0, return_inverse=True)
+        if len(uniq) < num_given:
+            table, inverse = uniq, inv.ravel()
     num_unique = table.shape[0]
-    if deduplicate and num_unique > 8:
-        # pad to a size bucket (≤ 25% waste) so that count tables of similar sizes share one
-        # compiled program
-        step = 2 ** max(int(np.floor(np.log2(num_unique))) - 2, 0)
-        padded = -(-num_unique // step) * step
+    if deduplicate and num_unique > 1:
+        # pad to a size bucket (powers of two up to 1024, then multiples of 256) so that count
+        # tables of similar sizes share one compiled program
+        padded = (2 ** int(np.ceil(np.log2(num_unique))) if num_unique <= 1024
+                  else -(-num_unique // 256) * 256)
         table = np.concatenate([table, np.repeat(table[-1:], padded - num_unique, axis=0)])
     flat = ErrorCounts(*(jnp.asarray(table[:, j], dtype) for j in range(4)))
     num_nodes = flat.fp.shape[0]
@@ -268,8 +271,10 @@ def posterior_nuts(key, counts, *, attack_strength=None, num_warmup: int = 500,
                   float(target_acceptance_rate), chunk_size,
                   None if devices is None else tuple(devices), bool(symmetric))
     out = run((jax.random.split(key, num_nodes), flat))
-    if deduplicate:
+    if inverse is not None:
         out = jax.tree.map(lambda x: x[inverse], out)
+    elif num_nodes != num_given:
+        out = jax.tree.map(lambda x: x[:num_given], out)
     if scalar:
         return jax.tree.map(lambda x: x[0], out)
     shape = counts.fp.shape

@@ -11,7 +11,7 @@ from jaxaudit.cli.main import main
 
 NODES = 120
 POST = ["--num-warmup", "60", "--num-samples", "80", "--num-chains", "2", "--prior-draws", "50",
-        "--quiet"]
+        "--no-mp", "--quiet"]
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,8 @@ def test_resume_reuses_chunks(report, shadow_dir, monkeypatch):
 
 def test_different_config_refused(report, shadow_dir, capsys):
     rc = main(["bmp", "--shadow", str(shadow_dir), "--out", str(report), "--num-warmup", "61",
-               "--num-samples", "80", "--num-chains", "2", "--prior-draws", "50", "--quiet"])
+               "--num-samples", "80", "--num-chains", "2", "--prior-draws", "50", "--no-mp",
+               "--quiet"])
     assert rc == 2
     assert "different configuration" in capsys.readouterr().err
 
