@@ -10,7 +10,7 @@ timed run), and PyG s/model divided by jaxaudit s/model.
 
 Run:
     JAXAUDIT_DATA=/work/shared/data python benchmarks/bench_shadow_training.py \
-        --models 1 8 32 128 --repeats 3 --pyg-models 5
+        --models 1 8 32 128 --repeats 3 --pyg-models 5 [--torch-threads 1]
 """
 
 from __future__ import annotations
@@ -42,12 +42,12 @@ def bench_jax(graph, num_models, epochs, repeats, edge_access):
     return med / num_models, max(first - med, 0.0)
 
 
-def bench_pyg(graph, num_models, epochs):
+def bench_pyg(graph, num_models, epochs, threads):
     import torch
     import torch.nn.functional as F
     from torch_geometric.nn import GCNConv
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(threads)
     x = torch.tensor(np.asarray(graph.features), dtype=torch.float32)
     x = x / x.sum(1, keepdim=True).clamp(min=1)
     edge_index = torch.tensor(np.stack([np.asarray(graph.senders), np.asarray(graph.receivers)]),
@@ -98,6 +98,8 @@ def main(argv=None):
     parser.add_argument("--pyg-models", type=int, default=5,
                         help="models in PyG's sequential loop per measurement (s/model is flat in R)")
     parser.add_argument("--edge-access", default="full", choices=["full", "inductive", "none"])
+    parser.add_argument("--torch-threads", type=int, default=2,
+                        help="torch intra-op threads (1 avoids OpenMP spinning on a loaded machine)")
     parser.add_argument("--skip-pyg", action="store_true")
     args = parser.parse_args(argv)
     graph = load_planetoid("cora")
@@ -105,7 +107,8 @@ def main(argv=None):
           f"{jax.device_count()} {jax.default_backend()} device(s)")
     print(f"{'R':>5} {'PyG s/model':>12} {'jaxaudit s/model':>17} {'compile s':>10} {'ratio':>7}")
     for r in args.models:
-        pyg = float("nan") if args.skip_pyg else bench_pyg(graph, min(r, args.pyg_models), args.epochs)
+        pyg = float("nan") if args.skip_pyg else bench_pyg(graph, min(r, args.pyg_models), args.epochs,
+                                                        args.torch_threads)
         jx, compile_s = bench_jax(graph, r, args.epochs, args.repeats, args.edge_access)
         print(f"{r:>5} {pyg:>12.3f} {jx:>17.3f} {compile_s:>10.1f} {pyg / jx:>7.1f}", flush=True)
 

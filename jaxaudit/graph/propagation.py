@@ -34,10 +34,8 @@ class SparseFeatures(NamedTuple):
     Attributes:
       rows, cols: (nnz,) int32 coordinates of the nonzeros.
       values: (nnz,) float32 values X[rows, cols].
-      shape_nf: (2,) int32 array holding (N, F); its *shape* is static, the sizes are read from
-        ``rows_count`` and ``cols_count`` below.
-      rows_count: (N,) zeros whose length carries N statically through jit.
-      cols_count: (F,) zeros whose length carries F statically through jit.
+      rows_count: (N,) int8 zeros whose length carries N statically through jit and vmap.
+      cols_count: (F,) int8 zeros whose length carries F statically through jit and vmap.
     """
 
     rows: jax.Array

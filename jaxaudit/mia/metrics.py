@@ -40,9 +40,10 @@ def _finish(values, scores_shape, axis):
 def _auc_columns(scores, labels):
     def one(s, y):
         ranks = jax.scipy.stats.rankdata(s)  # average ranks for ties
-        n1 = jnp.sum(y)
+        # counts as floats: n1 * n0 overflows int32 beyond ~46k per class
+        n1 = jnp.sum(y, dtype=jnp.float32)
         n0 = y.shape[0] - n1
-        u = jnp.sum(jnp.where(y, ranks, 0.0)) - n1 * (n1 + 1) / 2.0
+        u = jnp.sum(jnp.where(y, ranks - (n1 + 1) / 2.0, 0.0))
         return jnp.where((n1 > 0) & (n0 > 0), u / jnp.maximum(n1 * n0, 1), jnp.nan)
 
     return jax.vmap(one, in_axes=1)(scores, labels)

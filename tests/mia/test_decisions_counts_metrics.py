@@ -53,6 +53,15 @@ def test_roc_auc_matches_mann_whitney_with_ties():
     assert float(roc_auc(scores, labels)) == pytest.approx(u, abs=1e-5)
 
 
+def test_roc_auc_large_pooled_sample():
+    # 2 x 60k scores: n1 * n0 exceeds int32; N(1, 1) vs N(0, 1) has AUC Phi(1/sqrt 2) = 0.7602
+    key = jax.random.key(8)
+    labels = jnp.arange(120_000) % 2 == 0
+    scores = jax.random.normal(key, (120_000,)) + labels
+    # s.e. ~0.0015
+    assert float(roc_auc(scores, labels)) == pytest.approx(0.76025, abs=0.006)
+
+
 def test_per_node_metrics_match_columns():
     key = jax.random.key(5)
     scores = jax.random.normal(key, (40, 6))
