@@ -5,7 +5,8 @@ Pillars (one sub-package each):
   * ``jaxaudit.graph``, ``jaxaudit.mia``, ``jaxaudit.bmp``: GNN shadow models, node-level
     membership inference and Bayesian membership privacy;
   * ``jaxaudit.renyi``, ``jaxaudit.dpsgd``, ``jaxaudit.accounting``: Rényi-DP auditing.
-Support: ``jaxaudit.datasets`` (loaders) and ``jaxaudit.runs`` (resumable run folders).
+Support: ``jaxaudit.datasets`` (loaders), ``jaxaudit.runs`` (resumable run folders),
+``jaxaudit.report`` (HTML/markdown reports) and ``jaxaudit.sharding`` (device-sharded maps).
 
 Sub-packages and the curated names below are imported lazily, so ``import jaxaudit`` is cheap.
 """
@@ -17,16 +18,39 @@ import importlib
 __version__ = "0.1.0"
 
 _SUBPACKAGES = (
-    "accounting", "bmp", "bounds", "datasets", "dpsgd", "graph", "mia", "renyi", "runs",
+    "accounting", "bmp", "bounds", "datasets", "dpsgd", "graph", "mia", "renyi", "report", "runs",
+    "sharding",
 )
 
 #: Curated top-level names -> the sub-package that defines them.
 _EXPORTS: dict[str, str] = {
-    "Graph": "datasets",
-    "load_planetoid": "datasets",
-    "load_mnist": "datasets",
-    "make_csbm": "datasets",
-    "load_results": "runs",
+    # adversary-aware DP bounds
+    **dict.fromkeys(
+        ["posterior_success", "gain", "max_gain", "success_tail", "success_count_bound",
+         "success_count_bound_fdp", "poisson_binomial_logpmf", "poisson_binomial_tail",
+         "gdp_delta"], "bounds"),
+    # GNN shadow models and node-level MIA
+    **dict.fromkeys(
+        ["GCN", "GraphSAGE", "GAT", "train_shadow_models", "poisson_sampler", "uniform_sampler",
+         "snowball_sampler", "random_walk_sampler", "inclusion_probabilities"], "graph"),
+    **dict.fromkeys(
+        ["ErrorCounts", "lira_loo", "bayes_decision", "error_counts", "roc_auc", "tpr_at_fpr"],
+        "mia"),
+    # Bayesian membership privacy
+    **dict.fromkeys(
+        ["posterior_nuts", "posterior_grid", "jeffreys_estimate", "audit_bmp",
+         "epsilons_from_errors", "region_contains", "sampling_leakage"], "bmp"),
+    # Rényi-DP auditing
+    **dict.fromkeys(
+        ["estimate_renyi", "RenyiEstimate", "dv_objective", "train_critic", "gaussian_renyi",
+         "laplace_renyi"], "renyi"),
+    **dict.fromkeys(["SmallCNN", "pretrain", "canary_runs", "audit_dpsgd"], "dpsgd"),
+    **dict.fromkeys(["rdp_epsilons", "epsilon_for_delta", "noise_for_epsilon"], "accounting"),
+    # data, run folders, reports, sharding
+    **dict.fromkeys(["Graph", "load_planetoid", "load_mnist", "make_csbm"], "datasets"),
+    **dict.fromkeys(["RunDir", "load_results"], "runs"),
+    "render_report": "report",
+    "vmap_chunked": "sharding",
 }
 
 __all__ = ["__version__", *_SUBPACKAGES, *_EXPORTS]
