@@ -40,20 +40,22 @@ def canary_score(model, params, canary):
     return -_per_example_losses(logits, jnp.asarray(y, jnp.int32)[None])[0]
 
 
-def _build_run(model, *, num_private, noise_multiplier, clip_norm, steps, learning_rate,
-               sampling_rate, method, unroll, init=None):
-    """One training run as a pure function ``run((key, in_flag), features, labels, params0, canary)``.
+def _build_run(model, *, num_private, clip_norm, steps, learning_rate, sampling_rate, method,
+               unroll, init=None):
+    """One training run as a pure function
+    ``run((key, in_flag), features, labels, params0, canary, noise_multiplier)``.
 
+    The noise multiplier is a traced argument, so one compilation serves every ε of a sweep.
     With a callable ``init``, each run draws its own initial parameters ``init(k)`` (``params0``
     is then ignored).
     """
     normalizer = max(sampling_rate * num_private, 1e-12)
-    prepare, step = make_private_step(
-        model, clip_norm=clip_norm, noise_multiplier=noise_multiplier,
-        learning_rate=learning_rate, normalizer=normalizer, method=method,
-    )
 
-    def run(item, features, labels, params0, canary):
+    def run(item, features, labels, params0, canary, noise_multiplier):
+        prepare, step = make_private_step(
+            model, clip_norm=clip_norm, noise_multiplier=noise_multiplier,
+            learning_rate=learning_rate, normalizer=normalizer, method=method,
+        )
         key, in_flag = item
         if callable(init):
             key, k_init = jax.random.split(key)
@@ -71,15 +73,17 @@ def _build_run(model, *, num_private, noise_multiplier, clip_norm, steps, learni
         params, _ = jax.lax.scan(body, params0, jax.random.split(key, steps), unroll=unroll)
         return canary_score(model, params, canary)
 
+    prepare, _ = make_private_step(model, clip_norm=clip_norm, noise_multiplier=0.0,
+                                   learning_rate=learning_rate, method=method)
     return prepare, run
 
 
 @functools.lru_cache(maxsize=32)
-def _compiled(model, num_private, noise_multiplier, clip_norm, steps, learning_rate, sampling_rate,
+def _compiled(model, num_private, clip_norm, steps, learning_rate, sampling_rate,
               method, unroll, init, chunk_size, devices):
     """(prepare, jitted single run, vmap_chunked runs), cached so repeated calls do not recompile."""
     prepare, run = _build_run(
-        model, num_private=num_private, noise_multiplier=noise_multiplier, clip_norm=clip_norm,
+        model, num_private=num_private, clip_norm=clip_norm,
         steps=steps, learning_rate=learning_rate, sampling_rate=sampling_rate, method=method,
         unroll=unroll, init=init,
     )
@@ -120,7 +124,7 @@ def train_run(key, model, init_params, private_data, canary, *, include_canary, 
     inputs, labels = _check(private_data, canary, 1, noise_multiplier, clip_norm, steps,
                             learning_rate, sampling_rate)
     prepare, run, _ = _compiled(
-        model, inputs.shape[0], float(noise_multiplier), float(clip_norm), int(steps),
+        model, inputs.shape[0], float(clip_norm), int(steps),
         float(learning_rate), float(sampling_rate), method, int(unroll),
         init_params if callable(init_params) else None, None, None,
     )
@@ -129,7 +133,7 @@ def train_run(key, model, init_params, private_data, canary, *, include_canary, 
     all_x = jnp.concatenate([jnp.asarray(inputs, jnp.float32), cx[None]])
     all_y = jnp.concatenate([jnp.asarray(labels, jnp.int32), cy[None]])
     item = (key, jnp.asarray(bool(include_canary)))
-    return run(item, prepare(all_x), all_y, params0, (cx, cy))
+    return run(item, prepare(all_x), all_y, params0, (cx, cy), jnp.float32(noise_multiplier))
 
 
 def canary_runs(key, model, init_params, private_data, canary, *, num_runs, noise_multiplier,
@@ -165,7 +169,7 @@ def canary_runs(key, model, init_params, private_data, canary, *, num_runs, nois
     inputs, labels = _check(private_data, canary, num_runs, noise_multiplier, clip_norm, steps,
                             learning_rate, sampling_rate)
     prepare, _, mapped = _compiled(
-        model, inputs.shape[0], float(noise_multiplier), float(clip_norm), int(steps),
+        model, inputs.shape[0], float(clip_norm), int(steps),
         float(learning_rate), float(sampling_rate), method, int(unroll),
         init_params if callable(init_params) else None,
         None if chunk_size is None else int(chunk_size),
@@ -178,5 +182,6 @@ def canary_runs(key, model, init_params, private_data, canary, *, num_runs, nois
     r = int(num_runs)
     keys = jax.random.split(key, 2 * r)
     flags = jnp.concatenate([jnp.ones(r, bool), jnp.zeros(r, bool)])
-    scores = np.asarray(mapped((keys, flags), prepare(all_x), all_y, params0, (cx, cy)))
+    scores = np.asarray(mapped((keys, flags), prepare(all_x), all_y, params0, (cx, cy),
+                               jnp.float32(noise_multiplier)))
     return scores[:r], scores[r:]

@@ -1,0 +1,168 @@
+"""Benchmark: seconds per canary-training run, SmallCNN, |D| = 100 (+ canary), T = 100 full-batch
+DP-GD steps (spec renyi.md §5; issue 7).
+
+Side by side in one process on the same data (the first 100 MNIST test images + a blank canary):
+  * jaxaudit: ``canary_runs`` vmapped over R ∈ {1, 16, 64} runs (R/2 per world; R = 1 is
+    ``train_run``), compile time excluded (a warm-up call with the same shapes);
+  * Opacus 1.6 (``GradSampleModule`` + ``DPOptimizer``: per-sample gradients by hooks, clip, sum,
+    noise), one run after another;
+  * torch.func (``vmap(grad(functional_call))``), one run after another.
+Torch gets the thread count (1 or 2) that is faster on this machine at start-up.
+
+Usage::
+
+    python benchmarks/bench_dpsgd.py [--steps 100] [--repeats 2] [--runs 1,16,64] [--json out.json]
+
+Prints a table: seconds per run (median of repeats) and Opacus's s/run divided by each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+import warnings
+
+import numpy as np
+
+os.environ.setdefault("JAXAUDIT_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+
+
+def torch_net():
+    import torch
+
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(1, 16, 5), torch.nn.MaxPool2d(2), torch.nn.Tanh(),
+        torch.nn.Conv2d(16, 32, 4), torch.nn.MaxPool2d(2), torch.nn.Tanh(), torch.nn.Flatten(),
+        torch.nn.Linear(512, 32), torch.nn.Tanh(), torch.nn.Linear(32, 10))
+
+
+def opacus_run(x, y, steps, sigma, clip, lr):
+    import torch
+    from opacus import GradSampleModule
+    from opacus.optimizers import DPOptimizer
+
+    model = GradSampleModule(torch_net())
+    opt = DPOptimizer(torch.optim.SGD(model.parameters(), lr=lr), noise_multiplier=sigma,
+                      max_grad_norm=clip, expected_batch_size=x.shape[0], loss_reduction="sum")
+    loss_fn = torch.nn.CrossEntropyLoss(reduction="sum")
+    for _ in range(steps):
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+    with torch.no_grad():
+        return float(-torch.nn.functional.cross_entropy(model(x[-1:]), y[-1:]))
+
+
+def torchfunc_run(x, y, steps, sigma, clip, lr):
+    import torch
+    from torch.func import functional_call, grad, vmap
+
+    net = torch_net()
+    params = {k: v.detach() for k, v in net.named_parameters()}
+
+    def loss(p, xi, yi):
+        return torch.nn.functional.cross_entropy(functional_call(net, p, (xi[None],)), yi[None])
+
+    per_example = vmap(grad(loss), in_dims=(None, 0, 0))
+    n = x.shape[0]
+    for _ in range(steps):
+        g = per_example(params, x, y)
+        norms = torch.sqrt(sum(v.reshape(n, -1).pow(2).sum(1) for v in g.values()))
+        f = 1.0 / torch.clamp(norms / clip, min=1.0)
+        params = {k: params[k] - lr / n * (torch.einsum("n,n...->...", f, g[k])
+                                           + sigma * clip * torch.randn_like(params[k]))
+                  for k in params}
+    with torch.no_grad():
+        return float(-torch.nn.functional.cross_entropy(functional_call(net, params, (x[-1:],)), y[-1:]))
+
+
+def timed(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--runs", default="1,16,64")
+    ap.add_argument("--chunk", type=int, default=None, help="jaxaudit runs per vmapped chunk")
+    ap.add_argument("--unroll", type=int, default=10)
+    ap.add_argument("--skip-torch", action="store_true")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    warnings.filterwarnings("ignore")
+
+    import jax
+    import jax.numpy as jnp
+
+    from jaxaudit.datasets import load_mnist
+    from jaxaudit.dpsgd import SmallCNN, canary_runs, train_run
+
+    images, labels = load_mnist(split="test")
+    x = images[:100].astype(np.float32) / 255.0
+    y = labels[:100].astype(np.int32)
+    canary = (np.zeros((28, 28), np.float32), 3)
+    sigma, clip, lr, T = 1.0, 1.0, 1.0, args.steps
+    model = SmallCNN()
+    params = model.init(jax.random.key(0), jnp.asarray(x[:1]))
+    rows = []
+    kw = dict(noise_multiplier=sigma, clip_norm=clip, steps=T, learning_rate=lr, unroll=args.unroll)
+
+    if not args.skip_torch:
+        import torch
+
+        xt = torch.from_numpy(np.concatenate([x, canary[0][None]])[:, None])
+        yt = torch.from_numpy(np.concatenate([y, [canary[1]]]).astype(np.int64))
+        best = None
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            opacus_run(xt, yt, 2, sigma, clip, lr / 100)
+            t = timed(lambda: opacus_run(xt, yt, 10, sigma, clip, lr / 100), 1)
+            if best is None or t < best[1]:
+                best = (threads, t)
+        torch.set_num_threads(best[0])
+        t_opacus = timed(lambda: opacus_run(xt, yt, T, sigma, clip, lr / 100), args.repeats)
+        rows.append(("Opacus 1.6 (sequential)", 1, t_opacus))
+        print(f"opacus: {t_opacus:.3f} s/run (torch threads {best[0]})", flush=True)
+        torchfunc_run(xt, yt, 2, sigma, clip, lr)
+        t_func = timed(lambda: torchfunc_run(xt, yt, T, sigma, clip, lr), args.repeats)
+        rows.append(("torch.func vmap(grad) (sequential)", 1, t_func))
+        print(f"torch.func: {t_func:.3f} s/run", flush=True)
+
+    for r in (int(v) for v in args.runs.split(",")):
+        if r == 1:
+            fn = lambda: jax.block_until_ready(train_run(
+                jax.random.key(1), model, params, (x, y), canary, include_canary=True, **kw))
+        else:
+            fn = lambda r=r: canary_runs(jax.random.key(1), model, params, (x, y), canary,
+                                         num_runs=r // 2, chunk_size=args.chunk, **kw)
+        t0 = time.perf_counter()
+        fn()
+        compile_and_first = time.perf_counter() - t0
+        t = timed(fn, args.repeats if r < 64 else max(1, args.repeats - 1))
+        rows.append((f"jaxaudit vmapped, R = {r}", r, t / r))
+        print(f"jaxaudit R={r}: {t / r:.3f} s/run (first call incl. compile {compile_and_first:.1f} s)",
+              flush=True)
+
+    ref = next((s for name, _, s in rows if name.startswith("Opacus")), None)
+    print(f"\nSmallCNN, |D| = 100 + canary, T = {T} full-batch steps, {os.cpu_count()} CPUs")
+    print("| implementation | runs per call | s/run | Opacus s/run ÷ this |")
+    print("|---|---|---|---|")
+    for name, r, s in rows:
+        ratio = f"{ref / s:.2f}" if ref else "n/a"
+        print(f"| {name} | {r} | {s:.3f} | {ratio} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([dict(name=n, runs=r, seconds_per_run=s) for n, r, s in rows], f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
