@@ -23,6 +23,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.special
 import scipy.stats
 from jax.scipy.stats import norm
 
@@ -59,8 +60,17 @@ def kgk_bound_pure(kappa, epsilon) -> jax.Array:
     """
     _args.probabilities("kappa", kappa)
     _args.epsilon("epsilon", epsilon)
-    kappa, eps = _float(kappa, epsilon)
-    return jnp.minimum(jnp.minimum(1.0, jnp.exp(eps) * kappa), 1.0 - jnp.exp(-eps) * (1.0 - kappa))
+    return _args.upper_bound(_kgk_pure, kappa, epsilon)
+
+
+def _scaled(kappa, eps):
+    """e^ε κ with the convention e^ε·0 = 0 (also at ε = ∞: a success set of prior mass 0)."""
+    return jnp.where(kappa == 0, 0.0, jnp.exp(eps) * kappa)
+
+
+@jax.jit
+def _kgk_pure(kappa, eps):
+    return jnp.minimum(jnp.minimum(1.0, _scaled(kappa, eps)), 1.0 - jnp.exp(-eps) * (1.0 - kappa))
 
 
 def kgk_bound_gdp(kappa, mu) -> jax.Array:
@@ -72,8 +82,12 @@ def kgk_bound_gdp(kappa, mu) -> jax.Array:
     """
     _args.probabilities("kappa", kappa)
     _args.epsilon("mu", mu)
-    kappa, mu = _float(kappa, mu)
-    return norm.cdf(norm.ppf(kappa) + mu)
+    return _args.upper_bound(_gauss_shift, kappa, mu)
+
+
+@jax.jit
+def _gauss_shift(kappa, shift):
+    return norm.cdf(norm.ppf(kappa) + shift)
 
 
 def kgk_bound_approx(kappa, epsilon, delta) -> jax.Array:
@@ -86,8 +100,12 @@ def kgk_bound_approx(kappa, epsilon, delta) -> jax.Array:
     _args.probabilities("kappa", kappa)
     _args.epsilon("epsilon", epsilon)
     _args.delta("delta", delta)
-    kappa, eps, delta = _float(kappa, epsilon, delta)
-    return jnp.minimum(jnp.minimum(1.0, jnp.exp(eps) * kappa + delta),
+    return _args.upper_bound(_kgk_approx, kappa, epsilon, delta)
+
+
+@jax.jit
+def _kgk_approx(kappa, eps, delta):
+    return jnp.minimum(jnp.minimum(1.0, _scaled(kappa, eps) + delta),
                        1.0 - jnp.exp(-eps) * (1.0 - delta - kappa))
 
 
@@ -104,8 +122,14 @@ def balle_rero_rdp(kappa, alpha, eps_alpha) -> jax.Array:
         a = np.asarray(alpha, dtype=np.float64)
         if np.isnan(a).any() or (a <= 1).any():
             raise ValueError(f"alpha must be > 1, got {alpha!r}")
-    kappa, alpha, eps = _float(kappa, alpha, eps_alpha)
-    return jnp.minimum(1.0, jnp.exp((alpha - 1.0) / alpha * (jnp.log(kappa) + eps)))
+    return _args.upper_bound(_balle_rdp, kappa, alpha, eps_alpha)
+
+
+@jax.jit
+def _balle_rdp(kappa, alpha, eps):
+    # exponent 1 − 1/α (α = ∞ gives pure DP); κ = 0 gives 0 even at ε_α = ∞ (no ∞ − ∞).
+    log_term = jnp.where(kappa == 0, -jnp.inf, jnp.log(kappa) + eps)
+    return jnp.minimum(1.0, jnp.exp((1.0 - 1.0 / alpha) * log_term))
 
 
 def balle_rero_zcdp(kappa, rho) -> jax.Array:
@@ -117,7 +141,11 @@ def balle_rero_zcdp(kappa, rho) -> jax.Array:
     """
     _args.probabilities("kappa", kappa)
     _args.epsilon("rho", rho)
-    kappa, rho = _float(kappa, rho)
+    return _args.upper_bound(_balle_zcdp, kappa, rho)
+
+
+@jax.jit
+def _balle_zcdp(kappa, rho):
     log_inv = -jnp.log(kappa)
     value = jnp.exp(-jnp.square(jnp.sqrt(log_inv) - jnp.sqrt(rho)))
     return jnp.where(rho < log_inv, value, 1.0)
@@ -132,8 +160,12 @@ def balle_rero_pure(kappa, epsilon) -> jax.Array:
     """
     _args.probabilities("kappa", kappa)
     _args.epsilon("epsilon", epsilon)
-    kappa, eps = _float(kappa, epsilon)
-    return jnp.minimum(1.0, jnp.exp(eps) * kappa)
+    return _args.upper_bound(_balle_pure, kappa, epsilon)
+
+
+@jax.jit
+def _balle_pure(kappa, eps):
+    return jnp.minimum(1.0, _scaled(kappa, eps))
 
 
 def hayes_gaussian(kappa, sensitivity, sigma) -> jax.Array:
@@ -147,8 +179,12 @@ def hayes_gaussian(kappa, sensitivity, sigma) -> jax.Array:
     _args.epsilon("sensitivity", sensitivity)
     if not _args.is_traced(sigma):
         check_positive("sigma", sigma)
-    kappa, sens, sigma = _float(kappa, sensitivity, sigma)
-    return norm.cdf(norm.ppf(kappa) + sens / sigma)
+    return _args.upper_bound(_hayes, kappa, sensitivity, sigma)
+
+
+@jax.jit
+def _hayes(kappa, sens, sigma):
+    return _gauss_shift(kappa, sens / sigma)
 
 
 def steinke_p_value(m: int, r: int, v: int, epsilon: float, delta: float = 0.0) -> float:
@@ -172,16 +208,16 @@ def steinke_p_value(m: int, r: int, v: int, epsilon: float, delta: float = 0.0) 
       >>> round(steinke_p_value(1000, 100, 80, 1.0), 10)
       0.0715562468
     """
-    for name, val in (("m", m), ("r", r)):
-        if int(val) != val or val < 1:
-            raise ValueError(f"{name} must be a positive integer, got {val!r}")
-    if int(v) != v or not 0 <= v <= r:
+    m, r = _args.integer("m", m, minimum=1), _args.integer("r", r, minimum=1)
+    v = _args.integer("v", v)
+    if v > r:
         raise ValueError(f"v must be an integer in [0, r], got {v!r}")
+    epsilon, delta = _args.scalar("epsilon", epsilon), _args.scalar("delta", delta)
     if r > m:
         raise ValueError(f"r must be <= m, got r={r!r}, m={m!r}")
     _args.epsilon("epsilon", epsilon)
     _args.delta("delta", delta)
-    q = math.exp(epsilon) / (1.0 + math.exp(epsilon)) if math.isfinite(epsilon) else 1.0
+    q = float(scipy.special.expit(epsilon))  # e^ε/(1 + e^ε) without overflow for large ε
     beta = float(scipy.stats.binom.sf(v - 1, r, q))
     if delta == 0.0 or v == 0:
         return min(1.0, beta)
@@ -196,8 +232,14 @@ def inverse_blowup_pure(epsilon: float) -> Callable[[float], float]:
     Returns y ↦ max(e^{−ε} y, 1 − e^ε (1 − y)) (clipped to [0, 1]).
     """
     _args.epsilon("epsilon", epsilon)
-    e = math.exp(epsilon)
-    return lambda y: min(1.0, max(0.0, y / e, 1.0 - e * (1.0 - y)))
+    e = math.exp(epsilon) if epsilon < 709.0 else math.inf  # e^ε overflows a float beyond
+
+    def inverse(y: float) -> float:
+        if y >= 1.0:
+            return 1.0
+        return min(1.0, max(0.0, y / e, 1.0 - e * (1.0 - y)))
+
+    return inverse
 
 
 def inverse_blowup_gdp(mu: float) -> Callable[[float], float]:
@@ -206,10 +248,11 @@ def inverse_blowup_gdp(mu: float) -> Callable[[float], float]:
     return lambda y: float(scipy.stats.norm.cdf(scipy.stats.norm.ppf(min(max(y, 0.0), 1.0)) - mu))
 
 
-def _mmc_check(m, c_guesses, alphabet_size, tau):
+def _mmc_check(m, c_guesses, alphabet_size, tau, inverse_blowup=None):
     for name, val in (("m", m), ("c_guesses", c_guesses), ("alphabet_size", alphabet_size)):
-        if int(val) != val or val < 1:
-            raise ValueError(f"{name} must be a positive integer, got {val!r}")
+        _args.integer(name, val, minimum=1)
+    if inverse_blowup is not None and not callable(inverse_blowup):
+        raise ValueError(f"inverse_blowup must be a callable y ↦ f̄⁻¹(y), got {inverse_blowup!r}")
     if c_guesses > m:
         raise ValueError(f"c_guesses must be <= m, got {c_guesses!r} > {m!r}")
     if alphabet_size < 2:
@@ -239,8 +282,8 @@ def mmc_reject(m: int, c_guesses: int, c_correct: int, alphabet_size: int,
     Returns:
       True when f-DP is rejected.
     """
-    _mmc_check(m, c_guesses, alphabet_size, tau)
-    if int(c_correct) != c_correct or not 0 <= c_correct <= c_guesses:
+    _mmc_check(m, c_guesses, alphabet_size, tau, inverse_blowup)
+    if _args.integer("c_correct", c_correct) > c_guesses:
         raise ValueError(f"c_correct must be an integer in [0, c_guesses], got {c_correct!r}")
     c, cp = int(c_correct), int(c_guesses)
     r = tau * c / m
@@ -258,7 +301,7 @@ def mmc_threshold(m: int, c_guesses: int, alphabet_size: int,
 
     Found by bisection (rejection is monotone in c_correct).
     """
-    _mmc_check(m, c_guesses, alphabet_size, tau)
+    _mmc_check(m, c_guesses, alphabet_size, tau, inverse_blowup)
     lo, hi = 0, c_guesses + 1  # invariant: no rejection at lo (checked), rejection at hi
     if mmc_reject(m, c_guesses, 0, alphabet_size, inverse_blowup, tau):
         return 0

@@ -87,6 +87,7 @@ def success_tail(priors, epsilon, v, delta=0.0, *, method: str = "auto") -> jax.
       0.071556
     """
     p = _priors(priors)
+    epsilon, delta = _args.scalar("epsilon", epsilon), _args.scalar("delta", delta)
     _args.epsilon("epsilon", epsilon)
     _args.delta("delta", delta)
     _args.finite("v", v)
@@ -120,6 +121,8 @@ def success_count_bound(priors, epsilon, delta=0.0, gamma=0.05, *, method: str =
       755
     """
     p = _priors(priors)
+    epsilon, delta = _args.scalar("epsilon", epsilon), _args.scalar("delta", delta)
+    gamma = _args.scalar("gamma", gamma)
     _args.epsilon("epsilon", epsilon)
     _args.delta("delta", delta)
     _args.level("gamma", gamma)
@@ -129,12 +132,17 @@ def success_count_bound(priors, epsilon, delta=0.0, gamma=0.05, *, method: str =
     return poisson_binomial_isf(_betas(p, epsilon), budget, method=method)
 
 
-@jax.jit
 def success_count_bound_exact(priors, epsilon, delta=0.0, gamma=0.05) -> jax.Array:
-    """jit/vmap-able v_γ by the exact O(n²) recursion (no validation; x64 up to the caller).
+    """jit/vmap-able v_γ by the exact O(n²) recursion (no validation).
 
     Same value as :func:`success_count_bound` (for n up to a few thousand). Useful to vmap over
     ε or over prior vectors, e.g. ``jax.vmap(success_count_bound_exact, (None, 0))(p, eps_grid)``.
+
+    Precision: a direct call with concrete arguments runs in float64 (x64 scoped to the call).
+    Under ``jit``/``vmap`` the caller's precision applies: call it inside
+    ``jax.enable_x64(True)``, because in float32 priors below ≈ 1.2e−38 are flushed to 0 (e.g.
+    p = 3e−39 at ε = 100 has β ≈ 1 but would count as 0) and tails carry float32 rounding, either
+    of which can make v_γ too small.
 
     Args:
       priors: (n,) p_i.
@@ -143,6 +151,15 @@ def success_count_bound_exact(priors, epsilon, delta=0.0, gamma=0.05) -> jax.Arr
     Returns:
       int32 scalar v_γ (n + 1 when vacuous).
     """
+    if _args.is_traced(priors, epsilon, delta, gamma):
+        return _success_count_bound_exact(priors, epsilon, delta, gamma)
+    with jax.enable_x64(True):
+        args = [jnp.asarray(np.asarray(a, dtype=np.float64)) for a in (priors, epsilon, delta, gamma)]
+        return _success_count_bound_exact(*args)
+
+
+@jax.jit
+def _success_count_bound_exact(priors, epsilon, delta, gamma) -> jax.Array:
     priors = jnp.asarray(priors)
     n = priors.shape[0]
     beta = posterior_success(priors, epsilon)
@@ -161,7 +178,14 @@ def fdp_epsilon_grid(delta_of_epsilon: Callable, n: int, gamma: float = 0.05,
     while β(ε, p), hence the Poisson-binomial tail, keeps growing. For μ-GDP this gives
     ε_max ≈ μ²/2 + μ·sqrt(2 ln(100 n/γ)). Any grid gives a *valid* bound (each ε does); the
     grid only affects how tight it is.
+
+    Raises:
+      ValueError: n < 0, γ outside (0, 1) or num < 1.
     """
+    n = _args.integer("n", n)
+    gamma = _args.scalar("gamma", gamma)
+    _args.level("gamma", gamma)
+    num = _args.integer("num", num, minimum=1)
     def first_small(grid):
         with jax.enable_x64(True):
             deltas = np.asarray(delta_of_epsilon(jnp.asarray(grid, dtype=jnp.float64)))
@@ -213,6 +237,7 @@ def success_tail_fdp(priors, delta_of_epsilon: Callable, v, epsilons=None, *,
     Returns:
       float64 JAX array shaped like ``v``.
     """
+    _args.level("gamma", gamma)
     p, eps, deltas = _fdp_setup(priors, delta_of_epsilon, gamma, epsilons)
     _args.finite("v", v)
     best = np.ones(np.shape(v))
@@ -249,6 +274,7 @@ def success_count_bound_fdp(priors, delta_of_epsilon: Callable, gamma: float = 0
       >>> success_count_bound_fdp([0.01] * 100, lambda e: gdp_delta(e, 1.0))
       35
     """
+    gamma = _args.scalar("gamma", gamma)
     _args.level("gamma", gamma)
     p, eps, deltas = _fdp_setup(priors, delta_of_epsilon, gamma, epsilons)
     n = p.size

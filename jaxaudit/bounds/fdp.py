@@ -57,8 +57,8 @@ def gdp_delta(epsilon, mu) -> jax.Array:
         from jaxaudit._validation import check_positive
 
         check_positive("mu", mu)
-    eps, mu = _float(epsilon, mu)
-    return _gdp_delta(eps, mu)
+    # Concrete inputs: float64, rounded up into the promoted dtype (δ enters bounds additively).
+    return _args.upper_bound(_gdp_delta, epsilon, mu)
 
 
 @jax.jit
@@ -67,6 +67,8 @@ def _gdp_delta(eps, mu):
     b = -eps / mu - mu / 2.0
     log_phi_a = norm.logcdf(a)
     delta = jnp.exp(log_phi_a) * -jnp.expm1(eps + norm.logcdf(b) - log_phi_a)
+    # Φ(a) = 0 (ε = ∞, or ε/μ overflowing) makes both terms 0: δ = 0, not ∞ − ∞ = NaN.
+    delta = jnp.where(log_phi_a == -jnp.inf, 0.0, delta)
     return jnp.clip(delta, 0.0, 1.0)
 
 
@@ -94,8 +96,9 @@ def approx_dp_tradeoff(alpha, epsilon, delta) -> jax.Array:
     _args.epsilon("epsilon", epsilon)
     _args.delta("delta", delta)
     alpha, eps, delta = _float(alpha, epsilon, delta)
+    scaled = jnp.where(alpha == 0, 0.0, jnp.exp(eps) * alpha)  # e^ε·0 = 0 also at ε = ∞
     return jnp.maximum(
-        jnp.maximum(0.0, 1.0 - delta - jnp.exp(eps) * alpha),
+        jnp.maximum(0.0, 1.0 - delta - scaled),
         jnp.exp(-eps) * (1.0 - delta - alpha),
     )
 
@@ -113,5 +116,6 @@ def approx_dp_delta(epsilon, epsilon0, delta0) -> jax.Array:
     _args.epsilon("epsilon0", epsilon0)
     _args.delta("delta0", delta0)
     eps, eps0, delta0 = _float(epsilon, epsilon0, delta0)
-    gap = jnp.maximum(0.0, jnp.exp(eps0) - jnp.exp(eps))
-    return delta0 + (1.0 - delta0) * gap / (1.0 + jnp.exp(eps0))
+    # (e^{ε₀} − e^ε)/(1 + e^{ε₀}) written as (1 − e^{ε−ε₀})/(1 + e^{−ε₀}): no ∞/∞ at ε₀ = ∞.
+    gap = jnp.maximum(0.0, -jnp.expm1(jnp.where(eps >= eps0, 0.0, eps - eps0)))
+    return delta0 + (1.0 - delta0) * gap / (1.0 + jnp.exp(-eps0))

@@ -74,6 +74,13 @@ LEAF = 16
 #: 2e−14 × peak at n = 10^6); the relative error there is ≲ 1e−10.
 WINDOW = 1e-3
 _LOG_WINDOW = math.log(WINDOW)
+#: Safety margin of the count bounds, on the log scale: v_γ is the smallest v whose *computed*
+#: tail is ≤ γ·e^{−ISF_LOG_MARGIN}. The engines' tails carry a relative error ≲ 1e−10 in either
+#: direction, so without a margin a γ within that error of Pr[S ≥ v] (e.g. γ = 11/1024 − 1 ulp for
+#: Bin(10, 1/2), whose Pr[S ≥ 9] is 11/1024) could give a v_γ one too small. With it, v_γ is never
+#: below the exact definition's value and exceeds it only when γ lies within a relative 1e−9 of a
+#: tail value (ties, too, are resolved upward).
+ISF_LOG_MARGIN = 1e-9
 _METHODS = ("auto", "recursion", "fft")
 
 
@@ -138,7 +145,9 @@ def count_bound_exact(probs: jax.Array, log_gamma: jax.Array) -> jax.Array:
     """v_γ = min{v : Pr[S ≥ v] ≤ γ}, or n + 1 if none (jit-able recursion).
 
     Because v ↦ Pr[S ≥ v] is non-increasing, v_γ = #{v ∈ 0..n : Pr[S ≥ v] > γ}; the vacuous
-    case (no v ≤ n qualifies) gives n + 1 automatically.
+    case (no v ≤ n qualifies) gives n + 1 automatically. The comparison keeps the safety margin
+    ``ISF_LOG_MARGIN`` (a tail within a relative 1e−9 of γ counts as above γ), so that round-off
+    never makes v_γ too small.
 
     Args:
       probs: (n,) success probabilities.
@@ -148,7 +157,7 @@ def count_bound_exact(probs: jax.Array, log_gamma: jax.Array) -> jax.Array:
       int32 scalar v_γ.
     """
     logsf = poisson_binomial_logsf_exact(probs)
-    return jnp.sum(logsf > log_gamma).astype(jnp.int32)
+    return jnp.sum(logsf > log_gamma - ISF_LOG_MARGIN).astype(jnp.int32)
 
 
 def _bucket(n: int) -> int:
@@ -485,6 +494,10 @@ def poisson_binomial_tail(probs, v, *, log: bool = False, method: str = "auto") 
 def poisson_binomial_isf(probs, gamma, *, method: str = "auto") -> int:
     """v_γ = min{v ∈ 0..n : Pr[S ≥ v] ≤ γ}; n + 1 when no v ≤ n qualifies.
 
+    Conservative at ties: the computed tail must be ≤ γ·e^{−1e−9} (``ISF_LOG_MARGIN``), so
+    round-off never gives a v one too small; a γ within a relative 1e−9 of a tail value gives the
+    next v.
+
     Args:
       probs: (n,) success probabilities in [0, 1].
       gamma: level in [0, 1) (γ = 0 asks for the smallest v with Pr[S ≥ v] = 0).
@@ -514,7 +527,7 @@ def poisson_binomial_isf(probs, gamma, *, method: str = "auto") -> int:
         with jax.enable_x64(True):
             core = int(count_bound_exact(jnp.asarray(padded), jnp.asarray(log_gamma)))
     else:
-        core = _isf_fft(prep, log_gamma)
+        core = _isf_fft(prep, log_gamma - ISF_LOG_MARGIN)
     return prep.n_one + core
 
 

@@ -9,7 +9,10 @@ at most
 β is increasing in ε and in p, so any upper bound on p gives a valid β. All functions here are
 pure ``jax.numpy`` code: they broadcast, jit and vmap, and compute in the promoted dtype of their
 inputs (float32 by default; the sigmoid-of-logit form is stable there, with p = 0 ↦ 0 and
-p = 1 ↦ 1 exactly). Arguments are validated when concrete (outside jit).
+p = 1 ↦ 1 exactly). Arguments are validated when concrete (outside jit); concrete calls of
+:func:`posterior_success` are evaluated in float64 and rounded *up* into the returned dtype, so a
+float32 result is never below the exact bound. Inside ``jit`` with x64 off everything is float32,
+where priors below ≈ 1.2e−38 (subnormal) are flushed to 0 by XLA: enable x64 for such priors.
 
 References:
   Swanberg, Annamalai, Hayes, Balle, Smith. "A Unified Framework for Adversary-Aware
@@ -55,10 +58,9 @@ def posterior_success(prior, epsilon) -> jax.Array:
     """
     _args.probabilities("prior", prior)
     _args.epsilon("epsilon", epsilon)
-    p = jnp.asarray(prior)
-    eps = jnp.asarray(epsilon)
-    dtype = jnp.result_type(p, eps, float)
-    return _posterior_success(p.astype(dtype), eps.astype(dtype))
+    # Concrete inputs are evaluated in float64 and rounded up into the promoted dtype: a float32
+    # cast (or flush-to-zero of a subnormal) would turn p = 3e-39 into 0 and β(100, p) ≈ 1 into 0.
+    return _args.upper_bound(_posterior_success, prior, epsilon)
 
 
 @jax.jit
@@ -93,7 +95,8 @@ def gain_ratio(prior, epsilon) -> jax.Array:
     eps = jnp.asarray(epsilon)
     dtype = jnp.result_type(p, eps, float)
     p, eps = p.astype(dtype), eps.astype(dtype)
-    return jnp.exp(eps) / (1.0 + jnp.expm1(eps) * p)
+    # 1/(p + e^{−ε}(1 − p)): no overflow for large ε, 1/p at ε = ∞, e^ε at p = 0.
+    return 1.0 / (p + jnp.exp(-eps) * (1.0 - p))
 
 
 def max_gain(epsilon) -> jax.Array:
