@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+import scipy.stats
 
 from jaxaudit.cli.main import main
 
@@ -34,8 +35,35 @@ def test_membership_steinke_and_gdp(tmp_path):
     assert main(["bounds", "--gdp-mu", "1", "--priors", str(_priors(tmp_path)),
                  "--json", str(out), "--quiet"]) == 0
     result = json.loads(out.read_text())
-    assert 1 <= result["count_bound"] <= 41 and result["targets"] == 40
+    assert result["targets"] == 40
+    # Independent reference: min over a fine ε grid of the scipy binomial count bound with budget
+    # γ − n δ(ε) (δ of 1-GDP from scipy's normal cdf). The CLI's grid differs, hence ±1.
+    assert abs(result["count_bound"] - _gdp_reference(40, 0.01, 1.0, 0.05)) <= 1
     assert result["baselines"]["kgk_plus"] == pytest.approx(0.0923622, abs=1e-6)
+
+
+def _gdp_reference(n, p, mu, gamma):
+    best = n + 1
+    norm = scipy.stats.norm
+    for eps in np.arange(0.0, 8.0, 0.005):
+        budget = gamma - n * (norm.cdf(-eps / mu + mu / 2) - np.exp(eps) * norm.cdf(-eps / mu - mu / 2))
+        if budget > 0:
+            beta = np.exp(eps) * p / (1 + np.expm1(eps) * p)
+            tails = scipy.stats.binom.sf(np.arange(n + 1) - 1, n, beta)  # Pr[S ≥ v], v = 0..n
+            ok = np.nonzero(tails <= budget)[0]
+            best = min(best, int(ok[0]) if ok.size else n + 1)
+    return best
+
+
+def test_huge_epsilon_is_vacuous_not_a_crash(tmp_path):
+    """ε = 1000 overflowed e^ε in the Steinke and MMC baselines (OverflowError traceback)."""
+    out = tmp_path / "big.json"
+    assert main(["bounds", "--epsilon", "1000", "--uniform", "2", "--targets", "10",
+                 "--json", str(out), "--quiet"]) == 0
+    result = json.loads(out.read_text())
+    assert result["count_bound"] == 11 and result["vacuous"]  # β = 1: all 10 succeed surely
+    assert result["baselines"]["steinke_threshold"] == 11
+    assert result["baselines"]["mmc_threshold"] == 11
 
 
 def _priors(tmp_path):
