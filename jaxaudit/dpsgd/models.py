@@ -19,7 +19,7 @@ from typing import NamedTuple
 import flax.linen as nn
 import jax.numpy as jnp
 
-__all__ = ["SmallCNN", "MLP", "LogisticRegression", "Layer", "layer_program"]
+__all__ = ["SmallCNN", "MLP", "LogisticRegression", "Layer", "layer_program", "fast_apply", "im2col"]
 
 
 def _as_images(x):
@@ -167,3 +167,19 @@ def layer_program(model: nn.Module):
             Layer("dense0", "dense", lambda z: z)
         ]
     return None
+
+
+def fast_apply(model: nn.Module, params, inputs):
+    """``model.apply(params, inputs)`` through :func:`layer_program` (im2col matmuls instead of
+    XLA convolutions, several times faster on CPU); falls back to ``model.apply``."""
+    program = layer_program(model)
+    if program is None:
+        return model.apply(params, inputs)
+    prepare, layers = program
+    a, p = prepare(inputs), params["params"]
+    for layer in layers:
+        kernel = p[layer.name]["kernel"]
+        if layer.kind == "conv":
+            kernel = kernel.reshape(-1, kernel.shape[-1])
+        a = layer.after(a @ kernel + p[layer.name]["bias"])
+    return a

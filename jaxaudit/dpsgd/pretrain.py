@@ -14,6 +14,7 @@ import numpy as np
 import optax
 
 from jaxaudit._validation import check_finite, check_positive
+from jaxaudit.dpsgd.models import fast_apply
 from jaxaudit.dpsgd.private_step import _per_example_losses
 
 __all__ = ["pretrain"]
@@ -57,7 +58,7 @@ def pretrain(key, model, public_images, public_labels, *, steps=500, learning_ra
             p, s = carry
             idx = jax.random.randint(kk, (batch,), 0, x.shape[0])
             loss, g = jax.value_and_grad(
-                lambda q: _per_example_losses(model.apply(q, x[idx]), y[idx]).mean())(p)
+                lambda q: _per_example_losses(fast_apply(model, q, x[idx]), y[idx]).mean())(p)
             upd, s = opt.update(g, s, p)
             return (optax.apply_updates(p, upd), s), loss
 

@@ -27,6 +27,7 @@ from jaxaudit._validation import (
     check_positive,
     check_probability,
 )
+from jaxaudit.dpsgd.models import fast_apply
 from jaxaudit.dpsgd.private_step import _per_example_losses, make_private_step
 from jaxaudit.sharding import vmap_chunked
 
@@ -36,7 +37,7 @@ __all__ = ["canary_runs", "train_run", "canary_score"]
 def canary_score(model, params, canary):
     """−cross-entropy of the canary (input, label) under ``params`` (a scalar)."""
     x, y = canary
-    logits = model.apply(params, jnp.asarray(x)[None])
+    logits = fast_apply(model, params, jnp.asarray(x)[None])
     return -_per_example_losses(logits, jnp.asarray(y, jnp.int32)[None])[0]
 
 
