@@ -43,7 +43,7 @@ def laplace_renyi(shift, scale, alpha):
       alpha: order α > 1.
 
     Examples:
-      >>> round(float(laplace_renyi(1.0, 1.0, 2.0)), 6)   # log(2/3 e + 1/3 e^{-2})
+      >>> round(float(laplace_renyi(1.0, 1.0, 2.0)), 4)   # log(2/3 e + 1/3 e^{-2})
       0.6191
     """
     shift, scale, alpha = jnp.asarray(shift), jnp.asarray(scale), jnp.asarray(alpha)
