@@ -307,6 +307,9 @@ def estimate_renyi(
     config = CriticConfig() if config is None else config
     if not isinstance(config, CriticConfig):
         raise ValueError(f"config must be a CriticConfig, got {type(config).__name__}")
+    config = config._replace(hidden=tuple(int(h) for h in config.hidden))
+    if config.bound <= 0 or config.steps < 1:
+        raise ValueError(f"config needs bound > 0 and steps >= 1, got {config!r}")
     fn = _compiled(split, bound, delta, bool(both_directions), config)
     return fn(key, jnp.asarray(x_q_np, jnp.float32), jnp.asarray(x_p_np, jnp.float32),
               jnp.asarray(alpha_np, jnp.float32))
