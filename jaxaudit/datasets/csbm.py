@@ -153,8 +153,8 @@ def make_csbm(
         num_classes=num_classes,
         num_features=num_features,
         kind=features,
-        signal=float(feature_signal),
-        density=float(feature_density),
+        signal=np.float32(feature_signal),
+        density=np.float32(feature_density),
     )
     labels = np.asarray(labels)
     order = np.asarray(order)
@@ -188,9 +188,10 @@ def _edge_block(key, labels, start, p_in, p_out):
     n = labels.shape[0]
     rows = start + jnp.arange(_ROW_BLOCK)
     cols = jnp.arange(n)
-    u = jax.random.uniform(key, (_ROW_BLOCK, n))
+    # Explicit float32 throughout, so that the graph does not depend on the x64 flag.
+    u = jax.random.uniform(key, (_ROW_BLOCK, n), dtype=jnp.float32)
     row_labels = labels[jnp.minimum(rows, n - 1)]
-    prob = jnp.where(row_labels[:, None] == labels[None, :], p_in, p_out)
+    prob = jnp.where(row_labels[:, None] == labels[None, :], p_in, p_out).astype(jnp.float32)
     return (u < prob) & (cols[None, :] > rows[:, None]) & (rows[:, None] < n)
 
 
@@ -200,7 +201,8 @@ def _sample_edges(key, labels: np.ndarray, p_in: float, p_out: float):
     lab = jnp.asarray(labels)
     src, dst = [], []
     for b, start in enumerate(range(0, n, _ROW_BLOCK)):
-        block = _edge_block(jax.random.fold_in(key, b), lab, start, p_in, p_out)
+        block = _edge_block(jax.random.fold_in(key, b), lab, start, np.float32(p_in),
+                            np.float32(p_out))
         i, j = np.nonzero(np.asarray(block))
         src.append(i + start)
         dst.append(j)
@@ -218,10 +220,11 @@ def _sample_nodes(key, num_nodes, num_classes, num_features, kind, signal, densi
     order = jax.random.permutation(k_split, num_nodes)
     if kind == "gaussian":
         means = (
-            signal / jnp.sqrt(num_features) * jax.random.normal(k_mean, (num_classes, num_features))
+            signal / jnp.sqrt(num_features)
+            * jax.random.normal(k_mean, (num_classes, num_features), dtype=jnp.float32)
         )
-        noise = jax.random.normal(k_feat, (num_nodes, num_features))
+        noise = jax.random.normal(k_feat, (num_nodes, num_features), dtype=jnp.float32)
         return labels, (means[labels] + noise).astype(jnp.float32), order
-    g = jax.random.normal(k_mean, (num_classes, num_features))
-    rates = jnp.minimum(1.0, density * jnp.exp(signal * g - signal**2 / 2))
+    g = jax.random.normal(k_mean, (num_classes, num_features), dtype=jnp.float32)
+    rates = jnp.minimum(1.0, density * jnp.exp(signal * g - signal**2 / 2)).astype(jnp.float32)
     return labels, jax.random.bernoulli(k_feat, rates[labels]).astype(jnp.float32), order
