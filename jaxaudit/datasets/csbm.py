@@ -52,7 +52,11 @@ def edge_homophily(graph: Graph) -> float:
 
 
 def _check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or int(value) != value or value < minimum:
+    try:
+        ok = not isinstance(value, bool) and int(value) == value and value >= minimum
+    except (TypeError, ValueError, OverflowError):  # NaN, inf, strings, None
+        ok = False
+    if not ok:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return int(value)
 

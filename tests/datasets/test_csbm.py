@@ -117,6 +117,9 @@ def test_bernoulli_features_density():
         (dict(features="poisson"), "features"),
         (dict(num_classes=0), "num_classes"),
         (dict(num_nodes=2.5), "num_nodes"),
+        (dict(num_nodes=float("nan")), "num_nodes"),
+        (dict(num_features="16"), "num_features"),
+        (dict(num_test=float("inf")), "num_test"),
         (dict(feature_signal=-1.0), "feature_signal"),
     ],
 )
