@@ -161,7 +161,11 @@ def ball_mass(values, probs, guesses, radius, metric: str = "l2") -> np.ndarray:
     check_choice("metric", metric, _METRICS)
     check_nonnegative("radius", radius)
     z = np.asarray(guesses, dtype=np.float64).reshape(-1, x.shape[1])
-    return (_distances(x, z, metric) <= float(radius)) @ p
+    # A relative slack of 1e−12 on η: points at distance exactly η must count even when the
+    # float distance rounds just above it (|0.1 − 0.4| = 0.30000000000000004 > 0.3), since p
+    # has to be an upper bound on the success mass; a larger p only loosens the bound.
+    eta = float(radius)
+    return (_distances(x, z, metric) <= eta + 1e-12 * max(eta, 1.0)) @ p
 
 
 def ball_mass_sup(values, probs, radius, metric: str = "l2",

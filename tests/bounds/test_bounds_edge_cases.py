@@ -15,6 +15,7 @@ import scipy.stats
 from jaxaudit.bounds import (
     approx_dp_delta,
     approx_dp_tradeoff,
+    ball_mass,
     balle_rero_pure,
     balle_rero_rdp,
     fdp_epsilon_grid,
@@ -204,6 +205,14 @@ def test_isf_matches_mpmath_definition_at_edges(method):
     tail = np.asarray(poisson_binomial_tail(mixed, np.arange(-1, mixed.size + 2), method=method))
     ref = np.array([1.0] + [float(s) for s in _mp_sf(mixed)] + [0.0])
     np.testing.assert_allclose(tail, ref, rtol=1e-11, atol=0)
+
+
+def test_ball_mass_counts_points_at_distance_exactly_eta():
+    """p must upper-bound the success mass: x = 0.4 is within η = 0.3 of z = 0.1 (decimal
+    arithmetic), although the float distance is 0.30000000000000004. Mass 0.6, not 0.3."""
+    assert ball_mass([0.1, 0.4, 0.41], [0.3, 0.3, 0.4], [0.1], 0.3, "l1").tolist() == [0.6]
+    # 3-4-5 triangle scaled by 0.1: the float l2 distance is 0.5000000000000001.
+    assert ball_mass([[0.1, 0.2], [0.4, 0.6]], [0.5, 0.5], [[0.1, 0.2]], 0.5, "l2").tolist() == [1.0]
 
 
 # ---------------------------------------------------------------------------------------------
