@@ -98,9 +98,10 @@ def test_bad_input(graph):
 def test_cora_lira_auc_above_chance():
     """Cora, uniform 50% sampling, 64 GCNs, inductive access: LOO LiRA beats chance."""
     cora = load_planetoid("cora")
-    # 100 epochs (half the recipe) keeps the test fast; memorisation only grows with epochs
+    # 50 epochs (a quarter of the recipe) keeps the test fast; the attack only gains with more
+    # epochs (measured: AUC 0.803 at 100 epochs)
     out = train_shadow_models(jax.random.key(0), cora, uniform_sampler(0.5), "gcn", 64,
-                              epochs=100, edge_access="inductive")
+                              epochs=50, edge_access="inductive")
     auc = float(roc_auc(lira_loo(out.scores, out.masks), out.masks))
     print(f"Cora GCN (64 models, uniform 50%, inductive) global LiRA AUC = {auc:.3f}")
     # s.e. of an AUC over 64 x 2708 pooled decisions is < 0.003; 0.55 is far above chance
