@@ -14,6 +14,7 @@ includes compilation). Target (issue 6): at n = 10^4 and α ≤ 2 the DV lower b
 of ε_α for ε_α ∈ [0.25, 4] and is above the best baseline.
 
 Run:  python benchmarks/bench_renyi.py [--ns 1000 10000 100000] [--repeats 3] [--seed 0]
+      [--split 0.5]
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def _timed(fn, repeats):
     return out, statistics.median(times)
 
 
-def run(ns, repeats, seed):
+def run(ns, repeats, seed, split=0.5):
     rows = []
     alphas = jnp.asarray(ALPHAS, jnp.float32)
     for n in ns:
@@ -69,7 +70,7 @@ def run(ns, repeats, seed):
 
             def dv(x_in=x_in, x_out=x_out, k_est=k_est, n=n):
                 est = estimate_renyi(k_est, x_in, x_out, alphas, delta=SIGNIFICANCE,
-                                     config=_config(n))
+                                     split=split, config=_config(n))
                 return jax.block_until_ready(est)
 
             def gdp(x_in=x_in, x_out=x_out):
@@ -115,8 +116,9 @@ def main(argv=None):
     parser.add_argument("--ns", type=int, nargs="+", default=[1000, 10_000, 100_000])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--split", type=float, default=0.5, help="DV training fraction")
     args = parser.parse_args(argv)
-    rows = run(args.ns, args.repeats, args.seed)
+    rows = run(args.ns, args.repeats, args.seed, args.split)
     print("Ratios to the true ε_α (lower bounds at significance 0.05); wall times per call.")
     print(table(rows))
 
