@@ -68,13 +68,13 @@ def upper_bound(fn, *args):
     if is_traced(*args):
         return fn(*[jnp.asarray(a, dtype=dtype) for a in args])
     with jax.enable_x64(True):
-        exact = np.asarray(fn(*[jnp.asarray(np.asarray(a, dtype=np.float64)) for a in args]))
-    if dtype == jnp.float64:
-        with jax.enable_x64(True):
-            return jnp.asarray(exact)
-    cast = exact.astype(dtype)
-    cast = np.where(cast < exact, np.nextafter(cast, np.asarray(np.inf, dtype=dtype)), cast)
-    return jnp.asarray(cast.astype(dtype))
+        out = fn(*[jnp.asarray(np.asarray(a, dtype=np.float64)) for a in args])
+        if dtype == jnp.float64:
+            return out
+        exact = np.asarray(out)
+        cast = jnp.asarray(exact.astype(dtype))  # round to nearest (float32, bfloat16, ...)
+        below = exact > np.asarray(cast, dtype=np.float64)
+        return jnp.where(below, jnp.nextafter(cast, jnp.asarray(np.inf, dtype=dtype)), cast)
 
 
 def vector(name: str, value) -> np.ndarray:
