@@ -71,6 +71,8 @@ def _priors(args):
         raise FileNotFoundError(f"--priors file not found: {path}")
     values = np.load(path) if path.suffix == ".npy" else np.loadtxt(path, ndmin=1)
     values = np.asarray(values, dtype=np.float64).ravel()
+    if values.size == 0:
+        raise ValueError(f"--priors file {path} holds no values")
     if args.targets is not None and values.size != args.targets:
         if values.size != 1:
             raise ValueError(f"--targets {args.targets} but {path} holds {values.size} priors")
@@ -105,6 +107,8 @@ def run(args) -> int:
         raise ValueError("give --epsilon (ε-DP or (ε, δ)-DP) or --gdp-mu (μ-GDP)")
     if args.targets is not None and args.targets < 1:
         raise ValueError(f"--targets must be >= 1, got {args.targets}")
+    if args.attempts < 1:
+        raise ValueError(f"--attempts must be >= 1, got {args.attempts}")
     if args.uniform is not None and args.uniform < 2:
         raise ValueError(f"--uniform must be >= 2, got {args.uniform}")
     check_probability("--gamma", args.gamma, open_low=True, open_high=True)

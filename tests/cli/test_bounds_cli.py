@@ -78,6 +78,7 @@ def _priors(tmp_path):
     (["--epsilon", "1", "--zipf", "oops", "--targets", "5"], "zipf"),
     (["--uniform", "3", "--targets", "5"], "epsilon"),
     (["--epsilon", "1", "--priors", "/nonexistent/p.txt"], "not found"),
+    (["--epsilon", "1", "--zipf", "0.9,100", "--targets", "5", "--attempts", "0"], "attempts"),
 ])
 def test_errors_are_clean(argv, message, capsys):
     assert main(["bounds", *argv]) == 2
