@@ -69,6 +69,8 @@ def _gdp_delta(eps, mu):
     delta = jnp.exp(log_phi_a) * -jnp.expm1(eps + norm.logcdf(b) - log_phi_a)
     # Φ(a) = 0 (ε = ∞, or ε/μ overflowing) makes both terms 0: δ = 0, not ∞ − ∞ = NaN.
     delta = jnp.where(log_phi_a == -jnp.inf, 0.0, delta)
+    # μ = ∞ (no privacy): δ = 1 for every ε, also ε = ∞ where ε/μ is NaN (the safe choice).
+    delta = jnp.where(mu == jnp.inf, 1.0, delta)
     return jnp.clip(delta, 0.0, 1.0)
 
 

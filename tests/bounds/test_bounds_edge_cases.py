@@ -129,6 +129,8 @@ LIMITS = [
     ("gain_ratio p=1/2 eps=1000", lambda: gain_ratio(0.5, 1000.0), 2.0),
     ("gdp_delta eps=inf", lambda: gdp_delta(INF, 1.0), 0.0),
     ("gdp_delta eps/mu overflow", lambda: gdp_delta(1.0, 1e-300), 0.0),
+    ("gdp_delta mu=inf", lambda: gdp_delta(3.0, INF), 1.0),
+    ("gdp_delta eps=inf mu=inf", lambda: gdp_delta(INF, INF), 1.0),  # vacuous, not NaN
     ("kgk_pure kappa=0 eps=inf", lambda: kgk_bound_pure(0.0, INF), 0.0),  # e^ε·0 = 0 convention
     ("kgk_approx kappa=0 eps=inf", lambda: kgk_bound_approx(0.0, INF, 0.0), 0.0),
     ("balle_pure kappa=0 eps=inf", lambda: balle_rero_pure(0.0, INF), 0.0),
