@@ -53,6 +53,8 @@ def register(subparsers) -> None:
     p.add_argument("--runs", type=int, default=64, help="runs per world R")
     p.add_argument("--chunk", type=int, default=32, help="runs per world per saved chunk")
     p.add_argument("--orders", type=_orders, default=[1.25, 1.5, 2.0, 3.0])
+    p.add_argument("--vmap-chunk", type=int, default=None,
+                   help="runs computed simultaneously inside a chunk (default: all; CPU: 2)")
     p.add_argument("--unroll", type=int, default=10,
                    help="lax.scan unroll factor over steps (CPU: rolled loops are ~2x slower)")
     p.add_argument("--significance", type=float, default=0.05)
@@ -125,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
             jax.random.fold_in(k_runs, c), model, init, (x, y), (canary, label),
             num_runs=sizes[c], noise_multiplier=sigma, clip_norm=args.clip, steps=args.steps,
             learning_rate=args.learning_rate, sampling_rate=args.sampling_rate,
-            unroll=max(1, min(args.unroll, args.steps)),
+            unroll=max(1, min(args.unroll, args.steps)), chunk_size=args.vmap_chunk,
         )
         return {"in_scores": in_s, "out_scores": out_s}
 

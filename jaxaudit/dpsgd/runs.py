@@ -159,7 +159,10 @@ def canary_runs(key, model, init_params, private_data, canary, *, num_runs, nois
       num_runs: R runs per world.
       noise_multiplier: σ ≥ 0; clip_norm: C > 0; steps: T; learning_rate: η.
       sampling_rate: Poisson rate q ∈ (0, 1]; 1 is full-batch DP-GD.
-      chunk_size: runs computed simultaneously (None: all 2R at once).
+      chunk_size: runs computed simultaneously (None: all 2R at once); the chunks run one after
+        another inside the same compiled call. On CPU small chunks (1–2) were fastest in
+        ``benchmarks/bench_dpsgd.py``: one run's batch of |D| examples already fills the
+        matmuls, and wider vmapped batches fall out of cache. On accelerators use large chunks.
       devices: devices to shard runs over (None: all visible).
       method: per-example gradient path, see :func:`jaxaudit.dpsgd.clipped_gradient_sum`.
       unroll: ``lax.scan`` unroll factor over steps.
