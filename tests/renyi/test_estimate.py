@@ -41,9 +41,11 @@ def large_sample_estimates():
     k1, k10 = jax.random.split(ke)
     one_d = est(jax.random.split(k1, 6), jnp.concatenate([gq, lq])[..., None],
                 jnp.concatenate([gp, lp])[..., None], alphas)
-    ten_d = est(jax.random.split(k10, 3), x_q10, x_p10, alphas)
-    point = np.concatenate([np.asarray(one_d.point), np.asarray(ten_d.point)])
-    lower = np.concatenate([np.asarray(one_d.lower), np.asarray(ten_d.lower)])
+    # 10-D: α ∈ {1.5, 2} only (α = 3 is covered in 1-D; it is not held to 10% anyway).
+    ten_d = est(jax.random.split(k10, 3), x_q10, x_p10, alphas[:2])
+    nan = np.full((3, 1), np.nan, np.float32)
+    point = np.concatenate([np.asarray(one_d.point), np.hstack([ten_d.point, nan])])
+    lower = np.concatenate([np.asarray(one_d.lower), np.hstack([ten_d.lower, nan])])
     truth_g = np.asarray(gaussian_renyi(SHIFTS[:, None], 1.0, ALPHAS[None, :]))
     truth_l = np.asarray(laplace_renyi(SHIFTS[:, None], 1.0, ALPHAS[None, :]))
     return dict(gauss1=(point[:3], lower[:3], truth_g), laplace=(point[3:6], lower[3:6], truth_l),
@@ -53,6 +55,8 @@ def large_sample_estimates():
 @pytest.mark.parametrize("case", ["gauss1", "gauss10", "laplace"])
 def test_point_estimate_within_ten_percent(large_sample_estimates, case):
     point, lower, truth = large_sample_estimates[case]
+    if case == "gauss10":
+        point, lower, truth = point[:, :2], lower[:, :2], truth[:, :2]
     ratio = point / truth
     # Required within 10%: α ∈ {1.5, 2} for Δ ∈ {0.5, 1} (Gaussian) and all Δ (Laplace, whose
     # log-ratio is bounded by Δ/b ≤ M). Known shortfall (issue 6 asks for all of α ∈ {1.5, 2, 3},
@@ -130,7 +134,7 @@ def test_train_critic_history_and_fit():
     k1, k2, k3 = jax.random.split(jax.random.key(15), 3)
     x_q = 1.0 + jax.random.normal(k1, (2000,))
     x_p = jax.random.normal(k2, (2000,))
-    variables, history = train_critic(k3, x_q, x_p, 2.0, CriticConfig(steps=150))
+    variables, history = train_critic(k3, x_q, x_p, 2.0, CriticConfig(hidden=(8,), steps=150))
     assert history.objective.shape == (150,) and history.validation.shape == (15,)
     assert 15 <= int(history.best_step) <= 150
     assert 0.6 < float(history.objective[-1]) < 1.5   # D_2 = 1 (training J_α)
