@@ -36,16 +36,20 @@ from jaxaudit.bounds import (
     success_count_bound_fdp,
     success_tail,
     success_tail_fdp,
+    zipf_prior,
 )
 
-mpmath.mp.dps = 50
+# The mpmath oracles use 50 digits locally (workdps), never by changing the global precision,
+# which the code under test (zipf_prior) also uses.
 
 
+@mpmath.workdps(50)
 def _mp_beta(p, eps):
     p, e = mpmath.mpf(float(p)), mpmath.exp(mpmath.mpf(float(eps)))
     return e * p / (1 + (e - 1) * p)
 
 
+@mpmath.workdps(50)
 def _mp_gdp_delta(eps, mu):
     eps, mu = mpmath.mpf(float(eps)), mpmath.mpf(float(mu))
     return mpmath.ncdf(-eps / mu + mu / 2) - mpmath.exp(eps) * mpmath.ncdf(-eps / mu - mu / 2)
@@ -165,6 +169,7 @@ def test_fdp_grid_with_infinite_epsilon_is_vacuous_there():
 # ---------------------------------------------------------------------------------------------
 
 
+@mpmath.workdps(50)
 def _mp_sf(q):
     pmf = [mpmath.mpf(1)]
     for qi in q:
@@ -173,6 +178,7 @@ def _mp_sf(q):
     return [mpmath.fsum(pmf[v:]) for v in range(len(pmf))]  # sf[v] = Pr[S ≥ v], v = 0..n
 
 
+@mpmath.workdps(50)
 def _mp_isf(sf, gamma):
     ok = [v for v, s in enumerate(sf) if s <= gamma]
     return ok[0] if ok else len(sf)  # len(sf) = n + 1
@@ -216,6 +222,16 @@ def test_ball_mass_counts_points_at_distance_exactly_eta():
     assert ball_mass([0.1, 0.4, 0.41], [0.3, 0.3, 0.4], [0.1], 0.3, "l1").tolist() == [0.6]
     # 3-4-5 triangle scaled by 0.1: the float l2 distance is 0.5000000000000001.
     assert ball_mass([[0.1, 0.2], [0.4, 0.6]], [0.5, 0.5], [[0.1, 0.2]], 0.5, "l2").tolist() == [1.0]
+
+
+@pytest.mark.parametrize("exponent", [1 - 1e-9, 1 + 1e-9, 0.9])
+def test_zipf_normalisation_near_exponent_one(exponent):
+    """H_N(s) = ζ(s) − ζ(s, N + 1) cancels near s = 1; against a 60-digit mpmath value."""
+    n = 10**6
+    with mpmath.workdps(60):
+        harmonic = mpmath.zeta(exponent) - mpmath.zeta(exponent, n + 1)
+        expected = [float(mpmath.mpf(r) ** -exponent / harmonic) for r in (1, 1000, n)]
+    np.testing.assert_allclose(zipf_prior(exponent, n, [1, 1000, n]), expected, rtol=1e-13)
 
 
 # ---------------------------------------------------------------------------------------------
