@@ -101,7 +101,9 @@ def success_tail(priors, epsilon, v, delta=0.0, *, method: str = "auto") -> jax.
 def success_count_bound(priors, epsilon, delta=0.0, gamma=0.05, *, method: str = "auto") -> int:
     """v_γ = min{v : Pr[PoiBin(β(ε, p)) ≥ v] + n·δ ≤ γ}; n + 1 when none (vacuous).
 
-    With probability ≥ 1 − γ fewer than v_γ targets are attacked successfully.
+    With probability ≥ 1 − γ fewer than v_γ targets are attacked successfully. Round-off is
+    resolved conservatively: a tail within a relative 1e−9 of the budget counts as above it
+    (``poisson_binomial.ISF_LOG_MARGIN``), so v_γ is never one too small.
 
     Args:
       priors: (n,) baseline success probabilities.
