@@ -179,18 +179,38 @@ def _centered_parts(position, symmetric=False):
     if symmetric:  # ε_L = ε_R = max(ε̂_L, ε̂_R) + e^z
         z_l = z_r = position[..., 2]
         t = position[..., 3]
-        eps_l = eps_r = jnp.maximum(eps_hat_l, eps_hat_r) + jnp.exp(z_l)
+        delta = jnp.exp(z_l)
+        eps_l = eps_r = jnp.maximum(eps_hat_l, eps_hat_r) + delta
+        log_r_min = z_l - jnp.log(eps_l)
         log_jac_z = z_l
     else:
         z_l, z_r, t = position[..., 2], position[..., 3], position[..., 4]
         eps_l = eps_hat_l + jnp.exp(z_l)
         eps_r = eps_hat_r + jnp.exp(z_r)
+        # 1 − s_max = min(δ_L/ε_L, δ_R/ε_R), computed without cancellation
+        log_r_min = jnp.minimum(z_l - jnp.log(eps_l), z_r - jnp.log(eps_r))
         log_jac_z = z_l + z_r
-    s_max = jnp.maximum(eps_hat_r / eps_r, eps_hat_l / eps_l)
-    s = sigmoid(t) * s_max
+    # s = 1 − r with log r = σ(t) log r_min: the band density ∝ 1/(1 − s) near the optimal attack
+    # becomes a logistic density in t (no funnel between t and z)
+    log_r = sigmoid(t) * log_r_min
+    s = -jnp.expm1(log_r)
+    log_jac_s = (log_r + jnp.log(-log_r_min) + log_sigmoid(t) + log_sigmoid(-t))
     return dict(a=a, b=b, t=t, log_alpha=log_alpha, log1m_alpha=log1m_alpha,
                 log_beta=log_beta, log1m_beta=log1m_beta, eps_l=eps_l, eps_r=eps_r, s=s,
-                s_max=s_max, log_jac_z=log_jac_z, symmetric=symmetric)
+                log_r=log_r, log_jac_s=log_jac_s, log_jac_z=log_jac_z, symmetric=symmetric)
+
+
+def _log_band_near_optimal(eps_l, eps_r, s, log_r):
+    """log |B(ε, s)| with r = 1 − s; for r < 1e-3 the first-order form r·(ε·∇|R|)/2 avoids the
+    cancellation in |R(ε)| − |R(sε)| (relative error ≲ r)."""
+    r = jnp.exp(log_r)
+    e_l, e_r = jnp.exp(-eps_l), jnp.exp(-eps_r)
+    a, b, c = -jnp.expm1(-eps_l), -jnp.expm1(-eps_r), -jnp.expm1(-(eps_l + eps_r))
+    # ∂|R|/∂ε_L = b² e^{−ε_L}/c², ∂|R|/∂ε_R = a² e^{−ε_R}/c²
+    slope = (eps_l * b * b * e_l + eps_r * a * a * e_r) / (c * c)
+    small = r < 1e-3
+    exact = band_area(eps_l, eps_r, jnp.where(small, 0.5, s))
+    return jnp.log(jnp.where(small, 0.5 * r * slope, exact))
 
 
 def constrain_centered(position, symmetric: bool = False) -> Constrained:
@@ -207,12 +227,14 @@ def log_joint_centered(position, counts: ErrorCounts, prior_variance=PRIOR_VARIA
 
     Coordinates: α = σ(a), β = (1 − α) σ(b) (the lower half α + β ≤ 1); the tightest parameters
     of the point ε̂_L = log((1 − α)/β), ε̂_R = log((1 − β)/α); ε = ε̂ + e^{z} (so (α, β) ∈ R(ε));
-    s = σ(t) s_max with s_max = max(ε̂_R/ε_R, ε̂_L/ε_L) (so (α, β) ∉ R(sε)). Then
+    s = 1 − r_min^{σ(t)} with r_min = 1 − s_max = min(δ_L/ε_L, δ_R/ε_R) (so s < s_max, i.e.
+    (α, β) ∉ R(sε); the band density ∝ 1/(1 − s) near the optimum becomes logistic in t). Then
 
       log p = log HN(ε_L) + log HN(ε_R) − log|B(ε, s)| + log Bin(X; N0, α) + log Bin(Y; N1, β)
-              + log σ'(a) + log(1 − α) + log σ'(b) + z_L + z_R + log σ'(t) + log s_max,
+              + log σ'(a) + log(1 − α) + log σ'(b) + z_L + z_R
+              + log r + log(−log r_min) + log σ'(t),
 
-    the last line the Jacobian of (a, b, z_L, z_R, t) ↦ (α, β, ε_L, ε_R, s) (triangular). The
+    the last two lines the Jacobian of (a, b, z_L, z_R, t) ↦ (α, β, ε_L, ε_R, s) (triangular). The
     data pin (a, b) along coordinate axes, which a diagonal mass matrix adapts to, while
     (z, t) stay prior-shaped: NUTS needs short trajectories.
 
@@ -232,10 +254,9 @@ def log_joint_centered(position, counts: ErrorCounts, prior_variance=PRIOR_VARIA
     log_prior = half_normal_logpdf(p["eps_l"], prior_variance)
     if not symmetric:
         log_prior = log_prior + half_normal_logpdf(p["eps_r"], prior_variance)
-    log_band = jnp.log(band_area(p["eps_l"], p["eps_r"], p["s"]))
+    log_band = _log_band_near_optimal(p["eps_l"], p["eps_r"], p["s"], p["log_r"])
     log_jac = (log_sigmoid(p["a"]) + log_sigmoid(-p["a"]) + p["log1m_alpha"]
-               + log_sigmoid(p["b"]) + log_sigmoid(-p["b"]) + p["log_jac_z"]
-               + log_sigmoid(p["t"]) + log_sigmoid(-p["t"]) + jnp.log(p["s_max"]))
+               + log_sigmoid(p["b"]) + log_sigmoid(-p["b"]) + p["log_jac_z"] + p["log_jac_s"])
     return log_prior - log_band + log_lik + log_jac
 
 
