@@ -217,7 +217,11 @@ def train_shadow_models(key, graph: Graph, sampler, model, num_models: int, *, e
       num_models: R.
       epochs, learning_rate, weight_decay: the optimisation recipe.
       edge_access: "inductive" | "full" | "none" (module docstring).
-      chunk_size: models trained simultaneously (None: all R); lower it to bound memory.
+      chunk_size: models trained simultaneously (vmapped); the chunks run one after another
+        inside the same compiled call (``lax.map``). None: automatic — 1 on CPU (measured
+        fastest there: the batched gather/scatter kernels are memory-bound, so a per-model
+        working set that stays in cache beats a wide batch; see ``benchmarks/``), all R at once
+        on accelerators. Lower it to bound memory.
       devices: devices to shard the model axis over (None: all visible).
 
     Returns:
@@ -229,6 +233,8 @@ def train_shadow_models(key, graph: Graph, sampler, model, num_models: int, *, e
         raise ValueError(f"num_models must be an integer, got {num_models!r}")
     module = make_model(model, graph)
     inputs = prepare_inputs(graph)
+    if chunk_size is None and jax.default_backend() == "cpu":
+        chunk_size = 1
     trainer = _batched_trainer(sampler, module, int(epochs), float(learning_rate),
                                float(weight_decay), edge_access, chunk_size,
                                None if devices is None else tuple(devices))
