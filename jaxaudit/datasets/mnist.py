@@ -67,7 +67,7 @@ def load_mnist(split: str = "test", data_dir=None, download: bool = False):
 
     Example:
       >>> images, labels = load_mnist("test")  # doctest: +SKIP
-      >>> images.shape
+      >>> images.shape  # doctest: +SKIP
       (10000, 28, 28)
     """
     check_choice("split", split, tuple(_FILES))
