@@ -304,7 +304,7 @@ def threshold_renyi_lower_bound(
         in_scores, out_scores, significance, selection_fraction
     )
     alphas = check_finite("alpha", alpha)
-    if alphas.ndim > 1 or (alphas <= 1).any():
+    if alphas.ndim > 1 or alphas.size == 0 or (alphas <= 1).any():
         raise ValueError(f"alpha must be a scalar or 1-D array of orders > 1, got {alpha!r}")
     out = []
     for a in np.atleast_1d(alphas):

@@ -94,8 +94,8 @@ def held_out_lower_bound(g_q, g_p, alpha, lo, hi, delta, method="bernstein", *, 
     """Lower confidence bound on D_α(Q‖P) from a fixed critic evaluated on held-out samples.
 
     Args:
-      g_q: critic values on held-out Q samples, all within [lo, hi].
-      g_p: critic values on held-out P samples, all within [lo, hi].
+      g_q: critic values on held-out Q samples (values outside [lo, hi] are clipped to it).
+      g_p: critic values on held-out P samples (likewise clipped).
       alpha: order α > 1.
       lo: a lower bound of the critic fixed before the held-out data were seen.
       hi: the matching upper bound (hi ≥ lo).
@@ -112,6 +112,11 @@ def held_out_lower_bound(g_q, g_p, alpha, lo, hi, delta, method="bernstein", *, 
     alpha = jnp.asarray(alpha, g_q.dtype)
     width = jnp.asarray(hi - lo, g_q.dtype)
     delta_term = delta / 2.0
+    # The radii assume values in [lo, hi]. Clipping is a fixed function of g, so the bound is a
+    # valid bound on J_α(clip(g, lo, hi)) ≤ D_α even when the caller's critic leaves the range
+    # (without it, e^{αg} > e^{α hi} would make B_hi too small and the bound unsound).
+    g_q = jnp.clip(g_q, lo, hi)
+    g_p = jnp.clip(g_p, lo, hi)
     # A / e^{(α−1)hi} and B / e^{α hi}: variables in [e^{-(α−1)w}, 1] and [e^{-αw}, 1].
     y = jnp.exp((alpha - 1.0) * (g_q - hi))
     z = jnp.exp(alpha * (g_p - hi))

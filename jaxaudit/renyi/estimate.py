@@ -263,11 +263,21 @@ def estimate_renyi(
     ``lower`` when ``both_directions=False``). Valid for any critic, whatever the training did;
     informative bounds need about 10^4 samples per world (with ~100 they are vacuous).
 
+    Several orders: the statement holds *per order* at level 1 − δ (each order's bound is a
+    separate confidence statement computed from the same data). For a claim about all k orders
+    at once (e.g. "some order violates the accountant"), pass ``delta / k`` (Bonferroni).
+
+    ``bound="theory"`` is the shape of Kim et al.'s Theorem 3.2 evaluated with a norm-based
+    Rademacher bound at the *trained* weights' norms and the training inputs' radius, i.e. a
+    class chosen from the same data; it is a diagnostic of the theorem's rate (and vacuous in
+    practice), not a rigorous confidence bound. Use "bernstein" or "hoeffding" for audits.
+
     Args:
       key: PRNG key (shuffling, critic initialisation, minibatches).
       x_q: samples of Q (e.g. audit scores with the canary): (n_q,) or (n_q, d).
       x_p: samples of P (without): (n_p,) or (n_p, d), same d.
-      alpha: an order α > 1 or a 1-D array of orders (one estimate per order, vmapped).
+      alpha: an order α > 1 or a 1-D array of orders (one estimate per order, vmapped; each
+        order's bound holds at level 1 − δ on its own).
       split: training fraction in (0, 1) of each world.
       bound: "bernstein" (default), "hoeffding", or "theory" (class-restricted radius on the
         training split; vacuous unless αM is small and n large).

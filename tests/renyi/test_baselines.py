@@ -99,6 +99,7 @@ def test_threshold_renyi_matches_binary_divergence():
         (lambda: gdp_epsilon_lower_bound([1, 2, 3, 4], [1, 2, 3, 4], 1e-5, 0.0), "significance"),
         (lambda: clopper_pearson_epsilon_lower_bound([], [1, 2, 3, 4], 1e-5, 0.05), "in_scores"),
         (lambda: threshold_renyi_lower_bound([1, 2, 3, 4], [1, 2, 3, 4], 1.0, 0.05), "alpha"),
+        (lambda: threshold_renyi_lower_bound([1, 2, 3, 4], [1, 2, 3, 4], [], 0.05), "alpha"),
         (lambda: threshold_renyi_lower_bound([1, 2, 3, 4], [[1, 2], [3, 4]], 2.0, 0.05),
          "out_scores"),
     ],
@@ -106,3 +107,27 @@ def test_threshold_renyi_matches_binary_divergence():
 def test_bad_input(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_rate_bounds_at_the_selected_threshold_cover_at_their_levels():
+    """Tight check of the protocol: at the threshold chosen on the selection split, the true
+    TPR/FPR (normal tails) lie outside their Clopper–Pearson bounds in ≤ significance/2 each.
+
+    Choosing the threshold on the evaluation data, or giving each rate the full significance,
+    pushes these rates well above significance/2 (CP is nearly exact per rate).
+    """
+    rng = np.random.default_rng(8)
+    mu, reps, n, sig = 1.0, 200, 600, 0.2
+    tpr_miss = fpr_miss = either = 0
+    for _ in range(reps):
+        test = gdp_epsilon_lower_bound(rng.normal(mu, 1, n), rng.normal(0, 1, n), 1e-5, sig,
+                                       seed=int(rng.integers(2**31))).test
+        # say "in" iff sign·x ≥ t: P(sign·X ≥ t) for X ~ N(m, 1)
+        rate = lambda m, t=test: stats.norm.sf(t.threshold - t.sign * m)
+        miss_t, miss_f = test.tpr_lo > rate(mu), test.fpr_hi < rate(0.0)
+        tpr_miss += miss_t
+        fpr_miss += miss_f
+        either += miss_t or miss_f
+    sd = np.sqrt(sig / 2 * (1 - sig / 2) / reps)
+    assert tpr_miss / reps <= sig / 2 + 3 * sd and fpr_miss / reps <= sig / 2 + 3 * sd
+    assert either / reps <= sig + 3 * np.sqrt(sig * (1 - sig) / reps)

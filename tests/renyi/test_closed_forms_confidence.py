@@ -121,3 +121,21 @@ def test_theory_radius_shape():
     expected = (2.0 * np.exp(1.0) * 2 * np.sinh(1.0) * np.sqrt(np.log(80) / 2000)
                 + np.exp(2.0) * 2 * np.sinh(2.0) * np.sqrt(np.log(80) / 2000))
     assert r0 == pytest.approx(expected, rel=1e-5)
+
+
+def test_held_out_bound_clips_critic_values_outside_the_range():
+    """Values outside [lo, hi] must not break the radii (regression: they were used unclipped).
+
+    Identical worlds: every J_α(g) ≤ D_α = 0, so the bound must be ≤ 0 in ≥ 1 − δ of
+    repetitions, even when the critic overshoots the declared range.
+    """
+    reps, n, delta = 200, 500, 0.1
+    x = jax.random.normal(jax.random.key(16), (2, reps, n))
+    for method in ("hoeffding", "bernstein"):
+        lowers = jax.vmap(lambda a, b, m=method: held_out_lower_bound(
+            a, b, 2.0, -0.1, 0.1, delta, m))(x[0], x[1])
+        assert np.mean(np.asarray(lowers) > 0) <= delta + 3 * np.sqrt(delta * (1 - delta) / reps)
+        # equal to the bound of the clipped critic
+        clipped = jax.vmap(lambda a, b, m=method: held_out_lower_bound(
+            jnp.clip(a, -0.1, 0.1), jnp.clip(b, -0.1, 0.1), 2.0, -0.1, 0.1, delta, m))(x[0], x[1])
+        np.testing.assert_allclose(lowers, clipped, rtol=1e-6)
