@@ -139,3 +139,41 @@ def test_held_out_bound_clips_critic_values_outside_the_range():
         clipped = jax.vmap(lambda a, b, m=method: held_out_lower_bound(
             jnp.clip(a, -0.1, 0.1), jnp.clip(b, -0.1, 0.1), 2.0, -0.1, 0.1, delta, m))(x[0], x[1])
         np.testing.assert_allclose(lowers, clipped, rtol=1e-6)
+
+
+def _reference_lower_bound(g_q, g_p, alpha, lo, hi, delta, method):
+    """Independent float64 evaluation of the held-out bound of spec renyi.md §3 (δ/2 per term).
+
+    A = mean e^{(α−1)g_q} ∈ [e^{(α−1)lo}, e^{(α−1)hi}], B = mean e^{αg_p} ∈ [e^{α lo}, e^{α hi}];
+    Hoeffding: range·sqrt(ln(2/δ)/(2n)); Maurer–Pontil: sqrt(2 V̂ ln(4/δ)/n) + 7 R ln(4/δ)/(3(n−1)).
+    """
+    def upper_radius(x, low, high):
+        n = x.size
+        if method == "hoeffding":
+            return (high - low) * np.sqrt(np.log(2 / delta) / (2 * n))
+        log_term = np.log(2 / (delta / 2))
+        return (np.sqrt(2 * np.var(x, ddof=1) * log_term / n)
+                + 7 * (high - low) * log_term / (3 * (n - 1)))
+
+    g_q, g_p = np.clip(np.asarray(g_q, np.float64), lo, hi), np.clip(np.asarray(g_p, np.float64),
+                                                                      lo, hi)
+    a, b = np.exp((alpha - 1) * g_q), np.exp(alpha * g_p)
+    a_range = (np.exp((alpha - 1) * lo), np.exp((alpha - 1) * hi))
+    b_range = (np.exp(alpha * lo), np.exp(alpha * hi))
+    a_lo = max(a.mean() - upper_radius(a, *a_range), a_range[0])
+    b_hi = min(b.mean() + upper_radius(b, *b_range), b_range[1])
+    return alpha / (alpha - 1) * np.log(a_lo) - np.log(b_hi)
+
+
+@pytest.mark.parametrize("method", ["hoeffding", "bernstein"])
+def test_held_out_bound_matches_an_independent_reference(method):
+    """Exact constants: δ/2 per term, ranges of e^{(α−1)g} and e^{αg} after clipping to [lo, hi],
+    V̂ with denominator n − 1, the deterministic floor of A."""
+    rng = np.random.default_rng(17)
+    for alpha, lo, hi, n in ((2.0, -1.0, 1.5, 400), (1.25, -0.5, 0.2, 50), (4.0, -2.0, 2.0, 3000)):
+        g_q = rng.normal(0.3, 0.8, n)
+        g_p = rng.normal(-0.2, 0.8, n)
+        got = float(held_out_lower_bound(jnp.asarray(g_q, jnp.float32), jnp.asarray(
+            g_p, jnp.float32), alpha, lo, hi, 0.05, method))
+        assert got == pytest.approx(_reference_lower_bound(g_q, g_p, alpha, lo, hi, 0.05, method),
+                                    rel=2e-4, abs=2e-4)

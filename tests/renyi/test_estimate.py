@@ -118,7 +118,14 @@ def test_orders_vector_and_directions():
     assert np.all(vec.lower < truth) and vec.point[1] > vec.point[0]
     assert vec.n_train == (750, 750) and vec.n_test == (750, 750)
     np.testing.assert_allclose(vec.point, vec.per_direction.point.max(-1))
+    np.testing.assert_allclose(vec.lower, vec.per_direction.lower.max(-1))
     assert np.all(np.isfinite(vec.lower))
+    # δ is split across the directions: the forward bound is the one-direction estimator's at
+    # δ/2 (same keys, split and critic), per order.
+    one = estimate_renyi(k3, x_q, x_p, [1.5, 3.0], delta=0.025, both_directions=False,
+                         config=config)
+    np.testing.assert_allclose(vec.per_direction.lower[:, 0], one.lower, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(vec.per_direction.point[:, 0], one.point, rtol=1e-5, atol=1e-6)
 
 
 def test_theory_mode_is_valid_and_vacuous_at_small_n():
@@ -162,3 +169,4 @@ def test_bad_input(kwargs, name):
     call_kwargs = {k: args.pop(k) for k in ("delta", "bound", "split") if k in args}
     with pytest.raises(ValueError, match=name):
         estimate_renyi(jax.random.key(0), args["x_q"], args["x_p"], args["alpha"], **call_kwargs)
+
