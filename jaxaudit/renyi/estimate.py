@@ -32,7 +32,7 @@ from jaxaudit.renyi.confidence import (
     theory_radius,
 )
 from jaxaudit.renyi.objective import dv_objective
-from jaxaudit.renyi.training import CriticConfig, make_critic, train_critic
+from jaxaudit.renyi.training import CriticConfig, check_config, make_critic, train_critic
 
 __all__ = ["DirectionEstimate", "RenyiEstimate", "renyi_estimator", "estimate_renyi"]
 
@@ -314,12 +314,7 @@ def estimate_renyi(
         n_train, n_test = _split_sizes(arr.shape[0], split)
         if n_train < 2 or n_test < 2:
             raise ValueError(f"split={split} leaves fewer than 2 training or test samples in {name}")
-    config = CriticConfig() if config is None else config
-    if not isinstance(config, CriticConfig):
-        raise ValueError(f"config must be a CriticConfig, got {type(config).__name__}")
-    config = config._replace(hidden=tuple(int(h) for h in config.hidden))
-    if config.bound <= 0 or config.steps < 1:
-        raise ValueError(f"config needs bound > 0 and steps >= 1, got {config!r}")
+    config = check_config(CriticConfig() if config is None else config)
     fn = _compiled(split, bound, delta, bool(both_directions), config)
     return fn(key, jnp.asarray(x_q_np, jnp.float32), jnp.asarray(x_p_np, jnp.float32),
               jnp.asarray(alpha_np, jnp.float32))

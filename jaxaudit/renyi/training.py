@@ -18,13 +18,20 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxaudit._validation import (
+    check_choice,
+    check_nonnegative,
+    check_positive,
+    check_probability,
+)
 from jaxaudit.renyi.confidence import held_out_lower_bound
 from jaxaudit.renyi.critic import Critic, init_critic
 from jaxaudit.renyi.ema import dv_ema_init, dv_surrogate_loss
 from jaxaudit.renyi.objective import dv_objective
 
 __all__ = [
-    "CriticConfig", "TrainHistory", "make_critic", "objective_standard_error", "train_critic",
+    "CriticConfig", "TrainHistory", "check_config", "make_critic", "objective_standard_error",
+    "train_critic",
 ]
 
 
@@ -96,6 +103,34 @@ def objective_standard_error(g_q, g_p, alpha):
                     + relative_variance(alpha * g_p))
 
 
+SELECTIONS = ("penalised", "objective", "bound")
+
+
+def check_config(config) -> CriticConfig:
+    """Validate a :class:`CriticConfig` (ValueError naming the field); returns it normalised."""
+    if not isinstance(config, CriticConfig):
+        raise ValueError(f"config must be a CriticConfig, got {type(config).__name__}")
+    hidden = tuple(int(h) for h in config.hidden)
+    if any(h < 1 for h in hidden):
+        raise ValueError(f"config.hidden widths must be >= 1, got {config.hidden!r}")
+    check_positive("config.bound", config.bound)
+    check_positive("config.learning_rate", config.learning_rate)
+    check_nonnegative("config.weight_decay", config.weight_decay)
+    for name in ("steps", "eval_every"):
+        value = getattr(config, name)
+        if int(value) != value or value < 1:
+            raise ValueError(f"config.{name} must be a positive integer, got {value!r}")
+    if config.batch_size is not None and (int(config.batch_size) != config.batch_size
+                                          or config.batch_size < 1):
+        raise ValueError(f"config.batch_size must be None or a positive integer, "
+                         f"got {config.batch_size!r}")
+    if config.ema_rate is not None:
+        check_probability("config.ema_rate", config.ema_rate, open_low=True)
+    check_probability("config.validation_fraction", config.validation_fraction, open_high=True)
+    check_choice("config.selection", config.selection, SELECTIONS)
+    return config._replace(hidden=hidden)
+
+
 def make_critic(config: CriticConfig) -> Critic:
     """The :class:`Critic` module described by ``config``."""
     return Critic(hidden=tuple(config.hidden), bound=float(config.bound))
@@ -132,6 +167,7 @@ def train_critic(key, x_q, x_p, alpha, config: CriticConfig = CriticConfig(), va
       >>> bool(history.objective[-1] > 0.5)   # D_2 = 2 · 1² / 2 = 1
       True
     """
+    config = check_config(config)
     x_q, x_p = _as_samples(x_q), _as_samples(x_p)
     alpha = jnp.asarray(alpha, x_q.dtype)
     critic = make_critic(config)

@@ -161,12 +161,20 @@ def test_train_critic_history_and_fit():
         (dict(x_p=np.zeros((10, 2))), "same sample shape"),
         (dict(bound="chernoff"), "bound"),
         (dict(split=1.0), "split"),
+        (dict(config=CriticConfig(validation_fraction=1.5)), "config.validation_fraction"),
+        (dict(config=CriticConfig(batch_size=0)), "config.batch_size"),
+        (dict(config=CriticConfig(selection="best")), "config.selection"),
+        (dict(config=CriticConfig(learning_rate=-0.1)), "config.learning_rate"),
+        (dict(config=CriticConfig(bound=0.0)), "config.bound"),
+        (dict(config=CriticConfig(steps=0)), "config.steps"),
+        (dict(config=CriticConfig(hidden=(8, 0))), "config.hidden"),
+        (dict(config=(8,)), "config"),
     ],
 )
 def test_bad_input(kwargs, name):
     args = dict(x_q=np.arange(10.0), x_p=np.arange(10.0), alpha=2.0)
     args.update(kwargs)
-    call_kwargs = {k: args.pop(k) for k in ("delta", "bound", "split") if k in args}
+    call_kwargs = {k: args.pop(k) for k in ("delta", "bound", "split", "config") if k in args}
     with pytest.raises(ValueError, match=name):
         estimate_renyi(jax.random.key(0), args["x_q"], args["x_p"], args["alpha"], **call_kwargs)
 
