@@ -194,6 +194,11 @@ def gdp_epsilon_lower_bound(
     (threshold chosen on a separate split to maximise μ_lo there), then ε solving
     δ(ε; μ_lo) = δ. In RDP units use :func:`gdp_to_rdp` (α μ_lo²/2).
 
+    Level: μ_lo is a rigorous lower bound (probability ≥ 1 − significance) on the smallest μ for
+    which the mechanism is μ-GDP. The ε and α μ_lo²/2 derived from it are lower bounds of the
+    mechanism's (ε, δ) and ε_α only under Nasr et al.'s assumption that its privacy profile is
+    exactly Gaussian (true for the Gaussian mechanism and full-batch DP-GD).
+
     Args:
       in_scores: 1-D scores of runs with the canary.
       out_scores: 1-D scores of runs without.
