@@ -199,6 +199,16 @@ def posterior_nuts(key, counts, *, attack_strength=None, num_warmup: int = 500,
     * ``"noncentered"`` (required for a fixed s): (log ε_L, log ε_R, logit s) plus a uniform
       (u, v) mapped onto the band.
 
+    Not a frequentist bound under optimal attacks: the model's s ~ Beta(1, 1) expects
+    sub-optimal attacks, so the posterior of ε given an operating point (α̂, β̂) sits above the
+    optimal-attack reading ε̂(α̂, β̂) (every draw satisfies ε ≥ ε̂(α, β), and the band prior's
+    1/|B| weight has a heavy ~1/ε tail). Its 5% quantile covers the truth at ≥ 90% when attack
+    points follow the model, but an optimal attack (the corner of R(ε)) makes it exceed the truth
+    too often — for (ε_L, ε_R) = (1, 2) and N0 = N1 = 100 it was below the truth in 54% (ε_L) /
+    80% (ε_R) of 100 repetitions, and so was the grid posterior of the same model (55% / 90% on
+    40 repetitions). Use :func:`jeffreys_estimate` (the optimal-attack reading; 94% / 95% there)
+    for a conservative lower quantile (``audit_bmp`` reports both).
+
     Every (node, chain) runs its own window adaptation (``num_warmup`` steps) and then
     ``num_samples`` NUTS transitions; all of them form one jit-compiled call, the node axis
     chunked (``chunk_size``) and sharded over ``devices`` by :func:`jaxaudit.sharding.vmap_chunked`.
@@ -216,7 +226,11 @@ def posterior_nuts(key, counts, *, attack_strength=None, num_warmup: int = 500,
         identical counts (their posteriors are identical).
       parameterization: "centered", "noncentered" or None (automatic).
       target_acceptance_rate: dual-averaging target.
-      chunk_size: nodes per vmapped chunk (None: all at once).
+      chunk_size: nodes per compiled call (None: all at once, the node count padded to a size
+        bucket). The (deduplicated) nodes are padded to a multiple of ``chunk_size`` and run
+        chunk by chunk through one program of fixed shape, so every call with the same settings
+        and chunk size — whatever its number of nodes — reuses one compilation (NUTS programs
+        take tens of seconds to compile on a CPU).
       devices: devices to shard the node axis over (None: all visible).
 
     Returns:
@@ -258,19 +272,31 @@ def posterior_nuts(key, counts, *, attack_strength=None, num_warmup: int = 500,
         if len(uniq) < num_given:
             table, inverse = uniq, inv.ravel()
     num_unique = table.shape[0]
-    if deduplicate and num_unique > 1:
+    if chunk_size is not None:
+        # fixed-shape chunks: every call with these settings and this chunk size reuses one
+        # compiled program, whatever the number of nodes
+        if int(chunk_size) != chunk_size or chunk_size < 1:
+            raise ValueError(f"chunk_size must be a positive integer or None, got {chunk_size!r}")
+        padded = -(-num_unique // int(chunk_size)) * int(chunk_size)
+    elif deduplicate and num_unique > 1:
         # pad to a size bucket (powers of two up to 1024, then multiples of 256) so that count
         # tables of similar sizes share one compiled program
         padded = (2 ** int(np.ceil(np.log2(num_unique))) if num_unique <= 1024
                   else -(-num_unique // 256) * 256)
-        table = np.concatenate([table, np.repeat(table[-1:], padded - num_unique, axis=0)])
+    else:
+        padded = num_unique
+    table = np.concatenate([table, np.repeat(table[-1:], padded - num_unique, axis=0)])
     flat = ErrorCounts(*(jnp.asarray(table[:, j], dtype) for j in range(4)))
     num_nodes = flat.fp.shape[0]
     run = _runner(attack_strength, float(prior_variance), int(num_warmup), int(num_samples),
                   int(num_chains), int(max_num_doublings), parameterization,
-                  float(target_acceptance_rate), chunk_size,
+                  float(target_acceptance_rate), None,
                   None if devices is None else tuple(devices), bool(symmetric))
-    out = run((jax.random.split(key, num_nodes), flat))
+    keys = jax.random.split(key, num_nodes)
+    step = num_nodes if chunk_size is None else int(chunk_size)
+    parts = [run((keys[i:i + step], ErrorCounts(*(c[i:i + step] for c in flat))))
+             for i in range(0, num_nodes, step)]
+    out = parts[0] if len(parts) == 1 else jax.tree.map(lambda *x: jnp.concatenate(x), *parts)
     if inverse is not None:
         out = jax.tree.map(lambda x: x[inverse], out)
     elif num_nodes != num_given:

@@ -134,7 +134,13 @@ def run(args: argparse.Namespace) -> int:
     import jax
     import numpy as np
 
-    from jaxaudit.bmp import ErrorCounts, node_degrees, posterior_nuts, posterior_quantiles
+    from jaxaudit.bmp import (
+        ErrorCounts,
+        jeffreys_estimate,
+        node_degrees,
+        posterior_nuts,
+        posterior_quantiles,
+    )
     from jaxaudit.graph import inclusion_probabilities, train_shadow_models
     from jaxaudit.mia import bayes_decision, error_counts, lira_loo, roc_auc
     from jaxaudit.runs import RunDir, config_hash, run_chunks
@@ -198,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
     post_names = [f"posterior_{b:05d}" for b in range(len(blocks))]
     kw = dict(attack_strength=cfg["attack_strength"], prior_variance=cfg["prior_variance"],
               num_warmup=cfg["num_warmup"], num_samples=cfg["num_samples"],
-              num_chains=cfg["num_chains"])
+              num_chains=cfg["num_chains"], chunk_size=cfg["node_chunk"])
 
     def posterior(name):
         b = post_names.index(name)
@@ -227,6 +233,13 @@ def run(args: argparse.Namespace) -> int:
             if k in p:
                 table[k][:, idx] = p[k]
         rhat[idx], ess[idx], div[idx] = p["rhat"], p["ess"], p["divergences"]
+    # optimal-attack Jeffreys 5% quantiles: the conservative lower reading (the posterior's 5%
+    # quantile is not a frequentist bound when the attack is optimal, see posterior_nuts)
+    table["jeffreys_l"], table["jeffreys_r"] = np.full((1, n), np.nan), np.full((1, n), np.nan)
+    if len(valid):
+        jeff = jeffreys_estimate(jax.random.fold_in(root, 4),
+                                 ErrorCounts(*(c[valid] for c in counts)), q=(0.05,))
+        table["jeffreys_l"][:, valid], table["jeffreys_r"][:, valid] = jeff.eps_l, jeff.eps_r
     degree = node_degrees(graph)
     rows = _write_tables(run_dir, eta, eta_se, degree, counts, table, auc, rhat, ess, div)
     summary = _summary(cfg, rows, table, global_auc, rhat, valid, masks.shape[0])
@@ -244,12 +257,13 @@ def _write_tables(run_dir, eta, eta_se, degree, counts, table, auc, rhat, ess, d
 
     cols = ["node", "eta", "eta_se", "degree", "fp", "n0", "fn", "n1",
             "eps_l_q05", "eps_l_q50", "eps_l_q95", "eps_r_q05", "eps_r_q50", "eps_r_q95",
-            "eps_mp_q05", "eps_mp_q50", "eps_mp_q95", "auc", "rhat", "ess", "divergences"]
+            "eps_mp_q05", "eps_mp_q50", "eps_mp_q95", "jeffreys_l_q05", "jeffreys_r_q05", "auc", "rhat", "ess", "divergences"]
     rows = []
     for i in range(len(eta)):
         vals = [i, eta[i], eta_se[i], int(degree[i]), int(counts.fp[i]), int(counts.n0[i]),
                 int(counts.fn[i]), int(counts.n1[i]), *table["eps_l"][:, i], *table["eps_r"][:, i],
-                *table["eps_mp"][:, i], auc[i], rhat[i], ess[i], int(div[i])]
+                *table["eps_mp"][:, i], *table["jeffreys_l"][:, i], *table["jeffreys_r"][:, i],
+                auc[i], rhat[i], ess[i], int(div[i])]
         rows.append({c: (None if isinstance(v, float) and v != v else
                          (float(v) if not isinstance(v, int) else v)) for c, v in zip(cols, vals)})
     buf = io.StringIO()

@@ -4,12 +4,13 @@ same ratio; BMP-R vs the symmetric MP baseline."""
 import jax
 import numpy as np
 import pytest
+from bmp_shared import AUDIT_NUTS
 
 from jaxaudit import bmp
 from jaxaudit.datasets import make_csbm
 from jaxaudit.graph import snowball_sampler, uniform_sampler
 
-SETTINGS = dict(epochs=40, num_prior_draws=400, num_warmup=150, num_samples=200, num_chains=2)
+SETTINGS = dict(epochs=40, num_prior_draws=400, **AUDIT_NUTS)
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +38,11 @@ def test_audit_shapes_and_counts(audits):
     valid = (res.counts.n0 > 0) & (res.counts.n1 > 0)
     q = res.eps_r[:, valid]
     assert np.all(q[0] <= q[1]) and np.all(q[1] <= q[2])
+    # the Jeffreys (optimal-attack) quantiles reported next to the posterior's, on the same nodes
+    assert res.jeffreys_r.shape == (3, n) and res.jeffreys_l.shape == (3, n)
+    np.testing.assert_array_equal(np.isnan(res.jeffreys_r[0]), ~valid)
+    jr = res.jeffreys_r[:, valid]
+    assert np.all(jr[0] <= jr[1]) and np.all(jr[1] <= jr[2])
     assert np.mean(res.rhat[valid] <= 1.05) >= 0.9
     assert res.global_auc > 0.5
 

@@ -4,19 +4,16 @@ Jeffreys baseline, input validation."""
 import jax
 import numpy as np
 import pytest
+from bmp_shared import COUNT_SETS, SOUND_EPS, SOUND_REPS
 
 from jaxaudit import bmp
 
-COUNT_SETS = [(10, 100, 30, 100), (2, 60, 40, 60), (25, 80, 25, 80), (0, 40, 12, 50),
-              (45, 120, 5, 90)]
 QS = (0.05, 0.5, 0.95)
 
 
 @pytest.fixture(scope="module")
-def nuts_and_grids():
-    counts = bmp.ErrorCounts(*(np.array([c[j] for c in COUNT_SETS], float) for j in range(4)))
-    post = bmp.posterior_nuts(jax.random.key(0), counts, num_warmup=400, num_samples=1500,
-                              num_chains=4)
+def nuts_and_grids(shared_nuts):
+    post = shared_nuts[0]
     grids = [bmp.posterior_grid(bmp.ErrorCounts(*map(float, c)), num_eps=100, num_s=12)
              for c in COUNT_SETS]
     return post, grids
@@ -51,30 +48,20 @@ def test_fixed_strength_noncentered_matches_grid():
         assert np.all(np.abs(got - want) <= np.maximum(0.05, 3 * mcse)), (which, got, want)
 
 
-def test_soundness_of_lower_quantile():
+def test_soundness_of_lower_quantile(shared_nuts):
     """Known mechanism (ε_L, ε_R) = (1, 2), 100 seeded repetitions of N0 = N1 = 100 runs each.
 
     * attack points drawn as the model assumes (s ~ U(0, 1), point uniform on the band): the
       posterior 5% quantile is below the truth in >= 90% of the repetitions;
     * optimal attack (the region's corner): the optimal-attack Jeffreys estimator's 5% quantile is
-      below the truth in >= 90%; the BMP posterior's rate is reported (the s ~ Beta(1, 1) prior
-      expects sub-optimal attacks and so places ε above what an optimal attack certifies).
+      below the truth in >= 90%. The BMP posterior's rate is only reported: its s ~ Beta(1, 1)
+      prior expects sub-optimal attacks, so an operating point on the region's boundary is read as
+      a weaker attack on a leakier mechanism and the posterior sits above what the optimal attack
+      certifies (measured 54% / 80%; the grid posterior of the same model agrees, so it is the
+      model, not the sampler — see :func:`jaxaudit.bmp.posterior_nuts`).
     """
-    eps_l, eps_r, reps, n = 1.0, 2.0, 100, 100
-    rng = np.random.default_rng(2026)
-    a_star, b_star = (float(x) for x in bmp.region_corner(eps_l, eps_r))
-    s, u, v = rng.uniform(size=(3, reps))
-    logit = lambda x: np.log(x) - np.log1p(-x)
-    pos = np.stack([np.full(reps, np.log(eps_l)), np.full(reps, np.log(eps_r)), logit(u),
-                    logit(v), logit(s)], -1)
-    band = bmp.constrain_noncentered(pos)
-    alpha = np.concatenate([np.full(reps, a_star), np.asarray(band.alpha)])
-    beta = np.concatenate([np.full(reps, b_star), np.asarray(band.beta)])
-    full = np.full(2 * reps, float(n))
-    counts = bmp.ErrorCounts(rng.binomial(n, alpha).astype(float), full,
-                             rng.binomial(n, beta).astype(float), full)
-    post = bmp.posterior_nuts(jax.random.key(3), counts, num_warmup=300, num_samples=500,
-                              num_chains=4)
+    (eps_l, eps_r), reps = SOUND_EPS, SOUND_REPS
+    _, post, counts = shared_nuts
     q_l = np.asarray(bmp.posterior_quantiles(post.eps_l, (0.05,)))[0]
     q_r = np.asarray(bmp.posterior_quantiles(post.eps_r, (0.05,)))[0]
     below_l, below_r = q_l <= eps_l, q_r <= eps_r
@@ -89,6 +76,8 @@ def test_soundness_of_lower_quantile():
           {k: round(float(r), 2) for k, r in rates.items()})
     assert rates["model_l"] >= 0.90 and rates["model_r"] >= 0.90
     assert rates["jeffreys_l"] >= 0.90 and rates["jeffreys_r"] >= 0.90
+    # the posterior can only sit above the optimal-attack reading: ε ≥ ε̂(α, β) on every draw
+    assert rates["optimal_l"] <= rates["jeffreys_l"] and rates["optimal_r"] <= rates["jeffreys_r"]
     assert np.mean(np.asarray(post.rhat) <= 1.05) >= 0.95
 
 

@@ -10,8 +10,10 @@ import pytest
 from jaxaudit.cli.main import main
 
 NODES = 120
-POST = ["--num-warmup", "60", "--num-samples", "80", "--num-chains", "2", "--prior-draws", "50",
-        "--no-mp", "--quiet"]
+# the NUTS settings and node chunk of tests/bmp/bmp_shared.py's AUDIT_NUTS: with a fixed chunk
+# every call runs one program of fixed shape, compiled once per test process
+NUTS = ["--num-warmup", "150", "--num-samples", "200", "--num-chains", "2", "--node-chunk", "128"]
+POST = [*NUTS, "--prior-draws", "50", "--no-mp", "--quiet"]
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +49,9 @@ def test_report_files(report):
     with_post = [r for r in nodes if r["eps_r_q50"] is not None]
     assert len(with_post) == summary["nodes_with_posterior"] > 0
     assert all(r["eps_r_q05"] <= r["eps_r_q50"] <= r["eps_r_q95"] for r in with_post)
+    # the conservative optimal-attack (Jeffreys) 5% quantiles sit next to the posterior's
+    assert all(r["jeffreys_r_q05"] is not None and r["jeffreys_l_q05"] is not None
+               for r in with_post)
     manifest = json.loads((report / "manifest.json").read_text())
     assert manifest["kind"] == "bmp" and manifest["config"]["sampler"] == "uniform"
 
@@ -65,9 +70,9 @@ def test_resume_reuses_chunks(report, shadow_dir, monkeypatch):
 
 
 def test_different_config_refused(report, shadow_dir, capsys):
-    rc = main(["bmp", "--shadow", str(shadow_dir), "--out", str(report), "--num-warmup", "61",
-               "--num-samples", "80", "--num-chains", "2", "--prior-draws", "50", "--no-mp",
-               "--quiet"])
+    changed = [*POST]
+    changed[changed.index("--num-warmup") + 1] = "151"
+    rc = main(["bmp", "--shadow", str(shadow_dir), "--out", str(report), *changed])
     assert rc == 2
     assert "different configuration" in capsys.readouterr().err
 

@@ -1,0 +1,27 @@
+"""Shared NUTS runs for the bmp tests.
+
+Compiling a NUTS program (window adaptation + sampling, vmapped over nodes and chains) takes tens
+of seconds on a CPU and dominates the cost of these tests, so every count set the posterior tests
+need — the NUTS-vs-grid sets and the soundness simulation — goes through ONE call of
+``posterior_nuts`` (one compiled program) in a session-scoped fixture.
+"""
+
+import jax
+import numpy as np
+import pytest
+from bmp_shared import COUNT_SETS, NUTS, soundness_counts
+
+from jaxaudit import bmp
+
+
+@pytest.fixture(scope="session")
+def shared_nuts():
+    """(posterior of the COUNT_SETS, posterior of the soundness counts, soundness counts)."""
+    sound, _, _ = soundness_counts()
+    grid_sets = bmp.ErrorCounts(*(np.array([c[j] for c in COUNT_SETS], float) for j in range(4)))
+    counts = bmp.ErrorCounts(*(np.concatenate([g, s]) for g, s in zip(grid_sets, sound)))
+    num = counts.fp.shape[0]
+    post = bmp.posterior_nuts(jax.random.key(0), counts, deduplicate=False, chunk_size=num,
+                              **NUTS)
+    k = len(COUNT_SETS)
+    return (jax.tree.map(lambda x: x[:k], post), jax.tree.map(lambda x: x[k:], post), sound)
