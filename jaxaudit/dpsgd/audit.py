@@ -43,7 +43,10 @@ class OrderAudit(NamedTuple):
       threshold_lower: rigorous RDP lower bound of the threshold test.
       gdp_epsilon: the GDP baseline's (ε, δ) lower bound at the ``delta`` of the call.
       violation: True when a rigorous lower bound (dv_lower, gdp_lower, threshold_lower) exceeds
-        the accountant (beyond 1e-9 relative).
+        the accountant (beyond 1e-9 relative). Each bound holds at 1 − significance on its own,
+        so one flag is a false alarm with probability ≤ 3·significance, and "some order is
+        flagged" over k orders with probability ≤ 3k·significance (union bound): for a
+        family-wise claim at level s, call with ``significance = s / (3k)``.
     """
 
     order: float
@@ -63,7 +66,8 @@ def audit_dpsgd(key, in_scores, out_scores, orders, *, accountant_params, signif
     Every lower bound uses the same significance (failure probability ``significance``):
     ``estimate_renyi(..., delta=significance)`` (held-out split, both directions), and the
     threshold baselines with Clopper–Pearson bounds at ``significance`` (threshold chosen on a
-    separate split).
+    separate split). The statements hold per order and per method; see
+    :class:`OrderAudit` ``violation`` for the family-wise (Bonferroni) reading.
 
     Args:
       key: PRNG key for the DV estimator.
