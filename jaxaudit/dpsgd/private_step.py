@@ -155,6 +155,19 @@ def _clipped_sum_fn(model, method):
     )
 
 
+
+def _checked_batch(inputs, labels, per_example, name):
+    """Inputs, int32 labels of shape (B,), and float32 per-example weights (default ones)."""
+    inputs = jnp.asarray(inputs)
+    labels = jnp.asarray(labels, jnp.int32)
+    if labels.shape != inputs.shape[:1]:
+        raise ValueError(f"labels must have shape {inputs.shape[:1]}, got {labels.shape}")
+    per_example = (jnp.ones(labels.shape, jnp.float32) if per_example is None
+                   else jnp.asarray(per_example, jnp.float32))
+    if per_example.shape != labels.shape:
+        raise ValueError(f"{name} must have shape {labels.shape}, got {per_example.shape}")
+    return inputs, labels, per_example
+
 def clipped_gradient_sum(model, params, inputs, labels, clip_norm, weights=None, *, method="auto"):
     """Σ_i w_i · clip_C(∇_θ ℓ_i(θ)) and the unclipped per-example norms ‖∇_θ ℓ_i(θ)‖₂.
 
@@ -181,13 +194,7 @@ def clipped_gradient_sum(model, params, inputs, labels, clip_norm, weights=None,
       True
     """
     check_positive("clip_norm", clip_norm)
-    inputs = jnp.asarray(inputs)
-    labels = jnp.asarray(labels, jnp.int32)
-    if labels.shape != inputs.shape[:1]:
-        raise ValueError(f"labels must have shape {inputs.shape[:1]}, got {labels.shape}")
-    weights = jnp.ones(labels.shape, jnp.float32) if weights is None else jnp.asarray(weights, jnp.float32)
-    if weights.shape != labels.shape:
-        raise ValueError(f"weights must have shape {labels.shape}, got {weights.shape}")
+    inputs, labels, weights = _checked_batch(inputs, labels, weights, "weights")
     prepare, fn = _clipped_sum_fn(model, method)
     return jax.jit(fn)(params, prepare(inputs), labels, weights, jnp.float32(clip_norm))
 
@@ -256,13 +263,7 @@ def dp_gradient_step(
     check_finite("noise_multiplier", noise_multiplier)
     check_nonnegative("learning_rate", learning_rate)
     check_positive("normalizer", normalizer)
-    inputs = jnp.asarray(inputs)
-    labels = jnp.asarray(labels, jnp.int32)
-    if labels.shape != inputs.shape[:1]:
-        raise ValueError(f"labels must have shape {inputs.shape[:1]}, got {labels.shape}")
-    mask = jnp.ones(labels.shape, jnp.float32) if mask is None else jnp.asarray(mask, jnp.float32)
-    if mask.shape != labels.shape:
-        raise ValueError(f"mask must have shape {labels.shape}, got {mask.shape}")
+    inputs, labels, mask = _checked_batch(inputs, labels, mask, "mask")
     prepare, step = make_private_step(
         model, clip_norm=float(clip_norm), noise_multiplier=float(noise_multiplier),
         learning_rate=float(learning_rate), normalizer=float(normalizer), method=method,
