@@ -187,6 +187,7 @@ def clipped_gradient_sum(model, params, inputs, labels, clip_norm, weights=None,
 
     Example:
       >>> import jax, jax.numpy as jnp
+      >>> from jaxaudit.dpsgd import LogisticRegression, clipped_gradient_sum
       >>> model = LogisticRegression(num_classes=2)
       >>> params = model.init(jax.random.key(0), jnp.zeros((1, 3)))
       >>> s, norms = clipped_gradient_sum(model, params, jnp.ones((4, 3)), jnp.array([0, 1, 0, 1]), 0.5)
