@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import jraph
 
+from jaxaudit.graph.dropout import Dropout
 from jaxaudit.graph.propagation import linear, segment_softmax
 
 __all__ = ["GCN", "GraphSAGE", "GAT", "GCNConv", "SAGEConv", "GATConv"]
@@ -111,7 +112,7 @@ class GATConv(nn.Module):
         e_dst = jnp.sum(h * a_dst, axis=-1)
         logits = nn.leaky_relu(e_src[s] + e_dst[r], negative_slope=0.2)  # (E + N, K)
         alpha = segment_softmax(logits, r, n, mask[:, None])
-        alpha = nn.Dropout(self.attention_dropout, deterministic=not training)(alpha)
+        alpha = Dropout(self.attention_dropout, deterministic=not training)(alpha)
         out = jax.ops.segment_sum(alpha[:, :, None] * h[s], r, n)  # (N, K, F)
         out = out.reshape(n, k * f) if self.concat else out.mean(axis=1)
         return out + b
@@ -128,7 +129,7 @@ class _TwoLayer(nn.Module):
         weight = _edge_weight(graph)
         kw = {"training": training} if isinstance(first, GATConv) else {}
         h = activation(first(x, graph.senders, graph.receivers, weight, **kw))
-        h = nn.Dropout(rate=self.dropout, deterministic=not training)(h)
+        h = Dropout(rate=self.dropout, deterministic=not training)(h)
         return second(h, graph.senders, graph.receivers, weight, **kw)
 
 

@@ -1,13 +1,15 @@
 """Sparse feature products and message passing used by the GNN layers (spec: bmp.md §4.2, §6).
 
 Why this module exists (performance, spec §6): on Cora the first-layer product ``X W`` with the
-dense 2708 x 1433 feature matrix dominates training, and 98.7% of its entries are zero. A sparse
-product over the nonzeros is ~40x fewer flops, but vmapping a sparse product over R models
-batches it badly. :func:`sparse_matmul` therefore carries a *custom batching rule*: under ``vmap``
-over the weights (``W`` of shape (R, F, H)) it concatenates the models' weights along the output
-axis, ``[W_1 ... W_R]`` of shape (F, R*H), and performs ONE sparse product over the nonzeros of
-``X`` for all models; its gradient ``X^T G`` is batched the same way. Everything else in the
-models is plain ``vmap``.
+dense 2708 x 1433 feature matrix dominates training, and 98.7% of its entries are zero. The
+features are therefore stored as CSR (and the CSR of X^T for the gradient ``X^T G``) and
+multiplied with XLA's native CSR kernel (``jax.experimental.sparse.BCSR``): 0.22 ms per product
+on this 2-core CPU, against 0.52 ms for a gather + ``segment_sum`` over the nonzeros and 2.5 ms
+dense. Vmapping a sparse product over R models would batch it badly, so :func:`sparse_matmul`
+carries a *custom batching rule*: under ``vmap`` over the weights (``W`` of shape (R, F, H)) it
+concatenates the models' weights along the output axis, ``[W_1 ... W_R]`` of shape (F, R*H), and
+performs ONE sparse product for all models (0.17 ms per model at R = 4 and 16); its gradient
+``X^T G`` is batched the same way. Everything else in the models is plain ``vmap``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.custom_batching import custom_vmap
+from jax.experimental import sparse as jsparse
 
 __all__ = [
     "SparseFeatures",
@@ -29,55 +32,66 @@ __all__ = [
 
 
 class SparseFeatures(NamedTuple):
-    """A feature matrix X (N, F) stored by its nonzeros, sorted by row (COO).
+    """A feature matrix X (N, F) stored as CSR, together with the CSR of its transpose.
+
+    The products ``X W`` (forward) and ``X^T G`` (gradient) are both CSR-times-dense products,
+    which run on XLA's native sparse kernel (``jax.experimental.sparse.BCSR``; on CPU the
+    ``cpu_csr_sparse_dense`` custom call), measured 2-3x faster on Cora than a gather and
+    ``segment_sum`` over the nonzeros, and far faster when the dense operand is wide.
 
     Attributes:
-      rows, cols: (nnz,) int32 coordinates of the nonzeros.
-      values: (nnz,) float32 values X[rows, cols].
-      rows_count: (N,) int8 zeros whose length carries N statically through jit and vmap.
-      cols_count: (F,) int8 zeros whose length carries F statically through jit and vmap.
+      data, indices, indptr: CSR of X: values (nnz,), column indices (nnz,) int32, row
+        pointers (N + 1,) int32 (its length carries N statically through jit and vmap).
+      t_data, t_indices, t_indptr: CSR of X^T: values (nnz,), row indices (nnz,) int32, column
+        pointers (F + 1,) int32.
     """
 
-    rows: jax.Array
-    cols: jax.Array
-    values: jax.Array
-    rows_count: jax.Array
-    cols_count: jax.Array
+    data: jax.Array
+    indices: jax.Array
+    indptr: jax.Array
+    t_data: jax.Array
+    t_indices: jax.Array
+    t_indptr: jax.Array
 
     @property
     def shape(self) -> tuple[int, int]:
-        return (self.rows_count.shape[0], self.cols_count.shape[0])
+        return (self.indptr.shape[0] - 1, self.t_indptr.shape[0] - 1)
+
+
+def _csr(x: np.ndarray):
+    rows, cols = np.nonzero(x)  # row-major order: sorted by row, then column
+    indptr = np.zeros(x.shape[0] + 1, np.int32)
+    np.cumsum(np.bincount(rows, minlength=x.shape[0]), out=indptr[1:])
+    return (jnp.asarray(x[rows, cols], jnp.float32), jnp.asarray(cols, jnp.int32),
+            jnp.asarray(indptr))
 
 
 def sparse_features(features) -> SparseFeatures:
-    """Store a dense (N, F) feature matrix by its nonzeros (host side, outside jit)."""
+    """Store a dense (N, F) feature matrix as CSR of X and of X^T (host side, outside jit)."""
     x = np.asarray(features, dtype=np.float32)
     if x.ndim != 2:
         raise ValueError(f"features must have shape (N, F), got {x.shape}")
-    rows, cols = np.nonzero(x)
-    return SparseFeatures(
-        rows=jnp.asarray(rows, jnp.int32),
-        cols=jnp.asarray(cols, jnp.int32),
-        values=jnp.asarray(x[rows, cols]),
-        rows_count=jnp.zeros((x.shape[0],), jnp.int8),
-        cols_count=jnp.zeros((x.shape[1],), jnp.int8),
-    )
+    return SparseFeatures(*_csr(x), *_csr(np.ascontiguousarray(x.T)))
 
 
-def _gather_scatter(index_in, index_out, values, dense, num_out):
-    # out[index_out[k]] += values[k] * dense[index_in[k]]  (one pass over the nonzeros)
-    return jax.ops.segment_sum(values[:, None] * dense[index_in], index_out, num_out)
+def _csr_product(data, indices, indptr, num_cols, dense):
+    # (num_rows, num_cols) CSR @ dense (num_cols, H) on XLA's native sparse kernel.
+    shape = (indptr.shape[0] - 1, num_cols)
+    return jsparse.BCSR((data, indices, indptr), shape=shape) @ dense
 
 
-def _make_batched(index_in_field: str, index_out_field: str, size_field: str):
-    """X-side product (X W or X^T G) whose vmap over the dense operand concatenates the batch."""
+def _make_batched(transpose: bool):
+    """X-side product (X W, or X^T G when ``transpose``) whose vmap over the dense operand
+    concatenates the batch along the output axis: one sparse product for all items."""
+
+    def fields(x: SparseFeatures):
+        if transpose:
+            return x.t_data, x.t_indices, x.t_indptr, x.shape[0]
+        return x.data, x.indices, x.indptr, x.shape[1]
 
     @custom_vmap
     def product(x: SparseFeatures, dense):
-        num_out = getattr(x, size_field).shape[0]
-        return _gather_scatter(
-            getattr(x, index_in_field), getattr(x, index_out_field), x.values, dense, num_out
-        )
+        return _csr_product(*fields(x), dense)
 
     @product.def_vmap
     def _rule(axis_size, in_batched, x, dense):
@@ -98,8 +112,8 @@ def _make_batched(index_in_field: str, index_out_field: str, size_field: str):
     return product
 
 
-_xw = _make_batched("cols", "rows", "rows_count")
-_xtg = _make_batched("rows", "cols", "cols_count")
+_xw = _make_batched(transpose=False)
+_xtg = _make_batched(transpose=True)
 
 
 @jax.custom_vjp

@@ -97,3 +97,15 @@ def test_csbm_high_homophily_accuracy():
     acc = float(jnp.mean((gnn_logits(module, params, graph).argmax(1) == graph.labels)[graph.test_mask]))
     print(f"CSBM (h=0.9) GCN test accuracy {acc:.3f}")
     assert acc >= 0.78
+
+
+def test_sparse_matmul_empty_rows_and_columns_unbatched():
+    # CSR edge cases: a row and a column without nonzeros, and no vmap at all.
+    x = np.zeros((6, 5), np.float32)
+    x[0, 1], x[2, 1], x[2, 4], x[5, 0] = 0.5, 1.0, 2.0, 3.0
+    xs = sparse_features(x)
+    assert xs.shape == (6, 5)
+    w = jax.random.normal(jax.random.key(9), (5, 3))
+    np.testing.assert_allclose(jax.jit(sparse_matmul)(xs, w), x @ w, rtol=1e-6, atol=1e-6)
+    g = jax.grad(lambda wi: jnp.sum(sparse_matmul(xs, wi) ** 2))(w)
+    np.testing.assert_allclose(g, 2 * x.T @ (x @ w), rtol=1e-5, atol=1e-5)
