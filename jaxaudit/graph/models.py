@@ -9,7 +9,8 @@ Conventions shared by the three modules:
   of the access setting. Masked edges carry no message and do not count in degrees, so a model
   run on the full edge list with a mask equals the model run on the masked subgraph.
 * Every layer first projects (``X W``) and then propagates, so the feature product is done once.
-* ``__call__(graph, training=False)`` returns (N, C) logits; dropout (rate ``dropout``) on the
+* ``__call__(graph, training=False)`` returns (N, C) logits; dropout (rate ``dropout``, drawn from
+  packed random bits by :class:`~jaxaudit.graph.dropout.Dropout`) on the
   hidden layer when ``training`` (needs ``rngs={"dropout": key}``).
 
 References:

@@ -218,10 +218,11 @@ def train_shadow_models(key, graph: Graph, sampler, model, num_models: int, *, e
       epochs, learning_rate, weight_decay: the optimisation recipe.
       edge_access: "inductive" | "full" | "none" (module docstring).
       chunk_size: models trained simultaneously (vmapped); the chunks run one after another
-        inside the same compiled call (``lax.map``). None: automatic — 1 on CPU (measured
-        fastest there: the batched gather/scatter kernels are memory-bound, so a per-model
-        working set that stays in cache beats a wide batch; see ``benchmarks/``), all R at once
-        on accelerators. Lower it to bound memory.
+        inside the same compiled call (``lax.map``). None: automatic — 1 on CPU, all R at once
+        on accelerators. On a 2-core CPU (Cora GCN, R = 32, 200 epochs) chunks of 1, 2, 4 and
+        16 took 0.21, 0.26, 0.35 and 0.39 s/model: the batched sparse feature product is cheap
+        per model, but the vmapped edge gathers and scatters fall out of cache. Lower it to
+        bound memory.
       devices: devices to shard the model axis over (None: all visible).
 
     Returns:
