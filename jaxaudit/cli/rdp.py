@@ -47,8 +47,11 @@ def register(subparsers) -> None:
                    help="σ (overrides --epsilon/--delta calibration)")
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--clip", type=float, default=1.0)
-    p.add_argument("--learning-rate", type=float, default=1.0,
-                   help="η; the update is η·(noisy clipped sum)/(q·|D⁻|)")
+    p.add_argument("--learning-rate", type=float, default=0.01,
+                   help="η; the update is η·(noisy clipped sum)/(q·|D⁻|). A small η keeps the "
+                   "canary score linear in the noise, which is what makes the audit tight "
+                   "(SmallCNN, ε = 10, 48 runs per world: score separation μ ≈ 1.57 at η = 0.01 "
+                   "and 1.54 at 0.05, against 0.49 at η = 1; the accountant's μ is 1.89)")
     p.add_argument("--sampling-rate", type=float, default=1.0, help="Poisson rate q (1: full batch)")
     p.add_argument("--runs", type=int, default=64, help="runs per world R")
     p.add_argument("--chunk", type=int, default=32, help="runs per world per saved chunk")
