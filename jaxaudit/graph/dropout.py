@@ -68,6 +68,8 @@ class Dropout(nn.Module):
 
     @nn.compact
     def __call__(self, x, deterministic: bool | None = None):
+        if not 0.0 <= float(self.rate) <= 1.0:
+            raise ValueError(f"rate must be in [0, 1], got {self.rate!r}")
         deterministic = nn.merge_param("deterministic", self.deterministic, deterministic)
         if deterministic or self.rate == 0.0:
             return x

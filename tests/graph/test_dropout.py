@@ -65,3 +65,9 @@ def test_dropout_inverted_scaling_and_deterministic():
     np.testing.assert_array_equal(Dropout(rate=1.0).apply({}, x, deterministic=False,
                                                           rngs={"dropout": jax.random.key(0)}),
                                   jnp.zeros_like(x))
+
+
+@pytest.mark.parametrize("rate", [-0.1, 1.5, float("nan")])
+def test_dropout_rejects_bad_rate(rate):
+    with pytest.raises(ValueError, match="rate"):
+        Dropout(rate=rate).apply({}, jnp.ones((2, 2)), deterministic=True)
