@@ -13,6 +13,21 @@ least likely (saved as chunk ``init``); (3) R runs with and R without the canary
 is saved at once, so an interrupted run resumes); (4) the audit: ``results.json`` (one record per
 order: accountant ε_α, DV point and lower bound, GDP and threshold baselines, violation flag) and
 ``rdp_audit.png`` (ε_α vs α).
+
+Scores from anywhere (Opacus, your own training code): ``--scores IN.npy OUT.npy`` skips steps
+(2)–(3) and audits the given canary scores (one 1-D float array per world, saved with
+``numpy.save``, at least 4 scores each) with the same accountant, table, ``results.json`` and
+plot; it needs ``--steps``, ``--sampling-rate`` and ``--noise-multiplier`` (or ``--epsilon`` and
+``--delta`` to calibrate σ) of that training, and ignores the training-only options::
+
+    jaxaudit rdp --scores in.npy out.npy --noise-multiplier 1.1 --sampling-rate 0.01 \\
+        --steps 1000 --delta 1e-5 --orders 1.5,2,4 --out runs/rdp_opacus/
+
+The run folder's configuration holds the SHA-256 of both score files, so other files are refused
+in the same folder.
+
+Every CPU core is used by default: the ``jaxaudit`` command exposes each core as a JAX CPU device
+(see :func:`jaxaudit.sharding.use_all_cpu_cores`) and the runs are sharded over them.
 """
 
 from __future__ import annotations
@@ -33,7 +48,8 @@ def register(subparsers) -> None:
         help="audit DP-SGD's Rényi-DP guarantee with canary runs (DV lower bounds)",
         description="Train R private models with and R without a worst-case canary (one "
         "jit-compiled vmapped call per chunk), then lower-bound ε_α with the Donsker–Varadhan "
-        "estimator next to the accountant and threshold baselines; resumable.",
+        "estimator next to the accountant and threshold baselines; resumable. With --scores, "
+        "audit canary scores saved by any training code instead (no training).",
     )
     p.add_argument("--dataset", choices=("mnist", "synthetic"), default="mnist")
     p.add_argument("--model", choices=("cnn", "mlp", "logreg"), default="cnn")
@@ -41,18 +57,22 @@ def register(subparsers) -> None:
     p.add_argument("--public-size", type=int, default=2000,
                    help="public examples for pretraining (disjoint from D⁻; 0: random init)")
     p.add_argument("--pretrain-steps", type=int, default=300)
-    p.add_argument("--epsilon", type=float, default=10.0)
+    p.add_argument("--epsilon", type=float, default=None,
+                   help="target ε at --delta, calibrates σ (default 10 when training)")
     p.add_argument("--delta", type=float, default=1e-5)
     p.add_argument("--noise-multiplier", type=float, default=None,
                    help="σ (overrides --epsilon/--delta calibration)")
-    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--steps", type=int, default=None,
+                   help="T (default 100 when training; required with --scores)")
     p.add_argument("--clip", type=float, default=1.0)
     p.add_argument("--learning-rate", type=float, default=0.01,
                    help="η; the update is η·(noisy clipped sum)/(q·|D⁻|). A small η keeps the "
                    "canary score linear in the noise, which is what makes the audit tight "
                    "(SmallCNN, ε = 10, 48 runs per world: score separation μ ≈ 1.57 at η = 0.01 "
                    "and 1.54 at 0.05, against 0.49 at η = 1; the accountant's μ is 1.89)")
-    p.add_argument("--sampling-rate", type=float, default=1.0, help="Poisson rate q (1: full batch)")
+    p.add_argument("--sampling-rate", type=float, default=None,
+                   help="Poisson rate q, 1: full batch (default 1 when training; required with "
+                   "--scores)")
     p.add_argument("--runs", type=int, default=64, help="runs per world R")
     p.add_argument("--chunk", type=int, default=32, help="runs per world per saved chunk")
     p.add_argument("--orders", type=_orders, default=[1.25, 1.5, 2.0, 3.0])
@@ -63,9 +83,17 @@ def register(subparsers) -> None:
     p.add_argument("--significance", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data-dir", default=None, help="data directory (default: $JAXAUDIT_DATA)")
+    p.add_argument("--scores", nargs=2, metavar=("IN", "OUT"), default=None,
+                   help="audit these canary scores (.npy, 1-D float: runs with / without the "
+                   "canary) instead of training; training-only options are ignored")
     p.add_argument("--out", required=True, help="run folder (created; resumed if it exists)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
+
+
+#: Training defaults of the options that parse to None, so that the scores mode can tell
+#: whether the user gave them.
+_TRAINING_DEFAULTS = {"epsilon": 10.0, "steps": 100, "sampling_rate": 1.0}
 
 
 def _config(args: argparse.Namespace) -> dict:
@@ -75,31 +103,110 @@ def _config(args: argparse.Namespace) -> dict:
         "orders", "significance", "seed")}
 
 
+def _check_audit_args(args: argparse.Namespace) -> None:
+    """Checks shared by both modes (everything the accountant and the audit read)."""
+    from jaxaudit._validation import check_positive, check_probability
+
+    if args.steps < 1:
+        raise ValueError(f"--steps must be >= 1, got {args.steps}")
+    if args.epsilon is not None:
+        check_positive("--epsilon", args.epsilon)
+    if args.noise_multiplier is not None:
+        check_positive("--noise-multiplier", args.noise_multiplier)
+    check_probability("--delta", args.delta, open_low=True, open_high=True)
+    check_probability("--sampling-rate", args.sampling_rate, open_low=True)
+    check_probability("--significance", args.significance, open_low=True, open_high=True)
+    if not args.orders or min(args.orders) <= 1:
+        raise ValueError(f"--orders must all be > 1, got {args.orders}")
+
+
+def _noise_multiplier(args: argparse.Namespace) -> float:
+    from jaxaudit.accounting import noise_for_epsilon
+
+    if args.noise_multiplier is not None:
+        return float(args.noise_multiplier)
+    return float(noise_for_epsilon(args.epsilon, args.delta, args.steps, args.sampling_rate))
+
+
+def _audit_and_report(args, rundir, key, in_s, out_s, sigma, *, info, title, header) -> int:
+    """The step after the scores exist, shared by both modes: audit, results.json, the plot and
+    the printed table."""
+    from jaxaudit.dpsgd.experiment import audit_to_rundir, records_table
+
+    acc = dict(noise_multiplier=sigma, sampling_rate=args.sampling_rate, steps=args.steps)
+    title = f"{title} T={args.steps} q={args.sampling_rate:.3g} σ={sigma:.3g}"
+    records, summary = audit_to_rundir(
+        rundir, key, in_s, out_s, orders=args.orders, accountant_params=acc,
+        significance=args.significance, delta=args.delta, info=info, title=title,
+    )
+    print(header)
+    print(records_table(records))
+    if summary["violation"]:
+        print("WARNING: a lower bound exceeds the accountant (privacy violation or a bug)")
+    print(f"wrote {rundir.path / 'results.json'} and {rundir.path / 'rdp_audit.png'}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.scores is not None:
+        return run_scores(args)
+    return run_training(args)
+
+
+def run_scores(args: argparse.Namespace) -> int:
+    """``--scores IN OUT``: audit canary scores saved by any training code."""
+    import jax
+
+    from jaxaudit.dpsgd.experiment import file_sha256, load_scores
+    from jaxaudit.runs import RunDir
+
+    missing = [f"--{name.replace('_', '-')}" for name in ("steps", "sampling_rate")
+               if getattr(args, name) is None]
+    if args.noise_multiplier is None and args.epsilon is None:
+        missing.append("--noise-multiplier (or --epsilon with --delta)")
+    if missing:
+        raise ValueError(f"--scores needs the audited training's {', '.join(missing)}")
+    _check_audit_args(args)
+    in_path, out_path = args.scores
+    in_s = load_scores(in_path, "--scores IN")
+    out_s = load_scores(out_path, "--scores OUT")
+    digests = {"in_sha256": file_sha256(in_path), "out_sha256": file_sha256(out_path)}
+    config = {"scores": digests, **{k: getattr(args, k) for k in (
+        "epsilon", "delta", "noise_multiplier", "steps", "sampling_rate", "orders",
+        "significance", "seed")}}
+    rundir = RunDir.open(args.out, kind="rdp", config=config)
+    sigma = _noise_multiplier(args)
+    k_audit = jax.random.split(jax.random.key(args.seed), 3)[2]  # as in training mode
+    info = {"epsilon": args.epsilon, "score_files": {"in": in_path, "out": out_path, **digests}}
+    header = (f"noise multiplier σ = {sigma:.4f}; {len(in_s)} scores with and {len(out_s)} "
+              "without the canary")
+    return _audit_and_report(args, rundir, k_audit, in_s, out_s, sigma, info=info,
+                             title=f"scores R={len(in_s)}/{len(out_s)}", header=header)
+
+
+def run_training(args: argparse.Namespace) -> int:
+    """Train the canary runs (resumable), then audit their scores."""
     import jax
     import numpy as np
 
-    from jaxaudit._validation import check_positive, check_probability
-    from jaxaudit.accounting import noise_for_epsilon
-    from jaxaudit.dpsgd import audit_dpsgd, blank_canary, canary_runs, pretrain, worst_case_label
-    from jaxaudit.dpsgd.experiment import audit_data, make_model, plot_audit, records_table
+    from jaxaudit._validation import check_positive
+    from jaxaudit.dpsgd import blank_canary, canary_runs, pretrain, worst_case_label
+    from jaxaudit.dpsgd.experiment import audit_data, make_model
     from jaxaudit.runs import RunDir, run_chunks
 
-    for name in ("runs", "chunk", "steps", "dataset_size"):
+    for name, default in _TRAINING_DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
+    for name in ("runs", "chunk", "dataset_size"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if args.runs < 2:
         raise ValueError(f"--runs must be >= 2 (held-out split), got {args.runs}")
     check_positive("--clip", args.clip)
-    check_positive("--epsilon", args.epsilon)
-    check_probability("--delta", args.delta, open_low=True, open_high=True)
-    check_probability("--sampling-rate", args.sampling_rate, open_low=True)
-    if not args.orders or min(args.orders) <= 1:
-        raise ValueError(f"--orders must all be > 1, got {args.orders}")
+    _check_audit_args(args)
 
     rundir = RunDir.open(args.out, kind="rdp", config=_config(args))
-    sigma = (float(args.noise_multiplier) if args.noise_multiplier is not None else
-             float(noise_for_epsilon(args.epsilon, args.delta, args.steps, args.sampling_rate)))
+    sigma = _noise_multiplier(args)
     model = make_model(args.model)
     (x, y), (xp, yp) = audit_data(args.dataset, args.dataset_size, args.public_size,
                                   seed=args.seed, data_dir=args.data_dir)
@@ -137,20 +244,8 @@ def run(args: argparse.Namespace) -> int:
     results = run_chunks(rundir, names, compute, progress=not args.quiet, desc="canary runs")
     in_s = np.concatenate([results[n]["in_scores"] for n in names])
     out_s = np.concatenate([results[n]["out_scores"] for n in names])
-    acc = dict(noise_multiplier=sigma, sampling_rate=args.sampling_rate, steps=args.steps)
-    records = audit_dpsgd(k_audit, in_s, out_s, args.orders, accountant_params=acc,
-                          significance=args.significance, delta=args.delta)
-    table = [r._asdict() for r in records]
-    summary = {"noise_multiplier": sigma, "canary_label": label, "runs_per_world": len(in_s),
-               "epsilon": args.epsilon, "delta": args.delta, "records": table,
-               "violation": any(r.violation for r in records)}
-    rundir.write_json("results.json", summary)
-    title = (f"{args.dataset} {args.model} |D|={args.dataset_size} T={args.steps} σ={sigma:.3g} "
-             f"R={len(in_s)}")
-    plot_audit(records, rundir.path / "rdp_audit.png", accountant_params=acc, title=title)
-    print(f"noise multiplier σ = {sigma:.4f}; canary label {label}; {len(in_s)} runs per world")
-    print(records_table(records))
-    if summary["violation"]:
-        print("WARNING: a lower bound exceeds the accountant (privacy violation or a bug)")
-    print(f"wrote {rundir.path / 'results.json'} and {rundir.path / 'rdp_audit.png'}")
-    return 0
+    info = {"canary_label": label, "runs_per_world": len(in_s), "epsilon": args.epsilon}
+    header = f"noise multiplier σ = {sigma:.4f}; canary label {label}; {len(in_s)} runs per world"
+    return _audit_and_report(args, rundir, k_audit, in_s, out_s, sigma, info=info,
+                             title=f"{args.dataset} {args.model} |D|={args.dataset_size} "
+                             f"R={len(in_s)}", header=header)

@@ -1,17 +1,27 @@
 """Glue shared by the ``jaxaudit rdp`` command, the benchmark and the notebook: data splits,
-model names, the audit table and its plot."""
+model names, canary-score files, the audit of a set of scores into a run folder, the audit table
+and its plot."""
 
 from __future__ import annotations
+
+import hashlib
+import io
+from pathlib import Path
 
 import numpy as np
 
 from jaxaudit._validation import check_choice
 from jaxaudit.dpsgd.models import MLP, LogisticRegression, SmallCNN
 
-__all__ = ["MODELS", "DATASETS", "make_model", "audit_data", "records_table", "plot_audit"]
+__all__ = [
+    "MODELS", "DATASETS", "MIN_SCORES", "make_model", "audit_data", "load_scores", "file_sha256",
+    "audit_to_rundir", "records_table", "plot_audit",
+]
 
 MODELS = ("cnn", "mlp", "logreg")
 DATASETS = ("mnist", "synthetic")
+#: Fewest scores per world :func:`load_scores` accepts (the audit splits each world in parts).
+MIN_SCORES = 4
 
 
 def make_model(name: str):
@@ -51,6 +61,104 @@ def audit_data(dataset: str, dataset_size: int, public_size: int, *, seed: int =
     else:
         x, y = _synthetic(seed, total)
     return (x[:dataset_size], y[:dataset_size]), (x[dataset_size:], y[dataset_size:])
+
+
+def load_scores(path, name: str = "scores") -> np.ndarray:
+    """Canary scores of one world saved with ``numpy.save``, checked for the audit.
+
+    Args:
+      path: the ``.npy`` file (one score per training run, e.g. −loss of the canary on the final
+        model, from any training code: Opacus, torch, JAX).
+      name: how errors name the file (e.g. ``"--scores IN"``).
+
+    Returns:
+      The scores as a float64 array of shape (R,).
+
+    Raises:
+      FileNotFoundError: ``path`` does not exist.
+      ValueError: ``path`` is not a ``.npy`` array (pickled objects are refused), or the array is
+        not 1-D floating point, holds NaN or infinite values, or has fewer than
+        :data:`MIN_SCORES` scores.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{name}: score file {path} not found")
+    try:
+        scores = np.load(io.BytesIO(path.read_bytes()), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as err:
+        raise ValueError(f"{name}: {path} is not a .npy array saved with numpy.save ({err})") from err
+    if not isinstance(scores, np.ndarray):
+        raise ValueError(f"{name}: {path} holds several arrays (.npz); save one 1-D array with "
+                         "numpy.save")
+    if scores.ndim != 1 or not np.issubdtype(scores.dtype, np.floating):
+        raise ValueError(f"{name}: {path} must hold a 1-D floating-point array (one score per run), "
+                         f"got dtype {scores.dtype} and shape {scores.shape}")
+    nan, inf = int(np.isnan(scores).sum()), int(np.isinf(scores).sum())
+    if nan or inf:
+        first = int(np.flatnonzero(~np.isfinite(scores))[0])
+        raise ValueError(f"{name}: {path} holds {nan} NaN and {inf} infinite score(s) (the first "
+                         f"at index {first}); every score must be finite")
+    if scores.shape[0] < MIN_SCORES:
+        raise ValueError(f"{name}: {path} holds {scores.shape[0]} score(s); the audit needs at "
+                         f"least {MIN_SCORES} per world")
+    return scores.astype(np.float64)
+
+
+def file_sha256(path) -> str:
+    """SHA-256 hex digest of a file's bytes (identifies score files in a run configuration)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def audit_to_rundir(rundir, key, in_scores, out_scores, *, orders, accountant_params,
+                    significance=0.05, delta=1e-5, info=None, title=""):
+    """Audit canary scores and write ``results.json`` and ``rdp_audit.png`` into a run folder.
+
+    The step after the scores exist, the same whether the scores come from
+    :func:`jaxaudit.dpsgd.canary_runs` or from files (:func:`load_scores`): the records of
+    :func:`jaxaudit.dpsgd.audit_dpsgd` (DV lower bounds next to the accountant and the threshold
+    and GDP baselines; Kim, Alabi & Varshney, arXiv 2605.21938; Nasr et al., USENIX Security
+    2023), a JSON summary and the ε_α-vs-α plot (:func:`plot_audit`).
+
+    Args:
+      rundir: the :class:`jaxaudit.runs.RunDir` to write into.
+      key: PRNG key of the DV estimator.
+      in_scores: (R,) scores of the runs with the canary.
+      out_scores: (R',) scores of the runs without it.
+      orders: orders α > 1.
+      accountant_params: ``dict(noise_multiplier=σ, sampling_rate=q, steps=T)``.
+      significance: failure probability of every lower bound.
+      delta: δ of the GDP baseline's (ε, δ) statement.
+      info: extra JSON-able entries for the summary (e.g. the canary label, the score files).
+      title: title of the plot.
+
+    Returns:
+      ``(records, summary)``: the list of :class:`jaxaudit.dpsgd.OrderAudit` and the dict
+      written to ``results.json`` (``info``'s entries, the accountant parameters, ``delta``,
+      ``significance``, the score counts ``num_in_scores``/``num_out_scores``, ``records`` (one
+      dict per order, every field of the record) and ``violation``).
+    """
+    from jaxaudit.dpsgd.audit import audit_dpsgd
+
+    records = audit_dpsgd(key, in_scores, out_scores, orders, accountant_params=accountant_params,
+                          significance=significance, delta=delta)
+    summary = {
+        **(info or {}),
+        **accountant_params,
+        "delta": delta,
+        "significance": significance,
+        "num_in_scores": int(np.size(in_scores)),
+        "num_out_scores": int(np.size(out_scores)),
+        "records": [r._asdict() for r in records],
+        "violation": any(r.violation for r in records),
+    }
+    rundir.write_json("results.json", summary)
+    plot_audit(records, Path(rundir.path) / "rdp_audit.png", accountant_params=accountant_params,
+               title=title)
+    return records, summary
 
 
 def records_table(records) -> str:
