@@ -37,7 +37,8 @@ class OrderAudit(NamedTuple):
     Attributes:
       order: α.
       accountant: the accountant's ε_α (an upper bound on the truth).
-      dv_point: DV held-out point estimate (max over directions; not a confidence bound).
+      dv_point: DV held-out point estimate (bias-corrected, direction chosen on the training split;
+        an estimate, not a confidence bound).
       dv_lower: DV lower confidence bound at level 1 − significance.
       gdp_lower: α μ_lo²/2 from the GDP threshold baseline (its ε at δ is in ``gdp_epsilon``).
       threshold_lower: rigorous RDP lower bound of the threshold test.
