@@ -42,7 +42,9 @@ class OrderAudit(NamedTuple):
       dv_lower: DV lower confidence bound at level 1 − significance.
       gdp_lower: α μ_lo²/2 from the GDP threshold baseline (its ε at δ is in ``gdp_epsilon``).
       threshold_lower: rigorous RDP lower bound of the threshold test.
-      gdp_epsilon: the GDP baseline's (ε, δ) lower bound at the ``delta`` of the call.
+      gdp_epsilon: the GDP baseline's (ε, δ) lower bound at the ``delta`` of the call (the unit
+        Annamalai & De Cristofaro report).
+      gdp_mu: the GDP baseline's μ lower bound (their μ_emp).
       violation: True when a rigorous lower bound (dv_lower, gdp_lower, threshold_lower) exceeds
         the accountant (beyond 1e-9 relative). Each bound holds at 1 − significance on its own,
         so one flag is a false alarm with probability ≤ 3·significance, and "some order is
@@ -57,6 +59,7 @@ class OrderAudit(NamedTuple):
     gdp_lower: float
     threshold_lower: float
     gdp_epsilon: float
+    gdp_mu: float
     violation: bool
 
 
@@ -108,5 +111,5 @@ def audit_dpsgd(key, in_scores, out_scores, orders, *, accountant_params, signif
         violation = bool((lowers > accountant[i] * (1 + 1e-9) + 1e-12).any())
         records.append(OrderAudit(float(a), float(accountant[i]), float(dv_point[i]),
                                   float(dv_lower[i]), gdp_rdp, float(thr[i]), float(gdp.epsilon),
-                                  violation))
+                                  float(gdp.mu), violation))
     return records

@@ -1,9 +1,17 @@
 """Baseline ε lower bounds from two samples of attack scores (threshold tests).
 
-Every baseline follows the same honest protocol: the scores of each world are shuffled (seeded)
-and split; the threshold (and which side counts as "member") is chosen on the *selection* part;
-the error rates at that threshold are bounded on the *evaluation* part with one-sided
-Clopper–Pearson intervals (``scipy.stats.beta``), significance/2 for each of the two rates.
+Every baseline follows the same honest protocol by default (``selection="held_out"``): the
+scores of each world are shuffled (seeded) and split; the threshold (and which side counts as
+"member") is chosen on the *selection* part; the error rates at that threshold are bounded on
+the *evaluation* part with one-sided Clopper–Pearson intervals (``scipy.stats.beta``),
+significance/2 for each of the two rates.
+
+``selection="all"`` is Annamalai & De Cristofaro's protocol (arXiv 2405.14106, §4; their code
+takes the best of all thresholds on all scores): the threshold is chosen on all scores and the
+rates are bounded on the same scores. Taking the maximum over thresholds of bounds computed on
+the data that chose the threshold is optimistic — the stated level no longer holds (the paper
+says a held-out set would be better); use it only to compare with their published numbers.
+Their per-rate level is one-sided 95%, i.e. ``significance=0.1`` here.
 With no signal the chosen test has TPR ≈ FPR and every baseline returns ε = 0 (up to its
 significance), never a spurious positive value.
 
@@ -26,7 +34,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import optimize, special, stats
 
-from jaxaudit._validation import check_finite, check_probability
+from jaxaudit._validation import check_choice, check_finite, check_probability
 
 __all__ = [
     "ThresholdTest",
@@ -118,12 +126,20 @@ def _candidates(in_sel, out_sel, sign, max_candidates=512):
     return values
 
 
-def _threshold_test(in_scores, out_scores, significance, objective, selection_fraction, seed):
+SELECTIONS = ("held_out", "all")
+
+
+def _threshold_test(in_scores, out_scores, significance, objective, selection_fraction, seed,
+                    selection="held_out"):
     """Choose (sign, threshold) maximising ``objective(tpr_lo, fpr_hi)`` on the selection split,
-    then bound the rates on the evaluation split."""
-    rng = np.random.default_rng(seed)
-    in_sel, in_eval = _split(rng, in_scores, selection_fraction)
-    out_sel, out_eval = _split(rng, out_scores, selection_fraction)
+    then bound the rates on the evaluation split (both are all scores for ``"all"``)."""
+    if selection == "all":
+        in_sel = in_eval = in_scores
+        out_sel = out_eval = out_scores
+    else:
+        rng = np.random.default_rng(seed)
+        in_sel, in_eval = _split(rng, in_scores, selection_fraction)
+        out_sel, out_eval = _split(rng, out_scores, selection_fraction)
     level = significance / 2.0
     best = (-np.inf, 1, np.inf)
     for sign in (1, -1):
@@ -175,18 +191,20 @@ def gdp_to_rdp(mu, alpha):
     return np.asarray(alpha, dtype=np.float64) * np.asarray(mu, dtype=np.float64) ** 2 / 2.0
 
 
-def _common_checks(in_scores, out_scores, significance, selection_fraction):
+def _common_checks(in_scores, out_scores, significance, selection_fraction, selection="held_out"):
     in_scores = _check_scores("in_scores", in_scores)
     out_scores = _check_scores("out_scores", out_scores)
     significance = float(check_probability("significance", significance, open_low=True,
                                            open_high=True))
     selection_fraction = float(check_probability("selection_fraction", selection_fraction,
                                                  open_low=True, open_high=True))
+    check_choice("selection", selection, SELECTIONS)
     return in_scores, out_scores, significance, selection_fraction
 
 
 def gdp_epsilon_lower_bound(
-    in_scores, out_scores, delta, significance, *, selection_fraction=0.5, seed=0
+    in_scores, out_scores, delta, significance, *, selection_fraction=0.5, seed=0,
+    selection="held_out",
 ) -> GdpLowerBound:
     """Nasr et al. (2023) GDP auditing: ε lower bound at δ from a threshold test.
 
@@ -206,16 +224,27 @@ def gdp_epsilon_lower_bound(
       significance: total failure probability in (0, 1) (e.g. 0.05).
       selection_fraction: fraction of each world used to choose the threshold.
       seed: seed of the split shuffle.
+      selection: "held_out" (default, valid at the stated level) or "all" (Annamalai & De
+        Cristofaro's protocol: threshold and rates on all scores; optimistic, see the module
+        docstring; their setting is ``selection="all", significance=0.1``).
 
     Returns:
-      :class:`GdpLowerBound` (epsilon, mu, test). With no signal, epsilon = mu = 0.
+      :class:`GdpLowerBound` (epsilon at δ, mu, test). With no signal, epsilon = mu = 0.
+
+    Examples:
+      >>> import numpy as np
+      >>> rng = np.random.default_rng(0)
+      >>> out = rng.normal(size=2000); inn = 2.0 + rng.normal(size=2000)
+      >>> res = gdp_epsilon_lower_bound(inn, out, 1e-5, 0.1, selection="all")
+      >>> bool(res.mu > 1.7 and res.epsilon > 5)   # true μ = 2; "all" can overshoot it
+      True
     """
     in_scores, out_scores, significance, selection_fraction = _common_checks(
-        in_scores, out_scores, significance, selection_fraction
+        in_scores, out_scores, significance, selection_fraction, selection
     )
     delta = float(check_probability("delta", delta, open_low=True, open_high=True))
     test = _threshold_test(in_scores, out_scores, significance, _mu_from_rates,
-                           selection_fraction, seed)
+                           selection_fraction, seed, selection)
     mu = float(_mu_from_rates(test.tpr_lo, test.fpr_hi))
     return GdpLowerBound(gdp_epsilon(mu, delta), mu, test)
 
@@ -231,7 +260,8 @@ def _cp_epsilon(tpr_lo, fpr_hi, delta):
 
 
 def clopper_pearson_epsilon_lower_bound(
-    in_scores, out_scores, delta, significance, *, selection_fraction=0.5, seed=0
+    in_scores, out_scores, delta, significance, *, selection_fraction=0.5, seed=0,
+    selection="held_out",
 ) -> float:
     """Jagielski et al. (2020): ε ≥ max{log((TPR − δ)/FPR), log((TNR − δ)/FNR)} at CP bounds.
 
@@ -246,17 +276,18 @@ def clopper_pearson_epsilon_lower_bound(
       significance: total failure probability in (0, 1).
       selection_fraction: fraction used to choose the threshold.
       seed: seed of the split shuffle.
+      selection: "held_out" (default) or "all" (optimistic; see the module docstring).
 
     Returns:
       ε lower bound (float, ≥ 0; 0 when the test has no power).
     """
     in_scores, out_scores, significance, selection_fraction = _common_checks(
-        in_scores, out_scores, significance, selection_fraction
+        in_scores, out_scores, significance, selection_fraction, selection
     )
     delta = float(check_probability("delta", delta, open_high=True))
     objective = lambda tpr_lo, fpr_hi: _cp_epsilon(tpr_lo, fpr_hi, delta)
     test = _threshold_test(in_scores, out_scores, significance, objective, selection_fraction,
-                           seed)
+                           seed, selection)
     return float(_cp_epsilon(test.tpr_lo, test.fpr_hi, delta))
 
 
@@ -284,7 +315,8 @@ def _threshold_renyi(tpr_lo, fpr_hi, alpha):
 
 
 def threshold_renyi_lower_bound(
-    in_scores, out_scores, alpha, significance, *, selection_fraction=0.5, seed=0
+    in_scores, out_scores, alpha, significance, *, selection_fraction=0.5, seed=0,
+    selection="held_out",
 ):
     """Rigorous RDP lower bound of a threshold test (data processing for Rényi divergences).
 
@@ -301,12 +333,13 @@ def threshold_renyi_lower_bound(
       significance: total failure probability in (0, 1).
       selection_fraction: fraction used to choose the threshold.
       seed: seed of the split shuffle.
+      selection: "held_out" (default) or "all" (optimistic; see the module docstring).
 
     Returns:
       float64 array of ε_α lower bounds (≥ 0) with the shape of ``alpha``.
     """
     in_scores, out_scores, significance, selection_fraction = _common_checks(
-        in_scores, out_scores, significance, selection_fraction
+        in_scores, out_scores, significance, selection_fraction, selection
     )
     alphas = check_finite("alpha", alpha)
     if alphas.ndim > 1 or alphas.size == 0 or (alphas <= 1).any():
@@ -315,6 +348,6 @@ def threshold_renyi_lower_bound(
     for a in np.atleast_1d(alphas):
         objective = lambda tpr_lo, fpr_hi, a=a: _threshold_renyi(tpr_lo, fpr_hi, a)
         test = _threshold_test(in_scores, out_scores, significance, objective,
-                               selection_fraction, seed)
+                               selection_fraction, seed, selection)
         out.append(float(_threshold_renyi(test.tpr_lo, test.fpr_hi, a)))
     return np.asarray(out).reshape(alphas.shape)
