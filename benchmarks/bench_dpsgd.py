@@ -6,14 +6,20 @@ Side by side in one process on the same data (the first 100 MNIST test images + 
     ``train_run``), compile time excluded (a warm-up call with the same shapes);
   * Opacus 1.6 (``GradSampleModule`` + ``DPOptimizer``: per-sample gradients by hooks, clip, sum,
     noise), one run after another;
-  * torch.func (``vmap(grad(functional_call))``), one run after another.
+  * torch.func (``vmap(grad(functional_call))``), one run after another;
+  * jaxaudit again on D forced host devices (``--host-devices``, default 2), in a subprocess of
+    this script started with ``XLA_FLAGS=--xla_force_host_platform_device_count=D`` (the flag must
+    be set before JAX starts): the configuration the ``jaxaudit`` command and
+    ``jaxaudit.sharding.use_all_cpu_cores`` give by default, one CPU device per core.
 Torch gets the thread count (1 or 2) that is faster on this machine at start-up.
 
 Usage::
 
-    python benchmarks/bench_dpsgd.py [--steps 100] [--repeats 2] [--runs 1,16,64] [--json out.json]
+    python benchmarks/bench_dpsgd.py [--steps 100] [--repeats 2] [--runs 1,16,64]
+        [--host-devices 2] [--json out.json]
 
-Prints a table: seconds per run (median of repeats) and Opacus's s/run divided by each.
+Prints a table: seconds per run (median of repeats) and Opacus's s/run divided by each; the
+jaxaudit rows name their device count (this process: the devices JAX sees, normally 1 on CPU).
 """
 
 from __future__ import annotations
@@ -21,7 +27,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 import warnings
 
@@ -88,6 +98,33 @@ def timed(fn, repeats):
     return statistics.median(times)
 
 
+def host_device_rows(devices, args):
+    """jaxaudit's rows on ``devices`` forced host devices: this script in a subprocess with
+    ``--skip-torch --host-devices 0`` and the flag in ``XLA_FLAGS`` (replacing any device count
+    set there). R = 1 is left out: ``train_run`` is one run on one device whatever the count."""
+    runs = ",".join(v for v in args.runs.split(",") if v.strip() and int(v) > 1)
+    if not runs:
+        return []
+    flags = re.sub(r"--xla_force_host_platform_device_count=\S+", "", os.environ.get("XLA_FLAGS", ""))
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               XLA_FLAGS=f"{flags} --xla_force_host_platform_device_count={devices}".strip())
+    with tempfile.TemporaryDirectory() as tmp:
+        out_json = os.path.join(tmp, "rows.json")
+        cmd = [sys.executable, os.path.abspath(__file__), "--skip-torch", "--host-devices", "0",
+               "--steps", str(args.steps), "--repeats", str(args.repeats), "--runs", runs,
+               "--unroll", str(args.unroll), "--json", out_json]
+        if args.chunk is not None:
+            cmd += ["--chunk", str(args.chunk)]
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if out.returncode:
+            raise RuntimeError(f"jaxaudit on {devices} host devices failed:\n{out.stderr[-3000:]}")
+        for line in out.stdout.splitlines():
+            if line.startswith("jaxaudit R="):
+                print(f"[{devices} host devices] {line}", flush=True)
+        with open(out_json) as f:
+            return [(row["name"], row["runs"], row["seconds_per_run"]) for row in json.load(f)]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=100)
@@ -96,6 +133,10 @@ def main(argv=None):
     ap.add_argument("--chunk", type=int, default=None, help="jaxaudit runs per vmapped chunk")
     ap.add_argument("--unroll", type=int, default=10)
     ap.add_argument("--skip-torch", action="store_true")
+    ap.add_argument("--host-devices", default="2",
+                    help="comma-separated forced host-device counts to time jaxaudit on as well, "
+                    "each in a subprocess (0: none; default 2, the all-cores configuration of a "
+                    "two-core machine)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
@@ -148,9 +189,17 @@ def main(argv=None):
         fn()
         compile_and_first = time.perf_counter() - t0
         t = timed(fn, args.repeats if r < 64 else max(1, args.repeats - 1))
-        rows.append((f"jaxaudit vmapped, R = {r}", r, t / r))
+        devices = len(jax.devices())
+        rows.append((f"jaxaudit vmapped, R = {r}, {devices} device{'s' * (devices > 1)}", r, t / r))
         print(f"jaxaudit R={r}: {t / r:.3f} s/run (first call incl. compile {compile_and_first:.1f} s)",
               flush=True)
+
+    for devices in (int(v) for v in args.host_devices.split(",") if v.strip()):
+        if devices > 0:
+            rows.extend(host_device_rows(devices, args))
+    # each R's jaxaudit rows side by side: this process's device count, then the forced counts
+    rows = ([row for row in rows if not row[0].startswith("jaxaudit")]
+            + sorted((row for row in rows if row[0].startswith("jaxaudit")), key=lambda row: row[1]))
 
     ref = next((s for name, _, s in rows if name.startswith("Opacus")), None)
     print(f"\nSmallCNN, |D| = 100 + canary, T = {T} full-batch steps, {os.cpu_count()} CPUs")

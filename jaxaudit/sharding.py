@@ -19,11 +19,20 @@ the program on every host (on a Cloud TPU pod slice it needs no arguments::
 
 with ``jax.distributed.initialize()`` as the first line of ``my_audit.py``); ``jax.devices()`` then
 lists the devices of all hosts and the mesh built here spans them.
+
+Every CPU core (one host, no accelerator): JAX's CPU backend is one device unless
+``XLA_FLAGS=--xla_force_host_platform_device_count=N`` is set before JAX initialises its
+backend; then it has N devices and the maps here split every chunk into N shards that run
+concurrently. The ``jaxaudit`` command does this by default (one device per core);
+library users call :func:`use_all_cpu_cores` before their first JAX computation.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import re
+import warnings
 from collections.abc import Callable, Sequence
 
 import jax
@@ -31,10 +40,81 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-__all__ = ["vmap_chunked", "batch_mesh", "BATCH_AXIS"]
+__all__ = ["vmap_chunked", "batch_mesh", "use_all_cpu_cores", "cpu_core_count", "BATCH_AXIS",
+           "DEVICE_COUNT_FLAG"]
 
 #: Name of the mesh axis that carries the item (model / run / node) axis.
 BATCH_AXIS = "batch"
+
+#: The XLA flag that sets the number of JAX CPU devices (read when JAX initialises its backend).
+DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
+
+
+def cpu_core_count() -> int:
+    """CPU cores this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def _backends_initialised() -> bool:
+    from jax._src import xla_bridge
+
+    return bool(xla_bridge.backends_are_initialized())
+
+
+def use_all_cpu_cores() -> bool:
+    """Make every CPU core a JAX CPU device, so that :func:`vmap_chunked` (and the functions built
+    on it: ``canary_runs``, ``train_shadow_models``, ``posterior_nuts``) shard over all of them.
+
+    Call it after ``import jax`` and before the first JAX computation (anything that creates an
+    array or lists devices), e.g. at the top of a script::
+
+        import jax
+        from jaxaudit.sharding import use_all_cpu_cores
+
+        use_all_cpu_cores()
+        print(jax.devices())  # one CpuDevice per core
+
+    It appends ``--xla_force_host_platform_device_count=<cores>`` to ``XLA_FLAGS`` (inherited by
+    subprocesses started afterwards). It changes nothing when the user already chose: when
+    ``XLA_FLAGS`` holds that flag, when ``jax_num_cpu_devices`` is configured, or when
+    ``JAX_PLATFORMS`` (``jax_platforms``) names a platform other than ``cpu`` alone. The
+    ``jaxaudit`` command applies the same rule before it imports JAX.
+
+    Returns:
+      True when every core is, or will be once JAX starts, its own CPU device (also when the
+      user's setting or an earlier call already says so); False otherwise: another choice of the
+      user, another platform, or too late.
+
+    Warns:
+      RuntimeWarning: JAX's backend is already initialised with another number of CPU devices;
+        the device count cannot change in this process any more.
+    """
+    cores = cpu_core_count()
+    flags = os.environ.get("XLA_FLAGS", "")
+    chosen = re.search(rf"{DEVICE_COUNT_FLAG}=(\S*)", flags)
+    if jax.config.jax_num_cpu_devices >= 0:
+        return jax.config.jax_num_cpu_devices == cores
+    if chosen is not None:  # the user's (or an earlier call's) choice
+        return chosen.group(1) == str(cores)
+    platforms = (jax.config.jax_platforms or os.environ.get("JAX_PLATFORMS") or "").strip().lower()
+    if platforms not in ("", "cpu"):
+        return False
+    if _backends_initialised():
+        have = len(jax.devices("cpu"))
+        if have == cores:
+            return True
+        warnings.warn(
+            f"use_all_cpu_cores() came too late: JAX already initialised its backend with {have} "
+            f"CPU device(s) for {cores} cores, and this process keeps them. Call it before the "
+            "first JAX computation, or start Python with "
+            f"XLA_FLAGS={DEVICE_COUNT_FLAG}={cores}.",
+            RuntimeWarning, stacklevel=2,
+        )
+        return False
+    os.environ["XLA_FLAGS"] = f"{flags} {DEVICE_COUNT_FLAG}={cores}".strip()
+    return True
 
 
 def batch_mesh(devices: Sequence[jax.Device] | None = None) -> Mesh:

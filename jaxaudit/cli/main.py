@@ -4,6 +4,13 @@ Each sub-command lives in its own module ``jaxaudit.cli.<name>`` exposing
 ``register(subparsers) -> None``; ``register`` adds a parser and sets ``func`` (a callable taking
 the parsed ``argparse.Namespace`` and returning an exit code). Heavy imports (jax) happen inside
 ``func`` so that ``jaxaudit --help`` stays fast.
+
+Every CPU core by default: as the ``jaxaudit`` command, :func:`main` first appends
+``--xla_force_host_platform_device_count=<cores>`` to ``XLA_FLAGS`` (before anything imports
+jax), so JAX has one CPU device per core and the runs of every command are sharded over them
+(:mod:`jaxaudit.sharding`). Nothing is changed when ``XLA_FLAGS`` already holds that flag (set
+``XLA_FLAGS=--xla_force_host_platform_device_count=1`` for one device), when
+``JAX_NUM_CPU_DEVICES`` is set, or when ``JAX_PLATFORMS`` names a platform other than ``cpu``.
 """
 
 from __future__ import annotations
@@ -11,12 +18,37 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import os
 import sys
 
 import jaxaudit
 
 #: Sub-command modules, in the order ``--help`` lists them.
 COMMANDS = ("data", "bounds", "shadow", "bmp", "rdp", "report")
+
+#: Same as ``jaxaudit.sharding.DEVICE_COUNT_FLAG`` (that module imports jax; this one must not).
+_DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
+
+
+def _use_all_cpu_cores() -> None:
+    """One JAX CPU device per core unless the user chose otherwise (the rule of
+    :func:`jaxaudit.sharding.use_all_cpu_cores`), without importing jax."""
+    if "jax" in sys.modules:  # main() called from Python after jax was imported
+        from jaxaudit.sharding import use_all_cpu_cores
+
+        use_all_cpu_cores()  # also warns when the backend is already initialised
+        return
+    flags = os.environ.get("XLA_FLAGS", "")
+    platforms = os.environ.get("JAX_PLATFORMS", "").strip().lower()
+    if _DEVICE_COUNT_FLAG in flags or "JAX_NUM_CPU_DEVICES" in os.environ:
+        return
+    if platforms not in ("", "cpu"):
+        return
+    if hasattr(os, "sched_getaffinity"):
+        cores = len(os.sched_getaffinity(0))
+    else:
+        cores = os.cpu_count() or 1
+    os.environ["XLA_FLAGS"] = f"{flags} {_DEVICE_COUNT_FLAG}={max(1, cores)}".strip()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,7 +67,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, all_cpu_cores: bool | None = None) -> int:
+    """Run the ``jaxaudit`` command.
+
+    Args:
+      argv: the arguments after the program name (None: ``sys.argv[1:]``).
+      all_cpu_cores: make every CPU core a JAX device first (see the module docstring). None
+        (default): only when ``argv`` is None, i.e. when this is the ``jaxaudit`` command or
+        ``python -m jaxaudit``; calls from Python with explicit arguments (tests, notebooks)
+        leave the process's environment alone.
+
+    Returns:
+      The exit status: 0 on success, 2 on a usage error or a ``ValueError``/``FileNotFoundError``
+      (printed to stderr, prefixed with the command).
+    """
+    if all_cpu_cores or (all_cpu_cores is None and argv is None):
+        _use_all_cpu_cores()
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:

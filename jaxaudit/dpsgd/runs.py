@@ -148,6 +148,19 @@ def canary_runs(key, model, init_params, private_data, canary, *, num_runs, nois
     :func:`jaxaudit.sharding.vmap_chunked`). Run keys: ``jax.random.split(key, 2R)``, the first R
     for the "in" world.
 
+    Every CPU core: on CPU, JAX has a single device unless it is told otherwise before it starts,
+    and then all runs share that one device. Call :func:`jaxaudit.sharding.use_all_cpu_cores`
+    after ``import jax`` and before the first JAX computation (the ``jaxaudit`` command does it by
+    default): JAX then has one CPU device per core and the runs are split over them (two host
+    devices on a two-core machine is the configuration ``benchmarks/bench_dpsgd.py`` reports next
+    to the single device; see ``benchmarks/README.md``)::
+
+        import jax
+        from jaxaudit.sharding import use_all_cpu_cores
+
+        use_all_cpu_cores()
+        in_scores, out_scores = canary_runs(jax.random.key(0), model, params, data, canary, ...)
+
     Args:
       key: PRNG key.
       model: flax module.
@@ -160,10 +173,14 @@ def canary_runs(key, model, init_params, private_data, canary, *, num_runs, nois
       noise_multiplier: σ ≥ 0; clip_norm: C > 0; steps: T; learning_rate: η.
       sampling_rate: Poisson rate q ∈ (0, 1]; 1 is full-batch DP-GD.
       chunk_size: runs computed simultaneously (None: all 2R at once); the chunks run one after
-        another inside the same compiled call. On CPU small chunks (1–2) were fastest in
+        another inside the same compiled call. It is rounded up to a multiple of the device
+        count D and each chunk is split evenly over the devices, so with the default every device
+        gets 2R/D runs (rounded up), and ``chunk_size=1`` or ``2`` on two devices means one run
+        per device at a time. On CPU small chunks (1–2) were fastest in
         ``benchmarks/bench_dpsgd.py``: one run's batch of |D| examples already fills the
         matmuls, and wider vmapped batches fall out of cache. On accelerators use large chunks.
-      devices: devices to shard runs over (None: all visible).
+      devices: devices to shard runs over (None: all visible, e.g. one per CPU core after
+        :func:`jaxaudit.sharding.use_all_cpu_cores`).
       method: per-example gradient path, see :func:`jaxaudit.dpsgd.clipped_gradient_sum`.
       unroll: ``lax.scan`` unroll factor over steps.
 
