@@ -95,21 +95,34 @@ def test_scores_mode_subsampled_accountant_and_epsilon_calibration(tmp_path, cap
     assert "accountant" in capsys.readouterr().out
 
 
-def test_scores_mode_reproduces_the_training_audit(tmp_path, capsys):
-    """The scores a training run saved, fed back through --scores with the same σ, T, q and
-    seed, give the same records: both modes share the audit step."""
-    train = ["rdp", "--dataset", "synthetic", "--model", "logreg", "--dataset-size", "20",
-             "--public-size", "100", "--pretrain-steps", "10", "--steps", "4", "--runs", "6",
-             "--chunk", "6", "--orders", "1.5,2", "--epsilon", "4", "--quiet"]
+def test_scores_mode_reproduces_the_training_audit(tmp_path, capsys, monkeypatch):
+    """The scores of a training run, fed back through --scores with the same σ, T, q and seed,
+    give the same records: both modes share the audit step. (The training here returns fixed
+    Gaussian scores instead of training, to keep the test fast; tests/cli/test_rdp_cli.py
+    trains for real.)"""
+    import jaxaudit.dpsgd
+
+    rng = np.random.default_rng(2)
+    scores = (MU + rng.standard_normal(N)).astype(np.float32)
+    scores = scores, rng.standard_normal(N).astype(np.float32)
+    calls = []
+
+    def fake_canary_runs(key, model, init, data, canary, *, num_runs, **kw):
+        calls.append(kw["noise_multiplier"])
+        return scores[0][:num_runs].copy(), scores[1][:num_runs].copy()
+
+    monkeypatch.setattr(jaxaudit.dpsgd, "canary_runs", fake_canary_runs)
+    train = ["rdp", "--dataset", "synthetic", "--model", "logreg", "--dataset-size", "10",
+             "--public-size", "0", "--steps", str(STEPS), "--runs", str(N), "--chunk", str(N),
+             "--orders", ",".join(map(str, ORDERS)), "--epsilon", "4", "--quiet"]
     assert main(train + ["--out", str(tmp_path / "train")]) == 0
     trained = json.loads((tmp_path / "train" / "results.json").read_text())
-    chunk = np.load(tmp_path / "train" / "chunks" / "chunk_00000.npz")
-    np.save(tmp_path / "in.npy", chunk["in_scores"])
-    np.save(tmp_path / "out.npy", chunk["out_scores"])
     sigma = trained["noise_multiplier"]
-    assert main(["rdp", "--scores", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"),
-                 "--noise-multiplier", repr(sigma), "--steps", "4", "--sampling-rate", "1",
-                 "--orders", "1.5,2", "--out", str(tmp_path / "scores")]) == 0
+    assert calls == [sigma] and trained["runs_per_world"] == N
+    np.save(tmp_path / "in.npy", scores[0])
+    np.save(tmp_path / "out.npy", scores[1])
+    assert main(_args(str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), tmp_path / "scores",
+                      sigma=sigma)) == 0
     scored = json.loads((tmp_path / "scores" / "results.json").read_text())
     assert scored["records"] == trained["records"]
     assert capsys.readouterr().out.count("accountant") == 2
