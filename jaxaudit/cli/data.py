@@ -1,16 +1,17 @@
 """``jaxaudit data``: inspect and verify the data sets.
 
 ``jaxaudit data info DATASET`` prints nodes, undirected edges, features, classes, label counts and
-split sizes (cora, citeseer, csbm) or images and label counts (mnist); ``jaxaudit data verify``
-checks the SHA-256 of every known file found in the data directory and exits with status 1 if
-any is bad.
+split sizes (cora, citeseer, csbm) or images and label counts (mnist, cifar10; ``--download``
+fetches missing files); ``jaxaudit data verify`` checks every known file found in the data
+directory against its published digest (SHA-256; MD5 for the CIFAR-10 batches, see
+:mod:`jaxaudit.datasets.cifar10`) and exits with status 1 if any is bad.
 """
 
 from __future__ import annotations
 
 import argparse
 
-DATASETS = ("cora", "citeseer", "mnist", "csbm")
+DATASETS = ("cora", "citeseer", "mnist", "cifar10", "csbm")
 
 
 def register(subparsers) -> None:
@@ -18,7 +19,8 @@ def register(subparsers) -> None:
         "data",
         help="inspect and verify data sets",
         description="Inspect and verify the data sets. Data directory: --data-dir > "
-        "$JAXAUDIT_DATA > ~/.cache/jaxaudit (sub-folders planetoid/ and mnist/).",
+        "$JAXAUDIT_DATA > ~/.cache/jaxaudit (sub-folders planetoid/, mnist/ and "
+        "cifar10/cifar-10-batches-py/).",
     )
     sub = p.add_subparsers(dest="data_command", metavar="ACTION", required=True)
     info = sub.add_parser("info", help="print the size, classes and split of a data set")
@@ -27,7 +29,7 @@ def register(subparsers) -> None:
     info.add_argument("--download", action="store_true", help="fetch missing files")
     info.add_argument("--seed", type=int, default=0, help="PRNG seed for csbm (default 0)")
     info.set_defaults(func=run_info)
-    verify = sub.add_parser("verify", help="check the SHA-256 of every known file found")
+    verify = sub.add_parser("verify", help="check the digest of every known file found")
     verify.add_argument("--data-dir", default=None, help="data directory (default: $JAXAUDIT_DATA)")
     verify.set_defaults(func=run_verify)
 
@@ -53,6 +55,15 @@ def run_info(args: argparse.Namespace) -> int:
         print("classes: 10")
         print(f"label counts: {_counts(labels, 10)}")
         return 0
+    if args.dataset == "cifar10":
+        images, labels = datasets.load_cifar10("train", args.data_dir, args.download)
+        print("dataset: cifar10 (train split)")
+        print(f"images: {images.shape[0]}")
+        print(f"image shape: {images.shape[1]}x{images.shape[2]}x{images.shape[3]} uint8 (HWC)")
+        print(f"pixel range: {int(images.min())}..{int(images.max())}")
+        print("classes: 10")
+        print(f"label counts: {_counts(labels, 10)}")
+        return 0
     if args.dataset == "csbm":
         import jax
 
@@ -73,11 +84,11 @@ def run_info(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    from jaxaudit.datasets import resolve_data_dir, verify_files
+    from jaxaudit.datasets import resolve_data_dir, verify_cifar10_files, verify_files
 
     root = resolve_data_dir(args.data_dir)
     print(f"data directory: {root}")
-    results = verify_files(root)
+    results = verify_files(root) + verify_cifar10_files(root)
     for r in results:
         if r.status != "missing":
             print(f"{r.status:9s} {r.key}")

@@ -1,12 +1,15 @@
-"""Data sets: Planetoid (Cora, CiteSeer), MNIST, and the synthetic CSBM.
+"""Data sets: Planetoid (Cora, CiteSeer), MNIST, CIFAR-10, and the synthetic CSBM.
 
 Data directory resolution: explicit ``data_dir`` argument > ``JAXAUDIT_DATA`` environment
-variable > ``~/.cache/jaxaudit``; files live in ``planetoid/`` and ``mnist/`` below it. Every
-known file is checked against the SHA-256 recorded in :mod:`jaxaudit.datasets._files`;
-``download=True`` fetches missing files from their canonical public location.
+variable > ``~/.cache/jaxaudit``; files live in ``planetoid/``, ``mnist/`` and
+``cifar10/cifar-10-batches-py/`` below it. Every known file is checked against the SHA-256
+recorded in :mod:`jaxaudit.datasets._files` (the CIFAR-10 batches against their published MD5,
+see :mod:`jaxaudit.datasets.cifar10`); ``download=True`` fetches missing files from their
+canonical public location.
 """
 
 from jaxaudit.datasets._files import FileStatus, resolve_data_dir, verify_files
+from jaxaudit.datasets.cifar10 import load_cifar10, verify_cifar10_files
 from jaxaudit.datasets.csbm import edge_homophily, make_csbm
 from jaxaudit.datasets.graph import Graph
 from jaxaudit.datasets.mnist import load_mnist
@@ -16,9 +19,11 @@ __all__ = [
     "FileStatus",
     "Graph",
     "edge_homophily",
+    "load_cifar10",
     "load_mnist",
     "load_planetoid",
     "make_csbm",
     "resolve_data_dir",
+    "verify_cifar10_files",
     "verify_files",
 ]
