@@ -43,6 +43,8 @@ def _orders(text: str) -> list[float]:
 
 
 def register(subparsers) -> None:
+    from jaxaudit.dpsgd.experiment import DATASETS, MODELS
+
     p = subparsers.add_parser(
         "rdp",
         help="audit DP-SGD's Rényi-DP guarantee with canary runs (DV lower bounds)",
@@ -51,8 +53,10 @@ def register(subparsers) -> None:
         "estimator next to the accountant and threshold baselines; resumable. With --scores, "
         "audit canary scores saved by any training code instead (no training).",
     )
-    p.add_argument("--dataset", choices=("mnist", "synthetic"), default="mnist")
-    p.add_argument("--model", choices=("cnn", "mlp", "logreg"), default="cnn")
+    p.add_argument("--dataset", choices=DATASETS, default="mnist",
+                   help="data set (default mnist)")
+    p.add_argument("--model", choices=MODELS, default="cnn",
+                   help="model (default cnn, the MNIST SmallCNN; cifar_cnn for cifar10)")
     p.add_argument("--dataset-size", type=int, default=100, help="|D⁻| (default 100)")
     p.add_argument("--public-size", type=int, default=2000,
                    help="public examples for pretraining (disjoint from D⁻; 0: random init)")

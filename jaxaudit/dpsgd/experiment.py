@@ -11,23 +11,26 @@ from pathlib import Path
 import numpy as np
 
 from jaxaudit._validation import check_choice
-from jaxaudit.dpsgd.models import MLP, LogisticRegression, SmallCNN
+from jaxaudit.dpsgd.models import MLP, CifarCNN, LogisticRegression, SmallCNN
 
 __all__ = [
     "MODELS", "DATASETS", "MIN_SCORES", "make_model", "audit_data", "load_scores", "file_sha256",
     "audit_to_rundir", "records_table", "plot_audit",
 ]
 
-MODELS = ("cnn", "mlp", "logreg")
-DATASETS = ("mnist", "synthetic")
+MODELS = ("cnn", "mlp", "logreg", "cifar_cnn")
+DATASETS = ("mnist", "synthetic", "cifar10")
 #: Fewest scores per world :func:`load_scores` accepts (the audit splits each world in parts).
 MIN_SCORES = 4
 
 
 def make_model(name: str):
-    """``"cnn"`` → :class:`SmallCNN`, ``"mlp"`` → ``MLP(hidden=(32,))``, ``"logreg"``."""
+    """``"cnn"`` → :class:`SmallCNN`, ``"mlp"`` → ``MLP(hidden=(32,))``, ``"logreg"``,
+    ``"cifar_cnn"`` → :class:`CifarCNN` (the CIFAR-10 CNN of Annamalai & De Cristofaro, arXiv
+    2405.14106)."""
     check_choice("model", name, MODELS)
-    return {"cnn": SmallCNN, "mlp": lambda: MLP(hidden=(32,)), "logreg": LogisticRegression}[name]()
+    return {"cnn": SmallCNN, "mlp": lambda: MLP(hidden=(32,)), "logreg": LogisticRegression,
+            "cifar_cnn": CifarCNN}[name]()
 
 
 def _synthetic(seed: int, n: int):
@@ -40,20 +43,46 @@ def _synthetic(seed: int, n: int):
     return images.astype(np.float32), labels
 
 
-def audit_data(dataset: str, dataset_size: int, public_size: int, *, seed: int = 0, data_dir=None):
+def audit_data(dataset: str, dataset_size: int, public_size: int, *, seed: int = 0, data_dir=None,
+               verify: bool = True):
     """Private set D⁻ (the first ``dataset_size`` examples of a fixed permutation) and a disjoint
     public set (the next ``public_size``) for pretraining; images float32 in [0, 1].
 
-    MNIST uses the 10 000-image test split (:func:`jaxaudit.datasets.load_mnist`).
+    MNIST uses the 10 000-image test split (:func:`jaxaudit.datasets.load_mnist`), images
+    (N, 28, 28); CIFAR-10 the 50 000-image train split (:func:`jaxaudit.datasets.load_cifar10`),
+    images (N, 32, 32, 3) in HWC order, as Annamalai & De Cristofaro (arXiv 2405.14106), who
+    audit on (half of) CIFAR-10's train split; pixels are scaled to [0, 1] like MNIST's, with no
+    per-channel standardisation.
+
+    Args:
+      dataset: one of :data:`DATASETS`.
+      dataset_size: |D⁻| (>= 1).
+      public_size: public examples (>= 0), disjoint from D⁻.
+      seed: seed of the permutation (and of the synthetic data).
+      data_dir: data directory (see :func:`jaxaudit.datasets.resolve_data_dir`).
+      verify: checksum-verify the CIFAR-10 batches (``False`` only for files you generated;
+        MNIST is always verified, so ``False`` is refused for any other data set).
+
+    Returns:
+      ``((x, y), (x_public, y_public))``: float32 images and int32 labels.
     """
     check_choice("dataset", dataset, DATASETS)
     if dataset_size < 1 or public_size < 0:
         raise ValueError(f"dataset_size must be >= 1 and public_size >= 0, got {dataset_size}, {public_size}")
+    if not isinstance(verify, bool):
+        raise ValueError(f"verify must be True or False, got {verify!r}")
+    if not verify and dataset != "cifar10":
+        raise ValueError(f"verify=False applies only to dataset='cifar10', got dataset={dataset!r}")
     total = dataset_size + public_size
-    if dataset == "mnist":
-        from jaxaudit.datasets import load_mnist
+    if dataset in ("mnist", "cifar10"):
+        if dataset == "mnist":
+            from jaxaudit.datasets import load_mnist
 
-        images, labels = load_mnist(split="test", data_dir=data_dir)
+            images, labels = load_mnist(split="test", data_dir=data_dir)
+        else:
+            from jaxaudit.datasets import load_cifar10
+
+            images, labels = load_cifar10(split="train", data_dir=data_dir, verify=verify)
         if total > images.shape[0]:
             raise ValueError(f"dataset_size + public_size must be <= {images.shape[0]}, got {total}")
         order = np.random.default_rng(seed).permutation(images.shape[0])[:total]
