@@ -76,8 +76,9 @@ class CifarCNN(nn.Module):
     anyway, see :func:`jaxaudit.dpsgd.pretrain`), HWC instead of CHW inputs, and so the flatten
     order (h, w, c) instead of (c, h, w), a fixed permutation of fc1's input rows.
 
-    No :func:`layer_program` is defined for it, so the DP-SGD step uses the generic per-example
-    path (``method="vmap"``, also what ``"auto"`` picks).
+    Its :func:`layer_program` writes each 3×3 "SAME" convolution as an im2col matmul on the
+    zero-padded input, so the DP-SGD step takes the ghost-clipping path (``"auto"``), like
+    ``SmallCNN``.
 
     Input: images (N, 32, 32, 3) (float, e.g. in [0, 1]); output: logits (N, num_classes).
 
@@ -180,6 +181,34 @@ def _pool_tanh(z, side: int):
     return jnp.tanh(z)
 
 
+def _same_patches(x):
+    """3×3 "SAME" convolution patches: zero-pad by 1, then :func:`im2col`."""
+    return im2col(jnp.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0))), 3, 3)
+
+
+def _cifar_program():
+    """CifarCNN as six im2col convolutions and two dense layers (tanh after each conv; the 2×2
+    max pool after every second conv commutes with the monotone tanh)."""
+    layers = []
+    side = 32
+    for block, width in enumerate((32, 64, 128), start=1):
+        for j in (1, 2):
+            pool = j == 2
+            last = block == 3 and pool
+
+            def after(z, side=side, width=width, pool=pool, last=last):
+                a = jnp.tanh(z).reshape(z.shape[0], side, side, width)
+                if pool:
+                    half = side // 2
+                    a = a.reshape(z.shape[0], half, 2, half, 2, width).max(axis=(2, 4))
+                return a.reshape(z.shape[0], -1) if last else _same_patches(a)
+
+            layers.append(Layer(f"conv{block}_{j}", "conv", after))
+        side //= 2
+    layers += [Layer("fc1", "dense", jnp.tanh), Layer("fc2", "dense", lambda z: z)]
+    return (lambda x: _same_patches(jnp.asarray(x, jnp.float32))), layers
+
+
 def layer_program(model: nn.Module):
     """The model as a list of affine layers for :mod:`jaxaudit.dpsgd.private_step`.
 
@@ -206,6 +235,8 @@ def layer_program(model: nn.Module):
             Layer("fc2", "dense", lambda z: z),
         ]
         return prepare, layers
+    if isinstance(model, CifarCNN):
+        return _cifar_program()
     if isinstance(model, MLP):
         n = len(model.hidden)
         layers = [Layer(f"dense{i}", "dense", jnp.tanh) for i in range(n)]

@@ -83,7 +83,7 @@ def test_end_to_end_on_generated_batches(tmp_path):
     canary = blank_canary(x.shape[1:])
     label = worst_case_label(model, init, canary)
     # R = 2 runs per world, T = 2 steps, one at a time with train_run (the unit canary_runs
-    # vmaps; see the xfail below for why canary_runs itself cannot run a vmap-path conv model)
+    # vmaps)
     keys = jax.random.split(jax.random.key(4), 4)
     scores = [float(train_run(k, model, init, (x, y), (canary, label), include_canary=i < 2,
                               noise_multiplier=1.0, clip_norm=1.0, steps=2, learning_rate=0.01))
@@ -91,12 +91,6 @@ def test_end_to_end_on_generated_batches(tmp_path):
     assert np.isfinite(scores).all() and len(set(scores)) == 4
 
 
-@pytest.mark.xfail(raises=NotImplementedError, strict=True,
-                   reason="known bug outside this test: canary_runs shards the runs with "
-                   "shard_map, and JAX's batching rule of a grouped convolution with a batched "
-                   "kernel (per-example conv gradients of a run-batched model, method='vmap') "
-                   "raises NotImplementedError under it; SmallCNN with method='vmap' fails the "
-                   "same way. Remove the xfail once canary_runs runs CifarCNN.")
 def test_canary_runs_on_cifar_cnn(tmp_path):
     _write_train_batches(tmp_path, n=6, seed=1)
     (x, y), _ = audit_data("cifar10", 4, 0, seed=2, data_dir=tmp_path, verify=False)
