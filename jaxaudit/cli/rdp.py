@@ -5,10 +5,16 @@ Example::
     jaxaudit rdp --dataset mnist --model cnn --dataset-size 100 --epsilon 10 --delta 1e-5 \\
         --steps 100 --clip 1.0 --runs 256 --orders 1.25,1.5,2,3 --out runs/rdp_eps10/
 
-Steps: (1) the noise multiplier σ for (ε, δ) after T steps from dp_accounting's RDP accountant
-(or ``--noise-multiplier``); (2) worst-case initialisation: the model is pretrained on a public
-split disjoint from D⁻ and the canary is a blank image with the label the pretrained model finds
-least likely (saved as chunk ``init``); (3) R runs with and R without the canary, in chunks of
+The defaults follow the protocol of Annamalai & De Cristofaro's public code (arXiv 2405.14106),
+which is what reproduces their published ε_emp (docs/renyi.md): σ from the tight PLD accountant,
+SGD pretraining (lr 0.01, batch 32, 5 epochs) on all images not in D⁻, a blank canary labelled 9,
+and the update θ ← θ − 1.333·10⁻⁴ · (noisy clipped sum), i.e. ``--learning-rate`` η = 1.333·10⁻⁴·|D⁻|
+on the mean-gradient scale used here.
+
+Steps: (1) the noise multiplier σ for (ε, δ) after T steps (``--accountant pld``, or ``rdp``; or
+``--noise-multiplier``); (2) worst-case initialisation: the model is pretrained on a public
+split disjoint from D⁻ (saved as chunk ``init``), the canary is a blank image with label
+``--canary-label``; (3) R runs with and R without the canary, in chunks of
 ``--chunk`` runs per world (chunk c uses the key ``fold_in(key(seed), c)``; each finished chunk
 is saved at once, so an interrupted run resumes); (4) the audit: ``results.json`` (one record per
 order: accountant ε_α, DV point and lower bound, GDP and threshold baselines, violation flag) and
@@ -58,9 +64,23 @@ def register(subparsers) -> None:
     p.add_argument("--model", choices=MODELS, default="cnn",
                    help="model (default cnn, the MNIST SmallCNN; cifar_cnn for cifar10)")
     p.add_argument("--dataset-size", type=int, default=100, help="|D⁻| (default 100)")
-    p.add_argument("--public-size", type=int, default=2000,
-                   help="public examples for pretraining (disjoint from D⁻; 0: random init)")
-    p.add_argument("--pretrain-steps", type=int, default=300)
+    p.add_argument("--public-size", type=int, default=None,
+                   help="public examples for pretraining, disjoint from D⁻ (default: all the "
+                   "other images of the split, 2000 for synthetic; 0: random initialisation)")
+    p.add_argument("--pretrain-epochs", type=float, default=5.0,
+                   help="pretraining epochs over the public examples (default 5)")
+    p.add_argument("--pretrain-optimizer", choices=("sgd", "adam"), default="sgd",
+                   help="pretraining optimiser (default sgd)")
+    p.add_argument("--pretrain-lr", type=float, default=0.01,
+                   help="pretraining learning rate (default 0.01)")
+    p.add_argument("--pretrain-batch", type=int, default=32,
+                   help="pretraining batch size (default 32)")
+    p.add_argument("--canary-label", default="9",
+                   help="label of the blank canary: an integer (default 9, as in the published "
+                   "code) or 'worst' (the label the pretrained model finds least likely)")
+    p.add_argument("--accountant", choices=("pld", "rdp"), default="pld",
+                   help="accountant that calibrates σ from --epsilon/--delta (default pld, tight; "
+                   "the reported ε_α is the RDP accountant's at that σ either way)")
     p.add_argument("--epsilon", type=float, default=None,
                    help="target ε at --delta, calibrates σ (default 10 when training)")
     p.add_argument("--delta", type=float, default=1e-5)
@@ -69,11 +89,10 @@ def register(subparsers) -> None:
     p.add_argument("--steps", type=int, default=None,
                    help="T (default 100 when training; required with --scores)")
     p.add_argument("--clip", type=float, default=1.0)
-    p.add_argument("--learning-rate", type=float, default=0.01,
-                   help="η; the update is η·(noisy clipped sum)/(q·|D⁻|). A small η keeps the "
-                   "canary score linear in the noise, which is what makes the audit tight "
-                   "(SmallCNN, ε = 10, 48 runs per world: score separation μ ≈ 1.57 at η = 0.01 "
-                   "and 1.54 at 0.05, against 0.49 at η = 1; the accountant's μ is 1.89)")
+    p.add_argument("--learning-rate", type=float, default=None,
+                   help="η; the update is η·(noisy clipped sum)/(q·|D⁻|) (default 1.333e-4·|D⁻|: "
+                   "the published code's step of 4/30000 on the noisy sum, kept fixed for every "
+                   "|D⁻|; η = 4 on the mean gradient hides the canary, see docs/renyi.md)")
     p.add_argument("--sampling-rate", type=float, default=None,
                    help="Poisson rate q, 1: full batch (default 1 when training; required with "
                    "--scores)")
@@ -98,13 +117,18 @@ def register(subparsers) -> None:
 #: Training defaults of the options that parse to None, so that the scores mode can tell
 #: whether the user gave them.
 _TRAINING_DEFAULTS = {"epsilon": 10.0, "steps": 100, "sampling_rate": 1.0}
+#: Images in the split each data set's audit draws from (MNIST test split, CIFAR-10 train).
+_SPLIT_SIZES = {"mnist": 10_000, "cifar10": 50_000, "synthetic": None}
+#: The published step on the noisy sum: η = 4 over |D| = 30,000 (MNIST).
+_LR_ON_SUM = 4.0 / 30_000
 
 
 def _config(args: argparse.Namespace) -> dict:
     return {k: getattr(args, k) for k in (
-        "dataset", "model", "dataset_size", "public_size", "pretrain_steps", "epsilon", "delta",
-        "noise_multiplier", "steps", "clip", "learning_rate", "sampling_rate", "runs", "chunk",
-        "orders", "significance", "seed")}
+        "dataset", "model", "dataset_size", "public_size", "pretrain_epochs",
+        "pretrain_optimizer", "pretrain_lr", "pretrain_batch", "canary_label", "accountant",
+        "epsilon", "delta", "noise_multiplier", "steps", "clip", "learning_rate", "sampling_rate",
+        "runs", "chunk", "orders", "significance", "seed")}
 
 
 def _check_audit_args(args: argparse.Namespace) -> None:
@@ -129,7 +153,8 @@ def _noise_multiplier(args: argparse.Namespace) -> float:
 
     if args.noise_multiplier is not None:
         return float(args.noise_multiplier)
-    return float(noise_for_epsilon(args.epsilon, args.delta, args.steps, args.sampling_rate))
+    return float(noise_for_epsilon(args.epsilon, args.delta, args.steps, args.sampling_rate,
+                                   accountant=getattr(args, "accountant", "rdp")))
 
 
 def _audit_and_report(args, rundir, key, in_s, out_s, sigma, *, info, title, header) -> int:
@@ -207,6 +232,18 @@ def run_training(args: argparse.Namespace) -> int:
     if args.runs < 2:
         raise ValueError(f"--runs must be >= 2 (held-out split), got {args.runs}")
     check_positive("--clip", args.clip)
+    check_positive("--pretrain-epochs", args.pretrain_epochs)
+    check_positive("--pretrain-lr", args.pretrain_lr)
+    if args.pretrain_batch < 1:
+        raise ValueError(f"--pretrain-batch must be >= 1, got {args.pretrain_batch}")
+    if args.canary_label != "worst" and not args.canary_label.isdigit():
+        raise ValueError(f"--canary-label must be a non-negative integer or 'worst', "
+                         f"got {args.canary_label!r}")
+    if args.public_size is None:
+        total = _SPLIT_SIZES[args.dataset]
+        args.public_size = 2000 if total is None else max(total - args.dataset_size, 0)
+    if args.learning_rate is None:
+        args.learning_rate = _LR_ON_SUM * args.dataset_size * args.sampling_rate
     _check_audit_args(args)
 
     rundir = RunDir.open(args.out, kind="rdp", config=_config(args))
@@ -219,7 +256,9 @@ def run_training(args: argparse.Namespace) -> int:
 
     def compute_init(_name):
         if args.public_size > 0:
-            params = pretrain(k_init, model, xp, yp, steps=args.pretrain_steps)
+            steps = max(1, round(args.pretrain_epochs * args.public_size / args.pretrain_batch))
+            params = pretrain(k_init, model, xp, yp, steps=steps, learning_rate=args.pretrain_lr,
+                              batch_size=args.pretrain_batch, optimizer=args.pretrain_optimizer)
         else:
             params = model.init(k_init, x[:1])
         leaves = jax.tree.leaves(params)
@@ -229,7 +268,11 @@ def run_training(args: argparse.Namespace) -> int:
     treedef = jax.tree.structure(model.init(jax.random.key(0), x[:1]))
     init = jax.tree.unflatten(treedef, [stored[f"leaf_{i:03d}"] for i in range(len(stored))])
     canary = blank_canary(x.shape[1:])
-    label = worst_case_label(model, init, canary)
+    label = (worst_case_label(model, init, canary) if args.canary_label == "worst"
+             else int(args.canary_label))
+    num_classes = model.apply(init, canary[None]).shape[-1]
+    if not 0 <= label < num_classes:
+        raise ValueError(f"--canary-label must be in [0, {num_classes}), got {label}")
 
     chunk = min(args.chunk, args.runs)
     sizes = [min(chunk, args.runs - s) for s in range(0, args.runs, chunk)]

@@ -7,7 +7,7 @@ import numpy as np
 from jaxaudit.cli.main import main
 
 ARGS = ["rdp", "--dataset", "synthetic", "--model", "logreg", "--dataset-size", "20",
-        "--public-size", "100", "--pretrain-steps", "10", "--steps", "4", "--runs", "6",
+        "--public-size", "100", "--pretrain-epochs", "2", "--steps", "4", "--runs", "6",
         "--chunk", "3", "--orders", "1.5,2", "--epsilon", "4", "--quiet"]
 
 
@@ -17,7 +17,10 @@ def test_rdp_cli_end_to_end_and_resume(tmp_path, capsys):
     summary = json.loads((out / "results.json").read_text())
     assert summary["runs_per_world"] == 6
     sigma = summary["noise_multiplier"]
-    assert sigma > 0
+    # the published protocol's defaults: σ from the tight PLD accountant, blank canary labelled 9
+    from jaxaudit.accounting import noise_for_epsilon
+    np.testing.assert_allclose(sigma, noise_for_epsilon(4, 1e-5, 4, 1.0, accountant="pld"))
+    assert summary["canary_label"] == 9
     for rec, a in zip(summary["records"], [1.5, 2.0]):
         assert rec["order"] == a
         # full batch: ε_α = α T / (2σ²)
@@ -46,3 +49,7 @@ def test_rdp_cli_bad_input(tmp_path, capsys):
     assert "orders" in capsys.readouterr().err
     assert main(ARGS + ["--delta", "2", "--out", str(tmp_path / "b")]) == 2
     assert "delta" in capsys.readouterr().err
+    assert main(ARGS + ["--canary-label", "cat", "--out", str(tmp_path / "c")]) == 2
+    assert "canary-label" in capsys.readouterr().err
+    assert main(ARGS + ["--canary-label", "12", "--out", str(tmp_path / "d")]) == 2
+    assert "canary-label" in capsys.readouterr().err
