@@ -22,6 +22,7 @@ from jaxaudit.renyi.baselines import (
     gdp_to_rdp,
     threshold_renyi_lower_bound,
 )
+from jaxaudit.renyi.binned import binned_renyi_lower_bound
 from jaxaudit.renyi.closed_forms import gaussian_renyi, laplace_renyi
 from jaxaudit.renyi.confidence import (
     bernstein_radius,
@@ -46,6 +47,7 @@ from jaxaudit.renyi.estimate import (
     renyi_estimator,
 )
 from jaxaudit.renyi.objective import dv_objective, log_mean_exp
+from jaxaudit.renyi.planning import RunsNeeded, format_runs_needed, runs_needed
 from jaxaudit.renyi.training import CriticConfig, TrainHistory, train_critic
 
 __all__ = [
@@ -56,10 +58,12 @@ __all__ = [
     "EmaLogMeanExpState",
     "GdpLowerBound",
     "RenyiEstimate",
+    "RunsNeeded",
     "ThresholdTest",
     "TrainHistory",
     "bernstein_radius",
     "binary_renyi",
+    "binned_renyi_lower_bound",
     "clopper_pearson_epsilon_lower_bound",
     "dv_ema_init",
     "dv_objective",
@@ -68,6 +72,7 @@ __all__ = [
     "ema_surrogate",
     "estimate_renyi",
     "fit_standardiser",
+    "format_runs_needed",
     "gaussian_renyi",
     "gdp_epsilon",
     "gdp_epsilon_lower_bound",
@@ -79,6 +84,7 @@ __all__ = [
     "log_mean_exp",
     "rademacher_bound",
     "renyi_estimator",
+    "runs_needed",
     "theory_radius",
     "threshold_renyi_lower_bound",
     "train_critic",
