@@ -161,6 +161,7 @@ def _audit_and_report(args, rundir, key, in_s, out_s, sigma, *, info, title, hea
     """The step after the scores exist, shared by both modes: audit, results.json, the plot and
     the printed table."""
     from jaxaudit.dpsgd.experiment import audit_to_rundir, records_table
+    from jaxaudit.renyi import format_runs_needed, runs_needed
 
     acc = dict(noise_multiplier=sigma, sampling_rate=args.sampling_rate, steps=args.steps)
     title = f"{title} T={args.steps} q={args.sampling_rate:.3g} σ={sigma:.3g}"
@@ -172,6 +173,10 @@ def _audit_and_report(args, rundir, key, in_s, out_s, sigma, *, info, title, hea
     print(records_table(records))
     if summary["violation"]:
         print("WARNING: a lower bound exceeds the accountant (privacy violation or a bug)")
+    # How many runs would make the rigorous DV bound informative (Gaussian model of the scores).
+    need = runs_needed(in_s, out_s, args.orders, delta=args.significance)
+    print("DV lower bound (Gaussian model of these scores): "
+          + format_runs_needed(need, min(len(in_s), len(out_s))))
     print(f"wrote {rundir.path / 'results.json'} and {rundir.path / 'rdp_audit.png'}")
     return 0
 

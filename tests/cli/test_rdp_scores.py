@@ -85,7 +85,7 @@ def test_scores_mode_subsampled_accountant_and_epsilon_calibration(tmp_path, cap
     del args[i:i + 2]
     assert main(args + ["--epsilon", "4"]) == 0
     summary = json.loads((out / "results.json").read_text())
-    sigma = float(noise_for_epsilon(4.0, 1e-5, STEPS, q))
+    sigma = float(noise_for_epsilon(4.0, 1e-5, STEPS, q, accountant="pld"))  # --accountant default
     np.testing.assert_allclose(summary["noise_multiplier"], sigma, rtol=1e-12)
     assert summary["sampling_rate"] == q and summary["epsilon"] == 4.0
     expected = rdp_epsilons(noise_multiplier=sigma, sampling_rate=q, steps=STEPS,
