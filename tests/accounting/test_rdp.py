@@ -77,3 +77,19 @@ def test_bad_delta_and_epsilon():
         epsilon_for_delta(noise_multiplier=1.0, sampling_rate=1.0, steps=1, delta=1.0)
     with pytest.raises(ValueError, match="epsilon"):
         noise_for_epsilon(-1.0, 1e-5, 10, 0.1)
+
+
+@pytest.mark.parametrize("epsilon, mu", [(10.0, 2.000446), (4.38, 1.000557), (2.0, 0.501552)])
+def test_pld_calibration_is_the_tight_gaussian_value(epsilon, mu):
+    # Full-batch DP-GD for T steps is exactly μ-GDP with μ = √T/σ (Dong, Roth, Su 2022); the
+    # (ε, δ = 1e−5) pairs are the published ones (δ(ε; μ) = 1e−5). The PLD accountant must land
+    # on σ = √T/μ; the RDP accountant's conversion is looser (more noise).
+    steps = 100
+    sigma = noise_for_epsilon(epsilon, 1e-5, steps, 1.0, accountant="pld")
+    assert sigma == pytest.approx(np.sqrt(steps) / mu, rel=2e-3)
+    assert noise_for_epsilon(epsilon, 1e-5, steps, 1.0) > sigma * 1.03
+
+
+def test_unknown_accountant_is_refused():
+    with pytest.raises(ValueError, match="accountant"):
+        noise_for_epsilon(1.0, 1e-5, 10, 1.0, accountant="prv")

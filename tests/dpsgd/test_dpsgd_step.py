@@ -196,3 +196,28 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="noise_multiplier"):
         dp_gradient_step(jax.random.key(0), model, params, x, y, clip_norm=1.0,
                          noise_multiplier=float("nan"), learning_rate=0.1)
+
+
+def test_canary_gradient_enters_the_update_exactly_once():
+    # The two worlds differ only in the canary row's membership weight; with σ = 0 the difference
+    # of one step's updates is η/n̄ · clip_C(∇ℓ_canary), against the reference clipped gradient
+    # of the canary alone (flax's own layers, vmap(grad)).
+    model = SmallCNN()
+    x, y = _data(jax.random.key(21), 6, (28, 28))
+    params = model.init(jax.random.key(22), x[:1])
+    eta, normalizer, clip = 0.5, 5.0, 0.3
+    prepare, step = make_private_step(model, clip_norm=clip, noise_multiplier=0.0,
+                                      learning_rate=eta, normalizer=normalizer)
+    features = prepare(x)
+    key = jax.random.key(23)
+    member = jnp.ones(6).at[-1].set(1.0)
+    without = jnp.ones(6).at[-1].set(0.0)
+    diff = jax.tree.map(lambda a, b: np.asarray(b, np.float64) - np.asarray(a, np.float64),
+                        step(key, params, features, y, member),
+                        step(key, params, features, y, without))
+    grads = _loop_per_example_grads(model, params, x, y)
+    expected = jax.tree.map(lambda g: eta / normalizer * g, _ref_clipped_sum([grads[-1]], clip))
+    for a, b in zip(jax.tree.leaves(diff), jax.tree.leaves(expected)):
+        np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-7)
+    np.testing.assert_allclose(_tree_norm(diff), eta / normalizer * min(
+        clip, _tree_norm(grads[-1])), rtol=1e-3)
