@@ -76,7 +76,7 @@ import numpy as np
 from scipy import stats
 
 from jaxaudit._validation import check_finite, check_probability
-from jaxaudit.renyi.baselines import binary_renyi
+from jaxaudit.renyi.baselines import _split, binary_renyi
 
 __all__ = ["DEFAULT_BINS", "binned_renyi_lower_bound"]
 
@@ -353,14 +353,6 @@ def _threshold_partition(in_sel, out_sel, alpha, significance, max_candidates=51
     if upper[i_up] >= lower[i_low]:
         return _Partition(up_edges[i_up:i_up + 1], np.array([False, True]), 0)
     return _Partition(low_edges[i_low:i_low + 1], np.array([True, False]), 1, right_closed=True)
-
-
-def _split(rng, x, fraction):
-    x = rng.permutation(x)
-    k = int(np.floor(fraction * x.size))
-    if k < 2 or x.size - k < 2:
-        raise ValueError(f"selection_fraction={fraction} leaves fewer than 2 scores in a split")
-    return x[:k], x[k:]
 
 
 def _check_scores(name, x) -> np.ndarray:
