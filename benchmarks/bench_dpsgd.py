@@ -1,5 +1,5 @@
 """Benchmark: seconds per canary-training run, SmallCNN, |D| = 100 (+ canary), T = 100 full-batch
-DP-GD steps (spec renyi.md §5; issue 7).
+DP-GD steps (Annamalai & De Cristofaro, arXiv 2405.14106; see benchmarks/README.md).
 
 Side by side in one process on the same data (the first 100 MNIST test images + a blank canary):
   * jaxaudit: ``canary_runs`` vmapped over R ∈ {1, 16, 64} runs (R/2 per world; R = 1 is

@@ -1,4 +1,4 @@
-"""Thin wrappers over dp_accounting's RDP accountant (spec: renyi.md §4)."""
+"""Thin wrappers over dp_accounting's RDP accountant (Mironov, arXiv 1702.07476; Mironov, Talwar, Zhang, arXiv 1908.10530)."""
 
 from jaxaudit.accounting.rdp import (
     DEFAULT_ORDERS,

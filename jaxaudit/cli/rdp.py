@@ -1,4 +1,4 @@
-"""``jaxaudit rdp``: black-box RDP audit of DP-GD/DP-SGD with canary runs (renyi.md §4).
+"""``jaxaudit rdp``: black-box RDP audit of DP-GD/DP-SGD with canary runs (arXiv 2405.14106; docs/renyi.md).
 
 Example::
 

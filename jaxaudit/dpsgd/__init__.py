@@ -1,4 +1,4 @@
-"""Black-box DP-SGD audit (spec: renyi.md §4; Annamalai & De Cristofaro, arXiv 2405.14106).
+"""Black-box DP-SGD audit (Annamalai & De Cristofaro, arXiv 2405.14106).
 
   * :class:`SmallCNN`, :class:`MLP`, :class:`LogisticRegression` — the audited models.
   * :func:`clipped_gradient_sum`, :func:`dp_gradient_step`, :func:`make_private_step` — per-example

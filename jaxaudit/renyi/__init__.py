@@ -1,4 +1,4 @@
-"""Rényi-DP auditing with a Donsker–Varadhan critic (spec: renyi.md §1–3).
+"""Rényi-DP auditing with a Donsker–Varadhan critic (Kim, Alabi, Varshney, arXiv 2605.21938; docs/renyi.md).
 
 Everything is in RDP (Mironov) units: D_α = α × Birrell et al.'s R_α.
 

@@ -7,7 +7,7 @@ influences the critic. Boundedness (|g| ≤ M) is what the finite-sample bounds 
 ``jaxaudit.renyi.confidence`` need.
 
 References:
-  Kim, Alabi, Varshney (2026), arXiv 2605.21938 (bounded critic class Γ_Θ); spec renyi.md §2.
+  Kim, Alabi, Varshney (2026), arXiv 2605.21938 (bounded critic class Γ_Θ); docs/renyi.md.
 """
 
 from __future__ import annotations

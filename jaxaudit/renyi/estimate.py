@@ -294,7 +294,7 @@ def estimate_renyi(
 ) -> RenyiEstimate:
     """Estimate D_α between the distributions of ``x_q`` and ``x_p`` with a lower confidence bound.
 
-    Held-out protocol of Kim–Alabi–Varshney with the bounds of spec renyi.md §3: with
+    Held-out protocol of Kim–Alabi–Varshney with the held-out bounds of ``jaxaudit.renyi.confidence``: with
     probability ≥ 1 − δ over the samples, max(D_α(Q‖P), D_α(P‖Q)) ≥ ``lower`` (or D_α(Q‖P) ≥
     ``lower`` when ``both_directions=False``). Valid for any critic, whatever the training did;
     informative bounds need about 10^4 samples per world (with ~100 they are vacuous).

@@ -64,7 +64,7 @@ def dv_objective(g_q, g_p, alpha):
       0.0
 
     References:
-      Birrell et al. (2021), Theorem 2.1, multiplied by α (spec renyi.md §1).
+      Birrell et al. (2021), Theorem 2.1, multiplied by α.
     """
     alpha = jnp.asarray(alpha, dtype=jnp.result_type(g_q, float))
     return alpha / (alpha - 1.0) * log_mean_exp((alpha - 1.0) * g_q) - log_mean_exp(alpha * g_p)
