@@ -48,9 +48,13 @@ def _orders(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(f"orders must be comma-separated numbers, got {text!r}") from err
 
 
-def register(subparsers) -> None:
-    from jaxaudit.dpsgd.experiment import DATASETS, MODELS
+#: ``jaxaudit.dpsgd.experiment.DATASETS`` / ``MODELS``, spelled out so that building the parser
+#: does not import jax (``jaxaudit --help`` stays instant); a test keeps them equal.
+DATASETS = ("mnist", "synthetic", "cifar10")
+MODELS = ("cnn", "mlp", "logreg", "cifar_cnn")
 
+
+def register(subparsers) -> None:
     p = subparsers.add_parser(
         "rdp",
         help="audit DP-SGD's Rényi-DP guarantee with canary runs (DV lower bounds)",

@@ -54,3 +54,19 @@ def test_rdp_cli_bad_input(tmp_path, capsys):
     assert "canary-label" in capsys.readouterr().err
     assert main(ARGS + ["--canary-label", "12", "--out", str(tmp_path / "d")]) == 2
     assert "canary-label" in capsys.readouterr().err
+
+
+def test_parser_choices_match_the_library_and_help_does_not_import_jax():
+    import subprocess
+    import sys
+
+    from jaxaudit.cli import rdp
+    from jaxaudit.dpsgd import experiment
+
+    assert set(rdp.DATASETS) == set(experiment.DATASETS)
+    assert set(rdp.MODELS) == set(experiment.MODELS)
+    code = ("import sys; from jaxaudit.cli.main import main\n"
+            "try:\n    main(['rdp', '--help'])\nexcept SystemExit:\n    pass\n"
+            "print('jax' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip().splitlines()[-1] == "False", out.stdout[-2000:] + out.stderr[-2000:]
