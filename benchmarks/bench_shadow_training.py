@@ -9,7 +9,7 @@ model (median of ``--repeats`` timed runs after the compile), the compile time (
 timed run), and PyG s/model divided by jaxaudit s/model.
 
 Run:
-    JAXAUDIT_DATA=/work/shared/data python benchmarks/bench_shadow_training.py \
+    JAXAUDIT_DATA=../shared/data python benchmarks/bench_shadow_training.py \
         --models 1 8 32 128 --repeats 3 --pyg-models 5 [--torch-threads 1]
 """
 
