@@ -144,18 +144,17 @@ def fetch_url(url: str, dest: Path) -> None:
         shutil.copyfileobj(response, out, _CHUNK)
 
 
-def download_file(key: str, dest: Path) -> None:
-    """Download ``key`` from its canonical locations to ``dest``, verified before the rename.
+def fetch_first(urls: Iterable[str], folder: Path, label: str, use) -> None:
+    """Fetch the first of ``urls`` that answers into a temporary file in ``folder`` and call
+    ``use(tmp)`` on it (verify, then rename or extract); the temporary file is always removed.
 
-    The bytes go to a temporary file in ``dest``'s folder; a checksum mismatch deletes it and
-    raises ``ValueError``; only a verified file is renamed to ``dest``.
+    Raises ``FileNotFoundError`` naming ``label`` and every URL's error when none answers; errors
+    raised by ``use`` (a checksum mismatch: ``ValueError``) propagate.
     """
-    sub, name = key.split("/", 1)
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     errors = []
-    for base in BASE_URLS[sub]:
-        url = base + name
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=dest.parent)
+    for url in urls:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{Path(label).name}.", suffix=".part", dir=folder)
         os.close(fd)
         tmp = Path(tmp_name)
         try:
@@ -164,13 +163,27 @@ def download_file(key: str, dest: Path) -> None:
             except OSError as err:
                 errors.append(f"{url}: {err}")
                 continue
-            check_file(tmp, key)
-            os.replace(tmp, dest)
+            use(tmp)
             return
         finally:
             if tmp.exists():
                 tmp.unlink()
-    raise FileNotFoundError(f"could not download {key}: " + "; ".join(errors))
+    raise FileNotFoundError(f"could not download {label}: " + "; ".join(errors))
+
+
+def download_file(key: str, dest: Path) -> None:
+    """Download ``key`` from its canonical locations to ``dest``, verified before the rename.
+
+    The bytes go to a temporary file in ``dest``'s folder; a checksum mismatch deletes it and
+    raises ``ValueError``; only a verified file is renamed to ``dest``.
+    """
+    sub, name = key.split("/", 1)
+
+    def use(tmp: Path) -> None:
+        check_file(tmp, key)
+        os.replace(tmp, dest)
+
+    fetch_first([base + name for base in BASE_URLS[sub]], dest.parent, key, use)
 
 
 def require_files(

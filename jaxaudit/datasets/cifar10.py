@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxaudit._validation import check_choice
-from jaxaudit.datasets._files import ENV_VAR, FileStatus, fetch_url, resolve_data_dir
+from jaxaudit.datasets._files import ENV_VAR, FileStatus, fetch_first, resolve_data_dir
 
 __all__ = ["load_cifar10", "verify_cifar10_files", "cifar10_folder"]
 
@@ -222,26 +222,14 @@ def _extract_batches(archive: Path, names, folder: Path, verify: bool) -> None:
 def _download(names, folder: Path, verify: bool) -> None:
     """Fetch the archive from :data:`ARCHIVE_URLS` (first that answers), verify it (with
     ``verify``), extract ``names`` into ``folder`` and delete the archive."""
+
+    def use(tmp: Path) -> None:
+        if verify:
+            _check_archive_digest(tmp)
+        _extract_batches(tmp, names, folder, verify)
+
     folder.mkdir(parents=True, exist_ok=True)
-    errors = []
-    for url in ARCHIVE_URLS:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{ARCHIVE}.", suffix=".part", dir=folder.parent)
-        os.close(fd)
-        tmp = Path(tmp_name)
-        try:
-            try:
-                fetch_url(url, tmp)
-            except OSError as err:
-                errors.append(f"{url}: {err}")
-                continue
-            if verify:
-                _check_archive_digest(tmp)
-            _extract_batches(tmp, names, folder, verify)
-            return
-        finally:
-            if tmp.exists():
-                tmp.unlink()
-    raise FileNotFoundError(f"could not download {ARCHIVE}: " + "; ".join(errors))
+    fetch_first(ARCHIVE_URLS, folder.parent, ARCHIVE, use)
 
 
 def load_cifar10(split: str = "train", data_dir=None, download: bool = False, *,
