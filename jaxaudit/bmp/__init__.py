@@ -1,6 +1,7 @@
 """Bayesian membership privacy: theory, NUTS posterior, end-to-end audit (spec: bmp.md)."""
 
 from jaxaudit.bmp.audit import BmpAudit, audit_bmp, audit_from_scores, node_degrees
+from jaxaudit.bmp.certified import CertifiedEpsilons, certified_epsilons, clopper_pearson_upper
 from jaxaudit.bmp.leakage import (
     LeakageEstimate,
     poisson_leakage,
@@ -50,6 +51,7 @@ from jaxaudit.mia.types import ErrorCounts
 
 __all__ = [
     "BmpAudit",
+    "CertifiedEpsilons",
     "ErrorCounts",
     "GridPosterior",
     "JeffreysEstimate",
@@ -58,6 +60,8 @@ __all__ = [
     "audit_bmp",
     "audit_from_scores",
     "band_area",
+    "certified_epsilons",
+    "clopper_pearson_upper",
     "bayes_optimal_errors",
     "compose",
     "compose_with_sampling",
