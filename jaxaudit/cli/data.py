@@ -2,9 +2,12 @@
 
 ``jaxaudit data info DATASET`` prints nodes, undirected edges, features, classes, label counts and
 split sizes (cora, citeseer, csbm) or images and label counts (mnist, cifar10; ``--download``
-fetches missing files); ``jaxaudit data verify`` checks every known file found in the data
-directory against its published digest (SHA-256; MD5 for the CIFAR-10 batches, see
-:mod:`jaxaudit.datasets.cifar10`) and exits with status 1 if any is bad.
+fetches missing files); ``jaxaudit data download [NAME ...]`` fetches the missing files of the
+named data sets (all of them by default) from their canonical locations and verifies them;
+``jaxaudit data verify`` checks every known file found in the data directory against its
+published digest (SHA-256; MD5 for the CIFAR-10 batches, see :mod:`jaxaudit.datasets.cifar10`),
+reports the files missing from a partly present data set, and exits with status 1 if any file is
+bad or missing (2 if the folder does not exist).
 """
 
 from __future__ import annotations
@@ -12,6 +15,9 @@ from __future__ import annotations
 import argparse
 
 DATASETS = ("cora", "citeseer", "mnist", "cifar10", "csbm")
+#: The data sets stored in files (same as ``jaxaudit.datasets.fetch.DATASETS``; spelled out so
+#: that ``jaxaudit --help`` does not import jax).
+FILE_DATASETS = ("cora", "citeseer", "mnist", "cifar10")
 
 
 def register(subparsers) -> None:
@@ -32,6 +38,14 @@ def register(subparsers) -> None:
     verify = sub.add_parser("verify", help="check the digest of every known file found")
     verify.add_argument("--data-dir", default=None, help="data directory (default: $JAXAUDIT_DATA)")
     verify.set_defaults(func=run_verify)
+    download = sub.add_parser(
+        "download", help="fetch the missing files of data sets from their canonical locations")
+    download.add_argument("names", nargs="*", metavar="NAME",
+                          help=f"data sets to fetch, among {', '.join(FILE_DATASETS)} "
+                          "(default: all of them)")
+    download.add_argument("--data-dir", default=None,
+                          help="data directory (default: $JAXAUDIT_DATA, else ~/.cache/jaxaudit)")
+    download.set_defaults(func=run_download)
 
 
 def _counts(labels, num_classes: int) -> str:
@@ -85,14 +99,46 @@ def run_info(args: argparse.Namespace) -> int:
 
 def run_verify(args: argparse.Namespace) -> int:
     from jaxaudit.datasets import resolve_data_dir, verify_cifar10_files, verify_files
+    from jaxaudit.datasets.fetch import dataset_files
 
     root = resolve_data_dir(args.data_dir)
+    if not root.is_dir():
+        raise FileNotFoundError(f"data directory {root} does not exist (--data-dir or "
+                                "$JAXAUDIT_DATA; `jaxaudit data download` creates it)")
     print(f"data directory: {root}")
     results = verify_files(root) + verify_cifar10_files(root)
     for r in results:
         if r.status != "missing":
             print(f"{r.status:9s} {r.key}")
+    # A data set (split) with some of its files present and others missing is incomplete.
+    missing = []
+    for name, splits in (("cora", [None]), ("citeseer", [None]), ("mnist", ["test", "train"]),
+                         ("cifar10", ["test", "train"])):
+        for split in splits:
+            paths = dataset_files(name, root, split)
+            absent = [p for p in paths if not p.is_file()]
+            if absent and len(absent) < len(paths):
+                missing += absent
+    for path in missing:
+        print(f"{'missing':9s} {path.relative_to(root)}")
     found = [r for r in results if r.status != "missing"]
     bad = [r for r in results if r.status == "bad"]
-    print(f"{len(found)} known files found, {len(bad)} bad")
-    return 1 if bad else 0
+    print(f"{len(found)} known files found, {len(bad)} bad, {len(missing)} missing from a "
+          "partly present data set")
+    return 1 if bad or missing else 0
+
+
+def run_download(args: argparse.Namespace) -> int:
+    from jaxaudit.datasets import resolve_data_dir
+    from jaxaudit.datasets.fetch import download_dataset
+
+    for name in args.names:
+        if name not in FILE_DATASETS:
+            raise ValueError(f"NAME must be among {', '.join(FILE_DATASETS)}, got {name!r}")
+    root = resolve_data_dir(args.data_dir)
+    print(f"data directory: {root}")
+    for name in args.names or FILE_DATASETS:
+        fetched = download_dataset(name, root)
+        state = f"fetched {len(fetched)} file(s)" if fetched else "already present"
+        print(f"{name}: {state}, verified")
+    return 0

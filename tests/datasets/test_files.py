@@ -22,6 +22,7 @@ def test_resolution_order(monkeypatch, tmp_path):
     assert resolve_data_dir() == (tmp_path / "home" / ".cache" / "jaxaudit").resolve()
 
 
+@pytest.mark.needs_data("cora", "citeseer")
 def test_table_matches_shared_files():
     """Every file present in the shared data folder has the checksum of the table."""
     statuses = {s.key: s.status for s in verify_files()}
@@ -34,6 +35,7 @@ def test_table_matches_shared_files():
             assert hashlib.sha256(gzip.open(SHARED / key).read()).hexdigest() == expected
 
 
+@pytest.mark.needs_data("mnist")
 def test_verify_reports_bad_and_missing(tmp_path):
     (tmp_path / "mnist").mkdir()
     src = SHARED / "mnist" / "t10k-labels-idx1-ubyte.gz"
@@ -51,6 +53,7 @@ def _mirror(tmp_path, sub, pattern):
     return source
 
 
+@pytest.mark.needs_data("cora")
 def test_download_file_url(monkeypatch, tmp_path):
     source = _mirror(tmp_path, "planetoid", "ind.cora.*")
     monkeypatch.setitem(_files.BASE_URLS, "planetoid", (source.as_uri() + "/",))
@@ -62,6 +65,7 @@ def test_download_file_url(monkeypatch, tmp_path):
     )
 
 
+@pytest.mark.needs_data("mnist")
 def test_download_tampered_is_refused_and_not_kept(monkeypatch, tmp_path):
     source = _mirror(tmp_path, "mnist", "t10k-*")
     data = bytearray((source / "t10k-labels-idx1-ubyte.gz").read_bytes())
@@ -74,6 +78,7 @@ def test_download_tampered_is_refused_and_not_kept(monkeypatch, tmp_path):
     assert [p.name for p in (target / "mnist").iterdir()] == ["t10k-images-idx3-ubyte.gz"]
 
 
+@pytest.mark.needs_data("mnist")
 def test_download_falls_back_to_next_mirror(monkeypatch, tmp_path):
     source = _mirror(tmp_path, "mnist", "t10k-*")
     dead = Path(tmp_path / "nowhere").as_uri() + "/"

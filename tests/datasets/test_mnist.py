@@ -14,6 +14,7 @@ from jaxaudit.datasets.mnist import _read_idx
 TEST_LABEL_COUNTS = [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
 
 
+@pytest.mark.needs_data("mnist")
 def test_test_split():
     images, labels = load_mnist("test")
     assert images.shape == (10000, 28, 28) and images.dtype == np.uint8
@@ -30,6 +31,7 @@ def test_bad_split():
         load_mnist("validation")
 
 
+@pytest.mark.needs_data("mnist")
 def test_train_missing_gives_remedies(tmp_path):
     shutil.copytree(resolve_data_dir() / "mnist", tmp_path / "mnist")
     with pytest.raises(FileNotFoundError) as info:
@@ -39,6 +41,7 @@ def test_train_missing_gives_remedies(tmp_path):
     assert "download=True" in msg and "JAXAUDIT_DATA" in msg
 
 
+@pytest.mark.needs_data("mnist")
 def test_truncated_copy_refused(tmp_path):
     path = _copy_test_split(tmp_path) / "t10k-images-idx3-ubyte.gz"
     path.write_bytes(path.read_bytes()[:-1000])
@@ -53,6 +56,7 @@ def _copy_test_split(tmp_path):
     return tmp_path / "mnist"
 
 
+@pytest.mark.needs_data("mnist")
 def test_other_gzip_container_accepted(tmp_path):
     """Mirrors differ in the gzip header/compression: the decompressed content is what counts."""
     folder = _copy_test_split(tmp_path)
@@ -65,6 +69,7 @@ def test_other_gzip_container_accepted(tmp_path):
     np.testing.assert_array_equal(np.bincount(labels), TEST_LABEL_COUNTS)
 
 
+@pytest.mark.needs_data("mnist")
 def test_altered_content_refused(tmp_path):
     """A valid gzip file whose content differs by one label is refused."""
     folder = _copy_test_split(tmp_path)

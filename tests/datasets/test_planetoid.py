@@ -36,6 +36,7 @@ def _test_index(name):
     return np.loadtxt(path, dtype=np.int64)
 
 
+@pytest.mark.needs_data("cora", "citeseer")
 def test_sizes_and_split(graph):
     facts = FACTS[graph.name]
     assert graph.num_nodes == facts["nodes"]
@@ -55,6 +56,7 @@ def test_sizes_and_split(graph):
     assert set(np.unique(np.asarray(graph.features))) <= {0.0, 1.0}
 
 
+@pytest.mark.needs_data("cora", "citeseer")
 def test_edges_undirected_without_self_loops(graph):
     s, r = np.asarray(graph.senders), np.asarray(graph.receivers)
     assert s.dtype == np.int32 and r.dtype == np.int32
@@ -65,6 +67,7 @@ def test_edges_undirected_without_self_loops(graph):
     assert s.min() >= 0 and max(s.max(), r.max()) < graph.num_nodes
 
 
+@pytest.mark.needs_data("cora", "citeseer")
 def test_matches_raw_pickles(graph):
     """Independent reassembly: test rows sit at test.index, train rows are x/y, edges from dict."""
     name = graph.name
@@ -83,11 +86,13 @@ def test_matches_raw_pickles(graph):
     assert got == expected
 
 
+@pytest.mark.needs_data("cora")
 def test_cora_label_counts():
     graph = load_planetoid("Cora")
     np.testing.assert_array_equal(np.bincount(np.asarray(graph.labels)), CORA_LABEL_COUNTS)
 
 
+@pytest.mark.needs_data("citeseer")
 def test_citeseer_missing_test_rows_zero_padded():
     graph = _load("citeseer")
     test_index = _test_index("citeseer")
@@ -115,6 +120,7 @@ def _copy_planetoid(tmp_path, name="cora"):
     return dst
 
 
+@pytest.mark.needs_data("cora")
 def test_truncated_file_refused(tmp_path):
     folder = _copy_planetoid(tmp_path)
     data = (folder / "ind.cora.graph").read_bytes()
@@ -123,6 +129,7 @@ def test_truncated_file_refused(tmp_path):
         load_planetoid("cora", data_dir=tmp_path)
 
 
+@pytest.mark.needs_data("cora")
 def test_altered_file_refused(tmp_path):
     folder = _copy_planetoid(tmp_path)
     data = bytearray((folder / "ind.cora.tx").read_bytes())

@@ -108,6 +108,7 @@ def test_canary_runs_bad_input():
                     **{**kw, "num_runs": 0})
 
 
+@pytest.mark.needs_data("mnist")
 def test_mnist_smoke_every_stage():
     images, labels = load_mnist(split="test")
     x = images.astype(np.float32) / 255.0
@@ -142,6 +143,7 @@ def _auc(a, b):
     return auc, se
 
 
+@pytest.mark.needs_data("mnist")
 def test_worst_case_initialisation_is_more_distinguishable():
     """MLP on MNIST, C = 10 (canary gradient unclipped): from the pretrained initialisation the
     blank canary's worst-case label is nearly impossible and its gradient is about twice as large

@@ -83,6 +83,7 @@ def cora():
     return load_planetoid("cora")
 
 
+@pytest.mark.needs_data("cora")
 @pytest.mark.parametrize("model,threshold", [("gcn", 0.78), ("sage", 0.75), ("gat", 0.75)])
 def test_cora_standard_split_accuracy(cora, model, threshold):
     module, params = train_gnn(jax.random.key(0), cora, model, cora.train_mask)

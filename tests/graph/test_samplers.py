@@ -31,6 +31,7 @@ def _draws(sampler, graph, num, seed=0):
     return jax.jit(jax.vmap(lambda k: sampler(k, graph)))(keys)
 
 
+@pytest.mark.needs_data("cora")
 def test_poisson_mean_q_per_node(cora):
     q = 0.3
     s = _draws(poisson_sampler(q), cora, K)
@@ -42,6 +43,7 @@ def test_poisson_mean_q_per_node(cora):
     assert np.array_equal(np.asarray(s.edge_mask[0]), np.asarray(induced_edges(cora, s.node_mask[0])))
 
 
+@pytest.mark.needs_data("cora")
 def test_uniform_exact_size_and_prior(cora):
     ratio = 0.37
     s = _draws(uniform_sampler(ratio), cora, K, seed=1)
@@ -52,6 +54,7 @@ def test_uniform_exact_size_and_prior(cora):
     assert np.all(np.asarray(se) == 0)
 
 
+@pytest.mark.needs_data("cora")
 def test_monte_carlo_prior_standard_error_coverage(cora):
     """The stated s.e. sqrt(η(1-η)/K) gives 95% intervals covering the exact η ≈ 95% of nodes."""
     sampler = uniform_sampler(0.5)
@@ -79,6 +82,7 @@ def _forest_checks(graph, sample, max_neighbors, num_seeds):
     assert deg.max() <= max_neighbors + 1
 
 
+@pytest.mark.needs_data("cora")
 def test_snowball_growth_on_cora(cora):
     sampler = snowball_sampler(0.5, seeds_per_class=10, max_neighbors=3)
     s = _draws(sampler, cora, 8, seed=2)
@@ -108,6 +112,7 @@ def test_snowball_stops_at_the_seeds_components():
     assert (nodes.sum(1) == 7).all() and nodes[:, :6].all()
 
 
+@pytest.mark.needs_data("cora")
 def test_snowball_prior_far_from_uniform(cora):
     sampler = snowball_sampler(0.5)
     eta, se = inclusion_probabilities(jax.random.key(3), sampler, cora, num_draws=200)
@@ -125,6 +130,7 @@ def test_snowball_prior_far_from_uniform(cora):
     assert eta[~giant].mean() < eta[giant].mean() - 0.1
 
 
+@pytest.mark.needs_data("cora")
 def test_random_walk_exact_size_and_induced_edges(cora):
     s = _draws(random_walk_sampler(0.2), cora, 4, seed=4)
     assert set(np.asarray(s.node_mask).sum(1).tolist()) == {round(0.2 * cora.num_nodes)}
