@@ -31,7 +31,7 @@ _EXPORTS: dict[str, str] = {
          "gdp_delta"], "bounds"),
     # GNN shadow models and node-level MIA
     **dict.fromkeys(
-        ["GCN", "GraphSAGE", "GAT", "train_shadow_models", "poisson_sampler", "uniform_sampler",
+        ["Graph", "GCN", "GraphSAGE", "GAT", "train_shadow_models", "poisson_sampler", "uniform_sampler",
          "snowball_sampler", "random_walk_sampler", "inclusion_probabilities"], "graph"),
     **dict.fromkeys(
         ["ErrorCounts", "lira_loo", "bayes_decision", "error_counts", "roc_auc", "tpr_at_fpr"],
@@ -47,7 +47,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["SmallCNN", "pretrain", "canary_runs", "audit_dpsgd"], "dpsgd"),
     **dict.fromkeys(["rdp_epsilons", "epsilon_for_delta", "noise_for_epsilon"], "accounting"),
     # data, run folders, reports, sharding
-    **dict.fromkeys(["Graph", "load_planetoid", "load_mnist", "make_csbm"], "datasets"),
+    **dict.fromkeys(["load_planetoid", "load_mnist", "make_csbm"], "datasets"),
     **dict.fromkeys(["RunDir", "load_results"], "runs"),
     "render_report": "report",
     "vmap_chunked": "sharding",

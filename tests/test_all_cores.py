@@ -125,7 +125,7 @@ def test_canary_runs_default_chunk_splits_runs_over_two_devices():
     result = _run("""
         import json
         import jax, numpy as np
-        import jaxaudit.dpsgd.runs as runs
+        import jaxaudit.dpsgd.canary_training as runs
         from jaxaudit.dpsgd import LogisticRegression, canary_runs
 
         shards = []

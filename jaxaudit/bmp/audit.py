@@ -13,6 +13,7 @@ import numpy as np
 from jaxaudit._validation import check_probability, check_shape
 from jaxaudit.bmp.likelihood import PRIOR_VARIANCE
 from jaxaudit.bmp.posterior import jeffreys_estimate, posterior_nuts, posterior_quantiles
+from jaxaudit.graph.types import node_degrees
 from jaxaudit.mia.types import ErrorCounts
 
 __all__ = ["BmpAudit", "audit_bmp", "audit_from_scores", "node_degrees"]
@@ -57,11 +58,6 @@ class BmpAudit(NamedTuple):
     divergences: np.ndarray
     masks: np.ndarray
     scores: np.ndarray
-
-
-def node_degrees(graph) -> np.ndarray:
-    """Degrees from the (both-direction) edge list of a ``Graph``."""
-    return np.bincount(np.asarray(graph.senders), minlength=graph.num_nodes)
 
 
 def audit_from_scores(key, scores, masks, eta, *, eta_se=None, degree=None,

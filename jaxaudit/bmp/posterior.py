@@ -20,7 +20,7 @@ import numpy as np
 from blackjax.adaptation.base import get_filter_adapt_info_fn
 from scipy import special as sp_special
 
-from jaxaudit._validation import check_finite, check_nonnegative, check_positive
+from jaxaudit._validation import check_finite, check_positive
 from jaxaudit.bmp.likelihood import (
     PRIOR_VARIANCE,
     band_area,
@@ -31,7 +31,7 @@ from jaxaudit.bmp.likelihood import (
     log_joint_noncentered,
 )
 from jaxaudit.bmp.region import epsilons_from_errors, tradeoff_curve
-from jaxaudit.mia.types import ErrorCounts
+from jaxaudit.mia.types import ErrorCounts, validate_counts
 from jaxaudit.sharding import vmap_chunked
 
 __all__ = [
@@ -66,33 +66,6 @@ class NutsPosterior(NamedTuple):
     ess: jax.Array
     divergences: jax.Array
     mean_steps: jax.Array
-
-
-def validate_counts(counts) -> ErrorCounts:
-    """Check an ``ErrorCounts`` (non-negative integers, fp ≤ n0, fn ≤ n1, n0, n1 ≥ 1, same shape)
-    and return it as float arrays. Raises ``ValueError`` naming the field."""
-    if not isinstance(counts, ErrorCounts):
-        if isinstance(counts, tuple | list) and len(counts) == 4:
-            counts = ErrorCounts(*counts)
-        else:
-            raise ValueError(f"counts must be an ErrorCounts(fp, n0, fn, n1), got {type(counts)}")
-    arrays = {}
-    for name in ErrorCounts._fields:
-        arr = check_nonnegative(f"counts.{name}", check_finite(f"counts.{name}",
-                                                               getattr(counts, name)))
-        if np.any(arr != np.round(arr)):
-            raise ValueError(f"counts.{name} must hold integers")
-        arrays[name] = arr
-    shapes = {a.shape for a in arrays.values()}
-    if len(shapes) != 1:
-        raise ValueError(f"counts fields must share one shape, got {[a.shape for a in arrays.values()]}")
-    check_positive("counts.n0", arrays["n0"])
-    check_positive("counts.n1", arrays["n1"])
-    if np.any(arrays["fp"] > arrays["n0"]):
-        raise ValueError("counts.fp must be <= counts.n0")
-    if np.any(arrays["fn"] > arrays["n1"]):
-        raise ValueError("counts.fn must be <= counts.n1")
-    return ErrorCounts(**arrays)
 
 
 def _check_strength(attack_strength):
@@ -237,7 +210,7 @@ def posterior_nuts(key, counts, *, attack_strength=None, num_warmup: int = 500,
       :class:`NutsPosterior`.
 
     Example:
-      >>> from jaxaudit.mia.types import ErrorCounts
+      >>> from jaxaudit.mia.types import ErrorCounts, validate_counts
       >>> post = posterior_nuts(jax.random.key(0), ErrorCounts(10, 100, 30, 100),
       ...                       num_warmup=200, num_samples=200)
       >>> post.eps_l.shape

@@ -4,25 +4,11 @@ Per-target posterior success β(ε, p) = sigmoid(ε + logit p), high-probability
 of n targets an attack can get right (ε-DP, (ε, δ)-DP, f-DP), the exact Poisson-binomial engine
 underneath, prior encodings of common attacks, and prior-work baselines.
 
-Modules: ``posterior`` (β, gain), ``poisson_binomial`` (engine), ``count_bound`` (tail and count
-bounds), ``fdp`` (trade-off functions, δ_f(ε)), ``priors`` (attack encodings), ``baselines``
-(KGK+, Balle ReRo, Hayes, Steinke, MMC).
+Modules: ``success`` (posterior success β, gain), ``poisson_binomial`` (engine), ``count_bound``
+(tail and count bounds), ``fdp`` (trade-off functions, δ_f(ε)), ``priors`` (attack encodings),
+``prior_work`` (the bounds of prior work: KGK+, Balle ReRo, Hayes, Steinke, MMC).
 """
 
-from jaxaudit.bounds.baselines import (
-    balle_rero_pure,
-    balle_rero_rdp,
-    balle_rero_zcdp,
-    hayes_gaussian,
-    inverse_blowup_gdp,
-    inverse_blowup_pure,
-    kgk_bound_approx,
-    kgk_bound_gdp,
-    kgk_bound_pure,
-    mmc_reject,
-    mmc_threshold,
-    steinke_p_value,
-)
 from jaxaudit.bounds.count_bound import (
     fdp_epsilon_grid,
     success_count_bound,
@@ -40,7 +26,20 @@ from jaxaudit.bounds.poisson_binomial import (
     poisson_binomial_logsf_exact,
     poisson_binomial_tail,
 )
-from jaxaudit.bounds.posterior import gain, gain_ratio, max_gain, max_gain_prior, posterior_success
+from jaxaudit.bounds.prior_work import (
+    balle_rero_pure,
+    balle_rero_rdp,
+    balle_rero_zcdp,
+    hayes_gaussian,
+    inverse_blowup_gdp,
+    inverse_blowup_pure,
+    kgk_bound_approx,
+    kgk_bound_gdp,
+    kgk_bound_pure,
+    mmc_reject,
+    mmc_threshold,
+    steinke_p_value,
+)
 from jaxaudit.bounds.priors import (
     attribute_inference_prior,
     ball_mass,
@@ -52,6 +51,7 @@ from jaxaudit.bounds.priors import (
     uniform_prior,
     zipf_prior,
 )
+from jaxaudit.bounds.success import gain, gain_ratio, max_gain, max_gain_prior, posterior_success
 
 __all__ = [
     # posterior success and gain

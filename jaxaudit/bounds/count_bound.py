@@ -42,7 +42,7 @@ from jaxaudit.bounds.poisson_binomial import (
     poisson_binomial_isf,
     poisson_binomial_tail,
 )
-from jaxaudit.bounds.posterior import posterior_success
+from jaxaudit.bounds.success import posterior_success
 
 __all__ = [
     "success_tail",

@@ -11,9 +11,9 @@ canonical public location.
 from jaxaudit.datasets._files import FileStatus, resolve_data_dir, verify_files
 from jaxaudit.datasets.cifar10 import load_cifar10, verify_cifar10_files
 from jaxaudit.datasets.csbm import edge_homophily, make_csbm
-from jaxaudit.datasets.graph import Graph
 from jaxaudit.datasets.mnist import load_mnist
 from jaxaudit.datasets.planetoid import load_planetoid
+from jaxaudit.graph.types import Graph
 
 __all__ = [
     "FileStatus",

@@ -37,7 +37,7 @@ from jaxaudit._validation import (
     check_positive,
     check_probability,
 )
-from jaxaudit.datasets.graph import Graph
+from jaxaudit.graph.types import Graph
 
 _ROW_BLOCK = 512
 

@@ -25,7 +25,7 @@ import scipy.sparse as sp
 
 from jaxaudit._validation import check_choice
 from jaxaudit.datasets._files import require_files
-from jaxaudit.datasets.graph import Graph
+from jaxaudit.graph.types import Graph
 
 PLANETOID_NAMES = ("cora", "citeseer")
 _PARTS = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")

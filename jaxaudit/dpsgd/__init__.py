@@ -10,6 +10,7 @@
 
 from jaxaudit.dpsgd.audit import OrderAudit, audit_dpsgd
 from jaxaudit.dpsgd.canary import blank_canary, worst_case_label
+from jaxaudit.dpsgd.canary_training import canary_runs, canary_score, train_run
 from jaxaudit.dpsgd.models import MLP, LogisticRegression, SmallCNN
 from jaxaudit.dpsgd.pretrain import pretrain
 from jaxaudit.dpsgd.private_step import (
@@ -18,7 +19,6 @@ from jaxaudit.dpsgd.private_step import (
     dp_gradient_step,
     make_private_step,
 )
-from jaxaudit.dpsgd.runs import canary_runs, canary_score, train_run
 
 __all__ = [
     "LogisticRegression",

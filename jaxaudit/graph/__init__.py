@@ -11,7 +11,7 @@ from jaxaudit.graph.samplers import (
     snowball_sampler,
     uniform_sampler,
 )
-from jaxaudit.graph.training import (
+from jaxaudit.graph.shadow_models import (
     EDGE_ACCESS,
     ShadowModels,
     gnn_logits,
@@ -20,11 +20,13 @@ from jaxaudit.graph.training import (
     train_shadow_models,
     true_class_logit,
 )
+from jaxaudit.graph.types import Graph, node_degrees
 
 __all__ = [
     "EDGE_ACCESS",
     "GAT",
     "GCN",
+    "Graph",
     "GraphSAGE",
     "Sample",
     "ShadowModels",
@@ -32,6 +34,7 @@ __all__ = [
     "gnn_logits",
     "inclusion_probabilities",
     "induced_edges",
+    "node_degrees",
     "poisson_sampler",
     "random_walk_sampler",
     "snowball_sampler",

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxaudit._validation import check_choice, check_positive
-from jaxaudit.datasets.graph import Graph
+from jaxaudit.graph.types import Graph
 
 __all__ = [
     "Sample",

@@ -4,7 +4,7 @@ from jaxaudit.mia.counts import error_counts
 from jaxaudit.mia.decisions import bayes_decision, fixed_fpr_decision, threshold_decision
 from jaxaudit.mia.lira import lira_loo
 from jaxaudit.mia.metrics import membership_advantage, roc_auc, tpr_at_fpr
-from jaxaudit.mia.types import ErrorCounts
+from jaxaudit.mia.types import ErrorCounts, validate_counts
 
 __all__ = [
     "ErrorCounts",
@@ -16,4 +16,5 @@ __all__ = [
     "roc_auc",
     "threshold_decision",
     "tpr_at_fpr",
+    "validate_counts",
 ]

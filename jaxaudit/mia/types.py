@@ -5,6 +5,11 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax
+import numpy as np
+
+from jaxaudit._validation import check_finite, check_nonnegative, check_positive
+
+__all__ = ["ErrorCounts", "validate_counts"]
 
 
 class ErrorCounts(NamedTuple):
@@ -24,3 +29,30 @@ class ErrorCounts(NamedTuple):
     n0: jax.Array
     fn: jax.Array
     n1: jax.Array
+
+
+def validate_counts(counts) -> ErrorCounts:
+    """Check an ``ErrorCounts`` (non-negative integers, fp ≤ n0, fn ≤ n1, n0, n1 ≥ 1, same shape)
+    and return it as float arrays. Raises ``ValueError`` naming the field."""
+    if not isinstance(counts, ErrorCounts):
+        if isinstance(counts, tuple | list) and len(counts) == 4:
+            counts = ErrorCounts(*counts)
+        else:
+            raise ValueError(f"counts must be an ErrorCounts(fp, n0, fn, n1), got {type(counts)}")
+    arrays = {}
+    for name in ErrorCounts._fields:
+        arr = check_nonnegative(f"counts.{name}", check_finite(f"counts.{name}",
+                                                               getattr(counts, name)))
+        if np.any(arr != np.round(arr)):
+            raise ValueError(f"counts.{name} must hold integers")
+        arrays[name] = arr
+    shapes = {a.shape for a in arrays.values()}
+    if len(shapes) != 1:
+        raise ValueError(f"counts fields must share one shape, got {[a.shape for a in arrays.values()]}")
+    check_positive("counts.n0", arrays["n0"])
+    check_positive("counts.n1", arrays["n1"])
+    if np.any(arrays["fp"] > arrays["n0"]):
+        raise ValueError("counts.fp must be <= counts.n0")
+    if np.any(arrays["fn"] > arrays["n1"]):
+        raise ValueError("counts.fn must be <= counts.n1")
+    return ErrorCounts(**arrays)

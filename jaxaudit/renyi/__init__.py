@@ -12,16 +12,6 @@ Everything is in RDP (Mironov) units: D_α = α × Birrell et al.'s R_α.
     :func:`threshold_renyi_lower_bound`, :func:`gdp_to_rdp` — threshold-test baselines.
 """
 
-from jaxaudit.renyi.baselines import (
-    GdpLowerBound,
-    ThresholdTest,
-    binary_renyi,
-    clopper_pearson_epsilon_lower_bound,
-    gdp_epsilon,
-    gdp_epsilon_lower_bound,
-    gdp_to_rdp,
-    threshold_renyi_lower_bound,
-)
 from jaxaudit.renyi.binned import binned_renyi_lower_bound
 from jaxaudit.renyi.closed_forms import gaussian_renyi, laplace_renyi
 from jaxaudit.renyi.confidence import (
@@ -48,6 +38,16 @@ from jaxaudit.renyi.estimate import (
 )
 from jaxaudit.renyi.objective import dv_objective, log_mean_exp
 from jaxaudit.renyi.planning import RunsNeeded, format_runs_needed, runs_needed
+from jaxaudit.renyi.threshold_tests import (
+    GdpLowerBound,
+    ThresholdTest,
+    binary_renyi,
+    clopper_pearson_epsilon_lower_bound,
+    gdp_epsilon,
+    gdp_epsilon_lower_bound,
+    gdp_to_rdp,
+    threshold_renyi_lower_bound,
+)
 from jaxaudit.renyi.training import CriticConfig, TrainHistory, train_critic
 
 __all__ = [

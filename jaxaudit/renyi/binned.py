@@ -76,7 +76,7 @@ import numpy as np
 from scipy import stats
 
 from jaxaudit._validation import check_finite, check_probability
-from jaxaudit.renyi.baselines import _split, binary_renyi
+from jaxaudit.renyi.threshold_tests import _split, binary_renyi
 
 __all__ = ["DEFAULT_BINS", "binned_renyi_lower_bound"]
 

@@ -1,10 +1,13 @@
-"""The graph pytree shared by the loaders, the CSBM generator and the GNN engine."""
+"""The graph pytree shared by the loaders, the CSBM generator and the GNN engine, and its degrees."""
 
 from __future__ import annotations
 
 import jax.numpy as jnp
 import jraph
+import numpy as np
 from flax import struct
+
+__all__ = ["Graph", "node_degrees"]
 
 
 @struct.dataclass
@@ -56,3 +59,8 @@ class Graph:
             n_node=jnp.asarray([self.num_nodes]),
             n_edge=jnp.asarray([self.num_edges]),
         )
+
+
+def node_degrees(graph: Graph) -> np.ndarray:
+    """Degrees from the (both-direction) edge list of a ``Graph``: deg(i) = #{e : senders_e = i}."""
+    return np.bincount(np.asarray(graph.senders), minlength=graph.num_nodes)

@@ -12,7 +12,7 @@ from jaxaudit.renyi import (
     gdp_to_rdp,
     threshold_renyi_lower_bound,
 )
-from jaxaudit.renyi.baselines import clopper_pearson_lower, clopper_pearson_upper, gdp_delta
+from jaxaudit.renyi.threshold_tests import clopper_pearson_lower, clopper_pearson_upper, gdp_delta
 
 
 def test_gdp_delta_matches_definition_and_epsilon_inverts_it():

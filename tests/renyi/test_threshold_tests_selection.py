@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from jaxaudit.renyi import gdp_epsilon, gdp_epsilon_lower_bound
-from jaxaudit.renyi.baselines import gdp_delta
+from jaxaudit.renyi.threshold_tests import gdp_delta
 
 
 @pytest.mark.parametrize("mu, eps", [(2.000446, 10.0), (1.000557, 4.38), (0.501552, 2.0),

@@ -32,9 +32,9 @@ import numpy as np
 import optax
 
 from jaxaudit._validation import check_choice, check_nonnegative, check_positive
-from jaxaudit.datasets.graph import Graph
 from jaxaudit.graph.models import GAT, GCN, GraphSAGE
 from jaxaudit.graph.propagation import SparseFeatures, sparse_features
+from jaxaudit.graph.types import Graph
 from jaxaudit.sharding import vmap_chunked
 
 __all__ = [
