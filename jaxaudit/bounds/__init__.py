@@ -10,6 +10,7 @@ Modules: ``success`` (posterior success β, gain), ``poisson_binomial`` (engine)
 """
 
 from jaxaudit.bounds.count_bound import (
+    aggregate_gain,
     fdp_epsilon_grid,
     success_count_bound,
     success_count_bound_exact,
@@ -39,6 +40,7 @@ from jaxaudit.bounds.prior_work import (
     mmc_reject,
     mmc_threshold,
     steinke_p_value,
+    steinke_threshold,
 )
 from jaxaudit.bounds.priors import (
     attribute_inference_prior,
@@ -69,6 +71,7 @@ __all__ = [
     "count_bound_exact",
     # bounds on the success count
     "success_tail",
+    "aggregate_gain",
     "success_count_bound",
     "success_count_bound_exact",
     "success_tail_fdp",
@@ -98,6 +101,7 @@ __all__ = [
     "balle_rero_pure",
     "hayes_gaussian",
     "steinke_p_value",
+    "steinke_threshold",
     "mmc_reject",
     "mmc_threshold",
     "inverse_blowup_pure",

@@ -45,6 +45,7 @@ from jaxaudit.bounds.poisson_binomial import (
 from jaxaudit.bounds.success import posterior_success
 
 __all__ = [
+    "aggregate_gain",
     "success_tail",
     "success_count_bound",
     "success_count_bound_exact",
@@ -132,6 +133,31 @@ def success_count_bound(priors, epsilon, delta=0.0, gamma=0.05, *, method: str =
     if budget <= 0.0:
         return p.size + 1
     return poisson_binomial_isf(_betas(p, epsilon), budget, method=method)
+
+
+def aggregate_gain(priors, count_bound: int) -> float:
+    """Aggregate gain of a count bound over the prior: (min(v_γ, n) − Σ_i p_i) / n.
+
+    The fraction of the n targets that an attack may get right, beyond the Σ_i p_i successes
+    expected from the prior alone, before the level-γ bound v_γ rules it out (Swanberg et al.,
+    arXiv:2507.08158). A vacuous bound (v_γ = n + 1) counts as n.
+
+    Args:
+      priors: (n,) baseline success probabilities p_i.
+      count_bound: v_γ, e.g. from :func:`success_count_bound`.
+
+    Returns:
+      Python float in [−1, 1] (an upper bound on the gain, since v_γ is one).
+
+    Examples:
+      >>> aggregate_gain([0.1] * 1000, 255)
+      0.155
+    """
+    p = _priors(priors)
+    if p.size == 0:
+        raise ValueError("priors must hold at least one target")
+    v = _args.integer("count_bound", count_bound)
+    return (min(v, p.size) - float(p.sum())) / p.size
 
 
 def success_count_bound_exact(priors, epsilon, delta=0.0, gamma=0.05) -> jax.Array:

@@ -39,6 +39,7 @@ __all__ = [
     "balle_rero_pure",
     "hayes_gaussian",
     "steinke_p_value",
+    "steinke_threshold",
     "mmc_reject",
     "mmc_threshold",
     "inverse_blowup_pure",
@@ -224,6 +225,40 @@ def steinke_p_value(m: int, r: int, v: int, epsilon: float, delta: float = 0.0) 
     pmf = scipy.stats.binom.pmf(np.arange(v - 1, -1, -1), r, q)  # pmf(v−1), pmf(v−2), …, pmf(0)
     a = float(np.max(np.cumsum(pmf) / np.arange(1, v + 1)))
     return min(1.0, beta + a * delta * 2 * m)
+
+
+def steinke_threshold(m: int, r: int, epsilon: float, delta: float = 0.0,
+                      gamma: float = 0.05) -> int:
+    """Smallest v with :func:`steinke_p_value` ``(m, r, v, ε, δ) ≤ γ``; r + 1 if none.
+
+    The number of correct guesses (of r on m canaries) from which Steinke et al.'s one-run test
+    rejects ε-DP (or (ε, δ)-DP) at level γ: the one-run audit's analogue of the count bound v_γ.
+    Found by bisection on v ∈ 0..r + 1 (the p-value is non-increasing in v).
+
+    Args:
+      m: number of canaries (m ≥ r).
+      r: number of guesses made.
+      epsilon: ε ≥ 0.
+      delta: δ ∈ [0, 1).
+      gamma: level γ ∈ (0, 1).
+
+    Returns:
+      Python int in 1..r + 1.
+
+    Examples:
+      >>> steinke_threshold(1000, 1000, 1.0)  # membership (K = 2) at ε = 1
+      755
+    """
+    r = _args.integer("r", r, minimum=1)
+    _args.level("gamma", gamma)
+    lo, hi = 0, r + 1  # p-value(0) = 1 > γ; hi = r + 1 stands for "no v ≤ r rejects"
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if steinke_p_value(m, r, mid, epsilon, delta) <= gamma:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def inverse_blowup_pure(epsilon: float) -> Callable[[float], float]:

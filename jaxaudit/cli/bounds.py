@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 
 def register(subparsers) -> None:
@@ -80,28 +81,8 @@ def _priors(args):
     return values, f"per-target priors from {path.name}"
 
 
-def run(args) -> int:
-    import jax
-    import numpy as np
-
+def _check_args(args) -> None:
     from jaxaudit._validation import check_probability
-    from jaxaudit.bounds import (
-        balle_rero_pure,
-        balle_rero_zcdp,
-        gdp_delta,
-        inverse_blowup_gdp,
-        inverse_blowup_pure,
-        kgk_bound_approx,
-        kgk_bound_gdp,
-        kgk_bound_pure,
-        mmc_threshold,
-        posterior_success,
-        steinke_p_value,
-        success_count_bound,
-        success_count_bound_fdp,
-        success_tail,
-        success_tail_fdp,
-    )
 
     if args.epsilon is None and args.gdp_mu is None:
         raise ValueError("give --epsilon (ε-DP or (ε, δ)-DP) or --gdp-mu (μ-GDP)")
@@ -112,122 +93,156 @@ def run(args) -> int:
     if args.uniform is not None and args.uniform < 2:
         raise ValueError(f"--uniform must be >= 2, got {args.uniform}")
     check_probability("--gamma", args.gamma, open_low=True, open_high=True)
+
+
+class _Privacy(NamedTuple):
+    """One privacy model's bounds, each a call of a public ``jaxaudit.bounds`` function."""
+
+    description: str
+    count_bound: Callable  # priors -> v_γ
+    tail: Callable  # (priors, v) -> bound on Pr[L ≥ v]
+    per_target: dict  # baseline name -> single-target bound at κ (None: does not apply)
+    inverse_blowup: Callable | None  # for MMC (None: does not apply)
+    epsilon: float | None  # ε of the per-target β(ε, κ), if there is one
+
+
+def _privacy(args, kappa: float) -> _Privacy:
+    from jaxaudit import bounds
+
+    if args.gdp_mu is not None:
+        mu = args.gdp_mu
+        if mu <= 0:
+            raise ValueError(f"--gdp-mu must be > 0, got {mu}")
+        delta_fn = lambda e: bounds.gdp_delta(e, mu)
+        return _Privacy(
+            description=f"{mu:g}-GDP (f-DP bound, minimised over an ε grid)",
+            count_bound=lambda p: bounds.success_count_bound_fdp(p, delta_fn, args.gamma),
+            tail=lambda p, v: bounds.success_tail_fdp(p, delta_fn, v, gamma=args.gamma),
+            per_target={"kgk_plus": float(bounds.kgk_bound_gdp(kappa, mu)),
+                        "balle_rero_zcdp": float(bounds.balle_rero_zcdp(kappa, mu**2 / 2.0))},
+            inverse_blowup=bounds.inverse_blowup_gdp(mu),
+            epsilon=args.epsilon,
+        )
+    eps, delta = args.epsilon, args.delta
+    return _Privacy(
+        description=f"({eps:g}, {delta:g})-DP" if delta else f"{eps:g}-DP",
+        count_bound=lambda p: bounds.success_count_bound(p, eps, delta, args.gamma),
+        tail=lambda p, v: bounds.success_tail(p, eps, v, delta),
+        per_target={"kgk_plus": float(bounds.kgk_bound_approx(kappa, eps, delta) if delta
+                                      else bounds.kgk_bound_pure(kappa, eps)),
+                    "balle_rero": None if delta else float(bounds.balle_rero_pure(kappa, eps))},
+        inverse_blowup=None if delta else bounds.inverse_blowup_pure(eps),
+        epsilon=eps,
+    )
+
+
+def _results(args, priors, prior_desc: str, privacy: _Privacy) -> dict:
+    """Every number the command prints, each from a public ``jaxaudit.bounds`` function."""
+    from jaxaudit import bounds
+
+    n, kappa = priors.size, float(priors.max())
+    v_gamma = privacy.count_bound(priors)
+    result = {
+        "privacy": privacy.description,
+        "prior": prior_desc,
+        "targets": n,
+        "gamma": args.gamma,
+        "count_bound": v_gamma,
+        "vacuous": v_gamma > n,
+        "expected_baseline_successes": float(priors.sum()),
+        "aggregate_gain": bounds.aggregate_gain(priors, v_gamma),
+        "max_prior": kappa,
+        # one target (n = 1 in the tail bound): β(ε, κ) + δ, or inf_ε β(ε, κ) + δ_f(ε) under f-DP
+        "single_target_bound": float(privacy.tail([kappa], 1)),
+    }
+    if privacy.epsilon is not None:
+        eps = privacy.epsilon
+        beta = float(bounds.posterior_success(kappa, eps))
+        result["per_target"] = {"epsilon": eps, "beta": beta,
+                                "gain": float(bounds.gain(kappa, eps)),
+                                "ratio": float(bounds.gain_ratio(kappa, eps))}
+    result["baselines"] = {k: v for k, v in privacy.per_target.items() if v is not None}
+    if args.uniform is not None and privacy.inverse_blowup is not None:
+        result["baselines"]["mmc_threshold"] = bounds.mmc_threshold(
+            n, n, args.uniform, privacy.inverse_blowup, args.gamma)
+    if args.uniform == 2 and args.gdp_mu is None and args.attempts == 1:
+        result["baselines"]["steinke_threshold"] = bounds.steinke_threshold(
+            n, n, args.epsilon, args.delta, args.gamma)
+    return result
+
+
+_BASELINE_LABELS = {"kgk_plus": "KGK+ 1 − f(κ)", "balle_rero": "Balle et al. ReRo",
+                    "balle_rero_zcdp": "Balle et al. ReRo (zCDP ρ = μ²/2)"}
+
+
+def _print_summary(result: dict) -> None:
+    n, gamma, v_gamma = result["targets"], result["gamma"], result["count_bound"]
+    print(f"jaxaudit bounds: {result['privacy']}; {result['prior']}; n = {n} targets; "
+          f"γ = {gamma:g}")
+    vac = "  (vacuous: no v ≤ n qualifies)" if result["vacuous"] else ""
+    print(f"  count bound v_γ           : {v_gamma}{vac}  "
+          f"(Pr[≥ v_γ targets attacked] ≤ {gamma:g})")
+    print(f"  baseline successes Σ p_i  : {result['expected_baseline_successes']:.6g}")
+    print(f"  aggregate gain            : {result['aggregate_gain']:.6g}")
+    print(f"  single target (κ = {result['max_prior']:.6g}):")
+    print(f"    ours                    : {result['single_target_bound']:.6g}")
+    if "per_target" in result:
+        pt = result["per_target"]
+        print(f"    ours β(ε = {pt['epsilon']:g}, κ)      : {pt['beta']:.6g}  (gain "
+              f"{pt['gain']:.6g}, ratio {pt['ratio']:.6g})")
+    baselines = result["baselines"]
+    for key, label in _BASELINE_LABELS.items():
+        if key in baselines:
+            print(f"    {label:<24}: {baselines[key]:.6g}")
+    if "mmc_threshold" in baselines:
+        print(f"  MMC one-run threshold     : {baselines['mmc_threshold']} correct")
+    if "steinke_threshold" in baselines:
+        print(f"  Steinke et al. threshold  : {baselines['steinke_threshold']} correct")
+
+
+def _plot_tail(path: str, vs, tail, result: dict) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    gamma, v_gamma = result["gamma"], result["count_bound"]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    positive = tail > 0
+    ax.semilogy(vs[positive], tail[positive], label="bound on Pr[L ≥ v]")
+    ax.axhline(gamma, color="gray", ls=":", label=f"γ = {gamma:g}")
+    if v_gamma <= result["targets"]:
+        ax.axvline(v_gamma, color="C3", ls="--", label=f"v_γ = {v_gamma}")
+    ax.set_xlabel("v (targets attacked successfully)")
+    ax.set_ylabel("upper bound")
+    ax.set_title(f"{result['privacy']}; {result['prior']}", fontsize=9)
+    ax.legend()
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def run(args) -> int:
+    import jax
+    import numpy as np
+
+    _check_args(args)
     priors, prior_desc = _priors(args)
-    n = priors.size
-    kappa = float(priors.max())
-    gdp = args.gdp_mu is not None
-    if gdp and args.gdp_mu <= 0:
-        raise ValueError(f"--gdp-mu must be > 0, got {args.gdp_mu}")
-
     with jax.enable_x64(True):
-        if gdp:
-            mu = args.gdp_mu
-            delta_fn = lambda e: gdp_delta(e, mu)
-            v_gamma = success_count_bound_fdp(priors, delta_fn, args.gamma)
-            tail_fn = lambda v: success_tail_fdp(priors, delta_fn, v, gamma=args.gamma)
-            privacy = f"{mu:g}-GDP (f-DP bound, minimised over an ε grid)"
-            per_target = {
-                "kgk_plus": float(kgk_bound_gdp(kappa, mu)),
-                "balle_rero_zcdp": float(balle_rero_zcdp(kappa, mu**2 / 2.0)),
-            }
-            inverse_blowup = inverse_blowup_gdp(mu)
-            eps_point = args.epsilon
-            # Single target under f-DP: inf_ε β(ε, κ) + δ_f(ε) (n = 1 in the tail bound).
-            ours_single = float(success_tail_fdp([kappa], delta_fn, 1, gamma=args.gamma))
-        else:
-            eps, delta = args.epsilon, args.delta
-            v_gamma = success_count_bound(priors, eps, delta, args.gamma)
-            tail_fn = lambda v: success_tail(priors, eps, v, delta)
-            privacy = f"({eps:g}, {delta:g})-DP" if delta else f"{eps:g}-DP"
-            per_target = {
-                "kgk_plus": float(kgk_bound_approx(kappa, eps, delta) if delta
-                                  else kgk_bound_pure(kappa, eps)),
-                "balle_rero": float(balle_rero_pure(kappa, eps)) if not delta else None,
-            }
-            inverse_blowup = inverse_blowup_pure(eps) if not delta else None
-            eps_point = eps
-            ours_single = float(success_tail([kappa], eps, 1, delta))
-
-        result = {
-            "privacy": privacy,
-            "prior": prior_desc,
-            "targets": n,
-            "gamma": args.gamma,
-            "count_bound": v_gamma,
-            "vacuous": v_gamma > n,
-            "expected_baseline_successes": float(priors.sum()),
-            "aggregate_gain": (min(v_gamma, n) - float(priors.sum())) / n,
-            "max_prior": kappa,
-            "single_target_bound": ours_single,
-        }
-        if eps_point is not None:
-            beta = float(posterior_success(kappa, eps_point))
-            result["per_target"] = {"epsilon": eps_point, "beta": beta, "gain": beta - kappa,
-                                    "ratio": beta / kappa if kappa > 0 else math.exp(eps_point)}
-        result["baselines"] = {k: v for k, v in per_target.items() if v is not None}
-        if args.uniform is not None and inverse_blowup is not None:
-            result["baselines"]["mmc_threshold"] = mmc_threshold(
-                n, n, args.uniform, inverse_blowup, args.gamma)
-        if args.uniform == 2 and not gdp and args.attempts == 1:
-            lo, hi = 0, n + 1  # Steinke et al. one-run threshold: smallest v with p-value ≤ γ
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                if steinke_p_value(n, n, mid, args.epsilon, args.delta) <= args.gamma:
-                    hi = mid
-                else:
-                    lo = mid
-            result["baselines"]["steinke_threshold"] = hi
-
+        privacy = _privacy(args, float(priors.max()))
+        result = _results(args, priors, prior_desc, privacy)
         if args.plot:
-            vs = np.arange(0, n + 2)
-            tail = np.asarray(tail_fn(vs))
+            vs = np.arange(0, priors.size + 2)
+            tail = np.asarray(privacy.tail(priors, vs))
 
     if args.quiet:
-        print(v_gamma)
+        print(result["count_bound"])
     else:
-        print(f"jaxaudit bounds: {privacy}; {prior_desc}; n = {n} targets; γ = {args.gamma:g}")
-        vac = "  (vacuous: no v ≤ n qualifies)" if v_gamma > n else ""
-        print(f"  count bound v_γ           : {v_gamma}{vac}  "
-              f"(Pr[≥ v_γ targets attacked] ≤ {args.gamma:g})")
-        print(f"  baseline successes Σ p_i  : {result['expected_baseline_successes']:.6g}")
-        print(f"  aggregate gain            : {result['aggregate_gain']:.6g}")
-        print(f"  single target (κ = {kappa:.6g}):")
-        print(f"    ours                    : {ours_single:.6g}")
-        if "per_target" in result:
-            pt = result["per_target"]
-            print(f"    ours β(ε = {pt['epsilon']:g}, κ)      : {pt['beta']:.6g}  (gain "
-                  f"{pt['gain']:.6g}, ratio {pt['ratio']:.6g})")
-        names = {"kgk_plus": "KGK+ 1 − f(κ)", "balle_rero": "Balle et al. ReRo",
-                 "balle_rero_zcdp": "Balle et al. ReRo (zCDP ρ = μ²/2)"}
-        for key, label in names.items():
-            if key in result["baselines"]:
-                print(f"    {label:<24}: {result['baselines'][key]:.6g}")
-        if "mmc_threshold" in result["baselines"]:
-            print(f"  MMC one-run threshold     : {result['baselines']['mmc_threshold']} correct")
-        if "steinke_threshold" in result["baselines"]:
-            print(f"  Steinke et al. threshold  : {result['baselines']['steinke_threshold']} correct")
-
+        _print_summary(result)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     if args.plot:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(figsize=(6, 4))
-        positive = tail > 0
-        ax.semilogy(vs[positive], tail[positive], label="bound on Pr[L ≥ v]")
-        ax.axhline(args.gamma, color="gray", ls=":", label=f"γ = {args.gamma:g}")
-        if v_gamma <= n:
-            ax.axvline(v_gamma, color="C3", ls="--", label=f"v_γ = {v_gamma}")
-        ax.set_xlabel("v (targets attacked successfully)")
-        ax.set_ylabel("upper bound")
-        ax.set_title(f"{privacy}; {prior_desc}", fontsize=9)
-        ax.legend()
-        fig.tight_layout()
-        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(args.plot, dpi=120)
-        plt.close(fig)
+        _plot_tail(args.plot, vs, tail, result)
     return 0

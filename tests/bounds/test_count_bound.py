@@ -11,6 +11,7 @@ import pytest
 import scipy.stats
 
 from jaxaudit.bounds import (
+    aggregate_gain,
     approx_dp_delta,
     fdp_epsilon_grid,
     gdp_delta,
@@ -208,3 +209,17 @@ def test_bad_fdp_input():
         success_count_bound_fdp([0.1], 0.5)
     with pytest.raises(ValueError, match="epsilons"):
         success_count_bound_fdp([0.1], lambda e: gdp_delta(e, 1.0), epsilons=[-1.0, 1.0])
+
+
+def test_aggregate_gain_is_bound_minus_expected_baseline_over_n():
+    # The count bound's excess over the Σ p_i successes expected from the prior, per target.
+    assert aggregate_gain(np.full(1000, 0.1), 255) == pytest.approx((255 - 100) / 1000, rel=1e-12)
+    p = np.random.default_rng(0).uniform(0.0, 0.2, size=37)
+    v = success_count_bound(p, 1.0, 0.0, 0.05)
+    assert aggregate_gain(p, v) == pytest.approx((min(v, 37) - math.fsum(p)) / 37, rel=1e-12)
+    # a vacuous bound (n + 1) counts as all n targets
+    assert aggregate_gain([0.5, 0.5], 3) == pytest.approx(0.5, rel=1e-12)
+    with pytest.raises(ValueError, match="count_bound"):
+        aggregate_gain([0.5], -1)
+    with pytest.raises(ValueError, match="priors"):
+        aggregate_gain([], 1)

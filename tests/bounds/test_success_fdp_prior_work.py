@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.optimize
+import scipy.special
 import scipy.stats
 
 from jaxaudit.bounds import (
@@ -31,6 +32,7 @@ from jaxaudit.bounds import (
     mmc_threshold,
     posterior_success,
     steinke_p_value,
+    steinke_threshold,
     success_count_bound,
 )
 
@@ -173,3 +175,19 @@ def test_scipy_consistency_of_kgk_gdp():
         ours = np.asarray(kgk_bound_gdp(kappa, 1.3))
     np.testing.assert_allclose(ours, scipy.stats.norm.cdf(scipy.stats.norm.ppf(kappa) + 1.3),
                                rtol=1e-12)
+
+
+@pytest.mark.parametrize(("n", "eps", "delta"), [(1000, 1.0, 0.0), (50, 0.3, 0.0), (200, 2.0, 1e-5),
+                                                 (10, 1000.0, 0.0)])
+def test_steinke_threshold_is_first_v_the_one_run_test_rejects(n, eps, delta):
+    # Independent reference under pure DP: the smallest v with Pr[Bin(n, e^ε/(1 + e^ε)) ≥ v] ≤ γ
+    # (scipy); with δ > 0 a linear scan of the p-value, which the bisection must agree with.
+    if delta == 0.0:
+        sf = scipy.stats.binom.sf(np.arange(n + 1) - 1, n, scipy.special.expit(eps))
+    else:
+        sf = np.array([steinke_p_value(n, n, v, eps, delta) for v in range(n + 1)])
+    ok = np.nonzero(sf <= 0.05)[0]
+    expected = int(ok[0]) if ok.size else n + 1
+    assert steinke_threshold(n, n, eps, delta, 0.05) == expected
+    if (n, eps) == (1000, 1.0):
+        assert expected == 755  # = the count bound of the uniform K = 2 prior (Steinke = ours)
