@@ -48,7 +48,7 @@ def _orders(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(f"orders must be comma-separated numbers, got {text!r}") from err
 
 
-#: ``jaxaudit.dpsgd.experiment.DATASETS`` / ``MODELS``, spelled out so that building the parser
+#: ``jaxaudit.cli.rdp_steps.DATASETS`` / ``jaxaudit.dpsgd.MODELS``, spelled out so that building the parser
 #: does not import jax (``jaxaudit --help`` stays instant); a test keeps them equal.
 DATASETS = ("mnist", "synthetic", "cifar10")
 MODELS = ("cnn", "mlp", "logreg", "cifar_cnn")
@@ -164,7 +164,7 @@ def _noise_multiplier(args: argparse.Namespace) -> float:
 def _audit_and_report(args, rundir, key, in_s, out_s, sigma, *, info, title, header) -> int:
     """The step after the scores exist, shared by both modes: audit, results.json, the plot and
     the printed table."""
-    from jaxaudit.dpsgd.experiment import audit_to_rundir, records_table
+    from jaxaudit.cli.rdp_steps import audit_to_rundir, records_table
     from jaxaudit.renyi import format_runs_needed, runs_needed
 
     acc = dict(noise_multiplier=sigma, sampling_rate=args.sampling_rate, steps=args.steps)
@@ -195,7 +195,7 @@ def run_scores(args: argparse.Namespace) -> int:
     """``--scores IN OUT``: audit canary scores saved by any training code."""
     import jax
 
-    from jaxaudit.dpsgd.experiment import file_sha256, load_scores
+    from jaxaudit.cli.rdp_steps import file_sha256, load_scores
     from jaxaudit.runs import RunDir
 
     missing = [f"--{name.replace('_', '-')}" for name in ("steps", "sampling_rate")
@@ -228,9 +228,9 @@ def run_training(args: argparse.Namespace) -> int:
     import numpy as np
 
     from jaxaudit._validation import check_positive
-    from jaxaudit.dpsgd import blank_canary, canary_runs, pretrain, worst_case_label
-    from jaxaudit.dpsgd.experiment import audit_data, make_model
-    from jaxaudit.runs import RunDir, run_chunks
+    from jaxaudit.cli.rdp_steps import audit_data
+    from jaxaudit.dpsgd import blank_canary, canary_runs, model_by_name, pretrain, worst_case_label
+    from jaxaudit.runs import RunDir, params_from_arrays, params_to_arrays, run_chunks
 
     for name, default in _TRAINING_DEFAULTS.items():
         if getattr(args, name) is None:
@@ -257,7 +257,7 @@ def run_training(args: argparse.Namespace) -> int:
 
     rundir = RunDir.open(args.out, kind="rdp", config=_config(args))
     sigma = _noise_multiplier(args)
-    model = make_model(args.model)
+    model = model_by_name(args.model)
     (x, y), (xp, yp) = audit_data(args.dataset, args.dataset_size, args.public_size,
                                   seed=args.seed, data_dir=args.data_dir)
     key = jax.random.key(args.seed)
@@ -270,12 +270,10 @@ def run_training(args: argparse.Namespace) -> int:
                               batch_size=args.pretrain_batch, optimizer=args.pretrain_optimizer)
         else:
             params = model.init(k_init, x[:1])
-        leaves = jax.tree.leaves(params)
-        return {f"leaf_{i:03d}": np.asarray(v) for i, v in enumerate(leaves)}
+        return params_to_arrays(params)
 
     stored = run_chunks(rundir, ["init"], compute_init)["init"]
-    treedef = jax.tree.structure(model.init(jax.random.key(0), x[:1]))
-    init = jax.tree.unflatten(treedef, [stored[f"leaf_{i:03d}"] for i in range(len(stored))])
+    init = params_from_arrays(stored, like=model.init(jax.random.key(0), x[:1]))
     canary = blank_canary(x.shape[1:])
     label = (worst_case_label(model, init, canary) if args.canary_label == "worst"
              else int(args.canary_label))

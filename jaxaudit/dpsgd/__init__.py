@@ -11,7 +11,7 @@
 from jaxaudit.dpsgd.audit import OrderAudit, audit_dpsgd
 from jaxaudit.dpsgd.canary import blank_canary, worst_case_label
 from jaxaudit.dpsgd.canary_training import canary_runs, canary_score, train_run
-from jaxaudit.dpsgd.models import MLP, LogisticRegression, SmallCNN
+from jaxaudit.dpsgd.models import MLP, MODELS, LogisticRegression, SmallCNN, model_by_name
 from jaxaudit.dpsgd.pretrain import pretrain
 from jaxaudit.dpsgd.private_step import (
     add_gaussian_noise,
@@ -23,6 +23,7 @@ from jaxaudit.dpsgd.private_step import (
 __all__ = [
     "LogisticRegression",
     "MLP",
+    "MODELS",
     "OrderAudit",
     "SmallCNN",
     "add_gaussian_noise",
@@ -33,6 +34,7 @@ __all__ = [
     "clipped_gradient_sum",
     "dp_gradient_step",
     "make_private_step",
+    "model_by_name",
     "pretrain",
     "train_run",
     "worst_case_label",

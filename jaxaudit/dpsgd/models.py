@@ -23,7 +23,11 @@ from typing import NamedTuple
 import flax.linen as nn
 import jax.numpy as jnp
 
+from jaxaudit._validation import check_choice
+
 __all__ = [
+    "MODELS",
+    "model_by_name",
     "SmallCNN", "CifarCNN", "MLP", "LogisticRegression", "Layer", "layer_program", "fast_apply",
     "im2col",
 ]
@@ -263,3 +267,16 @@ def fast_apply(model: nn.Module, params, inputs):
             kernel = kernel.reshape(-1, kernel.shape[-1])
         a = layer.after(a @ kernel + p[layer.name]["bias"])
     return a
+
+
+#: Names accepted by :func:`model_by_name` (and by ``jaxaudit rdp --model``).
+MODELS = ("cnn", "mlp", "logreg", "cifar_cnn")
+
+
+def model_by_name(name: str) -> nn.Module:
+    """``"cnn"`` → :class:`SmallCNN`, ``"mlp"`` → ``MLP(hidden=(32,))``, ``"logreg"``,
+    ``"cifar_cnn"`` → :class:`CifarCNN` (the CIFAR-10 CNN of Annamalai & De Cristofaro, arXiv
+    2405.14106)."""
+    check_choice("model", name, MODELS)
+    return {"cnn": SmallCNN, "mlp": lambda: MLP(hidden=(32,)), "logreg": LogisticRegression,
+            "cifar_cnn": CifarCNN}[name]()

@@ -40,7 +40,7 @@ from jaxaudit.sharding import vmap_chunked
 __all__ = [
     "EDGE_ACCESS",
     "ShadowModels",
-    "make_model",
+    "gnn_module",
     "prepare_inputs",
     "true_class_logit",
     "train_gnn",
@@ -74,7 +74,7 @@ class Inputs(NamedTuple):
     labels: jax.Array
 
 
-def make_model(model, graph: Graph) -> nn.Module:
+def gnn_module(model, graph: Graph) -> nn.Module:
     """The flax module for ``model``: "gcn" | "sage" | "gat" (sized from ``graph``) or a module."""
     if isinstance(model, nn.Module):
         return model
@@ -232,7 +232,7 @@ def train_shadow_models(key, graph: Graph, sampler, model, num_models: int, *, e
     check_positive("num_models", num_models)
     if int(num_models) != num_models:
         raise ValueError(f"num_models must be an integer, got {num_models!r}")
-    module = make_model(model, graph)
+    module = gnn_module(model, graph)
     inputs = prepare_inputs(graph)
     if chunk_size is None and jax.default_backend() == "cpu":
         chunk_size = 1
@@ -253,7 +253,7 @@ def train_shadow_model(key, graph: Graph, sampler, model, *, epochs: int = 200,
     ``jax.random.split(key, R)[r]``.
     """
     _check_common(graph, sampler, epochs, learning_rate, weight_decay, edge_access)
-    module = make_model(model, graph)
+    module = gnn_module(model, graph)
     fn = _single_trainer(sampler, module, int(epochs), float(learning_rate), float(weight_decay),
                          edge_access)
     mask, score = fn(key, graph, prepare_inputs(graph))
@@ -273,7 +273,7 @@ def train_gnn(key, graph: Graph, model, node_mask, edge_mask=None, *, epochs: in
         raise ValueError(f"node_mask must have shape ({n},), got {np.shape(node_mask)}")
     if edge_mask is not None and np.shape(edge_mask) != (e,):
         raise ValueError(f"edge_mask must have shape ({e},), got {np.shape(edge_mask)}")
-    module = make_model(model, graph)
+    module = gnn_module(model, graph)
     weight = jnp.ones((e,), jnp.float32) if edge_mask is None else jnp.asarray(edge_mask, jnp.float32)
     fit = jax.jit(functools.partial(_fit, module, int(epochs), float(learning_rate),
                                     float(weight_decay)))

@@ -1,6 +1,11 @@
-"""Resumable run folders (manifest, atomic chunk files, checksums) and progress bars."""
+"""Resumable run folders (manifest, atomic chunk files, checksums), progress bars, and parameter
+pytrees stored as named arrays."""
 
+from jaxaudit.runs.params import params_from_arrays, params_to_arrays
 from jaxaudit.runs.progress import progress_bar, run_chunks
 from jaxaudit.runs.rundir import RunDir, atomic_write_bytes, config_hash, load_results
 
-__all__ = ["RunDir", "atomic_write_bytes", "config_hash", "load_results", "progress_bar", "run_chunks"]
+__all__ = [
+    "RunDir", "atomic_write_bytes", "config_hash", "load_results", "params_from_arrays",
+    "params_to_arrays", "progress_bar", "run_chunks",
+]

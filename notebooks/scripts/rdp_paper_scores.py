@@ -37,8 +37,8 @@ import jax
 import numpy as np
 
 from jaxaudit.accounting import noise_for_epsilon
-from jaxaudit.dpsgd import blank_canary, canary_runs, pretrain, worst_case_label
-from jaxaudit.dpsgd.experiment import audit_data, make_model
+from jaxaudit.cli.rdp_steps import audit_data
+from jaxaudit.dpsgd import blank_canary, canary_runs, model_by_name, pretrain, worst_case_label
 
 EPSILONS = (2.0, 4.38, 6.57, 10.0)
 LR_SUM = 4.0 / 30_000  # [31]'s η / |D| at |D| = 30,000, applied to the noisy sum
@@ -79,7 +79,7 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     store = out / "scores.npz"
     done = dict(np.load(store)) if store.exists() else {}
-    model = make_model(args.model)
+    model = model_by_name(args.model)
     size = 100
     sgd_public = args.public_size
     key = jax.random.key(args.seed)

@@ -3,7 +3,7 @@ pipeline (audit_data → CifarCNN → canary runs) on generated CIFAR-format bat
 
 The CLI has no way to bypass the checksum check (the real batches cannot be shipped and
 generated ones have unlisted digests), so the end-to-end run is at the library level with
-``verify=False``, the CLI's own steps: ``audit_data``, ``make_model``, ``blank_canary``,
+``verify=False``, the CLI's own steps: ``audit_data``, ``model_by_name``, ``blank_canary``,
 ``worst_case_label`` and the canary runs (R = 2 runs per world, T = 2 steps, |D⁻| = 4).
 """
 
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from jaxaudit.cli.main import main
+from jaxaudit.cli.rdp_steps import DATASETS, audit_data
 from jaxaudit.datasets import load_cifar10
-from jaxaudit.dpsgd import blank_canary, canary_runs, worst_case_label
-from jaxaudit.dpsgd.experiment import DATASETS, MODELS, audit_data, make_model
+from jaxaudit.dpsgd import MODELS, blank_canary, canary_runs, model_by_name, worst_case_label
 from jaxaudit.dpsgd.models import CifarCNN
 
 BATCHES = ("data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5")
@@ -37,7 +37,7 @@ def _write_train_batches(root, n=6, seed=0):
 
 def test_choices_come_from_experiment():
     assert "cifar10" in DATASETS and "cifar_cnn" in MODELS
-    assert isinstance(make_model("cifar_cnn"), CifarCNN)
+    assert isinstance(model_by_name("cifar_cnn"), CifarCNN)
 
 
 def test_cli_without_data_says_where_to_put_the_files(tmp_path, capsys):
@@ -71,7 +71,7 @@ def test_end_to_end_on_generated_batches(tmp_path):
     np.testing.assert_array_equal(x, images[order[:4]] / np.float32(255))
     np.testing.assert_array_equal(yp, labels[order[4:]])
 
-    model = make_model("cifar_cnn")
+    model = model_by_name("cifar_cnn")
     # parameters in model.init's structure from seeded numpy draws (compiling flax's
     # initialisers alone takes seconds on CPU; the CLI calls model.init or pretrain here)
     shapes = jax.eval_shape(model.init, jax.random.key(0),

@@ -60,11 +60,11 @@ def test_parser_choices_match_the_library_and_help_does_not_import_jax():
     import subprocess
     import sys
 
-    from jaxaudit.cli import rdp
-    from jaxaudit.dpsgd import experiment
+    from jaxaudit import dpsgd
+    from jaxaudit.cli import rdp, rdp_steps
 
-    assert set(rdp.DATASETS) == set(experiment.DATASETS)
-    assert set(rdp.MODELS) == set(experiment.MODELS)
+    assert set(rdp.DATASETS) == set(rdp_steps.DATASETS)
+    assert set(rdp.MODELS) == set(dpsgd.MODELS)
     code = ("import sys; from jaxaudit.cli.main import main\n"
             "try:\n    main(['rdp', '--help'])\nexcept SystemExit:\n    pass\n"
             "print('jax' in sys.modules)")

@@ -12,7 +12,7 @@ import pytest
 
 from jaxaudit.accounting import noise_for_epsilon, rdp_epsilons
 from jaxaudit.cli.main import main
-from jaxaudit.dpsgd.experiment import MIN_SCORES, load_scores
+from jaxaudit.cli.rdp_steps import MIN_SCORES, load_scores
 
 SIGMA, STEPS, ORDERS = 2.0, 4, (1.5, 2.0)
 MU = np.sqrt(STEPS) / SIGMA  # = 1: the shift of the IN scores

@@ -1,6 +1,7 @@
-"""Glue shared by the ``jaxaudit rdp`` command, the benchmark and the notebook: data splits,
-model names, canary-score files, the audit of a set of scores into a run folder, the audit table
-and its plot."""
+"""The steps of ``jaxaudit rdp`` around the numeric audit, shared with the notebook scripts: data
+splits, canary-score files, the audit of a set of scores into a run folder, the audit table and
+its plot. (Moved out of ``jaxaudit.dpsgd``, which holds only numeric code; the models by name are
+:func:`jaxaudit.dpsgd.models.model_by_name`.)"""
 
 from __future__ import annotations
 
@@ -11,26 +12,15 @@ from pathlib import Path
 import numpy as np
 
 from jaxaudit._validation import check_choice
-from jaxaudit.dpsgd.models import MLP, CifarCNN, LogisticRegression, SmallCNN
 
 __all__ = [
-    "MODELS", "DATASETS", "MIN_SCORES", "make_model", "audit_data", "load_scores", "file_sha256",
-    "audit_to_rundir", "records_table", "plot_audit",
+    "DATASETS", "MIN_SCORES", "audit_data", "load_scores", "file_sha256", "audit_to_rundir",
+    "records_table", "plot_audit",
 ]
 
-MODELS = ("cnn", "mlp", "logreg", "cifar_cnn")
 DATASETS = ("mnist", "synthetic", "cifar10")
 #: Fewest scores per world :func:`load_scores` accepts (the audit splits each world in parts).
 MIN_SCORES = 4
-
-
-def make_model(name: str):
-    """``"cnn"`` → :class:`SmallCNN`, ``"mlp"`` → ``MLP(hidden=(32,))``, ``"logreg"``,
-    ``"cifar_cnn"`` → :class:`CifarCNN` (the CIFAR-10 CNN of Annamalai & De Cristofaro, arXiv
-    2405.14106)."""
-    check_choice("model", name, MODELS)
-    return {"cnn": SmallCNN, "mlp": lambda: MLP(hidden=(32,)), "logreg": LogisticRegression,
-            "cifar_cnn": CifarCNN}[name]()
 
 
 def _synthetic(seed: int, n: int):
