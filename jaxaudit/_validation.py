@@ -1,28 +1,88 @@
-"""Argument checks shared by the public functions (run on the host, outside jit).
+"""The one validation layer: argument checks shared by every public function (host side).
 
-Every check raises ``ValueError`` naming the argument and the offending value, so that bad input
-never turns into a silent wrong number.
+Each validator is named for what it checks and raises ``ValueError`` (``TypeError`` for a value
+of the wrong kind: a string, a complex number, a non-key) naming the argument and the offending
+value as a plain number (``-1.0``, not ``array(-1.)``), so bad input never turns into a silent
+wrong number.
+
+Validation stays out of the way of ``jax.jit``: when a value is traced (the caller wrapped the
+function in ``jax.jit``/``jax.vmap``) there is nothing to check and the check is skipped, so
+validation happens once, at the outermost concrete call. A jitted public function therefore does
+**not** validate its arguments (``jax.jit(posterior_success)(1.5, 1.0)`` returns NaN): validate
+at the boundary, outside jit.
 """
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 
-def _as_array(name: str, value) -> np.ndarray:
+class ArgumentTypeError(TypeError, ValueError):
+    """An argument of the wrong kind (a string for a number, a complex prior, a non-key).
+
+    A ``TypeError`` that is also a ``ValueError``, so that callers (and the CLI) catching the
+    ``ValueError`` of a bad argument catch it too.
+    """
+
+
+def is_traced(*values) -> bool:
+    """True when any of ``values`` (pytrees allowed) is a JAX tracer (inside jit/vmap/grad)."""
+    import jax
+
+    return any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(values))
+
+
+def plain(value) -> str:
+    """``value`` as a user reads it: ``-1.0`` rather than ``array(-1.)``, ``'x'`` for strings."""
+    if isinstance(value, str | bytes):
+        return repr(value)
     try:
-        return np.asarray(value, dtype=np.float64)
+        arr = np.asarray(value)
+    except Exception:  # noqa: BLE001 - anything numpy cannot hold is shown as is
+        return repr(value)
+    if arr.dtype.kind in "biuf" and arr.ndim == 0:
+        return repr(arr.item())
+    if arr.dtype.kind in "biuf" and arr.size <= 6:
+        return repr(arr.tolist())
+    if arr.dtype.kind in "biuf":
+        return f"array of shape {arr.shape}"
+    return repr(value)
+
+
+def _as_array(name: str, value) -> np.ndarray:
+    """``value`` as a float64 array; strings, bytes, complex and non-numeric values refused."""
+    if isinstance(value, str | bytes):
+        raise ArgumentTypeError(f"{name} must be numeric, got the string {value!r}")
+    try:
+        raw = np.asarray(value)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be numeric, got {value!r}") from err
+        raise ArgumentTypeError(f"{name} must be numeric, got {value!r}") from err
+    if raw.dtype.kind == "c":
+        raise ArgumentTypeError(f"{name} must be real, got the complex value {plain(value)}")
+    if raw.dtype.kind not in "biuf":
+        raise ArgumentTypeError(f"{name} must be numeric, got {value!r} (dtype {raw.dtype})")
+    return raw.astype(np.float64)
 
 
 def _describe(arr: np.ndarray, bad: np.ndarray) -> str:
     first = arr[bad].ravel()[0] if arr.ndim else arr
+    first = float(first)
     return f"{first!r}" if arr.size == 1 else f"{first!r} (and {int(bad.sum()) - 1} more)"
 
 
+def check_numeric(name: str, value) -> np.ndarray:
+    """A real numeric value (not a string, complex or object) as a float64 numpy array."""
+    if is_traced(value):
+        return value
+    return _as_array(name, value)
+
+
 def check_finite(name: str, value) -> np.ndarray:
-    """Refuse NaN/inf; return the value as a float64 numpy array."""
+    """Refuse NaN/inf; return the value as a float64 numpy array (skipped when traced)."""
+    if is_traced(value):
+        return value
     arr = _as_array(name, value)
     bad = ~np.isfinite(arr)
     if bad.any():
@@ -31,7 +91,12 @@ def check_finite(name: str, value) -> np.ndarray:
 
 
 def check_probability(name: str, value, *, open_low: bool = False, open_high: bool = False):
-    """Refuse values outside [0, 1] (or the open ends asked for) and NaN."""
+    """Refuse values outside [0, 1] (or the open ends asked for) and NaN (skipped when traced).
+
+    ``open_high=True`` is a δ in [0, 1); both open ends a significance level in (0, 1).
+    """
+    if is_traced(value):
+        return value
     arr = _as_array(name, value)
     if np.isnan(arr).any():
         raise ValueError(f"{name} must not contain NaN")
@@ -45,7 +110,10 @@ def check_probability(name: str, value, *, open_low: bool = False, open_high: bo
 
 
 def check_nonnegative(name: str, value) -> np.ndarray:
-    """Refuse negative values, NaN and -inf (+inf is allowed: a vacuous parameter)."""
+    """Refuse negative values, NaN and -inf; +inf is allowed (a vacuous ε, μ, ρ or ε_α).
+    Skipped when traced."""
+    if is_traced(value):
+        return value
     arr = _as_array(name, value)
     bad = np.isnan(arr) | (arr < 0)
     if bad.any():
@@ -54,12 +122,27 @@ def check_nonnegative(name: str, value) -> np.ndarray:
 
 
 def check_positive(name: str, value) -> np.ndarray:
-    """Refuse values <= 0 and NaN."""
+    """Refuse values <= 0 and NaN (+inf allowed; use :func:`check_positive_finite` for a
+    hyperparameter). Skipped when traced."""
+    if is_traced(value):
+        return value
     arr = _as_array(name, value)
     bad = np.isnan(arr) | (arr <= 0)
     if bad.any():
         raise ValueError(f"{name} must be > 0, got {_describe(arr, bad)}")
     return arr
+
+
+def check_positive_finite(name: str, value) -> np.ndarray:
+    """Refuse values <= 0, NaN and ±inf (a learning rate, clip norm, noise scale)."""
+    check_finite(name, value)
+    return check_positive(name, value)
+
+
+def check_nonnegative_finite(name: str, value) -> np.ndarray:
+    """Refuse negative values, NaN and ±inf (a weight decay, a dropout-free rate)."""
+    check_finite(name, value)
+    return check_nonnegative(name, value)
 
 
 def check_shape(name: str, value, shape: tuple) -> None:
@@ -71,5 +154,129 @@ def check_shape(name: str, value, shape: tuple) -> None:
 
 def check_choice(name: str, value, choices) -> None:
     """Refuse a value not among ``choices``."""
-    if value not in choices:
+    try:
+        ok = value in choices
+    except TypeError:
+        ok = False
+    if not ok:
         raise ValueError(f"{name} must be one of {sorted(choices)!r}, got {value!r}")
+
+
+def check_bool(name: str, value) -> bool:
+    """Refuse anything but ``True``/``False`` (``"no"`` is truthy: refusing it matters)."""
+    if not isinstance(value, bool | np.bool_):
+        raise ArgumentTypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_integer(name: str, value, minimum: int | None = 0) -> int:
+    """A concrete integer ≥ ``minimum`` (NaN, inf, fractions, strings and bools refused).
+
+    ``minimum=1`` is the positive-integer check (a count of runs, steps, models, epochs).
+    """
+    if isinstance(value, str | bytes | bool | np.bool_):
+        raise ArgumentTypeError(f"{name} must be an integer, got {value!r}")
+    bound = "" if minimum is None else f" >= {minimum}"
+    if isinstance(value, numbers.Integral):
+        as_float = int(value)
+    else:
+        try:
+            as_float = float(np.asarray(value).reshape(()))
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{name} must be an integer{bound}, got {plain(value)}") from err
+    if not np.isfinite(as_float) or as_float != int(as_float):
+        raise ValueError(f"{name} must be an integer{bound}, got {plain(value)}")
+    if minimum is not None and as_float < minimum:
+        raise ValueError(f"{name} must be an integer{bound}, got {plain(value)}")
+    return int(as_float)
+
+
+def check_chunk_size(chunk_size, name: str = "chunk_size") -> int | None:
+    """None (everything in one step) or a positive integer."""
+    return None if chunk_size is None else check_integer(name, chunk_size, minimum=1)
+
+
+def as_vector(name: str, value) -> np.ndarray:
+    """A concrete 1-D float64 array (a scalar becomes length 1); ValueError on other ranks."""
+    arr = _as_array(name, value)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array, got shape {arr.shape}")
+    return arr
+
+
+def as_scalar(name: str, value) -> float:
+    """A concrete scalar as a Python float; ValueError naming ``name`` for arrays, TypeError for
+    strings and other non-numbers."""
+    arr = _as_array(name, value)
+    if arr.ndim != 0 and arr.size != 1:
+        raise ValueError(f"{name} must be a scalar, got shape {arr.shape}")
+    return float(arr.reshape(()))
+
+
+def check_key(name: str, key) -> None:
+    """Refuse anything but a JAX PRNG key (typed ``jax.random.key`` or legacy uint32 (2,))."""
+    import jax
+    import jax.numpy as jnp
+
+    if is_traced(key):
+        return
+    if isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return
+    arr = np.asarray(key) if isinstance(key, np.ndarray | jax.Array) else None
+    if arr is not None and arr.dtype == np.uint32 and arr.shape[-1:] == (2,):
+        return
+    raise ArgumentTypeError(f"{name} must be a JAX PRNG key (jax.random.key(seed)), got {plain(key)}")
+
+
+def check_scores_and_masks(scores, masks, *, scores_name="scores", masks_name="masks"):
+    """(R, N) finite-or-inf float scores without NaN and (R, N) boolean masks of that shape."""
+    s_shape, m_shape = np.shape(scores), np.shape(masks)
+    if len(s_shape) != 2:
+        raise ValueError(f"{scores_name} must have shape (R, N), got {s_shape}")
+    if m_shape != s_shape:
+        raise ValueError(f"{masks_name} must have the shape of {scores_name} {s_shape}, got {m_shape}")
+    m = np.asarray(masks)
+    if m.dtype != bool and not np.isin(m, (0, 1)).all():
+        raise ValueError(f"{masks_name} must be boolean (0/1)")
+    if np.isnan(_as_array(scores_name, scores)).any():
+        raise ValueError(f"{scores_name} must not contain NaN")
+
+
+def check_graph(graph) -> None:
+    """A node-classification graph whose arrays agree: features (N, F) finite, labels (N,)
+    integers in [0, num_classes), senders/receivers (E,) integers in [0, N) of equal length,
+    masks (N,). ValueError naming the field (an out-of-range index would otherwise be clipped or
+    dropped silently by XLA's gathers and scatters)."""
+    if is_traced(graph.features, graph.labels, graph.senders, graph.receivers):
+        return
+    features = np.asarray(graph.features)
+    if features.ndim != 2:
+        raise ValueError(f"graph.features must have shape (N, F), got {features.shape}")
+    n = features.shape[0]
+    if not np.isfinite(features).all():
+        raise ValueError("graph.features must be finite")
+    labels = np.asarray(graph.labels)
+    if labels.shape != (n,):
+        raise ValueError(f"graph.labels must have shape ({n},), got {labels.shape}")
+    if labels.dtype.kind not in "iu":
+        raise ValueError(f"graph.labels must be integers, got dtype {labels.dtype}")
+    k = int(graph.num_classes)
+    if n and (labels.min() < 0 or labels.max() >= k):
+        bad = labels[(labels < 0) | (labels >= k)][0]
+        raise ValueError(f"graph.labels must lie in [0, num_classes={k}), got {int(bad)}")
+    senders, receivers = np.asarray(graph.senders), np.asarray(graph.receivers)
+    if senders.ndim != 1 or receivers.shape != senders.shape:
+        raise ValueError(f"graph.senders and graph.receivers must be 1-D of equal length, got "
+                         f"shapes {senders.shape} and {receivers.shape}")
+    for field, idx in (("senders", senders), ("receivers", receivers)):
+        if idx.dtype.kind not in "iu":
+            raise ValueError(f"graph.{field} must be integers, got dtype {idx.dtype}")
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            bad = idx[(idx < 0) | (idx >= n)][0]
+            raise ValueError(f"graph.{field} must lie in [0, N={n}), got {int(bad)}")
+    for field in ("train_mask", "val_mask", "test_mask"):
+        shape = np.shape(getattr(graph, field))
+        if shape != (n,):
+            raise ValueError(f"graph.{field} must have shape ({n},), got {shape}")

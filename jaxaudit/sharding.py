@@ -40,6 +40,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from jaxaudit._validation import check_chunk_size
+
 __all__ = ["vmap_chunked", "batch_mesh", "use_all_cpu_cores", "cpu_core_count", "BATCH_AXIS",
            "DEVICE_COUNT_FLAG"]
 
@@ -154,8 +156,7 @@ def vmap_chunked(
       PRNG key arrays included); ``shared`` arguments are broadcast to every item. The output
       leaves have leading axis R and live sharded over the mesh.
     """
-    if chunk_size is not None and (int(chunk_size) != chunk_size or chunk_size < 1):
-        raise ValueError(f"chunk_size must be a positive integer or None, got {chunk_size!r}")
+    chunk_size = check_chunk_size(chunk_size)
     cache: dict = {}
 
     def build(num_chunks: int, chunk: int, num_shared: int, mesh: Mesh):

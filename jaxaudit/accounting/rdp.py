@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import dp_accounting
 import numpy as np
 
-from jaxaudit._validation import check_finite, check_positive, check_probability
+from jaxaudit._validation import check_finite, check_integer, check_positive, check_probability
 
 __all__ = ["DEFAULT_ORDERS", "rdp_epsilons", "epsilon_for_delta", "noise_for_epsilon"]
 
@@ -30,10 +30,8 @@ DEFAULT_ORDERS: tuple[float, ...] = (
 def _check_mechanism(noise_multiplier, sampling_rate, steps) -> tuple[float, float, int]:
     sigma = float(check_positive("noise_multiplier", noise_multiplier))
     q = float(check_probability("sampling_rate", sampling_rate, open_low=True))
-    steps_arr = check_finite("steps", steps)
-    if steps_arr.ndim != 0 or steps_arr < 1 or steps_arr != np.floor(steps_arr):
-        raise ValueError(f"steps must be a positive integer, got {steps!r}")
-    return sigma, q, int(steps_arr)
+    steps_int = check_integer("steps", steps, minimum=1)
+    return sigma, q, steps_int
 
 
 def _check_orders(orders) -> np.ndarray:

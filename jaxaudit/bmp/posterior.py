@@ -20,7 +20,12 @@ import numpy as np
 from blackjax.adaptation.base import get_filter_adapt_info_fn
 from scipy import special as sp_special
 
-from jaxaudit._validation import check_finite, check_positive
+from jaxaudit._validation import (
+    check_chunk_size,
+    check_finite,
+    check_integer,
+    check_positive,
+)
 from jaxaudit.bmp.likelihood import (
     PRIOR_VARIANCE,
     band_area,
@@ -221,8 +226,7 @@ def posterior_nuts(key, counts, *, attack_strength=None, num_warmup: int = 500,
     check_positive("prior_variance", prior_variance)
     for name, v in (("num_warmup", num_warmup), ("num_samples", num_samples),
                     ("num_chains", num_chains)):
-        if int(v) != v or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        check_integer(name, v, minimum=1)
     if num_chains < 2:
         raise ValueError("num_chains must be >= 2 (R-hat needs several chains)")
     if parameterization is None:
@@ -248,8 +252,7 @@ def posterior_nuts(key, counts, *, attack_strength=None, num_warmup: int = 500,
     if chunk_size is not None:
         # fixed-shape chunks: every call with these settings and this chunk size reuses one
         # compiled program, whatever the number of nodes
-        if int(chunk_size) != chunk_size or chunk_size < 1:
-            raise ValueError(f"chunk_size must be a positive integer or None, got {chunk_size!r}")
+        check_chunk_size(chunk_size)
         padded = -(-num_unique // int(chunk_size)) * int(chunk_size)
     elif deduplicate and num_unique > 1:
         # pad to a size bucket (powers of two up to 1024, then multiples of 256) so that count

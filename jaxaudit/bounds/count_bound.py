@@ -33,8 +33,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxaudit._validation import check_probability
-from jaxaudit.bounds import _args
+from jaxaudit._validation import (
+    as_scalar,
+    as_vector,
+    check_finite,
+    check_integer,
+    check_nonnegative,
+    check_probability,
+    is_traced,
+)
 from jaxaudit.bounds.poisson_binomial import (
     RECURSION_MAX_N,
     _bucket,
@@ -56,7 +63,7 @@ __all__ = [
 
 
 def _priors(priors) -> np.ndarray:
-    p = _args.vector("priors", priors)
+    p = as_vector("priors", priors)
     check_probability("priors", p)
     return p
 
@@ -88,10 +95,10 @@ def success_tail(priors, epsilon, v, delta=0.0, *, method: str = "auto") -> jax.
       0.071556
     """
     p = _priors(priors)
-    epsilon, delta = _args.scalar("epsilon", epsilon), _args.scalar("delta", delta)
-    _args.epsilon("epsilon", epsilon)
-    _args.delta("delta", delta)
-    _args.finite("v", v)
+    epsilon, delta = as_scalar("epsilon", epsilon), as_scalar("delta", delta)
+    check_nonnegative("epsilon", epsilon)
+    check_probability("delta", delta, open_high=True)
+    check_finite("v", v)
     tail = np.asarray(poisson_binomial_tail(_betas(p, epsilon), v, method=method))
     out = np.minimum(1.0, tail + p.size * float(delta))
     out = np.where(np.asarray(v) <= 0, 1.0, out)
@@ -124,11 +131,11 @@ def success_count_bound(priors, epsilon, delta=0.0, gamma=0.05, *, method: str =
       755
     """
     p = _priors(priors)
-    epsilon, delta = _args.scalar("epsilon", epsilon), _args.scalar("delta", delta)
-    gamma = _args.scalar("gamma", gamma)
-    _args.epsilon("epsilon", epsilon)
-    _args.delta("delta", delta)
-    _args.level("gamma", gamma)
+    epsilon, delta = as_scalar("epsilon", epsilon), as_scalar("delta", delta)
+    gamma = as_scalar("gamma", gamma)
+    check_nonnegative("epsilon", epsilon)
+    check_probability("delta", delta, open_high=True)
+    check_probability("gamma", gamma, open_low=True, open_high=True)
     budget = float(gamma) - p.size * float(delta)
     if budget <= 0.0:
         return p.size + 1
@@ -179,7 +186,7 @@ def success_count_bound_exact(priors, epsilon, delta=0.0, gamma=0.05) -> jax.Arr
     Returns:
       int32 scalar v_γ (n + 1 when vacuous).
     """
-    if _args.is_traced(priors, epsilon, delta, gamma):
+    if is_traced(priors, epsilon, delta, gamma):
         return _success_count_bound_exact(priors, epsilon, delta, gamma)
     with jax.enable_x64(True):
         args = [jnp.asarray(np.asarray(a, dtype=np.float64)) for a in (priors, epsilon, delta, gamma)]
@@ -210,10 +217,10 @@ def fdp_epsilon_grid(delta_of_epsilon: Callable, n: int, gamma: float = 0.05,
     Raises:
       ValueError: n < 0, γ outside (0, 1) or num < 1.
     """
-    n = _args.integer("n", n)
-    gamma = _args.scalar("gamma", gamma)
-    _args.level("gamma", gamma)
-    num = _args.integer("num", num, minimum=1)
+    n = check_integer("n", n)
+    gamma = as_scalar("gamma", gamma)
+    check_probability("gamma", gamma, open_low=True, open_high=True)
+    num = check_integer("num", num, minimum=1)
     def first_small(grid):
         with jax.enable_x64(True):
             deltas = np.asarray(delta_of_epsilon(jnp.asarray(grid, dtype=jnp.float64)))
@@ -238,8 +245,8 @@ def _fdp_setup(priors, delta_of_epsilon, gamma, epsilons):
         raise ValueError("delta_of_epsilon must be a callable ε ↦ δ_f(ε)")
     if epsilons is None:
         epsilons = fdp_epsilon_grid(delta_of_epsilon, p.size, gamma)
-    eps = _args.vector("epsilons", epsilons)
-    _args.epsilon("epsilons", eps)
+    eps = as_vector("epsilons", epsilons)
+    check_nonnegative("epsilons", eps)
     with jax.enable_x64(True):
         deltas = np.asarray(delta_of_epsilon(jnp.asarray(eps)), dtype=np.float64)
     deltas = np.broadcast_to(deltas, eps.shape)
@@ -265,9 +272,9 @@ def success_tail_fdp(priors, delta_of_epsilon: Callable, v, epsilons=None, *,
     Returns:
       float64 JAX array shaped like ``v``.
     """
-    _args.level("gamma", gamma)
+    check_probability("gamma", gamma, open_low=True, open_high=True)
     p, eps, deltas = _fdp_setup(priors, delta_of_epsilon, gamma, epsilons)
-    _args.finite("v", v)
+    check_finite("v", v)
     best = np.ones(np.shape(v))
     for e, d in zip(eps, deltas, strict=True):
         if p.size * d >= 1.0:
@@ -302,8 +309,8 @@ def success_count_bound_fdp(priors, delta_of_epsilon: Callable, gamma: float = 0
       >>> success_count_bound_fdp([0.01] * 100, lambda e: gdp_delta(e, 1.0))
       35
     """
-    gamma = _args.scalar("gamma", gamma)
-    _args.level("gamma", gamma)
+    gamma = as_scalar("gamma", gamma)
+    check_probability("gamma", gamma, open_low=True, open_high=True)
     p, eps, deltas = _fdp_setup(priors, delta_of_epsilon, gamma, epsilons)
     n = p.size
     keep = n * deltas < gamma

@@ -23,7 +23,12 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.stats import norm
 
-from jaxaudit.bounds import _args
+from jaxaudit._rounding import upper_bound
+from jaxaudit._validation import (
+    check_nonnegative,
+    check_positive,
+    check_probability,
+)
 
 __all__ = ["gdp_delta", "gdp_tradeoff", "approx_dp_tradeoff", "approx_dp_delta"]
 
@@ -52,13 +57,10 @@ def gdp_delta(epsilon, mu) -> jax.Array:
       ...     print(round(float(gdp_delta(1.0, 1.0)), 6))
       0.126937
     """
-    _args.epsilon("epsilon", epsilon)
-    if not _args.is_traced(mu):
-        from jaxaudit._validation import check_positive
-
-        check_positive("mu", mu)
+    check_nonnegative("epsilon", epsilon)
+    check_positive("mu", mu)
     # Concrete inputs: float64, rounded up into the promoted dtype (δ enters bounds additively).
-    return _args.upper_bound(_gdp_delta, epsilon, mu)
+    return upper_bound(_gdp_delta, epsilon, mu)
 
 
 @jax.jit
@@ -81,8 +83,8 @@ def gdp_tradeoff(alpha, mu) -> jax.Array:
       >>> round(float(gdp_tradeoff(0.5, 0.0)), 6)
       0.5
     """
-    _args.probabilities("alpha", alpha)
-    _args.epsilon("mu", mu)
+    check_probability("alpha", alpha)
+    check_nonnegative("mu", mu)
     alpha, mu = _float(alpha, mu)
     return norm.cdf(norm.ppf(1.0 - alpha) - mu)
 
@@ -94,9 +96,9 @@ def approx_dp_tradeoff(alpha, epsilon, delta) -> jax.Array:
       >>> round(float(approx_dp_tradeoff(0.1, 1.0, 0.0)), 6)
       0.728172
     """
-    _args.probabilities("alpha", alpha)
-    _args.epsilon("epsilon", epsilon)
-    _args.delta("delta", delta)
+    check_probability("alpha", alpha)
+    check_nonnegative("epsilon", epsilon)
+    check_probability("delta", delta, open_high=True)
     alpha, eps, delta = _float(alpha, epsilon, delta)
     scaled = jnp.where(alpha == 0, 0.0, jnp.exp(eps) * alpha)  # e^ε·0 = 0 also at ε = ∞
     return jnp.maximum(
@@ -114,9 +116,9 @@ def approx_dp_delta(epsilon, epsilon0, delta0) -> jax.Array:
       >>> round(float(approx_dp_delta(2.0, 1.0, 1e-5)), 8)
       1e-05
     """
-    _args.epsilon("epsilon", epsilon)
-    _args.epsilon("epsilon0", epsilon0)
-    _args.delta("delta0", delta0)
+    check_nonnegative("epsilon", epsilon)
+    check_nonnegative("epsilon0", epsilon0)
+    check_probability("delta0", delta0, open_high=True)
     eps, eps0, delta0 = _float(epsilon, epsilon0, delta0)
     # (e^{ε₀} − e^ε)/(1 + e^{ε₀}) written as (1 − e^{ε−ε₀})/(1 + e^{−ε₀}): no ∞/∞ at ε₀ = ∞.
     gap = jnp.maximum(0.0, -jnp.expm1(jnp.where(eps >= eps0, 0.0, eps - eps0)))

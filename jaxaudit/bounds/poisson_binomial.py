@@ -52,8 +52,12 @@ import scipy.fft
 import scipy.signal
 from scipy.special import expit, log_expit, logit
 
-from jaxaudit._validation import check_choice, check_probability
-from jaxaudit.bounds import _args
+from jaxaudit._validation import (
+    as_vector,
+    check_choice,
+    check_finite,
+    check_probability,
+)
 
 __all__ = [
     "RECURSION_MAX_N",
@@ -298,7 +302,7 @@ class _Prepared:
     """PoiBin(q) with the certain (q = 1) and impossible (q = 0) Bernoullis removed."""
 
     def __init__(self, probs):
-        q = _args.vector("probs", probs)
+        q = as_vector("probs", probs)
         check_probability("probs", q)
         self.n = q.size
         self.n_one = int(np.sum(q == 1.0))
@@ -471,7 +475,7 @@ def poisson_binomial_tail(probs, v, *, log: bool = False, method: str = "auto") 
       -2072.326583695
     """
     prep = _Prepared(probs)
-    _args.finite("v", v)
+    check_finite("v", v)
     v_arr = np.ceil(np.asarray(v, dtype=np.float64)) - prep.n_one
     how = _choose(method, prep.m)
     out = np.where(v_arr <= 0, 0.0, -np.inf)

@@ -27,8 +27,15 @@ import scipy.special
 import scipy.stats
 from jax.scipy.stats import norm
 
-from jaxaudit._validation import check_positive, check_probability
-from jaxaudit.bounds import _args
+from jaxaudit._rounding import upper_bound
+from jaxaudit._validation import (
+    as_scalar,
+    check_integer,
+    check_nonnegative,
+    check_positive,
+    check_probability,
+    is_traced,
+)
 
 __all__ = [
     "kgk_bound_pure",
@@ -59,9 +66,9 @@ def kgk_bound_pure(kappa, epsilon) -> jax.Array:
       >>> round(float(kgk_bound_pure(0.5, 1.0)), 6)
       0.81606
     """
-    _args.probabilities("kappa", kappa)
-    _args.epsilon("epsilon", epsilon)
-    return _args.upper_bound(_kgk_pure, kappa, epsilon)
+    check_probability("kappa", kappa)
+    check_nonnegative("epsilon", epsilon)
+    return upper_bound(_kgk_pure, kappa, epsilon)
 
 
 def _scaled(kappa, eps):
@@ -81,9 +88,9 @@ def kgk_bound_gdp(kappa, mu) -> jax.Array:
       >>> round(float(kgk_bound_gdp(0.5, 1.0)), 5)
       0.84134
     """
-    _args.probabilities("kappa", kappa)
-    _args.epsilon("mu", mu)
-    return _args.upper_bound(_gauss_shift, kappa, mu)
+    check_probability("kappa", kappa)
+    check_nonnegative("mu", mu)
+    return upper_bound(_gauss_shift, kappa, mu)
 
 
 @jax.jit
@@ -98,10 +105,10 @@ def kgk_bound_approx(kappa, epsilon, delta) -> jax.Array:
       >>> round(float(kgk_bound_approx(0.5, 1.0, 0.0)), 6)
       0.81606
     """
-    _args.probabilities("kappa", kappa)
-    _args.epsilon("epsilon", epsilon)
-    _args.delta("delta", delta)
-    return _args.upper_bound(_kgk_approx, kappa, epsilon, delta)
+    check_probability("kappa", kappa)
+    check_nonnegative("epsilon", epsilon)
+    check_probability("delta", delta, open_high=True)
+    return upper_bound(_kgk_approx, kappa, epsilon, delta)
 
 
 @jax.jit
@@ -117,13 +124,13 @@ def balle_rero_rdp(kappa, alpha, eps_alpha) -> jax.Array:
       >>> round(float(balle_rero_rdp(0.01, 2.0, 1.0)), 6)
       0.164872
     """
-    _args.probabilities("kappa", kappa)
-    _args.epsilon("eps_alpha", eps_alpha)
-    if not _args.is_traced(alpha):
+    check_probability("kappa", kappa)
+    check_nonnegative("eps_alpha", eps_alpha)
+    if not is_traced(alpha):
         a = np.asarray(alpha, dtype=np.float64)
         if np.isnan(a).any() or (a <= 1).any():
             raise ValueError(f"alpha must be > 1, got {alpha!r}")
-    return _args.upper_bound(_balle_rdp, kappa, alpha, eps_alpha)
+    return upper_bound(_balle_rdp, kappa, alpha, eps_alpha)
 
 
 @jax.jit
@@ -140,9 +147,9 @@ def balle_rero_zcdp(kappa, rho) -> jax.Array:
       >>> round(float(balle_rero_zcdp(0.01, 1.0)), 6)
       0.268948
     """
-    _args.probabilities("kappa", kappa)
-    _args.epsilon("rho", rho)
-    return _args.upper_bound(_balle_zcdp, kappa, rho)
+    check_probability("kappa", kappa)
+    check_nonnegative("rho", rho)
+    return upper_bound(_balle_zcdp, kappa, rho)
 
 
 @jax.jit
@@ -159,9 +166,9 @@ def balle_rero_pure(kappa, epsilon) -> jax.Array:
       >>> float(balle_rero_pure(0.5, 1.0))
       1.0
     """
-    _args.probabilities("kappa", kappa)
-    _args.epsilon("epsilon", epsilon)
-    return _args.upper_bound(_balle_pure, kappa, epsilon)
+    check_probability("kappa", kappa)
+    check_nonnegative("epsilon", epsilon)
+    return upper_bound(_balle_pure, kappa, epsilon)
 
 
 @jax.jit
@@ -176,11 +183,11 @@ def hayes_gaussian(kappa, sensitivity, sigma) -> jax.Array:
       >>> round(float(hayes_gaussian(0.5, 1.0, 1.0)), 5)
       0.84134
     """
-    _args.probabilities("kappa", kappa)
-    _args.epsilon("sensitivity", sensitivity)
-    if not _args.is_traced(sigma):
+    check_probability("kappa", kappa)
+    check_nonnegative("sensitivity", sensitivity)
+    if not is_traced(sigma):
         check_positive("sigma", sigma)
-    return _args.upper_bound(_hayes, kappa, sensitivity, sigma)
+    return upper_bound(_hayes, kappa, sensitivity, sigma)
 
 
 @jax.jit
@@ -209,15 +216,15 @@ def steinke_p_value(m: int, r: int, v: int, epsilon: float, delta: float = 0.0) 
       >>> round(steinke_p_value(1000, 100, 80, 1.0), 10)
       0.0715562468
     """
-    m, r = _args.integer("m", m, minimum=1), _args.integer("r", r, minimum=1)
-    v = _args.integer("v", v)
+    m, r = check_integer("m", m, minimum=1), check_integer("r", r, minimum=1)
+    v = check_integer("v", v)
     if v > r:
         raise ValueError(f"v must be an integer in [0, r], got {v!r}")
-    epsilon, delta = _args.scalar("epsilon", epsilon), _args.scalar("delta", delta)
+    epsilon, delta = as_scalar("epsilon", epsilon), as_scalar("delta", delta)
     if r > m:
         raise ValueError(f"r must be <= m, got r={r!r}, m={m!r}")
-    _args.epsilon("epsilon", epsilon)
-    _args.delta("delta", delta)
+    check_nonnegative("epsilon", epsilon)
+    check_probability("delta", delta, open_high=True)
     q = float(scipy.special.expit(epsilon))  # e^ε/(1 + e^ε) without overflow for large ε
     beta = float(scipy.stats.binom.sf(v - 1, r, q))
     if delta == 0.0 or v == 0:
@@ -266,7 +273,7 @@ def inverse_blowup_pure(epsilon: float) -> Callable[[float], float]:
 
     Returns y ↦ max(e^{−ε} y, 1 − e^ε (1 − y)) (clipped to [0, 1]).
     """
-    _args.epsilon("epsilon", epsilon)
+    check_nonnegative("epsilon", epsilon)
     e = math.exp(epsilon) if epsilon < 709.0 else math.inf  # e^ε overflows a float beyond
 
     def inverse(y: float) -> float:
@@ -279,13 +286,13 @@ def inverse_blowup_pure(epsilon: float) -> Callable[[float], float]:
 
 def inverse_blowup_gdp(mu: float) -> Callable[[float], float]:
     """f̄⁻¹ for μ-GDP: y ↦ Φ(Φ⁻¹(y) − μ)."""
-    _args.epsilon("mu", mu)
+    check_nonnegative("mu", mu)
     return lambda y: float(scipy.stats.norm.cdf(scipy.stats.norm.ppf(min(max(y, 0.0), 1.0)) - mu))
 
 
 def _mmc_check(m, c_guesses, alphabet_size, tau, inverse_blowup=None):
     for name, val in (("m", m), ("c_guesses", c_guesses), ("alphabet_size", alphabet_size)):
-        _args.integer(name, val, minimum=1)
+        check_integer(name, val, minimum=1)
     if inverse_blowup is not None and not callable(inverse_blowup):
         raise ValueError(f"inverse_blowup must be a callable y ↦ f̄⁻¹(y), got {inverse_blowup!r}")
     if c_guesses > m:
@@ -318,7 +325,7 @@ def mmc_reject(m: int, c_guesses: int, c_correct: int, alphabet_size: int,
       True when f-DP is rejected.
     """
     _mmc_check(m, c_guesses, alphabet_size, tau, inverse_blowup)
-    if _args.integer("c_correct", c_correct) > c_guesses:
+    if check_integer("c_correct", c_correct) > c_guesses:
         raise ValueError(f"c_correct must be an integer in [0, c_guesses], got {c_correct!r}")
     c, cp = int(c_correct), int(c_guesses)
     r = tau * c / m

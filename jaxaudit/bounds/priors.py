@@ -17,7 +17,13 @@ import math
 import mpmath
 import numpy as np
 
-from jaxaudit._validation import check_choice, check_nonnegative, check_positive, check_probability
+from jaxaudit._validation import (
+    check_choice,
+    check_integer,
+    check_nonnegative,
+    check_positive,
+    check_probability,
+)
 from jaxaudit.bounds.poisson_binomial import poisson_binomial_tail
 
 __all__ = [
@@ -81,8 +87,7 @@ def top_k_mass(probs, attempts: int = 1, axis: int = -1) -> np.ndarray:
       0.8
     """
     p = _distribution("probs", probs, axis)
-    if int(attempts) != attempts or attempts < 1:
-        raise ValueError(f"attempts must be a positive integer, got {attempts!r}")
+    attempts = check_integer("attempts", attempts, minimum=1)
     k = min(int(attempts), p.shape[axis])
     part = -np.partition(-p, k - 1, axis=axis)
     return np.take(part, np.arange(k), axis=axis).sum(axis=axis)
@@ -211,8 +216,7 @@ def columns_prior(column_probs, threshold: int) -> float:
     """
     modes = np.array([_distribution(f"column_probs[{j}]", c).max()
                       for j, c in enumerate(column_probs)])
-    if int(threshold) != threshold or threshold < 1:
-        raise ValueError(f"threshold must be a positive integer, got {threshold!r}")
+    threshold = check_integer("threshold", threshold, minimum=1)
     return float(poisson_binomial_tail(modes, int(threshold), method="recursion"))
 
 
@@ -235,8 +239,7 @@ def zipf_prior(exponent: float, support_size: int, ranks=None) -> np.ndarray:
       [0.545455, 0.272727, 0.181818]
     """
     s = float(check_positive("exponent", exponent))
-    if int(support_size) != support_size or support_size < 1:
-        raise ValueError(f"support_size must be a positive integer, got {support_size!r}")
+    support_size = check_integer("support_size", support_size, minimum=1)
     n = int(support_size)
     # 40 digits: near s = 1 both zetas are ≈ 1/(s − 1) and their difference cancels (at 15
     # digits s = 1 − 1e−9 lost 8 of them, leaving masses 6e−9 too small).
@@ -258,7 +261,6 @@ def uniform_prior(alphabet_size: int, attempts: int = 1) -> float:
       >>> uniform_prior(10)
       0.1
     """
-    for name, val in (("alphabet_size", alphabet_size), ("attempts", attempts)):
-        if int(val) != val or val < 1:
-            raise ValueError(f"{name} must be a positive integer, got {val!r}")
+    alphabet_size = check_integer("alphabet_size", alphabet_size, minimum=1)
+    attempts = check_integer("attempts", attempts, minimum=1)
     return min(1.0, attempts / alphabet_size)

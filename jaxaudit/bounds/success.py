@@ -24,7 +24,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxaudit.bounds import _args
+from jaxaudit._rounding import upper_bound
+from jaxaudit._validation import (
+    check_nonnegative,
+    check_probability,
+)
 
 __all__ = [
     "posterior_success",
@@ -56,11 +60,11 @@ def posterior_success(prior, epsilon) -> jax.Array:
       >>> round(float(posterior_success(0.5, 1.0)), 6)   # e/(1 + e)
       0.731059
     """
-    _args.probabilities("prior", prior)
-    _args.epsilon("epsilon", epsilon)
+    check_probability("prior", prior)
+    check_nonnegative("epsilon", epsilon)
     # Concrete inputs are evaluated in float64 and rounded up into the promoted dtype: a float32
     # cast (or flush-to-zero of a subnormal) would turn p = 3e-39 into 0 and β(100, p) ≈ 1 into 0.
-    return _args.upper_bound(_posterior_success, prior, epsilon)
+    return upper_bound(_posterior_success, prior, epsilon)
 
 
 @jax.jit
@@ -89,8 +93,8 @@ def gain_ratio(prior, epsilon) -> jax.Array:
       >>> round(float(gain_ratio(0.0, 1.0)), 6)
       2.718282
     """
-    _args.probabilities("prior", prior)
-    _args.epsilon("epsilon", epsilon)
+    check_probability("prior", prior)
+    check_nonnegative("epsilon", epsilon)
     p = jnp.asarray(prior)
     eps = jnp.asarray(epsilon)
     dtype = jnp.result_type(p, eps, float)
@@ -109,7 +113,7 @@ def max_gain(epsilon) -> jax.Array:
       >>> round(float(max_gain(1.0)), 6)
       0.244919
     """
-    _args.epsilon("epsilon", epsilon)
+    check_nonnegative("epsilon", epsilon)
     eps = jnp.asarray(epsilon)
     return jnp.tanh(eps.astype(jnp.result_type(eps, float)) / 4.0)
 
@@ -121,6 +125,6 @@ def max_gain_prior(epsilon) -> jax.Array:
       >>> round(float(max_gain_prior(1.0)), 6)
       0.377541
     """
-    _args.epsilon("epsilon", epsilon)
+    check_nonnegative("epsilon", epsilon)
     eps = jnp.asarray(epsilon)
     return jax.nn.sigmoid(-eps.astype(jnp.result_type(eps, float)) / 2.0)

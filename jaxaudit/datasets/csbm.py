@@ -33,6 +33,7 @@ import numpy as np
 from jaxaudit._validation import (
     check_choice,
     check_finite,
+    check_integer,
     check_nonnegative,
     check_positive,
     check_probability,
@@ -49,16 +50,6 @@ def edge_homophily(graph: Graph) -> float:
     if s.size == 0:
         return float("nan")
     return float(np.mean(labels[s] == labels[r]))
-
-
-def _check_int(name: str, value, minimum: int) -> int:
-    try:
-        ok = not isinstance(value, bool) and int(value) == value and value >= minimum
-    except (TypeError, ValueError, OverflowError):  # NaN, inf, strings, None
-        ok = False
-    if not ok:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def _split_sizes(num_nodes, num_classes, class_sizes, train_per_class, num_val, num_test):
@@ -120,12 +111,12 @@ def make_csbm(
     """
     if not isinstance(key, jax.Array):
         raise ValueError(f"key must be a PRNG key (jax.random.key(seed)), got {type(key).__name__}")
-    num_nodes = _check_int("num_nodes", num_nodes, 2)
-    num_classes = _check_int("num_classes", num_classes, 1)
-    num_features = _check_int("num_features", num_features, 1)
-    train_per_class = _check_int("train_per_class", train_per_class, 0)
-    num_val = _check_int("num_val", num_val, 0)
-    num_test = _check_int("num_test", num_test, 0)
+    num_nodes = check_integer("num_nodes", num_nodes, 2)
+    num_classes = check_integer("num_classes", num_classes, 1)
+    num_features = check_integer("num_features", num_features, 1)
+    train_per_class = check_integer("train_per_class", train_per_class, 0)
+    num_val = check_integer("num_val", num_val, 0)
+    num_test = check_integer("num_test", num_test, 0)
     if num_classes > num_nodes:
         raise ValueError(f"num_classes must be <= num_nodes, got {num_classes} > {num_nodes}")
     check_finite("avg_degree", avg_degree)

@@ -23,6 +23,7 @@ import numpy as np
 
 from jaxaudit._validation import (
     check_finite,
+    check_integer,
     check_nonnegative,
     check_positive,
     check_probability,
@@ -103,10 +104,8 @@ def _check(private_data, canary, num_runs, noise_multiplier, clip_norm, steps, l
         raise ValueError(f"canary input must have shape {inputs.shape[1:]}, got {np.shape(cx)}")
     if np.ndim(cy) != 0:
         raise ValueError(f"canary label must be a scalar, got shape {np.shape(cy)}")
-    if int(num_runs) != num_runs or num_runs < 1:
-        raise ValueError(f"num_runs must be a positive integer, got {num_runs!r}")
-    if int(steps) != steps or steps < 1:
-        raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    check_integer("num_runs", num_runs, minimum=1)
+    check_integer("steps", steps, minimum=1)
     check_nonnegative("noise_multiplier", noise_multiplier)
     check_finite("noise_multiplier", noise_multiplier)
     check_positive("clip_norm", clip_norm)

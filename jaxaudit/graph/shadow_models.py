@@ -31,7 +31,13 @@ import jraph
 import numpy as np
 import optax
 
-from jaxaudit._validation import check_choice, check_nonnegative, check_positive
+from jaxaudit._validation import (
+    check_choice,
+    check_graph,
+    check_integer,
+    check_nonnegative_finite,
+    check_positive_finite,
+)
 from jaxaudit.graph.models import GAT, GCN, GraphSAGE
 from jaxaudit.graph.propagation import SparseFeatures, sparse_features
 from jaxaudit.graph.types import Graph
@@ -182,16 +188,21 @@ def _single_trainer(sampler, module, epochs, learning_rate, weight_decay, edge_a
                                      weight_decay, edge_access))
 
 
-def _check_common(graph, sampler, epochs, learning_rate, weight_decay, edge_access):
+def _check_recipe(graph, epochs, learning_rate, weight_decay) -> None:
+    """The graph and the optimisation recipe (finite: an inf learning rate trains NaN scores)."""
     if not isinstance(graph, Graph):
         raise ValueError(f"graph must be a jaxaudit.datasets.Graph, got {type(graph).__name__}")
+    check_graph(graph)
+    check_integer("epochs", epochs, minimum=1)
+    check_positive_finite("learning_rate", learning_rate)
+    check_nonnegative_finite("weight_decay", weight_decay)
+
+
+def _check_shadow(graph, sampler, epochs, learning_rate, weight_decay, edge_access) -> None:
+    """:func:`_check_recipe` plus the sampler and the edge access of a shadow model."""
+    _check_recipe(graph, epochs, learning_rate, weight_decay)
     if not callable(sampler):
         raise ValueError(f"sampler must be callable (key, graph) -> Sample, got {sampler!r}")
-    check_positive("epochs", epochs)
-    if int(epochs) != epochs:
-        raise ValueError(f"epochs must be an integer, got {epochs!r}")
-    check_positive("learning_rate", learning_rate)
-    check_nonnegative("weight_decay", weight_decay)
     check_choice("edge_access", edge_access, EDGE_ACCESS)
 
 
@@ -228,10 +239,8 @@ def train_shadow_models(key, graph: Graph, sampler, model, num_models: int, *, e
     Returns:
       :class:`ShadowModels` with ``masks`` (R, N) bool and ``scores`` (R, N) float32.
     """
-    _check_common(graph, sampler, epochs, learning_rate, weight_decay, edge_access)
-    check_positive("num_models", num_models)
-    if int(num_models) != num_models:
-        raise ValueError(f"num_models must be an integer, got {num_models!r}")
+    _check_shadow(graph, sampler, epochs, learning_rate, weight_decay, edge_access)
+    check_integer("num_models", num_models, minimum=1)
     module = gnn_module(model, graph)
     inputs = prepare_inputs(graph)
     if chunk_size is None and jax.default_backend() == "cpu":
@@ -252,7 +261,7 @@ def train_shadow_model(key, graph: Graph, sampler, model, *, epochs: int = 200,
     Reference for :func:`train_shadow_models`: model r there equals this function called with
     ``jax.random.split(key, R)[r]``.
     """
-    _check_common(graph, sampler, epochs, learning_rate, weight_decay, edge_access)
+    _check_shadow(graph, sampler, epochs, learning_rate, weight_decay, edge_access)
     module = gnn_module(model, graph)
     fn = _single_trainer(sampler, module, int(epochs), float(learning_rate), float(weight_decay),
                          edge_access)
@@ -267,7 +276,7 @@ def train_gnn(key, graph: Graph, model, node_mask, edge_mask=None, *, epochs: in
     Returns ``(module, params)``; use :func:`gnn_logits` to evaluate (e.g. the standard
     Planetoid recipe: ``node_mask=graph.train_mask``, all edges).
     """
-    _check_common(graph, lambda k, g: None, epochs, learning_rate, weight_decay, "full")
+    _check_recipe(graph, epochs, learning_rate, weight_decay)
     n, e = graph.num_nodes, graph.num_edges
     if np.shape(node_mask) != (n,):
         raise ValueError(f"node_mask must have shape ({n},), got {np.shape(node_mask)}")

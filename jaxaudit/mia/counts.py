@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from jaxaudit.mia._checks import check_runs
+from jaxaudit._validation import check_scores_and_masks
 from jaxaudit.mia.types import ErrorCounts
 
 __all__ = ["error_counts"]
@@ -21,7 +21,7 @@ def error_counts(decisions, masks) -> ErrorCounts:
     Returns:
       ``ErrorCounts(fp, n0, fn, n1)``, each an (N,) int32 array.
     """
-    check_runs(decisions, masks, scores_name="decisions")
+    check_scores_and_masks(decisions, masks, scores_name="decisions")
     d = jnp.asarray(decisions, bool)
     m = jnp.asarray(masks, bool)
     return ErrorCounts(

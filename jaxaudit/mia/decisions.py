@@ -9,8 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxaudit._validation import check_finite, check_probability
-from jaxaudit.mia._checks import check_runs
+from jaxaudit._validation import check_finite, check_probability, check_scores_and_masks
 
 __all__ = ["bayes_decision", "fixed_fpr_decision", "threshold_decision"]
 
@@ -60,7 +59,7 @@ def fixed_fpr_decision(llr, masks, fpr: float, *, per_node: bool = True) -> jax.
     Returns:
       (R, N) bool decisions.
     """
-    check_runs(llr, masks, scores_name="llr")
+    check_scores_and_masks(llr, masks, scores_name="llr")
     check_probability("fpr", fpr)
     llr = jnp.asarray(llr, jnp.float32)
     out = ~jnp.asarray(masks, bool)

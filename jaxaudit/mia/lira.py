@@ -14,7 +14,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxaudit.mia._checks import check_runs
+from jaxaudit._validation import check_scores_and_masks
 
 __all__ = ["lira_loo"]
 
@@ -92,7 +92,7 @@ def lira_loo(scores, masks, *, fix_variance: bool = False) -> jax.Array:
       >>> bool((lira_loo(scores, masks) > 0)[masks].mean() > 0.9)
       True
     """
-    check_runs(scores, masks)
+    check_scores_and_masks(scores, masks)
     if jnp.shape(scores)[0] < 2:
         raise ValueError(f"scores needs at least 2 models (R >= 2), got {jnp.shape(scores)[0]}")
     return _lira_loo(jnp.asarray(scores), jnp.asarray(masks, bool), bool(fix_variance))

@@ -20,6 +20,8 @@ import optax
 
 from jaxaudit._validation import (
     check_choice,
+    check_chunk_size,
+    check_integer,
     check_nonnegative,
     check_positive,
     check_probability,
@@ -117,13 +119,8 @@ def check_config(config) -> CriticConfig:
     check_positive("config.learning_rate", config.learning_rate)
     check_nonnegative("config.weight_decay", config.weight_decay)
     for name in ("steps", "eval_every"):
-        value = getattr(config, name)
-        if int(value) != value or value < 1:
-            raise ValueError(f"config.{name} must be a positive integer, got {value!r}")
-    if config.batch_size is not None and (int(config.batch_size) != config.batch_size
-                                          or config.batch_size < 1):
-        raise ValueError(f"config.batch_size must be None or a positive integer, "
-                         f"got {config.batch_size!r}")
+        check_integer(f"config.{name}", getattr(config, name), minimum=1)
+    check_chunk_size(config.batch_size, "config.batch_size")
     if config.ema_rate is not None:
         check_probability("config.ema_rate", config.ema_rate, open_low=True)
     check_probability("config.validation_fraction", config.validation_fraction, open_high=True)
