@@ -163,7 +163,7 @@ def aggregate_gain(priors, count_bound: int) -> float:
     p = _priors(priors)
     if p.size == 0:
         raise ValueError("priors must hold at least one target")
-    v = _args.integer("count_bound", count_bound)
+    v = check_integer("count_bound", count_bound)
     return (min(v, p.size) - float(p.sum())) / p.size
 
 

@@ -256,8 +256,8 @@ def steinke_threshold(m: int, r: int, epsilon: float, delta: float = 0.0,
       >>> steinke_threshold(1000, 1000, 1.0)  # membership (K = 2) at ε = 1
       755
     """
-    r = _args.integer("r", r, minimum=1)
-    _args.level("gamma", gamma)
+    r = check_integer("r", r, minimum=1)
+    check_probability("gamma", gamma, open_low=True, open_high=True)
     lo, hi = 0, r + 1  # p-value(0) = 1 > γ; hi = r + 1 stands for "no v ≤ r rejects"
     while hi - lo > 1:
         mid = (lo + hi) // 2
