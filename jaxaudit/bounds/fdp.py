@@ -39,8 +39,11 @@ def _float(*xs):
 
 
 def gdp_delta(epsilon, mu) -> jax.Array:
-    """δ(ε) of μ-GDP: Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2).
+    """δ(ε) of μ-GDP: Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth, Su, arXiv:1905.02383,
+    Corollary 2.13).
 
+    The library's one implementation: the f-DP count bounds use it as δ_f, and
+    :func:`jaxaudit.renyi.gdp_epsilon` inverts it (in float64) for the GDP auditing baseline.
     Computed as Φ(a)·(−expm1(ε + log Φ(b) − log Φ(a))) so that it keeps relative accuracy when
     the two terms nearly cancel (large ε).
 

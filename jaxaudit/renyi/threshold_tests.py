@@ -31,17 +31,18 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import numpy as np
 from scipy import optimize, special, stats
 
 from jaxaudit._validation import check_choice, check_finite, check_probability
+from jaxaudit.bounds.fdp import gdp_delta
 
 __all__ = [
     "ThresholdTest",
     "GdpLowerBound",
     "clopper_pearson_upper",
     "clopper_pearson_lower",
-    "gdp_delta",
     "gdp_epsilon",
     "gdp_to_rdp",
     "gdp_epsilon_lower_bound",
@@ -165,25 +166,21 @@ def _mu_from_rates(tpr_lo, fpr_hi):
     return np.where(np.isnan(mu), 0.0, np.maximum(mu, 0.0))
 
 
-def gdp_delta(epsilon, mu):
-    """δ(ε) of μ-GDP: Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth, Su 2022, Cor. 2.13)."""
-    epsilon, mu = float(epsilon), float(mu)
-    if mu <= 0:
-        return 0.0
-    first = special.ndtr(-epsilon / mu + mu / 2.0)
-    second = np.exp(epsilon + special.log_ndtr(-epsilon / mu - mu / 2.0))
-    return float(max(first - second, 0.0))
+def _gdp_delta(epsilon: float, mu: float) -> float:
+    """δ(ε) of μ-GDP in float64 (:func:`jaxaudit.bounds.gdp_delta`, the one implementation)."""
+    with jax.enable_x64(True):
+        return float(gdp_delta(epsilon, mu))
 
 
 def gdp_epsilon(mu, delta):
     """Smallest ε ≥ 0 with δ(ε) ≤ δ for μ-GDP (bisection in float64; 0 if μ ≤ 0)."""
     mu = float(mu)
-    if mu <= 0 or gdp_delta(0.0, mu) <= delta:
+    if mu <= 0 or _gdp_delta(0.0, mu) <= delta:
         return 0.0
     high = 1.0
-    while gdp_delta(high, mu) > delta:
+    while _gdp_delta(high, mu) > delta:
         high *= 2.0
-    return float(optimize.brentq(lambda e: gdp_delta(e, mu) - delta, 0.0, high, xtol=1e-10))
+    return float(optimize.brentq(lambda e: _gdp_delta(e, mu) - delta, 0.0, high, xtol=1e-10))
 
 
 def gdp_to_rdp(mu, alpha):

@@ -1,9 +1,11 @@
 """Threshold-test baselines: no signal → ε = 0, coverage of the claimed significance."""
 
+import jax
 import numpy as np
 import pytest
 from scipy import stats
 
+from jaxaudit import bounds
 from jaxaudit.renyi import (
     binary_renyi,
     clopper_pearson_epsilon_lower_bound,
@@ -12,7 +14,13 @@ from jaxaudit.renyi import (
     gdp_to_rdp,
     threshold_renyi_lower_bound,
 )
-from jaxaudit.renyi.threshold_tests import clopper_pearson_lower, clopper_pearson_upper, gdp_delta
+from jaxaudit.renyi.threshold_tests import clopper_pearson_lower, clopper_pearson_upper
+
+
+def gdp_delta(eps, mu):
+    """δ(ε) of μ-GDP in float64: the library's one gdp_delta (jaxaudit.bounds) under x64."""
+    with jax.enable_x64(True):
+        return float(bounds.gdp_delta(eps, mu))
 
 
 def test_gdp_delta_matches_definition_and_epsilon_inverts_it():

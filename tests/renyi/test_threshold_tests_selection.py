@@ -6,12 +6,19 @@ their public code does (two-sided 1 − 2·0.05 intervals, i.e. one-sided 95% pe
 thresholds with members scoring higher).
 """
 
+import jax
 import numpy as np
 import pytest
 from scipy import stats
 
+from jaxaudit import bounds
 from jaxaudit.renyi import gdp_epsilon, gdp_epsilon_lower_bound
-from jaxaudit.renyi.threshold_tests import gdp_delta
+
+
+def gdp_delta(eps, mu):
+    """δ(ε) of μ-GDP in float64: the library's one gdp_delta (jaxaudit.bounds) under x64."""
+    with jax.enable_x64(True):
+        return float(bounds.gdp_delta(eps, mu))
 
 
 @pytest.mark.parametrize("mu, eps", [(2.000446, 10.0), (1.000557, 4.38), (0.501552, 2.0),
