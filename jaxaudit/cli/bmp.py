@@ -92,14 +92,28 @@ def _load_shadow(path):
     if res["kind"] != "shadow":
         raise ValueError(f"--shadow must be a `jaxaudit shadow` run folder, got kind "
                          f"{res['kind']!r}")
-    names = sorted(n for n, arrays in res["chunks"].items() if "masks" in arrays)
-    if not names:
-        raise ValueError(f"--shadow folder {path} holds no finished chunks")
+    cfg = res["config"]
+    total, chunk = int(cfg["models"]), int(cfg["chunk"])
+    expected = [f"chunk_{c:05d}" for c in range(-(-total // chunk))]
+    done = [n for n in expected if n in res["chunks"]]
+    if len(done) < len(expected):
+        missing = [n for n in expected if n not in res["chunks"]]
+        raise ValueError(
+            f"--shadow run {path} is incomplete: {len(done)} of {len(expected)} chunks finished "
+            f"(missing {', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}); repeat its "
+            "`jaxaudit shadow` command to finish it")
+    extra = sorted(set(res["chunks"]) - set(expected))
+    if extra:
+        raise ValueError(f"--shadow run {path} is inconsistent: it holds chunks its configuration "
+                         f"does not plan ({', '.join(extra[:3])}); use the original folder")
     import numpy as np
 
-    masks = np.concatenate([res["chunks"][n]["masks"] for n in names]).astype(bool)
-    scores = np.concatenate([res["chunks"][n]["scores"] for n in names]).astype(np.float32)
-    return res["config"], masks, scores
+    masks = np.concatenate([res["chunks"][n]["masks"] for n in expected]).astype(bool)
+    scores = np.concatenate([res["chunks"][n]["scores"] for n in expected]).astype(np.float32)
+    if masks.shape[0] != total or scores.shape != masks.shape:
+        raise ValueError(f"--shadow run {path} is inconsistent: its chunks hold {masks.shape[0]} "
+                         f"models, its manifest says {total}")
+    return cfg, masks, scores
 
 
 def _graph_and_sampler(cfg, data_dir):

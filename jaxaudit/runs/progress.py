@@ -39,6 +39,7 @@ def run_chunks(
       ``{name: arrays}`` for every name, loaded back from the folder for chunks already done.
     """
     names = list(names)
+    run.plan(names)
     done = [n for n in names if run.has_chunk(n)]
     results = {n: run.load_chunk(n) for n in done}
     with progress_bar(len(names), desc=desc, enabled=progress, initial=len(done)) as bar:

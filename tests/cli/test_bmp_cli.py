@@ -82,3 +82,28 @@ def test_bad_options(tmp_path, capsys):
     assert "--ratio" in capsys.readouterr().err
     assert main(["bmp", "--shadow", str(tmp_path / "missing"), "--out", str(tmp_path / "y")]) == 2
     assert main(["bmp", "--num-chains", "1", "--out", str(tmp_path / "z")]) == 2
+
+
+def test_incomplete_or_padded_shadow_run_is_refused(shadow_dir, tmp_path, capsys):
+    """Hostile 2: a shadow run killed after 1 of its 2 chunks gave exit 0 and an audit on 4 of
+    the 8 models its manifest promises; a chunk copied in (12 models) was used too."""
+    import shutil
+
+    partial = tmp_path / "partial"
+    shutil.copytree(shadow_dir, partial)
+    for suffix in (".npz", ".npz.sha256"):
+        (partial / "chunks" / f"chunk_00001{suffix}").unlink()
+    assert main(["bmp", "--shadow", str(partial), "--out", str(tmp_path / "a"), *POST]) == 2
+    err = capsys.readouterr().err
+    assert "incomplete: 1 of 2 chunks" in err and "chunk_00001" in err
+    assert not (tmp_path / "a").exists()  # refused before any work
+
+    padded = tmp_path / "padded"
+    shutil.copytree(shadow_dir, padded)
+    for suffix in (".npz", ".npz.sha256"):
+        shutil.copy(padded / "chunks" / f"chunk_00000{suffix}",
+                    padded / "chunks" / f"chunk_00002{suffix}")
+    (padded / "chunks" / "chunk_00002.npz.sha256").write_text(
+        (padded / "chunks" / "chunk_00000.npz.sha256").read_text().split()[0] + "\n")
+    assert main(["bmp", "--shadow", str(padded), "--out", str(tmp_path / "b"), *POST]) == 2
+    assert "inconsistent" in capsys.readouterr().err
