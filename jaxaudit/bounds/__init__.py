@@ -11,6 +11,7 @@ Modules: ``success`` (posterior success β, gain), ``poisson_binomial`` (engine)
 
 from jaxaudit.bounds.count_bound import (
     aggregate_gain,
+    count_bound_exact,
     fdp_epsilon_grid,
     success_count_bound,
     success_count_bound_exact,
@@ -20,7 +21,6 @@ from jaxaudit.bounds.count_bound import (
 )
 from jaxaudit.bounds.fdp import approx_dp_delta, approx_dp_tradeoff, gdp_delta, gdp_tradeoff
 from jaxaudit.bounds.poisson_binomial import (
-    count_bound_exact,
     poisson_binomial_isf,
     poisson_binomial_logpmf,
     poisson_binomial_logpmf_exact,

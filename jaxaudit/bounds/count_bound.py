@@ -43,15 +43,17 @@ from jaxaudit._validation import (
     is_traced,
 )
 from jaxaudit.bounds.poisson_binomial import (
+    ISF_LOG_MARGIN,
     RECURSION_MAX_N,
-    _bucket,
-    count_bound_exact,
+    _pad_to_bucket,
     poisson_binomial_isf,
+    poisson_binomial_logsf_exact,
     poisson_binomial_tail,
 )
 from jaxaudit.bounds.success import posterior_success
 
 __all__ = [
+    "count_bound_exact",
     "aggregate_gain",
     "success_tail",
     "success_count_bound",
@@ -165,6 +167,26 @@ def aggregate_gain(priors, count_bound: int) -> float:
         raise ValueError("priors must hold at least one target")
     v = check_integer("count_bound", count_bound)
     return (min(v, p.size) - float(p.sum())) / p.size
+
+
+@jax.jit
+def count_bound_exact(probs: jax.Array, log_gamma: jax.Array) -> jax.Array:
+    """v_γ = min{v : Pr[S ≥ v] ≤ γ}, or n + 1 if none (jit-able recursion).
+
+    Because v ↦ Pr[S ≥ v] is non-increasing, v_γ = #{v ∈ 0..n : Pr[S ≥ v] > γ}; the vacuous
+    case (no v ≤ n qualifies) gives n + 1 automatically. The comparison keeps the safety margin
+    ``ISF_LOG_MARGIN`` (a tail within a relative 1e−9 of γ counts as above γ), so that round-off
+    never makes v_γ too small.
+
+    Args:
+      probs: (n,) success probabilities.
+      log_gamma: log γ (scalar; may be −inf for γ = 0).
+
+    Returns:
+      int32 scalar v_γ.
+    """
+    logsf = poisson_binomial_logsf_exact(probs)
+    return jnp.sum(logsf > log_gamma - ISF_LOG_MARGIN).astype(jnp.int32)
 
 
 def success_count_bound_exact(priors, epsilon, delta=0.0, gamma=0.05) -> jax.Array:
@@ -318,8 +340,7 @@ def success_count_bound_fdp(priors, delta_of_epsilon: Callable, gamma: float = 0
         return n + 1
     eps, deltas = eps[keep], deltas[keep]
     if method in ("auto", "recursion") and (method == "recursion" or n <= RECURSION_MAX_N):
-        padded = np.zeros(_bucket(n))
-        padded[:n] = p
+        padded = _pad_to_bucket(p)
         budgets = gamma - n * deltas
         with jax.enable_x64(True):
             beta = jax.vmap(posterior_success, (None, 0))(jnp.asarray(padded), jnp.asarray(eps))

@@ -43,7 +43,6 @@ References:
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -66,7 +65,6 @@ __all__ = [
     "poisson_binomial_logsf_exact",
     "poisson_binomial_tail",
     "poisson_binomial_isf",
-    "count_bound_exact",
 ]
 
 #: Largest n (after removing q = 0 and q = 1) for which ``method="auto"`` uses the recursion.
@@ -144,39 +142,24 @@ def poisson_binomial_logsf_exact(probs: jax.Array) -> jax.Array:
     return jnp.minimum(logsf, 0.0)
 
 
-@partial(jax.jit, static_argnames=())
-def count_bound_exact(probs: jax.Array, log_gamma: jax.Array) -> jax.Array:
-    """v_γ = min{v : Pr[S ≥ v] ≤ γ}, or n + 1 if none (jit-able recursion).
-
-    Because v ↦ Pr[S ≥ v] is non-increasing, v_γ = #{v ∈ 0..n : Pr[S ≥ v] > γ}; the vacuous
-    case (no v ≤ n qualifies) gives n + 1 automatically. The comparison keeps the safety margin
-    ``ISF_LOG_MARGIN`` (a tail within a relative 1e−9 of γ counts as above γ), so that round-off
-    never makes v_γ too small.
-
-    Args:
-      probs: (n,) success probabilities.
-      log_gamma: log γ (scalar; may be −inf for γ = 0).
-
-    Returns:
-      int32 scalar v_γ.
-    """
-    logsf = poisson_binomial_logsf_exact(probs)
-    return jnp.sum(logsf > log_gamma - ISF_LOG_MARGIN).astype(jnp.int32)
-
-
 def _bucket(n: int) -> int:
     """Padded length (a power of two ≥ 16) so that the jit cache is reused across n."""
     return max(16, 1 << max(0, (n - 1).bit_length()))
 
 
-def _recursion_logpmf(q: np.ndarray) -> np.ndarray:
-    """Host entry to the JAX recursion: pad with q = 0 to a bucket, return (n + 1,) float64."""
-    n = q.size
-    padded = np.zeros(_bucket(n))
-    padded[:n] = q
+def _pad_to_bucket(q: np.ndarray) -> np.ndarray:
+    """q followed by zeros up to its bucket length (a q = 0 Bernoulli never adds to S)."""
+    padded = np.zeros(_bucket(q.size))
+    padded[: q.size] = q
+    return padded
+
+
+def _recursion_on_host(fn, q: np.ndarray) -> np.ndarray:
+    """Host entry to a jitted recursion ``fn`` (logpmf or logsf): pad q to its bucket, call in
+    float64 (x64 scoped to the call), return the (n + 1,) float64 entries for S over q."""
     with jax.enable_x64(True):
-        lp = poisson_binomial_logpmf_exact(jnp.asarray(padded, dtype=jnp.float64))
-        return np.asarray(lp)[: n + 1]
+        out = fn(jnp.asarray(_pad_to_bucket(q), dtype=jnp.float64))
+        return np.asarray(out)[: q.size + 1]
 
 
 # --------------------------------------------------------------------------------------------
@@ -440,7 +423,7 @@ def poisson_binomial_logpmf(probs, *, method: str = "auto") -> jax.Array:
     if prep.m == 0:
         core = np.zeros(1)
     elif how == "recursion":
-        core = _recursion_logpmf(prep.q)
+        core = _recursion_on_host(poisson_binomial_logpmf_exact, prep.q)
     else:
         core = _logpmf_fft(prep)
     full = np.full(prep.n + 1, -np.inf)
@@ -483,11 +466,7 @@ def poisson_binomial_tail(probs, v, *, log: bool = False, method: str = "auto") 
     if inner.any():
         vs = v_arr[inner].astype(np.int64)
         if how == "recursion":
-            padded = np.zeros(_bucket(prep.m))
-            padded[: prep.m] = prep.q
-            with jax.enable_x64(True):
-                logsf = np.asarray(poisson_binomial_logsf_exact(jnp.asarray(padded)))
-            out[inner] = logsf[vs]
+            out[inner] = _recursion_on_host(poisson_binomial_logsf_exact, prep.q)[vs]
         else:
             out[inner] = _logsf_fft(prep, vs)
     out = np.minimum(out, 0.0)
@@ -526,10 +505,9 @@ def poisson_binomial_isf(probs, gamma, *, method: str = "auto") -> int:
     if prep.m == 0:
         return prep.n_one + 1
     if how == "recursion":
-        padded = np.zeros(_bucket(prep.m))
-        padded[: prep.m] = prep.q
-        with jax.enable_x64(True):
-            core = int(count_bound_exact(jnp.asarray(padded), jnp.asarray(log_gamma)))
+        # v_γ = #{v ∈ 0..m : log Pr[S' ≥ v] > log γ − margin} (the tail is non-increasing in v)
+        logsf = _recursion_on_host(poisson_binomial_logsf_exact, prep.q)
+        core = int(np.sum(logsf > log_gamma - ISF_LOG_MARGIN))
     else:
         core = _isf_fft(prep, log_gamma - ISF_LOG_MARGIN)
     return prep.n_one + core
