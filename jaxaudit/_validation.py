@@ -280,3 +280,18 @@ def check_graph(graph) -> None:
         shape = np.shape(getattr(graph, field))
         if shape != (n,):
             raise ValueError(f"graph.{field} must have shape ({n},), got {shape}")
+
+
+def check_labels(name: str, labels, num_classes: int | None = None) -> np.ndarray:
+    """Integer class labels (integral floats accepted, fractions refused) in [0, num_classes)
+    when ``num_classes`` is known (else >= 0); returned as an int64 array."""
+    arr = _as_array(name, labels)
+    if not np.isfinite(arr).all() or (arr != np.round(arr)).any():
+        bad = arr[~np.isfinite(arr) | (arr != np.round(arr))].ravel()[0]
+        raise ValueError(f"{name} must be integer class labels, got {float(bad)!r}")
+    high = np.inf if num_classes is None else int(num_classes)
+    bad = (arr < 0) | (arr >= high)
+    if bad.any():
+        interval = "[0, inf)" if num_classes is None else f"[0, num_classes={high})"
+        raise ValueError(f"{name} must lie in {interval}, got {_describe(arr, bad)}")
+    return arr.astype(np.int64)

@@ -24,8 +24,9 @@ import numpy as np
 from jaxaudit._validation import (
     check_finite,
     check_integer,
-    check_nonnegative,
-    check_positive,
+    check_labels,
+    check_nonnegative_finite,
+    check_positive_finite,
     check_probability,
 )
 from jaxaudit.dpsgd.models import fast_apply
@@ -93,23 +94,26 @@ def _compiled(model, num_private, clip_norm, steps, learning_rate, sampling_rate
     return jax.jit(prepare), jax.jit(run), mapped
 
 
-def _check(private_data, canary, num_runs, noise_multiplier, clip_norm, steps, learning_rate,
-           sampling_rate):
+def _check(model, private_data, canary, num_runs, noise_multiplier, clip_norm, steps,
+           learning_rate, sampling_rate):
     inputs, labels = (np.asarray(a) for a in private_data)
     check_finite("private_data inputs", inputs)
     if labels.ndim != 1 or labels.shape[0] != inputs.shape[0] or labels.shape[0] < 1:
         raise ValueError(f"private_data labels must have shape ({inputs.shape[0]},), got {labels.shape}")
+    num_classes = getattr(model, "num_classes", None)
+    check_labels("private_data labels", labels, num_classes)
     cx, cy = canary
     if np.shape(cx) != inputs.shape[1:]:
         raise ValueError(f"canary input must have shape {inputs.shape[1:]}, got {np.shape(cx)}")
+    check_finite("canary input", cx)
     if np.ndim(cy) != 0:
         raise ValueError(f"canary label must be a scalar, got shape {np.shape(cy)}")
+    check_labels("canary label", cy, num_classes)
     check_integer("num_runs", num_runs, minimum=1)
     check_integer("steps", steps, minimum=1)
-    check_nonnegative("noise_multiplier", noise_multiplier)
-    check_finite("noise_multiplier", noise_multiplier)
-    check_positive("clip_norm", clip_norm)
-    check_nonnegative("learning_rate", learning_rate)
+    check_nonnegative_finite("noise_multiplier", noise_multiplier)
+    check_positive_finite("clip_norm", clip_norm)
+    check_nonnegative_finite("learning_rate", learning_rate)
     check_probability("sampling_rate", sampling_rate, open_low=True)
     return inputs, labels
 
@@ -121,7 +125,7 @@ def train_run(key, model, init_params, private_data, canary, *, include_canary, 
     Same arguments as :func:`canary_runs`, with ``include_canary`` choosing the world. With the
     same key it reproduces the corresponding entry of :func:`canary_runs`.
     """
-    inputs, labels = _check(private_data, canary, 1, noise_multiplier, clip_norm, steps,
+    inputs, labels = _check(model, private_data, canary, 1, noise_multiplier, clip_norm, steps,
                             learning_rate, sampling_rate)
     prepare, run, _ = _compiled(
         model, inputs.shape[0], float(clip_norm), int(steps),
@@ -186,7 +190,7 @@ def canary_runs(key, model, init_params, private_data, canary, *, num_runs, nois
     Returns:
       ``(in_scores, out_scores)``, float32 numpy arrays of shape (R,).
     """
-    inputs, labels = _check(private_data, canary, num_runs, noise_multiplier, clip_norm, steps,
+    inputs, labels = _check(model, private_data, canary, num_runs, noise_multiplier, clip_norm, steps,
                             learning_rate, sampling_rate)
     prepare, _, mapped = _compiled(
         model, inputs.shape[0], float(clip_norm), int(steps),

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 
-from jaxaudit._validation import check_scores_and_masks
+from jaxaudit._validation import ArgumentTypeError, check_scores_and_masks
 from jaxaudit.mia.types import ErrorCounts
 
 __all__ = ["error_counts"]
@@ -22,6 +23,15 @@ def error_counts(decisions, masks) -> ErrorCounts:
       ``ErrorCounts(fp, n0, fn, n1)``, each an (N,) int32 array.
     """
     check_scores_and_masks(decisions, masks, scores_name="decisions")
+    kind = np.asarray(decisions).dtype.kind
+    if kind not in "biu":
+        raise ArgumentTypeError(
+            f"decisions must be boolean member/non-member decisions, got dtype "
+            f"{np.asarray(decisions).dtype} (scores? threshold them first, e.g. bayes_decision)")
+    if kind in "iu" and not np.isin(np.asarray(decisions), (0, 1)).all():
+        raise ValueError("decisions must be boolean (0/1)")
+    if np.shape(decisions)[0] < 1:
+        raise ValueError("decisions must hold at least one model (R >= 1), got R = 0")
     d = jnp.asarray(decisions, bool)
     m = jnp.asarray(masks, bool)
     return ErrorCounts(

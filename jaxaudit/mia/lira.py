@@ -14,7 +14,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxaudit._validation import check_scores_and_masks
+from jaxaudit._validation import check_finite, check_scores_and_masks
 
 __all__ = ["lira_loo"]
 
@@ -93,6 +93,8 @@ def lira_loo(scores, masks, *, fix_variance: bool = False) -> jax.Array:
       True
     """
     check_scores_and_masks(scores, masks)
+    # one inf score would reach every node's column through the pooled variance
+    check_finite("scores", scores)
     if jnp.shape(scores)[0] < 2:
         raise ValueError(f"scores needs at least 2 models (R >= 2), got {jnp.shape(scores)[0]}")
     return _lira_loo(jnp.asarray(scores), jnp.asarray(masks, bool), bool(fix_variance))

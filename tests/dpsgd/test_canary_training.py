@@ -165,3 +165,24 @@ def test_worst_case_initialisation_is_more_distinguishable():
     (a_w, se_w), (a_r, se_r) = aucs["worst"], aucs["random"]
     assert a_w > 0.5 and a_r > 0.5
     assert a_w - a_r > 1.5 * np.hypot(se_w, se_r), aucs
+
+
+def test_canary_runs_refuses_bad_labels_nan_canary_and_inf_hyperparameters():
+    """Hostile 5 and 6: labels outside [0, num_classes), fractional labels, a NaN canary, an
+    infinite clip norm or learning rate were accepted (NaN or truncated training)."""
+    model = LogisticRegression(num_classes=2)
+    x, y = jnp.ones((3, 2)), jnp.array([0, 1, 0])
+    params = model.init(jax.random.key(0), x[:1])
+    kw = dict(num_runs=2, noise_multiplier=1.0, clip_norm=1.0, steps=2, learning_rate=0.1)
+    key, canary = jax.random.key(0), (jnp.zeros(2), 0)
+    with pytest.raises(ValueError, match=r"private_data labels must lie in \[0, num_classes=2\)"):
+        canary_runs(key, model, params, (x, jnp.array([0, 2, 0])), canary, **kw)
+    with pytest.raises(ValueError, match="private_data labels must be integer"):
+        canary_runs(key, model, params, (x, jnp.array([0.0, 0.5, 1.0])), canary, **kw)
+    with pytest.raises(ValueError, match="canary label must lie"):
+        canary_runs(key, model, params, (x, y), (jnp.zeros(2), -1), **kw)
+    with pytest.raises(ValueError, match="canary input must be finite"):
+        canary_runs(key, model, params, (x, y), (jnp.array([0.0, jnp.nan]), 0), **kw)
+    for name in ("clip_norm", "learning_rate", "noise_multiplier"):
+        with pytest.raises(ValueError, match=f"{name} must be finite"):
+            canary_runs(key, model, params, (x, y), canary, **{**kw, name: float("inf")})

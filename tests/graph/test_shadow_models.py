@@ -107,3 +107,25 @@ def test_cora_lira_auc_above_chance():
     print(f"Cora GCN (64 models, uniform 50%, inductive) global LiRA AUC = {auc:.3f}")
     # s.e. of an AUC over 64 x 2708 pooled decisions is < 0.003; 0.55 is far above chance
     assert auc > 0.55
+
+
+def test_malformed_graph_and_infinite_recipe_refused(graph):
+    """Hostile 5 and 8: an out-of-range label or sender, mismatched senders/receivers, or an
+    infinite learning rate / weight decay gave non-finite results or a raw JAX error."""
+    from jaxaudit.graph import uniform_sampler
+
+    n = graph.num_nodes
+    cases = {
+        "graph.labels": dataclasses.replace(graph, labels=graph.labels.at[0].set(graph.num_classes)),
+        "graph.senders": dataclasses.replace(graph, senders=graph.senders.at[0].set(n)),
+        "graph.receivers": dataclasses.replace(graph, receivers=graph.receivers.at[3].set(-1)),
+        "graph.senders and graph.receivers": dataclasses.replace(
+            graph, receivers=graph.receivers[:-1]),
+    }
+    for field, bad in cases.items():
+        with pytest.raises(ValueError, match=field):
+            train_shadow_models(jax.random.key(0), bad, uniform_sampler(0.5), "gcn", 2, epochs=1)
+    for name in ("learning_rate", "weight_decay"):
+        with pytest.raises(ValueError, match=f"{name} must be finite"):
+            train_shadow_models(jax.random.key(0), graph, uniform_sampler(0.5), "gcn", 2,
+                                epochs=1, **{name: float("inf")})

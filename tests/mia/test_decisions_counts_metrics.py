@@ -112,3 +112,19 @@ def test_membership_advantage_and_threshold():
         tpr_at_fpr(np.zeros(3), np.ones(3, bool), 1.5)
     with pytest.raises(ValueError, match="labels"):
         roc_auc(np.zeros(3), np.ones(4, bool))
+
+
+def test_error_counts_refuses_scores_and_zero_models():
+    """Hostile 3 and 11: float scores were accepted as decisions (every nonzero a "member"),
+    and zero models gave empty counts."""
+    from jaxaudit.mia import error_counts
+
+    masks = np.array([[True, False], [False, True]])
+    scores = np.array([[0.3, -1.2], [2.0, 0.0]])
+    with pytest.raises(TypeError, match="decisions must be boolean"):
+        error_counts(scores, masks)
+    with pytest.raises(ValueError, match="R >= 1"):
+        error_counts(np.zeros((0, 2), bool), np.zeros((0, 2), bool))
+    counts = error_counts(np.array([[1, 0], [1, 1]]), masks)  # 0/1 integers are decisions
+    np.testing.assert_array_equal(counts.fp, [1, 0])
+    np.testing.assert_array_equal(counts.fn, [0, 0])

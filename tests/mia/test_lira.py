@@ -75,3 +75,12 @@ def test_bad_input():
         lira_loo(jnp.full((4, 3), jnp.nan), jnp.zeros((4, 3), bool))
     with pytest.raises(ValueError, match="R >= 2"):
         lira_loo(jnp.zeros((1, 3)), jnp.zeros((1, 3), bool))
+
+
+def test_infinite_score_refused_not_spread():
+    """Hostile 7: one +inf score put NaNs in other nodes' columns through the pooled variance."""
+    masks = jax.random.bernoulli(jax.random.key(3), 0.5, (8, 4))
+    scores = np.array(masks + 0.1 * jax.random.normal(jax.random.key(4), (8, 4)))
+    scores[2, 1] = np.inf
+    with pytest.raises(ValueError, match="scores must be finite"):
+        lira_loo(scores, masks)
