@@ -21,7 +21,7 @@ from jaxaudit._validation import (
     check_choice,
     check_integer,
     check_nonnegative,
-    check_positive,
+    check_positive_finite,
     check_probability,
 )
 from jaxaudit.bounds.poisson_binomial import poisson_binomial_tail
@@ -238,7 +238,7 @@ def zipf_prior(exponent: float, support_size: int, ranks=None) -> np.ndarray:
       >>> zipf_prior(1.0, 3).round(6).tolist()
       [0.545455, 0.272727, 0.181818]
     """
-    s = float(check_positive("exponent", exponent))
+    s = float(check_positive_finite("exponent", exponent))
     support_size = check_integer("support_size", support_size, minimum=1)
     n = int(support_size)
     # 40 digits: near s = 1 both zetas are ≈ 1/(s − 1) and their difference cancels (at 15

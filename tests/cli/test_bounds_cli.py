@@ -83,3 +83,49 @@ def _priors(tmp_path):
 def test_errors_are_clean(argv, message, capsys):
     assert main(["bounds", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_output_table_rows_aligned_and_not_repeated(capsys):
+    """Small thing: the "ours β(ε = 1, κ)" row was misaligned and repeated the row above."""
+    assert main(["bounds", "--epsilon", "1", "--uniform", "10", "--targets", "1000"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line for line in lines if line.startswith("    ")]
+    assert len({line.index(":") for line in rows}) == 1, rows  # one colon column
+    values = [line.split(":", 1)[1].split()[0] for line in rows]
+    assert values.count("0.231969") == 1
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    # hostile 10: a MemoryError traceback
+    (["--epsilon", "1", "--uniform", "10", "--targets", "100000000000"], "--targets must lie"),
+    # hostile 11: N = 2.5 was reported "over 2 values"; hostile 14: "math domain error"
+    (["--epsilon", "1", "--zipf", "1.1,2.5", "--targets", "5"], "N must be a whole number"),
+    (["--epsilon", "1", "--zipf", "inf,10", "--targets", "5"], "exponent must be finite"),
+])
+def test_hostile_arguments_refused(argv, message, capsys):
+    assert main(["bounds", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_bad_paths_refused_before_computing(tmp_path, capsys, monkeypatch):
+    """Hostile 9 and 11: --json at a folder gave a traceback after the computation; a 2-D
+    --priors file was flattened."""
+    import jaxaudit.cli.bounds as cli_bounds
+
+    monkeypatch.setattr(cli_bounds, "_results", lambda *a: pytest.fail("computed first"))
+    assert main(["bounds", "--epsilon", "1", "--uniform", "10", "--targets", "10",
+                 "--json", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err
+    path = tmp_path / "p.npy"
+    np.save(path, np.full((3, 4), 0.1))
+    assert main(["bounds", "--epsilon", "1", "--priors", str(path)]) == 2
+    assert "(1-D), got shape (3, 4)" in capsys.readouterr().err
+
+
+def test_mmc_threshold_not_shown_for_several_attempts(tmp_path):
+    """Hostile 16: --attempts 10 printed an MMC threshold computed for one guess."""
+    out = tmp_path / "r.json"
+    assert main(["bounds", "--epsilon", "1", "--uniform", "10", "--targets", "100",
+                 "--attempts", "10", "--json", str(out), "--quiet"]) == 0
+    assert "mmc_threshold" not in json.loads(out.read_text())["baselines"]
