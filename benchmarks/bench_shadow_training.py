@@ -1,4 +1,4 @@
-"""Shadow-model training throughput: jaxaudit vs PyTorch Geometric on Cora (bmp.md §6).
+"""Shadow-model training throughput: jaxaudit vs PyTorch Geometric on Cora (docs/gnn_mia.md).
 
 Same GCN and recipe on both sides: 2 layers, hidden 64, ReLU, dropout 0.5 on the hidden layer,
 GCN normalisation with self-loops, row-normalised features, Adam (lr 0.01, L2 weight decay

@@ -1,4 +1,4 @@
-"""Adversary-aware DP bounds (spec: bounds.md; Swanberg et al., arXiv:2507.08158).
+"""Adversary-aware DP bounds (Swanberg et al., arXiv:2507.08158; our choices: docs/bounds.md).
 
 Per-target posterior success β(ε, p) = sigmoid(ε + logit p), high-probability bounds on how many
 of n targets an attack can get right (ε-DP, (ε, δ)-DP, f-DP), the exact Poisson-binomial engine

@@ -6,7 +6,7 @@ S = Σ_i B_i with independent B_i ~ Bernoulli(q_i), i = 1..n. Two exact algorith
   ``dp ← dp·(1 − q) + shift(dp)·q`` run in log space with ``logaddexp``. Every step adds
   non-negative terms, so every entry of the pmf keeps relative accuracy (≈ n·1e−16) however small
   it is, down to the smallest float64 logarithm; tails are reverse cumulative log-sum-exps, summed
-  from the top. O(n²) work (≈ 50 µs per scan step on CPU): ``method="auto"`` uses it for
+  from the top. O(n²) work (one scan step per Bernoulli): ``method="auto"`` uses it for
   n ≤ ``RECURSION_MAX_N`` = 256, beyond which the FFT path is faster and, for tails, equally
   accurate (both are tested against mpmath).
 * **fft** (large n, host numpy/scipy): ShiftConvolve-style divide and conquer (Peres, Lee and
@@ -26,7 +26,7 @@ S = Σ_i B_i with independent B_i ~ Bernoulli(q_i), i = 1..n. Two exact algorith
 
 Why host code: the FFT path runs a data-dependent number of tilts, with block sizes that change
 level by level; numpy/scipy.fft in float64 on the host does this with no recompilation and is
-several times faster than ``jnp.fft`` on CPU. The results are returned as JAX arrays, and the
+faster than ``jnp.fft`` on CPU (benchmarks/README.md). The results are returned as JAX arrays, and the
 O(n²) recursion — the form to call inside ``jax.jit`` — is :func:`poisson_binomial_logpmf_exact`.
 
 Precision: everything runs in float64 (numpy float64 on the host; the JAX recursion inside a

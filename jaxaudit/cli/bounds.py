@@ -27,7 +27,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "bounds",
         help="adversary-aware DP bounds on attack success (Swanberg et al. 2025)",
-        description=__doc__.split("\n\n")[0] + " Spec: bounds.md.",
+        description=__doc__.split("\n\n")[0] + " See docs/bounds.md.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--epsilon", type=float, help="ε of ε-DP or (ε, δ)-DP")

@@ -1,4 +1,4 @@
-"""``jaxaudit shadow``: train R shadow GNNs on sampled subgraphs and score every node (bmp.md §4).
+"""``jaxaudit shadow``: train R shadow GNNs on sampled subgraphs and score every node (docs/gnn_mia.md).
 
 Example::
 

@@ -19,7 +19,7 @@ Model (Deshpande, Montanari, Mossel, Sen, NeurIPS 2018; Binkiewicz et al., 2017)
   ``q_{cf} = min(1, d exp(s g_{cf} - s^2 / 2))``, ``g ~ N(0, 1)``, mean density ``d``.
 
 The pairs are sampled exactly (a Bernoulli draw per pair) in row blocks, so memory is
-``O(block * N)`` and time ``O(N^2)`` (about 0.1 s at N = 2708).
+``O(block * N)`` and time ``O(N^2)`` (timing at Cora's size: benchmarks/README.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Models audited with DP-SGD: the spec's MNIST ``SmallCNN``, an ``MLP`` and ``LogisticRegression``;
-``CifarCNN``, the CIFAR-10 network of Annamalai & De Cristofaro (2024).
+"""Models audited with DP-SGD: the MNIST ``SmallCNN`` and the CIFAR-10 ``CifarCNN`` of Annamalai
+& De Cristofaro (NeurIPS 2024, arXiv 2405.14106), an ``MLP`` and ``LogisticRegression``.
 
 All three are ordinary flax ``linen`` modules (``model.init`` / ``model.apply`` work as usual and
 are the reference implementation). :mod:`jaxaudit.dpsgd.private_step` also evaluates them through a

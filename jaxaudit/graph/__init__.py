@@ -1,4 +1,5 @@
-"""jraph GNN shadow models and graph samplers (spec: bmp.md §4.1–4.3)."""
+"""jraph GNN shadow models, graph samplers and the ``Graph`` type (Yıldırım & Khosla, arXiv
+2606.04069; our choices: docs/gnn_mia.md)."""
 
 from jaxaudit.graph.models import GAT, GCN, GraphSAGE
 from jaxaudit.graph.propagation import SparseFeatures, sparse_features, sparse_matmul

@@ -1,8 +1,8 @@
-"""Dropout from packed random bits (spec: bmp.md §4.2, §6 performance).
+"""Dropout from packed random bits (a performance choice; docs/gnn_mia.md).
 
 Why not ``flax.linen.Dropout``: it draws one 32-bit uniform per element, and on CPU the
-threefry generator then costs more than the rest of a GCN training epoch on Cora (0.8 ms for
-the 2708 x 64 hidden layer, measured). A Bernoulli(keep) variable only needs ``k`` random bits
+threefry generator then costs more than the rest of a GCN training epoch on Cora (measured:
+benchmarks/README.md). A Bernoulli(keep) variable only needs ``k`` random bits
 when ``keep * 2**k`` is an integer: dropout 0.5 needs one bit per element, so one 32-bit word
 serves 32 elements and the generator does 32x less work.
 

@@ -1,4 +1,4 @@
-"""Two-layer GNNs over a ``jraph.GraphsTuple``: GCN, GraphSAGE, GAT (spec: bmp.md §4.2).
+"""Two-layer GNNs over a ``jraph.GraphsTuple``: GCN, GraphSAGE, GAT (docs/gnn_mia.md).
 
 Conventions shared by the three modules:
 

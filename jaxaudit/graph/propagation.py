@@ -1,15 +1,15 @@
-"""Sparse feature products and message passing used by the GNN layers (spec: bmp.md §4.2, §6).
+"""Sparse feature products and message passing used by the GNN layers (docs/gnn_mia.md).
 
-Why this module exists (performance, spec §6): on Cora the first-layer product ``X W`` with the
-dense 2708 x 1433 feature matrix dominates training, and 98.7% of its entries are zero. The
-features are therefore stored as CSR (and the CSR of X^T for the gradient ``X^T G``) and
-multiplied with XLA's native CSR kernel (``jax.experimental.sparse.BCSR``): 0.22 ms per product
-on this 2-core CPU, against 0.52 ms for a gather + ``segment_sum`` over the nonzeros and 2.5 ms
-dense. Vmapping a sparse product over R models would batch it badly, so :func:`sparse_matmul`
-carries a *custom batching rule*: under ``vmap`` over the weights (``W`` of shape (R, F, H)) it
+Why this module exists (performance): on Cora the first-layer product ``X W`` with the dense
+2708 x 1433 feature matrix dominates training, and 98.7% of its entries are zero. The features
+are therefore stored as CSR (and the CSR of X^T for the gradient ``X^T G``) and multiplied with
+XLA's native CSR kernel (``jax.experimental.sparse.BCSR``), several times faster than a gather +
+``segment_sum`` over the nonzeros or the dense product (timings: benchmarks/README.md).
+Vmapping a sparse product over R models would batch it badly, so :func:`sparse_matmul` carries a
+*custom batching rule*: under ``vmap`` over the weights (``W`` of shape (R, F, H)) it
 concatenates the models' weights along the output axis, ``[W_1 ... W_R]`` of shape (F, R*H), and
-performs ONE sparse product for all models (0.17 ms per model at R = 4 and 16); its gradient
-``X^T G`` is batched the same way. Everything else in the models is plain ``vmap``.
+performs ONE sparse product for all models; its gradient ``X^T G`` is batched the same way.
+Everything else in the models is plain ``vmap``.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ class SparseFeatures(NamedTuple):
 
     The products ``X W`` (forward) and ``X^T G`` (gradient) are both CSR-times-dense products,
     which run on XLA's native sparse kernel (``jax.experimental.sparse.BCSR``; on CPU the
-    ``cpu_csr_sparse_dense`` custom call), measured 2-3x faster on Cora than a gather and
-    ``segment_sum`` over the nonzeros, and far faster when the dense operand is wide.
+    ``cpu_csr_sparse_dense`` custom call), faster on Cora than a gather and ``segment_sum`` over
+    the nonzeros, and far faster when the dense operand is wide (benchmarks/README.md).
 
     Attributes:
       data, indices, indptr: CSR of X: values (nnz,), column indices (nnz,) int32, row

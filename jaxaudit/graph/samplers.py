@@ -1,4 +1,4 @@
-"""Node samplers of the randomized learner A = (S, Φ) and their inclusion priors (bmp.md §4.1).
+"""Node samplers of the randomized learner A = (S, Φ) and their inclusion priors (docs/gnn_mia.md).
 
 Every sampler is a frozen dataclass (hashable, so it can be a static jit argument) and a pure
 function ``sampler(key, graph) -> Sample(node_mask, edge_mask)`` with static shapes: ``node_mask``
@@ -9,6 +9,8 @@ returns it exactly where a closed form exists, else a Monte Carlo estimate with 
 error sqrt(η(1 − η)/K).
 
 References:
+  Yıldırım & Khosla, arXiv 2606.04069 (the randomized learner and node priors); Khosla,
+  arXiv 2601.17130 (random vs snowball sampling).
   Leskovec & Faloutsos, "Sampling from Large Graphs", KDD 2006 (random-walk sampling).
   Goodman, "Snowball Sampling", Ann. Math. Statist. 1961.
 """

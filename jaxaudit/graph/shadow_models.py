@@ -1,4 +1,4 @@
-"""Shadow-model training: R GNNs on R independent samples in one jit-compiled call (bmp.md §4.2–4.3).
+"""Shadow-model training: R GNNs on R independent samples in one jit-compiled call (docs/gnn_mia.md).
 
 Layout of the computation (one XLA program): ``vmap`` over models (via
 :func:`jaxaudit.sharding.vmap_chunked`, so chunks of models run one after another with
@@ -7,7 +7,7 @@ sampling, ``lax.scan`` over the full-batch epochs, and the final query. Sparse n
 multiplied by all models' first-layer weights in one sparse product (see
 :mod:`jaxaudit.graph.propagation`).
 
-Edge access (what the training and the query see; spec §4.3):
+Edge access (what the training and the query see; the three settings of Khosla, arXiv 2601.17130):
 
 * ``"inductive"``: train on the sampler's training edges (the subgraph induced by S, or the
   discovered edges); query each member on that training graph and each non-member on the
@@ -215,7 +215,7 @@ def train_shadow_models(key, graph: Graph, sampler, model, num_models: int, *, e
     Model r uses the key ``jax.random.split(key, num_models)[r]`` (split again into a sampling
     and a training key), so its result equals :func:`train_shadow_model` with that key and does
     not depend on ``chunk_size`` or the devices (up to float reassociation in batched kernels).
-    Recipe (spec §4.2): Adam (lr 0.01) with L2 weight decay 5e-4 as in ``torch.optim.Adam``,
+    Recipe (docs/gnn_mia.md): Adam (lr 0.01) with L2 weight decay 5e-4 as in ``torch.optim.Adam``,
     ``epochs`` full-batch epochs, cross-entropy on the sampled nodes' labels only, dropout 0.5
     on the hidden layer, row-normalised features.
 
@@ -230,10 +230,9 @@ def train_shadow_models(key, graph: Graph, sampler, model, num_models: int, *, e
       edge_access: "inductive" | "full" | "none" (module docstring).
       chunk_size: models trained simultaneously (vmapped); the chunks run one after another
         inside the same compiled call (``lax.map``). None: automatic — 1 on CPU, all R at once
-        on accelerators. On a 2-core CPU (Cora GCN, R = 32, 200 epochs) chunks of 1, 2, 4 and
-        16 took 0.21, 0.26, 0.35 and 0.39 s/model: the batched sparse feature product is cheap
-        per model, but the vmapped edge gathers and scatters fall out of cache. Lower it to
-        bound memory.
+        on accelerators. On CPU larger chunks are slower per model (the batched sparse feature
+        product is cheap per model, but the vmapped edge gathers and scatters fall out of
+        cache; timings in benchmarks/README.md). Lower it to bound memory.
       devices: devices to shard the model axis over (None: all visible).
 
     Returns:

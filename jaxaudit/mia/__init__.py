@@ -1,4 +1,4 @@
-"""Node-level membership inference: LiRA, decisions, error counts, metrics (spec: bmp.md §4.4–4.5)."""
+"""Node-level membership inference: LiRA, decisions, error counts, metrics (docs/gnn_mia.md)."""
 
 from jaxaudit.mia.counts import error_counts
 from jaxaudit.mia.decisions import bayes_decision, fixed_fpr_decision, threshold_decision

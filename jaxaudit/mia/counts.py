@@ -1,4 +1,4 @@
-"""Per-node attack error counts, the input of the BMP posterior (spec: bmp.md §4.5)."""
+"""Per-node attack error counts, the input of the BMP posterior (docs/gnn_mia.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Membership decisions from attack scores (spec: bmp.md §2, §4.4).
+"""Membership decisions from attack scores (docs/gnn_mia.md).
 
 Convention: H0 = "not a member"; a decision ``True`` declares "member".
 """

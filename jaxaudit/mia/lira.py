@@ -1,4 +1,4 @@
-"""Leave-one-out LiRA over shadow models (spec: bmp.md §4.4).
+"""Leave-one-out LiRA over shadow models (docs/gnn_mia.md).
 
 Every model r in turn is the target; the other R − 1 models are its shadows. For node i, the
 shadow scores split into IN (i was in the shadow's sample) and OUT; LiRA fits Gaussians
@@ -6,11 +6,13 @@ N(μ_in, σ_in²) and N(μ_out, σ_out²) to them and scores the target's observ
 log-likelihood ratio ``Λ_ri = log N(s_ri; μ_in, σ_in²) − log N(s_ri; μ_out, σ_out²)``.
 
 References:
-  Carlini et al., "Membership Inference Attacks From First Principles", IEEE S&P 2022.
+  Carlini et al., "Membership Inference Attacks From First Principles", IEEE S&P 2022,
+  arXiv 2112.03570.
 """
 
 from __future__ import annotations
 
+import distrax
 import jax
 import jax.numpy as jnp
 
@@ -61,9 +63,8 @@ def _lira_loo(scores, masks, fix_variance):
         var_out = fallback(n_out, var_out)
     var_in = jnp.maximum(var_in, _VAR_FLOOR)
     var_out = jnp.maximum(var_out, _VAR_FLOOR)
-    log_in = -0.5 * (jnp.log(var_in) + (x - mu_in) ** 2 / var_in)
-    log_out = -0.5 * (jnp.log(var_out) + (x - mu_out) ** 2 / var_out)
-    llr = log_in - log_out
+    llr = (distrax.Normal(mu_in, jnp.sqrt(var_in)).log_prob(x)
+           - distrax.Normal(mu_out, jnp.sqrt(var_out)).log_prob(x))
     # without IN or without OUT shadows there is no evidence: Λ = 0 (the prior decides)
     return jnp.where((n_in >= 1) & (n_out >= 1), llr, 0.0)
 

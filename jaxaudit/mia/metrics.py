@@ -1,4 +1,4 @@
-"""Attack metrics: ROC AUC, TPR at low FPR, membership advantage (spec: bmp.md §4.4).
+"""Attack metrics: ROC AUC, TPR at low FPR, membership advantage (docs/gnn_mia.md).
 
 ``labels`` True = member (positive). Every metric is computed over ``axis`` (None: all entries
 pooled — the global figure; ``axis=0`` on (R, N) arrays: one figure per node).

@@ -15,13 +15,13 @@ __all__ = ["ErrorCounts", "validate_counts"]
 class ErrorCounts(NamedTuple):
     """Attack error counts, per node (arrays) or pooled (scalars).
 
-    Convention (spec bmp.md §2): H0 = "not a member"; a false positive is a "member" decision on
+    Convention (docs/gnn_mia.md): H0 = "not a member"; a false positive is a "member" decision on
     a run where the node was OUT, a false negative a "non-member" decision on a run where it was IN.
 
     Attributes:
-      fp: number of false positives among the ``n0`` OUT runs (X in the spec).
+      fp: number of false positives among the ``n0`` OUT runs (X in docs/bmp.md).
       n0: number of OUT runs.
-      fn: number of false negatives among the ``n1`` IN runs (Y in the spec).
+      fn: number of false negatives among the ``n1`` IN runs (Y in docs/bmp.md).
       n1: number of IN runs.
     """
 

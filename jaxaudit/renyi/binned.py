@@ -410,8 +410,8 @@ def binned_renyi_lower_bound(in_scores, out_scores, alpha, *, bins=DEFAULT_BINS,
     the larger of the two directions (see the module docstring for the protocol and the
     duality certificate). With ``bins=2`` it is the threshold bound of
     ``threshold_renyi_lower_bound`` (same threshold choice, same levels; equal up to ~1e−9
-    relative, the certified float64 margin). Cost: about 50 ms per order at the default
-    candidates.
+    relative, the certified float64 margin). Cost: one small dual solve per order (timing in
+    benchmarks/README.md).
 
     With probability ≥ 1 − significance over the evaluation split,
     max(D_α(in‖out), D_α(out‖in)) ≥ the returned value, for each order separately.

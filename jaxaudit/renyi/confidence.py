@@ -156,7 +156,8 @@ def rademacher_bound(params, input_norm, n):
 
 
 def theory_radius(alpha, bound, rademacher_q, rademacher_p, n_q, n_p, delta):
-    """The class-restricted radius |D̂ − D_G| of the spec (shape of Kim et al. Theorem 3.2).
+    """The class-restricted radius |D̂ − D_G| (the shape of Kim, Alabi, Varshney, arXiv 2605.21938,
+    Theorem 3.2).
 
     Args:
       alpha: order α > 1.

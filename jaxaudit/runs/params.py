@@ -25,7 +25,7 @@ def params_to_arrays(params: Any) -> dict[str, np.ndarray]:
     """``{"leaf_000": leaf 0, "leaf_001": leaf 1, …}`` as host numpy arrays.
 
     Examples:
-      >>> sorted(params_to_arrays({"w": [1.0, 2.0], "b": 0.5}))
+      >>> sorted(params_to_arrays({"w": np.ones(2), "b": 0.5}))
       ['leaf_000', 'leaf_001']
     """
     return {_leaf_name(i): np.asarray(v) for i, v in enumerate(jax.tree.leaves(params))}

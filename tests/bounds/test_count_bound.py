@@ -1,4 +1,4 @@
-"""Count and tail bounds: spec anchors, special cases of prior work, the dominance theorem by
+"""Count and tail bounds: the reference values of docs/bounds.md, special cases of prior work, the dominance theorem by
 exact enumeration, a coverage simulation, f-DP vs (ε, δ) consistency, and argument checks."""
 
 import itertools

@@ -1,4 +1,4 @@
-"""β(ε, p), gains, f-DP profiles and the baselines against the spec's anchors and closed forms."""
+"""β(ε, p), gains, f-DP profiles and the baselines against docs/bounds.md's reference values and closed forms."""
 
 import math
 

@@ -17,7 +17,7 @@ def test_uniform_pure_dp_json_and_plot(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "255" in text and "KGK+" in text and "MMC" in text
     result = json.loads(out.read_text())
-    assert result["count_bound"] == 255  # spec anchor (K = 10, ε = 1, n = 1000)
+    assert result["count_bound"] == 255  # docs/bounds.md reference value (K = 10, ε = 1, n = 1000)
     assert result["aggregate_gain"] == pytest.approx((255 - 100) / 1000)
     assert result["per_target"]["beta"] == pytest.approx(0.231969, abs=1e-6)
     assert result["baselines"]["kgk_plus"] == pytest.approx(min(1, np.e * 0.1), rel=1e-9)

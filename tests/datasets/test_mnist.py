@@ -10,7 +10,7 @@ import pytest
 from jaxaudit.datasets import load_mnist, resolve_data_dir
 from jaxaudit.datasets.mnist import _read_idx
 
-# LeCun et al.: label counts of the 10 000-image test split (also in spec/datasets.md).
+# LeCun et al.: label counts of the 10 000-image test split (LeCun et al.'s published table).
 TEST_LABEL_COUNTS = [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
 
 

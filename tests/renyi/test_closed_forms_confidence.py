@@ -142,7 +142,7 @@ def test_held_out_bound_clips_critic_values_outside_the_range():
 
 
 def _reference_lower_bound(g_q, g_p, alpha, lo, hi, delta, method):
-    """Independent float64 evaluation of the held-out bound of spec renyi.md §3 (δ/2 per term).
+    """Independent float64 evaluation of the held-out bound of docs/renyi.md, "Bounds" (δ/2 per term).
 
     A = mean e^{(α−1)g_q} ∈ [e^{(α−1)lo}, e^{(α−1)hi}], B = mean e^{αg_p} ∈ [e^{α lo}, e^{α hi}];
     Hoeffding: range·sqrt(ln(2/δ)/(2n)); Maurer–Pontil: sqrt(2 V̂ ln(4/δ)/n) + 7 R ln(4/δ)/(3(n−1)).
