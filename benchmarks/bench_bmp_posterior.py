@@ -40,10 +40,10 @@ def load_counts(args):
         from jaxaudit.runs import load_results
 
         res = load_results(args.shadow)
-        names = sorted(res["chunks"])
-        masks = np.concatenate([res["chunks"][n]["masks"] for n in names]).astype(bool)
-        scores = np.concatenate([res["chunks"][n]["scores"] for n in names])
-        counts = _counts_from_shadow(masks, scores, masks.mean(0) * 0 + res["config"]["ratio"])
+        names = sorted(res.chunks)
+        masks = res.concat("masks", names).astype(bool)
+        scores = res.concat("scores", names)
+        counts = _counts_from_shadow(masks, scores, masks.mean(0) * 0 + res.config["ratio"])
     else:
         import jax
 

@@ -5,6 +5,7 @@ from jaxaudit.runs.params import params_from_arrays, params_to_arrays
 from jaxaudit.runs.progress import progress_bar, run_chunks
 from jaxaudit.runs.rundir import (
     RunDir,
+    RunResults,
     atomic_write_bytes,
     config_hash,
     load_results,
@@ -12,6 +13,6 @@ from jaxaudit.runs.rundir import (
 )
 
 __all__ = [
-    "RunDir", "atomic_write_bytes", "config_hash", "load_results", "params_from_arrays",
-    "params_to_arrays", "progress_bar", "read_manifest", "run_chunks",
+    "RunDir", "RunResults", "atomic_write_bytes", "config_hash", "load_results",
+    "params_from_arrays", "params_to_arrays", "progress_bar", "read_manifest", "run_chunks",
 ]

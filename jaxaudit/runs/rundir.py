@@ -28,11 +28,13 @@ import os
 import re
 import tempfile
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["RunDir", "load_results", "read_manifest", "config_hash", "atomic_write_bytes"]
+__all__ = ["RunDir", "RunResults", "load_results", "read_manifest", "config_hash", "atomic_write_bytes"]
 
 _CHUNK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 MANIFEST = "manifest.json"
@@ -304,15 +306,66 @@ def _describe_diff(old: dict, new: dict) -> str:
     return shown or "hash differs"
 
 
-def load_results(path) -> dict:
+class RunResults(NamedTuple):
+    """A run folder as loaded by :func:`load_results`.
+
+    Attributes:
+      kind: the run's kind (e.g. ``"shadow"``, ``"rdp"``).
+      config: the configuration the run was opened with.
+      manifest: the whole manifest.
+      chunks: ``{chunk name: {array name: array}}`` of the finished chunks.
+      planned: the chunk names the run planned, in order.
+      missing: planned chunks not finished (the run is partial when this is not empty).
+      tables: ``{relative path: parsed JSON}`` for every other ``*.json``.
+      files: every file's relative path.
+    """
+
+    kind: str
+    config: dict
+    manifest: dict
+    chunks: dict[str, dict[str, np.ndarray]]
+    planned: list[str]
+    missing: list[str]
+    tables: dict[str, Any]
+    files: list[str]
+
+    def concat(self, array: str, names: Sequence[str] | None = None) -> np.ndarray:
+        """One array of every chunk, concatenated along axis 0 in chunk order.
+
+        Args:
+          array: the array's name inside the chunks (e.g. ``"masks"``).
+          names: the chunks, in order (default: the planned order when the run planned its
+            chunks, else the finished chunks sorted by name).
+
+        Raises:
+          ValueError: a named chunk is not finished or does not hold ``array``.
+        """
+        if names is None:
+            names = self.planned or sorted(self.chunks)
+        missing = [n for n in names if n not in self.chunks]
+        if missing:
+            raise ValueError(f"chunks not finished: {missing[:5]}{'…' if len(missing) > 5 else ''}")
+        lacking = [n for n in names if array not in self.chunks[n]]
+        if lacking:
+            raise ValueError(f"chunks {lacking[:5]} hold no array {array!r}")
+        return np.concatenate([self.chunks[n][array] for n in names])
+
+    def __getitem__(self, key):
+        """``results["chunks"]`` as well as ``results.chunks`` (the dict this used to be)."""
+        if isinstance(key, str):
+            if key not in self._fields:
+                raise KeyError(key)
+            return getattr(self, key)
+        return tuple.__getitem__(self, key)
+
+
+def load_results(path) -> RunResults:
     """Load a run folder written through :class:`RunDir`.
 
     Returns:
-      dict with ``kind``, ``config``, ``manifest``, ``chunks`` ({name: {array name: array}}),
-      ``planned`` (the chunk names the run planned), ``missing`` (planned chunks not finished:
-      the run is partial when it is not empty; ``len(chunks)`` of ``len(planned)`` are done),
-      ``tables`` ({relative path: parsed JSON} for every other ``*.json``) and ``files`` (every
-      file's relative path).
+      :class:`RunResults` (``kind``, ``config``, ``manifest``, ``chunks``, ``planned``,
+      ``missing``, ``tables``, ``files``); ``len(chunks)`` of ``len(planned)`` are done, and
+      ``results.concat("masks")`` concatenates one array over the chunks.
 
     Raises:
       FileNotFoundError: no manifest in ``path``.
@@ -337,13 +390,5 @@ def load_results(path) -> dict:
                 tables[rel] = json.loads(p.read_text())
             except (UnicodeDecodeError, json.JSONDecodeError) as err:
                 raise ValueError(f"{p} is corrupt ({err})") from err
-    return {
-        "kind": manifest["kind"],
-        "config": manifest["config"],
-        "manifest": manifest,
-        "chunks": chunks,
-        "planned": planned,
-        "missing": missing,
-        "tables": tables,
-        "files": files,
-    }
+    return RunResults(kind=manifest["kind"], config=manifest["config"], manifest=manifest,
+                      chunks=chunks, planned=planned, missing=missing, tables=tables, files=files)

@@ -16,10 +16,10 @@ def test_shadow_cli_resume_and_refuse(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(ARGS + ["--out", str(out)]) == 0
     results = load_results(out)
-    assert sorted(results["chunks"]) == ["chunk_00000", "chunk_00001"]
-    first = results["chunks"]["chunk_00000"]
+    assert sorted(results.chunks) == ["chunk_00000", "chunk_00001"]
+    first = results.chunks["chunk_00000"]
     assert first["masks"].shape == (2, 200) and first["scores"].shape == (2, 200)
-    assert results["chunks"]["chunk_00001"]["masks"].shape == (2, 200)
+    assert results.chunks["chunk_00001"]["masks"].shape == (2, 200)
     assert set(first["masks"].sum(1).tolist()) == {100}
     summary = json.loads((out / "summary.json").read_text())
     assert summary["num_models"] == 4 and 0.0 <= summary["lira_global_auc"] <= 1.0
@@ -29,11 +29,11 @@ def test_shadow_cli_resume_and_refuse(tmp_path, capsys):
     mtime = (out / "chunks" / "chunk_00000.npz").stat().st_mtime_ns
     assert main(ARGS + ["--out", str(out)]) == 0
     assert (out / "chunks" / "chunk_00000.npz").stat().st_mtime_ns == mtime
-    again = load_results(out)["chunks"]
+    again = load_results(out).chunks
     np.testing.assert_array_equal(again["chunk_00001"]["masks"],
-                                  results["chunks"]["chunk_00001"]["masks"])
+                                  results.chunks["chunk_00001"]["masks"])
     np.testing.assert_allclose(again["chunk_00001"]["scores"],
-                               results["chunks"]["chunk_00001"]["scores"], rtol=1e-5, atol=1e-5)
+                               results.chunks["chunk_00001"]["scores"], rtol=1e-5, atol=1e-5)
 
     # a different configuration in the same folder is refused with a clean error
     capsys.readouterr()

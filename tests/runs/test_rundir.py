@@ -38,8 +38,8 @@ def test_uninterrupted_run_round_trips(tmp_path):
     results = run_chunks(run, NAMES, compute)
     assert_same(results, reference())
     loaded = load_results(tmp_path / "r")
-    assert loaded["kind"] == "test" and loaded["config"] == {"a": 1, "b": [1, 2]}
-    assert_same({n: loaded["chunks"][n] for n in NAMES}, reference())
+    assert loaded.kind == "test" and loaded.config == {"a": 1, "b": [1, 2]}
+    assert_same({n: loaded.chunks[n] for n in NAMES}, reference())
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
     assert len(manifest["config_hash"]) == 64 and manifest["version"]
 
@@ -163,8 +163,8 @@ def test_two_writers_same_instant_one_wins(tmp_path, monkeypatch):
         RunDir.open(folder, kind="shadow", config={"epochs": 1})
     assert raced
     res = load_results(folder)
-    assert res["config"] == {"epochs": 2}
-    np.testing.assert_array_equal(res["chunks"]["chunk_00000"]["x"], np.full(3, 2.0))
+    assert res.config == {"epochs": 2}
+    np.testing.assert_array_equal(res.chunks["chunk_00000"]["x"], np.full(3, 2.0))
     # the same configuration joins the run instead of being refused
     assert RunDir.open(folder, kind="shadow", config={"epochs": 2}).config == {"epochs": 2}
 
@@ -197,11 +197,11 @@ def test_partial_run_says_how_many_chunks_are_done(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         run_chunks(run, names, stop_after_three)
     res = load_results(tmp_path / "r")
-    assert (len(res["chunks"]), len(res["planned"])) == (3, 8)
-    assert res["missing"] == names[3:]
+    assert (len(res.chunks), len(res.planned)) == (3, 8)
+    assert res.missing == names[3:]
     assert RunDir.open(tmp_path / "r", kind="test", config={"a": 1}).missing_chunks() == names[3:]
     run_chunks(run, names, compute)
-    assert load_results(tmp_path / "r")["missing"] == []
+    assert load_results(tmp_path / "r").missing == []
 
 
 def test_chunk_deleted_with_its_checksum_left_is_not_skipped(tmp_path):
@@ -262,3 +262,25 @@ def test_run_folder_that_is_a_file_is_refused(tmp_path):
     (tmp_path / "f").write_text("x")
     with pytest.raises(ValueError, match="is a file"):
         RunDir.open(tmp_path / "f", kind="test", config={})
+
+
+def test_results_are_a_typed_tuple_with_concat_and_dict_access(tmp_path):
+    run = RunDir.open(tmp_path / "r", kind="test", config={"a": 1})
+    run_chunks(run, NAMES[:3], compute)
+    res = load_results(tmp_path / "r")
+    assert res._fields == ("kind", "config", "manifest", "chunks", "planned", "missing",
+                           "tables", "files")
+    expected = reference()
+    for array in expected[NAMES[0]]:
+        np.testing.assert_array_equal(
+            res.concat(array), np.concatenate([expected[n][array] for n in NAMES[:3]]))
+    np.testing.assert_array_equal(res.concat("scores", [NAMES[2], NAMES[0]]),
+                                  np.concatenate([expected[NAMES[2]]["scores"],
+                                                  expected[NAMES[0]]["scores"]]))
+    assert res["chunks"] is res.chunks and res["kind"] == "test"  # the old dict-style access
+    with pytest.raises(KeyError):
+        res["nothing"]  # noqa: B018
+    with pytest.raises(ValueError, match="not finished"):
+        res.concat("scores", NAMES)
+    with pytest.raises(ValueError, match="no array"):
+        res.concat("nothing")
