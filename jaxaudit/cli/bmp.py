@@ -21,6 +21,9 @@ import argparse
 import json
 from pathlib import Path
 
+from jaxaudit._validation import check_input_path, check_output_dir
+from jaxaudit.cli._types import count, finite, nonnegative_int, positive
+
 DATASETS = ("cora", "citeseer", "csbm")
 SAMPLERS = ("uniform", "poisson", "snowball", "random_walk")
 _SHADOW_KEYS = ("dataset", "model", "sampler", "ratio", "models", "epochs", "edge_access", "seed",
@@ -35,46 +38,61 @@ def register(subparsers) -> None:
         "subgraphs, leave-one-out LiRA with prior-aware decisions, and a NUTS posterior over "
         "(eps_L, eps_R) for every node; resumable; writes CSV/JSON, PNG plots and a summary.",
     )
-    p.add_argument("--dataset", choices=DATASETS, default="cora")
-    p.add_argument("--model", choices=("gcn", "sage", "gat"), default="gcn")
-    p.add_argument("--sampler", choices=SAMPLERS, default="uniform")
-    p.add_argument("--ratio", type=float, default=0.5)
-    p.add_argument("--snowball-edges", choices=("discovered", "induced"), default="discovered")
-    p.add_argument("--models", type=int, default=64, help="number of shadow models R")
-    p.add_argument("--epochs", type=int, default=200)
-    p.add_argument("--edge-access", choices=("inductive", "full", "none"), default="inductive")
+    p.add_argument("--dataset", choices=DATASETS, default="cora",
+                   help="graph: a Planetoid data set or the generated CSBM")
+    p.add_argument("--model", choices=("gcn", "sage", "gat"), default="gcn",
+                   help="shadow GNN architecture (2 layers, hidden 64)")
+    p.add_argument("--sampler", choices=SAMPLERS, default="uniform",
+                   help="how each shadow model's training nodes are drawn")
+    p.add_argument("--ratio", type=finite, default=0.5,
+                   help="sampling ratio in (0, 1] (Poisson: inclusion probability q)")
+    p.add_argument("--snowball-edges", choices=("discovered", "induced"), default="discovered",
+                   help="snowball sampler: train on the edges it discovered or all induced ones")
+    p.add_argument("--models", type=count, default=64, help="number of shadow models R")
+    p.add_argument("--epochs", type=count, default=200, help="full-batch training epochs")
+    p.add_argument("--edge-access", choices=("inductive", "full", "none"), default="inductive",
+                   help="edges a shadow model trains on: its sample's, all, or none")
     p.add_argument("--shadow", default=None,
                    help="reuse the shadow run folder of `jaxaudit shadow` (its configuration "
-                   "replaces --dataset/--model/--sampler/--ratio/--models/--epochs/--edge-access)")
-    p.add_argument("--prior-draws", type=int, default=1000,
+                   "replaces --dataset/--model/--sampler/--ratio/--models/--epochs/--edge-access; "
+                   "default: train the shadow models here)")
+    p.add_argument("--prior-draws", type=count, default=1000,
                    help="Monte Carlo draws for the priors eta when not exact")
     p.add_argument("--fix-variance", action="store_true", help="fixed-variance LiRA")
-    p.add_argument("--attack-strength", type=float, default=None,
+    p.add_argument("--attack-strength", type=finite, default=None,
                    help="fix the attack strength s in [0, 1) (default: s ~ Beta(1, 1))")
-    p.add_argument("--prior-variance", type=float, default=10.0)
-    p.add_argument("--num-warmup", type=int, default=500)
-    p.add_argument("--num-samples", type=int, default=1000)
-    p.add_argument("--num-chains", type=int, default=4)
+    p.add_argument("--prior-variance", type=positive, default=10.0,
+                   help="variance of the half-normal priors on eps_L, eps_R")
+    p.add_argument("--num-warmup", type=count, default=500, help="NUTS warm-up steps per chain")
+    p.add_argument("--num-samples", type=count, default=1000, help="NUTS draws per chain")
+    p.add_argument("--num-chains", type=count, default=4, help="NUTS chains per node (>= 2)")
     p.add_argument("--no-mp", action="store_true", help="skip the symmetric MP baseline")
-    p.add_argument("--node-chunk", type=int, default=1024, help="nodes per saved posterior chunk")
-    p.add_argument("--model-chunk", type=int, default=32, help="models per saved shadow chunk")
+    p.add_argument("--node-chunk", type=count, default=1024, help="nodes per saved posterior chunk")
+    p.add_argument("--model-chunk", type=count, default=32, help="models per saved shadow chunk")
     p.add_argument("--compare", default=None,
-                   help="another `jaxaudit bmp` report folder to plot against (e.g. uniform)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--csbm-nodes", type=int, default=2708)
-    p.add_argument("--data-dir", default=None)
+                   help="another `jaxaudit bmp` report folder to plot against (e.g. uniform; "
+                   "default: none)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="PRNG seed")
+    p.add_argument("--csbm-nodes", type=int, default=2708,
+                   help="CSBM size in nodes, >= 2 (dataset csbm)")
+    p.add_argument("--data-dir", default=None,
+                   help="data directory (default: $JAXAUDIT_DATA, else ~/.cache/jaxaudit)")
     p.add_argument("--out", required=True, help="report folder (created; resumed if it exists)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
 
 
 def _check(args) -> None:
+    """What must be refused before any work (the library checks the rest when called)."""
+    check_output_dir("--out", args.out)
+    if args.compare is not None:
+        check_input_path("--compare", args.compare, folder=True)
+        for name in ("nodes.json", "manifest.json"):
+            if not (Path(args.compare) / name).is_file():
+                raise FileNotFoundError(f"--compare folder {args.compare} holds no {name}: not "
+                                        "a `jaxaudit bmp` report folder")
     if not 0.0 < args.ratio <= 1.0:
         raise ValueError(f"--ratio must lie in (0, 1], got {args.ratio}")
-    for name in ("models", "epochs", "prior_draws", "num_warmup", "num_samples", "node_chunk",
-                 "model_chunk", "csbm_nodes"):
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if args.num_chains < 2:
         raise ValueError(f"--num-chains must be >= 2, got {args.num_chains}")
     if args.attack_strength is not None and not 0.0 <= args.attack_strength < 1.0:

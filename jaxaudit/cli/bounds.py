@@ -30,20 +30,21 @@ def register(subparsers) -> None:
         description=__doc__.split("\n\n")[0] + " See docs/bounds.md.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--epsilon", type=float, help="ε of ε-DP or (ε, δ)-DP")
+    p.add_argument("--epsilon", type=float, help="ε of ε-DP or (ε, δ)-DP (default: none; give it or --gdp-mu)")
     privacy = p.add_mutually_exclusive_group()
     privacy.add_argument("--delta", type=float, default=0.0, help="δ of (ε, δ)-DP (default 0)")
-    privacy.add_argument("--gdp-mu", type=float, dest="gdp_mu", help="μ of μ-GDP (f-DP bound)")
+    privacy.add_argument("--gdp-mu", type=float, dest="gdp_mu", help="μ of μ-GDP (f-DP bound; default: none)")
     prior = p.add_mutually_exclusive_group(required=True)
-    prior.add_argument("--uniform", type=int, metavar="K", help="uniform prior over K values")
-    prior.add_argument("--zipf", metavar="S,N", help="Zipf prior with exponent S over N values")
+    prior.add_argument("--uniform", type=int, metavar="K", help="uniform prior over K values (one of the three priors is required; default: none)")
+    prior.add_argument("--zipf", metavar="S,N", help="Zipf prior with exponent S over N values (default: none)")
     prior.add_argument("--priors", metavar="FILE",
-                       help="per-target baseline success p_i (.npy, or text, one per line)")
+                       help="per-target baseline success p_i (.npy, or text, one per line; "
+                       "default: none)")
     p.add_argument("--targets", type=int, help="number of targets n (default: length of FILE)")
     p.add_argument("--attempts", type=int, default=1, help="guesses per target (top-k mass)")
     p.add_argument("--gamma", type=float, default=0.05, help="level γ (default 0.05)")
-    p.add_argument("--plot", metavar="PATH", help="save the tail bound Pr[L ≥ v] as a PNG")
-    p.add_argument("--json", metavar="PATH", help="write the results as JSON")
+    p.add_argument("--plot", metavar="PATH", help="save the tail bound Pr[L ≥ v] as a PNG (default: no plot)")
+    p.add_argument("--json", metavar="PATH", help="write the results as JSON (default: no file)")
     p.add_argument("--quiet", action="store_true", help="print only the count bound")
     p.set_defaults(func=run)
 

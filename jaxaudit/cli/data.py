@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 
+from jaxaudit.cli._types import nonnegative_int
+
 DATASETS = ("cora", "citeseer", "mnist", "cifar10", "csbm")
 #: The data sets stored in files (same as ``jaxaudit.datasets.fetch.DATASETS``; spelled out so
 #: that ``jaxaudit --help`` does not import jax).
@@ -30,10 +32,10 @@ def register(subparsers) -> None:
     )
     sub = p.add_subparsers(dest="data_command", metavar="ACTION", required=True)
     info = sub.add_parser("info", help="print the size, classes and split of a data set")
-    info.add_argument("dataset", choices=DATASETS)
+    info.add_argument("dataset", choices=DATASETS, help="data set to describe")
     info.add_argument("--data-dir", default=None, help="data directory (default: $JAXAUDIT_DATA)")
     info.add_argument("--download", action="store_true", help="fetch missing files")
-    info.add_argument("--seed", type=int, default=0, help="PRNG seed for csbm (default 0)")
+    info.add_argument("--seed", type=nonnegative_int, default=0, help="PRNG seed for csbm")
     info.set_defaults(func=run_info)
     verify = sub.add_parser("verify", help="check the digest of every known file found")
     verify.add_argument("--data-dir", default=None, help="data directory (default: $JAXAUDIT_DATA)")

@@ -22,6 +22,7 @@ import os
 import sys
 
 import jaxaudit
+from jaxaudit.cli._types import Parser
 
 #: Sub-command modules, in the order ``--help`` lists them.
 COMMANDS = ("data", "bounds", "shadow", "bmp", "rdp", "report")
@@ -52,7 +53,7 @@ def _use_all_cpu_cores() -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="jaxaudit",
         description="Audit the privacy of machine-learning pipelines: adversary-aware DP bounds, "
         "Bayesian membership privacy for GNNs, and Rényi-DP auditing.",
@@ -78,13 +79,17 @@ def main(argv: list[str] | None = None, *, all_cpu_cores: bool | None = None) ->
         leave the process's environment alone.
 
     Returns:
-      The exit status: 0 on success, 2 on a usage error or a ``ValueError``/``FileNotFoundError``
-      (printed to stderr, prefixed with the command).
+      The exit status: 0 on success (and after ``--help``), 2 on a usage error (argparse's
+      message names the flag) or a ``ValueError``/``FileNotFoundError`` (printed to stderr,
+      prefixed with the command).
     """
     if all_cpu_cores or (all_cpu_cores is None and argv is None):
         _use_all_cpu_cores()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # --help, --version, or a usage error already printed
+        return stop.code if isinstance(stop.code, int) else 2
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 0 if args.command is None else 2

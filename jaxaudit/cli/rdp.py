@@ -40,12 +40,16 @@ from __future__ import annotations
 
 import argparse
 
+from jaxaudit._validation import check_output_dir
+from jaxaudit.cli._types import count, finite, nonnegative_int, positive
+
 
 def _orders(text: str) -> list[float]:
-    try:
-        return [float(t) for t in text.split(",") if t.strip()]
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(f"orders must be comma-separated numbers, got {text!r}") from err
+    tokens = [t.strip() for t in text.split(",")]
+    if any(not t for t in tokens):
+        raise argparse.ArgumentTypeError(f"orders must be comma-separated numbers without empty "
+                                         f"entries, got {text!r}")
+    return [finite(t) for t in tokens]
 
 
 #: ``jaxaudit.cli.rdp_steps.DATASETS`` / ``jaxaudit.dpsgd.MODELS``, spelled out so that building the parser
@@ -67,52 +71,57 @@ def register(subparsers) -> None:
                    help="data set (default mnist)")
     p.add_argument("--model", choices=MODELS, default="cnn",
                    help="model (default cnn, the MNIST SmallCNN; cifar_cnn for cifar10)")
-    p.add_argument("--dataset-size", type=int, default=100, help="|D⁻| (default 100)")
-    p.add_argument("--public-size", type=int, default=None,
+    p.add_argument("--dataset-size", type=int, default=100,
+                   help="|D⁻|, the private training set")
+    p.add_argument("--public-size", type=nonnegative_int, default=None,
                    help="public examples for pretraining, disjoint from D⁻ (default: all the "
                    "other images of the split, 2000 for synthetic; 0: random initialisation)")
-    p.add_argument("--pretrain-epochs", type=float, default=5.0,
-                   help="pretraining epochs over the public examples (default 5)")
+    p.add_argument("--pretrain-epochs", type=finite, default=5.0,
+                   help="pretraining epochs over the public examples")
     p.add_argument("--pretrain-optimizer", choices=("sgd", "adam"), default="sgd",
-                   help="pretraining optimiser (default sgd)")
-    p.add_argument("--pretrain-lr", type=float, default=0.01,
-                   help="pretraining learning rate (default 0.01)")
+                   help="pretraining optimiser")
+    p.add_argument("--pretrain-lr", type=finite, default=0.01,
+                   help="pretraining learning rate")
     p.add_argument("--pretrain-batch", type=int, default=32,
-                   help="pretraining batch size (default 32)")
+                   help="pretraining batch size")
     p.add_argument("--canary-label", default="9",
                    help="label of the blank canary: an integer (default 9, as in the published "
                    "code) or 'worst' (the label the pretrained model finds least likely)")
     p.add_argument("--accountant", choices=("pld", "rdp"), default="pld",
                    help="accountant that calibrates σ from --epsilon/--delta (default pld, tight; "
                    "the reported ε_α is the RDP accountant's at that σ either way)")
-    p.add_argument("--epsilon", type=float, default=None,
+    p.add_argument("--epsilon", type=positive, default=None,
                    help="target ε at --delta, calibrates σ (default 10 when training)")
-    p.add_argument("--delta", type=float, default=1e-5)
-    p.add_argument("--noise-multiplier", type=float, default=None,
-                   help="σ (overrides --epsilon/--delta calibration)")
-    p.add_argument("--steps", type=int, default=None,
+    p.add_argument("--delta", type=finite, default=1e-5, help="δ of the (ε, δ) target, in (0, 1)")
+    p.add_argument("--noise-multiplier", type=positive, default=None,
+                   help="σ (overrides --epsilon/--delta calibration; default: calibrated)")
+    p.add_argument("--steps", type=count, default=None,
                    help="T (default 100 when training; required with --scores)")
-    p.add_argument("--clip", type=float, default=1.0)
-    p.add_argument("--learning-rate", type=float, default=None,
+    p.add_argument("--clip", type=finite, default=1.0, help="per-example clipping norm C")
+    p.add_argument("--learning-rate", type=finite, default=None,
                    help="η; the update is η·(noisy clipped sum)/(q·|D⁻|) (default 1.333e-4·|D⁻|: "
                    "the published code's step of 4/30000 on the noisy sum, kept fixed for every "
                    "|D⁻|; η = 4 on the mean gradient hides the canary, see docs/renyi.md)")
-    p.add_argument("--sampling-rate", type=float, default=None,
+    p.add_argument("--sampling-rate", type=finite, default=None,
                    help="Poisson rate q, 1: full batch (default 1 when training; required with "
                    "--scores)")
-    p.add_argument("--runs", type=int, default=64, help="runs per world R")
+    p.add_argument("--runs", type=int, default=64, help="runs per world R (>= 2)")
     p.add_argument("--chunk", type=int, default=32, help="runs per world per saved chunk")
-    p.add_argument("--orders", type=_orders, default=[1.25, 1.5, 2.0, 3.0])
-    p.add_argument("--vmap-chunk", type=int, default=None,
+    p.add_argument("--orders", type=_orders, default=[1.25, 1.5, 2.0, 3.0],
+                   help="Rényi orders α > 1, comma-separated (default: 1.25,1.5,2,3)")
+    p.add_argument("--vmap-chunk", type=count, default=None,
                    help="runs computed simultaneously inside a chunk (default: all; CPU: 2)")
-    p.add_argument("--unroll", type=int, default=10,
+    p.add_argument("--unroll", type=count, default=10,
                    help="lax.scan unroll factor over steps (CPU: rolled loops are ~2x slower)")
-    p.add_argument("--significance", type=float, default=0.05)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--data-dir", default=None, help="data directory (default: $JAXAUDIT_DATA)")
+    p.add_argument("--significance", type=finite, default=0.05,
+                   help="level of the lower confidence bounds, in (0, 1)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="PRNG seed")
+    p.add_argument("--data-dir", default=None,
+                   help="data directory (default: $JAXAUDIT_DATA, else ~/.cache/jaxaudit)")
     p.add_argument("--scores", nargs=2, metavar=("IN", "OUT"), default=None,
                    help="audit these canary scores (.npy, 1-D float: runs with / without the "
-                   "canary) instead of training; training-only options are ignored")
+                   "canary) instead of training; training-only options are ignored (default: "
+                   "train)")
     p.add_argument("--out", required=True, help="run folder (created; resumed if it exists)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -137,14 +146,9 @@ def _config(args: argparse.Namespace) -> dict:
 
 def _check_audit_args(args: argparse.Namespace) -> None:
     """Checks shared by both modes (everything the accountant and the audit read)."""
-    from jaxaudit._validation import check_positive, check_probability
+    from jaxaudit._validation import check_probability
 
-    if args.steps < 1:
-        raise ValueError(f"--steps must be >= 1, got {args.steps}")
-    if args.epsilon is not None:
-        check_positive("--epsilon", args.epsilon)
-    if args.noise_multiplier is not None:
-        check_positive("--noise-multiplier", args.noise_multiplier)
+    check_output_dir("--out", args.out)
     check_probability("--delta", args.delta, open_low=True, open_high=True)
     check_probability("--sampling-rate", args.sampling_rate, open_low=True)
     check_probability("--significance", args.significance, open_low=True, open_high=True)
@@ -227,7 +231,7 @@ def run_training(args: argparse.Namespace) -> int:
     import jax
     import numpy as np
 
-    from jaxaudit._validation import check_positive
+    from jaxaudit._validation import check_integer, check_positive
     from jaxaudit.cli.rdp_steps import audit_data
     from jaxaudit.dpsgd import blank_canary, canary_runs, model_by_name, pretrain, worst_case_label
     from jaxaudit.runs import RunDir, params_from_arrays, params_to_arrays, run_chunks
@@ -235,16 +239,12 @@ def run_training(args: argparse.Namespace) -> int:
     for name, default in _TRAINING_DEFAULTS.items():
         if getattr(args, name) is None:
             setattr(args, name, default)
-    for name in ("runs", "chunk", "dataset_size"):
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    if args.runs < 2:
-        raise ValueError(f"--runs must be >= 2 (held-out split), got {args.runs}")
-    check_positive("--clip", args.clip)
-    check_positive("--pretrain-epochs", args.pretrain_epochs)
-    check_positive("--pretrain-lr", args.pretrain_lr)
-    if args.pretrain_batch < 1:
-        raise ValueError(f"--pretrain-batch must be >= 1, got {args.pretrain_batch}")
+    # training-only options: checked here, since the scores mode ignores them
+    for name in ("chunk", "dataset_size", "pretrain_batch"):
+        check_integer(f"--{name.replace('_', '-')}", getattr(args, name), minimum=1)
+    check_integer("--runs", args.runs, minimum=2)  # the held-out split needs two runs
+    for name in ("clip", "pretrain_epochs", "pretrain_lr"):
+        check_positive(f"--{name.replace('_', '-')}", getattr(args, name))
     if args.canary_label != "worst" and not args.canary_label.isdigit():
         raise ValueError(f"--canary-label must be a non-negative integer or 'worst', "
                          f"got {args.canary_label!r}")
@@ -253,6 +253,7 @@ def run_training(args: argparse.Namespace) -> int:
         args.public_size = 2000 if total is None else max(total - args.dataset_size, 0)
     if args.learning_rate is None:
         args.learning_rate = _LR_ON_SUM * args.dataset_size * args.sampling_rate
+    check_positive("--learning-rate", args.learning_rate)
     _check_audit_args(args)
 
     rundir = RunDir.open(args.out, kind="rdp", config=_config(args))

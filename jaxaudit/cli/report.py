@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from jaxaudit._validation import check_input_path, check_output_dir
+from jaxaudit.cli._types import count
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -15,12 +18,15 @@ def register(subparsers) -> None:
     )
     p.add_argument("run_dir", metavar="DIR", help="run folder (holds manifest.json)")
     p.add_argument("--out", default=None, help="output folder (default: DIR)")
-    p.add_argument("--max-rows", type=int, default=50, help="rows shown per table (default 50)")
+    p.add_argument("--max-rows", type=count, default=50, help="rows shown per table")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from jaxaudit.report import render_report
+
+    check_input_path("DIR", args.run_dir, folder=True)
+    check_output_dir("--out", args.run_dir if args.out is None else args.out)
 
     html_path, md_path = render_report(args.run_dir, args.out, max_rows=args.max_rows)
     print(f"wrote {html_path}")

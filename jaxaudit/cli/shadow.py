@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import argparse
 
+from jaxaudit._validation import check_output_dir
+from jaxaudit.cli._types import count, nonnegative, nonnegative_int, positive
+
 DATASETS = ("cora", "citeseer", "csbm")
 SAMPLERS = ("uniform", "poisson", "snowball", "random_walk")
 
@@ -27,21 +30,28 @@ def register(subparsers) -> None:
         description="Train R shadow GNNs (one jit-compiled vmapped call per chunk) on R sampled "
         "node sets and write per-model membership masks and true-class-logit scores; resumable.",
     )
-    p.add_argument("--dataset", choices=DATASETS, default="cora")
-    p.add_argument("--model", choices=("gcn", "sage", "gat"), default="gcn")
-    p.add_argument("--sampler", choices=SAMPLERS, default="uniform")
+    p.add_argument("--dataset", choices=DATASETS, default="cora",
+                   help="graph: a Planetoid data set or the generated CSBM")
+    p.add_argument("--model", choices=("gcn", "sage", "gat"), default="gcn",
+                   help="shadow GNN architecture (2 layers, hidden 64)")
+    p.add_argument("--sampler", choices=SAMPLERS, default="uniform",
+                   help="how each model's training nodes are drawn")
     p.add_argument("--ratio", type=float, default=0.5,
                    help="sampling ratio in (0, 1] (Poisson: inclusion probability q)")
-    p.add_argument("--snowball-edges", choices=("discovered", "induced"), default="discovered")
-    p.add_argument("--models", type=int, default=64, help="number of shadow models R")
-    p.add_argument("--epochs", type=int, default=200)
-    p.add_argument("--learning-rate", type=float, default=0.01)
-    p.add_argument("--weight-decay", type=float, default=5e-4)
-    p.add_argument("--edge-access", choices=("inductive", "full", "none"), default="inductive")
-    p.add_argument("--chunk", type=int, default=32, help="models per saved chunk (default 32)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--csbm-nodes", type=int, default=2708, help="CSBM size (dataset csbm)")
-    p.add_argument("--data-dir", default=None, help="data directory (default: $JAXAUDIT_DATA)")
+    p.add_argument("--snowball-edges", choices=("discovered", "induced"), default="discovered",
+                   help="snowball sampler: train on the edges it discovered or all induced ones")
+    p.add_argument("--models", type=count, default=64, help="number of shadow models R")
+    p.add_argument("--epochs", type=count, default=200, help="full-batch training epochs")
+    p.add_argument("--learning-rate", type=positive, default=0.01, help="Adam learning rate")
+    p.add_argument("--weight-decay", type=nonnegative, default=5e-4, help="L2 weight decay")
+    p.add_argument("--edge-access", choices=("inductive", "full", "none"), default="inductive",
+                   help="edges a shadow model trains on: its sample's, all, or none")
+    p.add_argument("--chunk", type=count, default=32, help="models per saved chunk")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="PRNG seed")
+    p.add_argument("--csbm-nodes", type=int, default=2708,
+                   help="CSBM size in nodes, >= 2 (dataset csbm)")
+    p.add_argument("--data-dir", default=None,
+                   help="data directory (default: $JAXAUDIT_DATA, else ~/.cache/jaxaudit)")
     p.add_argument("--out", required=True, help="run folder (created; resumed if it exists)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -58,16 +68,7 @@ def _config(args: argparse.Namespace) -> dict:
     return cfg
 
 
-def _check(args: argparse.Namespace) -> None:
-    if not 0.0 < args.ratio <= 1.0:
-        raise ValueError(f"--ratio must lie in (0, 1], got {args.ratio}")
-    for name in ("models", "epochs", "chunk", "csbm_nodes"):
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-
-
 def run(args: argparse.Namespace) -> int:
-    _check(args)
     import json
 
     import jax
@@ -84,19 +85,23 @@ def run(args: argparse.Namespace) -> int:
     from jaxaudit.mia import lira_loo, roc_auc
     from jaxaudit.runs import RunDir, run_chunks
 
-    config = _config(args)
-    run_dir = RunDir.open(args.out, kind="shadow", config=config)
+    check_output_dir("--out", args.out)
+    # the graph and the sampler first: the library checks their arguments before any work
     if args.dataset == "csbm":
         graph = make_csbm(jax.random.key(args.seed), num_nodes=args.csbm_nodes,
                           features="bernoulli")
     else:
         graph = load_planetoid(args.dataset, data_dir=args.data_dir)
-    sampler = {
-        "uniform": lambda: uniform_sampler(args.ratio),
-        "poisson": lambda: poisson_sampler(args.ratio),
-        "snowball": lambda: snowball_sampler(args.ratio, edges=args.snowball_edges),
-        "random_walk": lambda: random_walk_sampler(args.ratio),
-    }[args.sampler]()
+    try:
+        sampler = {
+            "uniform": lambda: uniform_sampler(args.ratio),
+            "poisson": lambda: poisson_sampler(args.ratio),
+            "snowball": lambda: snowball_sampler(args.ratio, edges=args.snowball_edges),
+            "random_walk": lambda: random_walk_sampler(args.ratio),
+        }[args.sampler]()
+    except ValueError as err:
+        raise ValueError(f"--ratio {args.ratio} (--sampler {args.sampler}): {err}") from err
+    run_dir = RunDir.open(args.out, kind="shadow", config=_config(args))
     sizes = [min(args.chunk, args.models - start) for start in range(0, args.models, args.chunk)]
     names = [f"chunk_{c:05d}" for c in range(len(sizes))]
     root = jax.random.key(args.seed)

@@ -63,6 +63,11 @@ def _split_sizes(num_nodes, num_classes, class_sizes, train_per_class, num_val, 
     return train_per_class, num_val, num_test
 
 
+#: Most entries of the dense (N, F) feature matrix :func:`make_csbm` builds (2^31 - 1: 8 GiB of
+#: float32, and the int32 index range of the edge arrays); larger graphs are refused up front.
+MAX_FEATURE_ENTRIES = 2**31 - 1
+
+
 def make_csbm(
     key: jax.Array,
     num_nodes: int = 2708,
@@ -119,6 +124,10 @@ def make_csbm(
     num_test = check_integer("num_test", num_test, 0)
     if num_classes > num_nodes:
         raise ValueError(f"num_classes must be <= num_nodes, got {num_classes} > {num_nodes}")
+    if num_nodes * num_features > MAX_FEATURE_ENTRIES:
+        raise ValueError(
+            f"num_nodes x num_features = {num_nodes} x {num_features} exceeds "
+            f"{MAX_FEATURE_ENTRIES} feature entries (an 8 GiB float32 matrix): lower num_nodes")
     check_finite("avg_degree", avg_degree)
     check_positive("avg_degree", avg_degree)
     check_probability("homophily", homophily)
