@@ -165,6 +165,7 @@ def test_train_critic_history_and_fit():
         (dict(x_p=np.array([0.0, 1.0, np.nan, 2.0, 3.0])), "x_p"),
         (dict(x_p=np.zeros((10, 2))), "same sample shape"),
         (dict(bound="chernoff"), "bound"),
+        (dict(clip="tails"), "clip"),
         (dict(split=1.0), "split"),
         (dict(config=CriticConfig(validation_fraction=1.5)), "config.validation_fraction"),
         (dict(config=CriticConfig(batch_size=0)), "config.batch_size"),
@@ -179,7 +180,8 @@ def test_train_critic_history_and_fit():
 def test_bad_input(kwargs, name):
     args = dict(x_q=np.arange(10.0), x_p=np.arange(10.0), alpha=2.0)
     args.update(kwargs)
-    call_kwargs = {k: args.pop(k) for k in ("delta", "bound", "split", "config") if k in args}
+    call_kwargs = {k: args.pop(k) for k in ("delta", "bound", "split", "config", "clip")
+                   if k in args}
     with pytest.raises(ValueError, match=name):
         estimate_renyi(jax.random.key(0), args["x_q"], args["x_p"], args["alpha"], **call_kwargs)
 
