@@ -39,6 +39,11 @@ References:
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import optax
@@ -49,6 +54,12 @@ from jaxaudit.dpsgd.models import layer_program
 __all__ = ["clipped_gradient_sum", "dp_gradient_step", "add_gaussian_noise", "make_private_step"]
 
 _METHODS = ("auto", "ghost", "vmap")
+
+#: ``prepare(inputs) -> features``: the host-side input transform of a model (im2col patches for
+#: the CNN, a float32 cast otherwise), computed once per batch.
+Prepare = Callable[[jax.Array], Any]
+#: ``step(key, params, features, labels, mask) -> params``: one private step (jit/vmap/scan-able).
+PrivateStep = Callable[[jax.Array, Any, Any, jax.Array, jax.Array], Any]
 
 
 def _per_example_losses(logits, labels):
@@ -150,6 +161,26 @@ def _resolve(model, method):
     return method, program
 
 
+@functools.lru_cache(maxsize=32)
+def _compiled_clipped_sum(model: nn.Module, method: str):
+    """(prepare, jitted clipped sum), cached per (model, method) so repeated calls reuse the
+    compiled function (the library's one caching pattern: an lru_cache over the static
+    configuration returning jitted functions, as in ``canary_training._compiled``)."""
+    prepare, fn = _clipped_sum_fn(model, method)
+    return prepare, jax.jit(fn)
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled_step(model: nn.Module, clip_norm: float, noise_multiplier: float,
+                   learning_rate: float, normalizer: float, method: str):
+    """(prepare, jitted private step), cached per static configuration."""
+    prepare, step = make_private_step(
+        model, clip_norm=clip_norm, noise_multiplier=noise_multiplier,
+        learning_rate=learning_rate, normalizer=normalizer, method=method,
+    )
+    return prepare, jax.jit(step)
+
+
 def _clipped_sum_fn(model, method):
     """Return (prepare, f) with f(params, features, labels, weights, C) -> (clipped sum, norms)."""
     method, program = _resolve(model, method)
@@ -174,7 +205,9 @@ def _checked_batch(inputs, labels, per_example, name):
         raise ValueError(f"{name} must have shape {labels.shape}, got {per_example.shape}")
     return inputs, labels, per_example
 
-def clipped_gradient_sum(model, params, inputs, labels, clip_norm, weights=None, *, method="auto"):
+def clipped_gradient_sum(model: nn.Module, params: Any, inputs: jax.Array, labels: jax.Array,
+                         clip_norm: float, weights: jax.Array | None = None, *,
+                         method: str = "auto") -> tuple[Any, jax.Array]:
     """Σ_i w_i · clip_C(∇_θ ℓ_i(θ)) and the unclipped per-example norms ‖∇_θ ℓ_i(θ)‖₂.
 
     ℓ_i is the softmax cross-entropy of example i; clip_C(g) = g / max(1, ‖g‖₂/C) with the norm
@@ -202,11 +235,11 @@ def clipped_gradient_sum(model, params, inputs, labels, clip_norm, weights=None,
     """
     check_positive("clip_norm", clip_norm)
     inputs, labels, weights = _checked_batch(inputs, labels, weights, "weights")
-    prepare, fn = _clipped_sum_fn(model, method)
-    return jax.jit(fn)(params, prepare(inputs), labels, weights, jnp.float32(clip_norm))
+    prepare, fn = _compiled_clipped_sum(model, method)
+    return fn(params, prepare(inputs), labels, weights, jnp.float32(clip_norm))
 
 
-def add_gaussian_noise(key, tree, stddev):
+def add_gaussian_noise(key: jax.Array, tree: Any, stddev: float | jax.Array) -> Any:
     """tree + N(0, stddev² I), one independent draw per leaf entry (key split per leaf)."""
     leaves, treedef = jax.tree.flatten(tree)
     keys = jax.random.split(key, len(leaves))
@@ -214,7 +247,9 @@ def add_gaussian_noise(key, tree, stddev):
     return jax.tree.unflatten(treedef, noisy)
 
 
-def make_private_step(model, *, clip_norm, noise_multiplier, learning_rate, normalizer=1.0, method="auto"):
+def make_private_step(model: nn.Module, *, clip_norm: float, noise_multiplier: float,
+                      learning_rate: float, normalizer: float = 1.0,
+                      method: str = "auto") -> tuple[Prepare, PrivateStep]:
     """Build ``(prepare, step)`` for jit/vmap/scan: ``step(key, params, features, labels, mask)``.
 
     ``features = prepare(inputs)`` is computed once (im2col patches of the raw inputs for the CNN).
@@ -234,19 +269,19 @@ def make_private_step(model, *, clip_norm, noise_multiplier, learning_rate, norm
 
 
 def dp_gradient_step(
-    key,
-    model,
-    params,
-    inputs,
-    labels,
+    key: jax.Array,
+    model: nn.Module,
+    params: Any,
+    inputs: jax.Array,
+    labels: jax.Array,
     *,
-    clip_norm,
-    noise_multiplier,
-    learning_rate,
-    mask=None,
-    normalizer=1.0,
-    method="auto",
-):
+    clip_norm: float,
+    noise_multiplier: float,
+    learning_rate: float,
+    mask: jax.Array | None = None,
+    normalizer: float = 1.0,
+    method: str = "auto",
+) -> Any:
     """One DP-GD / DP-SGD step: θ ← θ − η (Σ_{i: mask_i=1} clip_C(∇ℓ_i) + N(0, σ²C² I)) / n̄.
 
     Full batch when ``mask`` is None (sampling rate 1); pass a Poisson 0/1 mask
@@ -271,8 +306,6 @@ def dp_gradient_step(
     check_nonnegative("learning_rate", learning_rate)
     check_positive("normalizer", normalizer)
     inputs, labels, mask = _checked_batch(inputs, labels, mask, "mask")
-    prepare, step = make_private_step(
-        model, clip_norm=float(clip_norm), noise_multiplier=float(noise_multiplier),
-        learning_rate=float(learning_rate), normalizer=float(normalizer), method=method,
-    )
-    return jax.jit(step)(key, params, prepare(inputs), labels, mask)
+    prepare, step = _compiled_step(model, float(clip_norm), float(noise_multiplier),
+                                   float(learning_rate), float(normalizer), method)
+    return step(key, params, prepare(inputs), labels, mask)

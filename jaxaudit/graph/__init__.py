@@ -4,7 +4,9 @@
 from jaxaudit.graph.models import GAT, GCN, GraphSAGE
 from jaxaudit.graph.propagation import SparseFeatures, sparse_features, sparse_matmul
 from jaxaudit.graph.samplers import (
+    ExactSampler,
     Sample,
+    Sampler,
     inclusion_probabilities,
     induced_edges,
     poisson_sampler,
@@ -25,11 +27,13 @@ from jaxaudit.graph.types import Graph, node_degrees
 
 __all__ = [
     "EDGE_ACCESS",
+    "ExactSampler",
     "GAT",
     "GCN",
     "Graph",
     "GraphSAGE",
     "Sample",
+    "Sampler",
     "ShadowModels",
     "SparseFeatures",
     "gnn_logits",

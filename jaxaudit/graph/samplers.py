@@ -18,7 +18,7 @@ References:
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
@@ -29,6 +29,8 @@ from jaxaudit.graph.types import Graph
 
 __all__ = [
     "Sample",
+    "Sampler",
+    "ExactSampler",
     "PoissonSampler",
     "UniformSampler",
     "SnowballSampler",
@@ -47,6 +49,24 @@ class Sample(NamedTuple):
 
     node_mask: jax.Array
     edge_mask: jax.Array
+
+
+@runtime_checkable
+class Sampler(Protocol):
+    """A node sampler S of the randomized learner: ``sampler(key, graph) -> Sample``.
+
+    Implementations must be hashable (they are static arguments of the compiled training
+    function), e.g. frozen dataclasses like the four built in here.
+    """
+
+    def __call__(self, key: jax.Array, graph: Graph) -> Sample: ...
+
+
+@runtime_checkable
+class ExactSampler(Sampler, Protocol):
+    """A :class:`Sampler` whose inclusion probabilities η_i have a closed form."""
+
+    def exact_inclusion(self, graph: Graph) -> np.ndarray: ...
 
 
 def induced_edges(graph: Graph, node_mask: jax.Array) -> jax.Array:
@@ -240,7 +260,8 @@ def random_walk_sampler(ratio: float, restart: float = 0.15, max_stall: int = 10
     return RandomWalkSampler(_check_ratio(ratio), r, int(max_stall))
 
 
-def inclusion_probabilities(key: jax.Array, sampler, graph: Graph, num_draws: int = 1000):
+def inclusion_probabilities(key: jax.Array, sampler: Sampler, graph: Graph,
+                            num_draws: int = 1000) -> tuple[jax.Array, jax.Array]:
     """Prior inclusion probabilities η_i = Pr(i ∈ S) of a sampler, with standard errors.
 
     Exact (standard error 0) for samplers with a closed form (Poisson: q; uniform: n/N); else the
@@ -251,9 +272,8 @@ def inclusion_probabilities(key: jax.Array, sampler, graph: Graph, num_draws: in
       ``(eta, stderr)``, two (N,) float arrays.
     """
     check_positive("num_draws", num_draws)
-    exact = getattr(sampler, "exact_inclusion", None)
-    if exact is not None:
-        eta = jnp.asarray(exact(graph), jnp.float32)
+    if isinstance(sampler, ExactSampler):
+        eta = jnp.asarray(sampler.exact_inclusion(graph), jnp.float32)
         return eta, jnp.zeros_like(eta)
     num_draws = int(num_draws)
     keys = jax.random.split(key, num_draws)

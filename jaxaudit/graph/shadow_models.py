@@ -22,6 +22,7 @@ Score of node i under model r: the logit of the true-class probability,
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import flax.linen as nn
@@ -40,6 +41,7 @@ from jaxaudit._validation import (
 )
 from jaxaudit.graph.models import GAT, GCN, GraphSAGE
 from jaxaudit.graph.propagation import SparseFeatures, sparse_features
+from jaxaudit.graph.samplers import Sampler
 from jaxaudit.graph.types import Graph
 from jaxaudit.sharding import vmap_chunked
 
@@ -201,15 +203,16 @@ def _check_recipe(graph, epochs, learning_rate, weight_decay) -> None:
 def _check_shadow(graph, sampler, epochs, learning_rate, weight_decay, edge_access) -> None:
     """:func:`_check_recipe` plus the sampler and the edge access of a shadow model."""
     _check_recipe(graph, epochs, learning_rate, weight_decay)
-    if not callable(sampler):
+    if not isinstance(sampler, Sampler):
         raise ValueError(f"sampler must be callable (key, graph) -> Sample, got {sampler!r}")
     check_choice("edge_access", edge_access, EDGE_ACCESS)
 
 
-def train_shadow_models(key, graph: Graph, sampler, model, num_models: int, *, epochs: int = 200,
-                        learning_rate: float = 0.01, weight_decay: float = 5e-4,
-                        edge_access: str = "inductive", chunk_size: int | None = None,
-                        devices=None) -> ShadowModels:
+def train_shadow_models(key: jax.Array, graph: Graph, sampler: Sampler, model: str | nn.Module,
+                        num_models: int, *, epochs: int = 200, learning_rate: float = 0.01,
+                        weight_decay: float = 5e-4, edge_access: str = "inductive",
+                        chunk_size: int | None = None,
+                        devices: Sequence[jax.Device] | None = None) -> ShadowModels:
     """Train R shadow GNNs on R independent samples and score every node under every model.
 
     Model r uses the key ``jax.random.split(key, num_models)[r]`` (split again into a sampling
@@ -252,9 +255,9 @@ def train_shadow_models(key, graph: Graph, sampler, model, num_models: int, *, e
     return ShadowModels(masks, scores)
 
 
-def train_shadow_model(key, graph: Graph, sampler, model, *, epochs: int = 200,
-                       learning_rate: float = 0.01, weight_decay: float = 5e-4,
-                       edge_access: str = "inductive") -> ShadowModels:
+def train_shadow_model(key: jax.Array, graph: Graph, sampler: Sampler, model: str | nn.Module, *,
+                       epochs: int = 200, learning_rate: float = 0.01,
+                       weight_decay: float = 5e-4, edge_access: str = "inductive") -> ShadowModels:
     """One shadow model, without vmap: ``masks`` (1, N) and ``scores`` (1, N).
 
     Reference for :func:`train_shadow_models`: model r there equals this function called with
@@ -268,8 +271,10 @@ def train_shadow_model(key, graph: Graph, sampler, model, *, epochs: int = 200,
     return ShadowModels(mask[None], score[None])
 
 
-def train_gnn(key, graph: Graph, model, node_mask, edge_mask=None, *, epochs: int = 200,
-              learning_rate: float = 0.01, weight_decay: float = 5e-4):
+def train_gnn(key: jax.Array, graph: Graph, model: str | nn.Module, node_mask: jax.Array,
+              edge_mask: jax.Array | None = None, *, epochs: int = 200,
+              learning_rate: float = 0.01,
+              weight_decay: float = 5e-4) -> tuple[nn.Module, Any]:
     """Train one GNN on the labels of ``node_mask`` with the edges of ``edge_mask`` (None: all).
 
     Returns ``(module, params)``; use :func:`gnn_logits` to evaluate (e.g. the standard
@@ -289,7 +294,8 @@ def train_gnn(key, graph: Graph, model, node_mask, edge_mask=None, *, epochs: in
     return module, params
 
 
-def gnn_logits(module, params, graph: Graph, edge_mask=None) -> jax.Array:
+def gnn_logits(module: nn.Module, params: Any, graph: Graph,
+               edge_mask: jax.Array | None = None) -> jax.Array:
     """(N, C) logits of a trained GNN on ``graph`` with the edges of ``edge_mask`` (None: all)."""
     inputs = prepare_inputs(graph)
     weight = None if edge_mask is None else jnp.asarray(edge_mask, jnp.float32)
