@@ -122,7 +122,12 @@ def approx_dp_delta(epsilon, epsilon0, delta0) -> jax.Array:
     check_nonnegative("epsilon", epsilon)
     check_nonnegative("epsilon0", epsilon0)
     check_probability("delta0", delta0, open_high=True)
-    eps, eps0, delta0 = _float(epsilon, epsilon0, delta0)
+    # δ enters the bounds additively: float64, rounded up into the promoted dtype
+    return upper_bound(_approx_dp_delta, epsilon, epsilon0, delta0)
+
+
+@jax.jit
+def _approx_dp_delta(eps, eps0, delta0):
     # (e^{ε₀} − e^ε)/(1 + e^{ε₀}) written as (1 − e^{ε−ε₀})/(1 + e^{−ε₀}): no ∞/∞ at ε₀ = ∞.
     gap = jnp.maximum(0.0, -jnp.expm1(jnp.where(eps >= eps0, 0.0, eps - eps0)))
     return delta0 + (1.0 - delta0) * gap / (1.0 + jnp.exp(-eps0))

@@ -83,7 +83,16 @@ def gain(prior, epsilon) -> jax.Array:
       >>> round(float(gain(0.5, 1.0)), 6)
       0.231059
     """
-    return posterior_success(prior, epsilon) - jnp.asarray(prior)
+    check_probability("prior", prior)
+    check_nonnegative("epsilon", epsilon)
+    # an upper bound on the gain: evaluated in float64 and rounded up (β − p in float32 would
+    # lose the rounding-up of β in the subtraction)
+    return upper_bound(_gain, prior, epsilon)
+
+
+@jax.jit
+def _gain(p, eps):
+    return _posterior_success(p, eps) - p
 
 
 def gain_ratio(prior, epsilon) -> jax.Array:
@@ -95,10 +104,11 @@ def gain_ratio(prior, epsilon) -> jax.Array:
     """
     check_probability("prior", prior)
     check_nonnegative("epsilon", epsilon)
-    p = jnp.asarray(prior)
-    eps = jnp.asarray(epsilon)
-    dtype = jnp.result_type(p, eps, float)
-    p, eps = p.astype(dtype), eps.astype(dtype)
+    return upper_bound(_gain_ratio, prior, epsilon)
+
+
+@jax.jit
+def _gain_ratio(p, eps):
     # 1/(p + e^{−ε}(1 − p)): no overflow for large ε, 1/p at ε = ∞, e^ε at p = 0.
     return 1.0 / (p + jnp.exp(-eps) * (1.0 - p))
 
@@ -114,8 +124,13 @@ def max_gain(epsilon) -> jax.Array:
       0.244919
     """
     check_nonnegative("epsilon", epsilon)
-    eps = jnp.asarray(epsilon)
-    return jnp.tanh(eps.astype(jnp.result_type(eps, float)) / 4.0)
+    # float64 then rounded up: tanh(1/4) in float32 rounds *down* to 0.2449186593
+    return upper_bound(_max_gain, epsilon)
+
+
+@jax.jit
+def _max_gain(eps):
+    return jnp.tanh(eps / 4.0)
 
 
 def max_gain_prior(epsilon) -> jax.Array:
