@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import dp_accounting
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import check_finite, check_integer, check_positive, check_probability
 
@@ -49,7 +50,9 @@ def _event(sigma: float, q: float, steps: int) -> dp_accounting.DpEvent:
     return dp_accounting.SelfComposedDpEvent(step, steps)
 
 
-def rdp_epsilons(*, noise_multiplier, sampling_rate, steps, orders) -> np.ndarray:
+def rdp_epsilons(
+    *, noise_multiplier: float, sampling_rate: float, steps: int, orders: ArrayLike,
+) -> np.ndarray:
     """RDP guarantee ε_α of ``steps`` rounds of the Poisson-subsampled Gaussian mechanism.
 
     Composes ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(σ)), T)`` in
@@ -79,9 +82,8 @@ def rdp_epsilons(*, noise_multiplier, sampling_rate, steps, orders) -> np.ndarra
     return np.asarray(accountant.rdp, dtype=np.float64)
 
 
-def epsilon_for_delta(
-    *, noise_multiplier, sampling_rate, steps, delta, orders: Sequence[float] | None = None
-) -> float:
+def epsilon_for_delta(*, noise_multiplier: float, sampling_rate: float, steps: int,
+                      delta: ArrayLike, orders: Sequence[float] | None = None) -> float:
     """(ε, δ)-DP guarantee of the same mechanism by RDP conversion (dp_accounting's own).
 
     Args:
@@ -105,8 +107,8 @@ def epsilon_for_delta(
 ACCOUNTANTS = ("rdp", "pld")
 
 
-def noise_for_epsilon(epsilon, delta, steps, sampling_rate, *, orders=None,
-                      accountant="rdp") -> float:
+def noise_for_epsilon(epsilon: ArrayLike, delta: ArrayLike, steps: int, sampling_rate: float, *,
+                      orders: ArrayLike = None, accountant: str = "rdp") -> float:
     """Smallest noise multiplier σ for which T rounds are (ε, δ)-DP.
 
     Uses ``dp_accounting.calibrate_dp_mechanism`` (bracketing + bisection) with fresh

@@ -32,6 +32,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import (
     as_scalar,
@@ -75,7 +76,8 @@ def _betas(p: np.ndarray, epsilon: float) -> np.ndarray:
         return np.asarray(posterior_success(jnp.asarray(p), jnp.asarray(float(epsilon))))
 
 
-def success_tail(priors, epsilon, v, delta=0.0, *, method: str = "auto") -> jax.Array:
+def success_tail(priors: ArrayLike, epsilon: ArrayLike, v: ArrayLike, delta: ArrayLike = 0.0, *,
+                 method: str = "auto") -> jax.Array:
     """Upper bound on Pr[L ≥ v]: min(1, Pr[PoiBin(β(ε, p)) ≥ v] + n·δ).
 
     Args:
@@ -108,7 +110,8 @@ def success_tail(priors, epsilon, v, delta=0.0, *, method: str = "auto") -> jax.
         return jnp.asarray(out)
 
 
-def success_count_bound(priors, epsilon, delta=0.0, gamma=0.05, *, method: str = "auto") -> int:
+def success_count_bound(priors: ArrayLike, epsilon: ArrayLike, delta: ArrayLike = 0.0,
+                        gamma: float = 0.05, *, method: str = "auto") -> int:
     """v_γ = min{v : Pr[PoiBin(β(ε, p)) ≥ v] + n·δ ≤ γ}; n + 1 when none (vacuous).
 
     With probability ≥ 1 − γ fewer than v_γ targets are attacked successfully. Round-off is
@@ -144,7 +147,7 @@ def success_count_bound(priors, epsilon, delta=0.0, gamma=0.05, *, method: str =
     return poisson_binomial_isf(_betas(p, epsilon), budget, method=method)
 
 
-def aggregate_gain(priors, count_bound: int) -> float:
+def aggregate_gain(priors: ArrayLike, count_bound: int) -> float:
     """Aggregate gain of a count bound over the prior: (min(v_γ, n) − Σ_i p_i) / n.
 
     The fraction of the n targets that an attack may get right, beyond the Σ_i p_i successes
@@ -189,7 +192,8 @@ def count_bound_exact(probs: jax.Array, log_gamma: jax.Array) -> jax.Array:
     return jnp.sum(logsf > log_gamma - ISF_LOG_MARGIN).astype(jnp.int32)
 
 
-def success_count_bound_exact(priors, epsilon, delta=0.0, gamma=0.05) -> jax.Array:
+def success_count_bound_exact(priors: ArrayLike, epsilon: ArrayLike, delta: ArrayLike = 0.0,
+                              gamma: float = 0.05) -> jax.Array:
     """jit/vmap-able v_γ by the exact O(n²) recursion (no validation).
 
     Same value as :func:`success_count_bound` (for n up to a few thousand). Useful to vmap over
@@ -276,8 +280,10 @@ def _fdp_setup(priors, delta_of_epsilon, gamma, epsilons):
     return p, eps, deltas
 
 
-def success_tail_fdp(priors, delta_of_epsilon: Callable, v, epsilons=None, *,
-                     gamma: float = 0.05, method: str = "auto") -> jax.Array:
+def success_tail_fdp(
+    priors: ArrayLike, delta_of_epsilon: Callable, v: ArrayLike, epsilons: ArrayLike = None, *,
+    gamma: float = 0.05, method: str = "auto",
+) -> jax.Array:
     """f-DP bound on Pr[L ≥ v]: min over the ε grid of Pr[PoiBin(β(ε, p)) ≥ v] + n·δ_f(ε).
 
     The minimum is taken separately for each v. Valid with worst-case priors (or in expectation
@@ -308,8 +314,8 @@ def success_tail_fdp(priors, delta_of_epsilon: Callable, v, epsilons=None, *,
         return jnp.asarray(best)
 
 
-def success_count_bound_fdp(priors, delta_of_epsilon: Callable, gamma: float = 0.05,
-                            epsilons=None, *, method: str = "auto") -> int:
+def success_count_bound_fdp(priors: ArrayLike, delta_of_epsilon: Callable, gamma: float = 0.05,
+                            epsilons: ArrayLike = None, *, method: str = "auto") -> int:
     """f-DP count bound: v_γ = min{v : inf_ε Pr[PoiBin(β(ε, p)) ≥ v] + n·δ_f(ε) ≤ γ}.
 
     Equivalently the minimum over the grid of the (ε, δ_f(ε)) count bounds, since

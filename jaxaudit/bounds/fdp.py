@@ -22,6 +22,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 from jax.scipy.stats import norm
+from jax.typing import ArrayLike
 
 from jaxaudit._rounding import upper_bound
 from jaxaudit._validation import (
@@ -38,7 +39,7 @@ def _float(*xs):
     return [jnp.asarray(x, dtype=dtype) for x in xs]
 
 
-def gdp_delta(epsilon, mu) -> jax.Array:
+def gdp_delta(epsilon: ArrayLike, mu: ArrayLike) -> jax.Array:
     """δ(ε) of μ-GDP: Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth, Su, arXiv:1905.02383,
     Corollary 2.13).
 
@@ -79,7 +80,7 @@ def _gdp_delta(eps, mu):
     return jnp.clip(delta, 0.0, 1.0)
 
 
-def gdp_tradeoff(alpha, mu) -> jax.Array:
+def gdp_tradeoff(alpha: ArrayLike, mu: ArrayLike) -> jax.Array:
     """μ-GDP trade-off f(α) = Φ(Φ⁻¹(1 − α) − μ).
 
     Examples:
@@ -92,7 +93,7 @@ def gdp_tradeoff(alpha, mu) -> jax.Array:
     return norm.cdf(norm.ppf(1.0 - alpha) - mu)
 
 
-def approx_dp_tradeoff(alpha, epsilon, delta) -> jax.Array:
+def approx_dp_tradeoff(alpha: ArrayLike, epsilon: ArrayLike, delta: ArrayLike) -> jax.Array:
     """(ε, δ)-DP trade-off f(α) = max(0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)).
 
     Examples:
@@ -110,7 +111,7 @@ def approx_dp_tradeoff(alpha, epsilon, delta) -> jax.Array:
     )
 
 
-def approx_dp_delta(epsilon, epsilon0, delta0) -> jax.Array:
+def approx_dp_delta(epsilon: ArrayLike, epsilon0: ArrayLike, delta0: ArrayLike) -> jax.Array:
     """δ_f(ε) of the (ε₀, δ₀)-DP trade-off: δ₀ + (1 − δ₀) max(0, e^{ε₀} − e^ε)/(1 + e^{ε₀}).
 
     Equals δ₀ for ε ≥ ε₀ and grows to (e^{ε₀} − 1 + 2δ₀)/(1 + e^{ε₀}) at ε = 0.

@@ -49,6 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.fft
 import scipy.signal
+from jax.typing import ArrayLike
 from scipy.special import expit, log_expit, logit
 
 from jaxaudit._validation import (
@@ -395,7 +396,7 @@ def _choose(method: str, m: int) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def poisson_binomial_logpmf(probs, *, method: str = "auto") -> jax.Array:
+def poisson_binomial_logpmf(probs: ArrayLike, *, method: str = "auto") -> jax.Array:
     """log Pr[S = k] for k = 0..n, S ~ PoiBin(probs), each entry to relative accuracy.
 
     Args:
@@ -432,7 +433,8 @@ def poisson_binomial_logpmf(probs, *, method: str = "auto") -> jax.Array:
         return jnp.asarray(full)
 
 
-def poisson_binomial_tail(probs, v, *, log: bool = False, method: str = "auto") -> jax.Array:
+def poisson_binomial_tail(probs: ArrayLike, v: ArrayLike, *, log: bool = False,
+                          method: str = "auto") -> jax.Array:
     """Pr[S ≥ v] (or its log) for S ~ PoiBin(probs), with relative accuracy in deep tails.
 
     The tail is summed from the top (never 1 − cdf), so values down to ≈ 1e−300 (and far below,
@@ -474,7 +476,7 @@ def poisson_binomial_tail(probs, v, *, log: bool = False, method: str = "auto") 
         return jnp.asarray(out if log else np.exp(out))
 
 
-def poisson_binomial_isf(probs, gamma, *, method: str = "auto") -> int:
+def poisson_binomial_isf(probs: ArrayLike, gamma: float, *, method: str = "auto") -> int:
     """v_γ = min{v ∈ 0..n : Pr[S ≥ v] ≤ γ}; n + 1 when no v ≤ n qualifies.
 
     Conservative at ties: the computed tail must be ≤ γ·e^{−1e−9} (``ISF_LOG_MARGIN``), so

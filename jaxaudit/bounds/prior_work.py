@@ -26,6 +26,7 @@ import numpy as np
 import scipy.special
 import scipy.stats
 from jax.scipy.stats import norm
+from jax.typing import ArrayLike
 
 from jaxaudit._rounding import upper_bound
 from jaxaudit._validation import (
@@ -59,7 +60,7 @@ def _float(*xs):
     return [jnp.asarray(x, dtype=dtype) for x in xs]
 
 
-def kgk_bound_pure(kappa, epsilon) -> jax.Array:
+def kgk_bound_pure(kappa: ArrayLike, epsilon: ArrayLike) -> jax.Array:
     """KGK+ under ε-DP: min(1, e^ε κ, 1 − e^{−ε}(1 − κ)).
 
     Examples:
@@ -81,7 +82,7 @@ def _kgk_pure(kappa, eps):
     return jnp.minimum(jnp.minimum(1.0, _scaled(kappa, eps)), 1.0 - jnp.exp(-eps) * (1.0 - kappa))
 
 
-def kgk_bound_gdp(kappa, mu) -> jax.Array:
+def kgk_bound_gdp(kappa: ArrayLike, mu: ArrayLike) -> jax.Array:
     """KGK+ under μ-GDP: 1 − f(κ) = Φ(Φ⁻¹(κ) + μ).
 
     Examples:
@@ -98,7 +99,7 @@ def _gauss_shift(kappa, shift):
     return norm.cdf(norm.ppf(kappa) + shift)
 
 
-def kgk_bound_approx(kappa, epsilon, delta) -> jax.Array:
+def kgk_bound_approx(kappa: ArrayLike, epsilon: ArrayLike, delta: ArrayLike) -> jax.Array:
     """KGK+ under (ε, δ)-DP: min(1, e^ε κ + δ, 1 − e^{−ε}(1 − δ − κ)).
 
     Examples:
@@ -117,7 +118,7 @@ def _kgk_approx(kappa, eps, delta):
                        1.0 - jnp.exp(-eps) * (1.0 - delta - kappa))
 
 
-def balle_rero_rdp(kappa, alpha, eps_alpha) -> jax.Array:
+def balle_rero_rdp(kappa: ArrayLike, alpha: ArrayLike, eps_alpha: ArrayLike) -> jax.Array:
     """Reconstruction robustness under (α, ε_α)-RDP: min(1, (κ e^{ε_α})^{(α−1)/α}).
 
     Examples:
@@ -140,7 +141,7 @@ def _balle_rdp(kappa, alpha, eps):
     return jnp.minimum(1.0, jnp.exp((1.0 - 1.0 / alpha) * log_term))
 
 
-def balle_rero_zcdp(kappa, rho) -> jax.Array:
+def balle_rero_zcdp(kappa: ArrayLike, rho: ArrayLike) -> jax.Array:
     """Reconstruction robustness under ρ-zCDP: exp(−(sqrt(ln 1/κ) − sqrt ρ)²) if ρ < ln(1/κ), else 1.
 
     Examples:
@@ -159,7 +160,7 @@ def _balle_zcdp(kappa, rho):
     return jnp.where(rho < log_inv, value, 1.0)
 
 
-def balle_rero_pure(kappa, epsilon) -> jax.Array:
+def balle_rero_pure(kappa: ArrayLike, epsilon: ArrayLike) -> jax.Array:
     """Reconstruction robustness under ε-DP: min(1, e^ε κ).
 
     Examples:
@@ -176,7 +177,7 @@ def _balle_pure(kappa, eps):
     return jnp.minimum(1.0, _scaled(kappa, eps))
 
 
-def hayes_gaussian(kappa, sensitivity, sigma) -> jax.Array:
+def hayes_gaussian(kappa: ArrayLike, sensitivity: ArrayLike, sigma: ArrayLike) -> jax.Array:
     """Hayes–Mahloujifar–Balle bound for the Gaussian mechanism: Φ(Φ⁻¹(κ) + Δ/σ).
 
     Examples:

@@ -16,6 +16,7 @@ import math
 
 import mpmath
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import (
     check_choice,
@@ -49,7 +50,7 @@ def _distribution(name: str, probs, axis: int = -1) -> np.ndarray:
     return p
 
 
-def membership_prior(inclusion_prob, guess=None) -> np.ndarray:
+def membership_prior(inclusion_prob: ArrayLike, guess: ArrayLike | None = None) -> np.ndarray:
     """Membership inference: p = π for a "member" guess, 1 − π for "non-member".
 
     Args:
@@ -71,7 +72,7 @@ def membership_prior(inclusion_prob, guess=None) -> np.ndarray:
     return np.where(g, pi, 1.0 - pi)
 
 
-def top_k_mass(probs, attempts: int = 1, axis: int = -1) -> np.ndarray:
+def top_k_mass(probs: ArrayLike, attempts: int = 1, axis: int = -1) -> np.ndarray:
     """Largest prior mass of a set of ``attempts`` values (exact sup for k-attempt exact match).
 
     Args:
@@ -93,7 +94,7 @@ def top_k_mass(probs, attempts: int = 1, axis: int = -1) -> np.ndarray:
     return np.take(part, np.arange(k), axis=axis).sum(axis=axis)
 
 
-def attribute_inference_prior(conditional_probs, attempts: int = 1) -> np.ndarray:
+def attribute_inference_prior(conditional_probs: ArrayLike, attempts: int = 1) -> np.ndarray:
     """Attribute inference: top-k mass of the attribute's prior given the known attributes.
 
     Args:
@@ -107,7 +108,7 @@ def attribute_inference_prior(conditional_probs, attempts: int = 1) -> np.ndarra
     return top_k_mass(conditional_probs, attempts)
 
 
-def reconstruction_prior(probs, attempts: int = 1) -> np.ndarray:
+def reconstruction_prior(probs: ArrayLike, attempts: int = 1) -> np.ndarray:
     """Exact reconstruction with k attempts: the top-k prior mass (exact p*).
 
     Examples:
@@ -143,7 +144,8 @@ def _support(values, probs):
     return x, p
 
 
-def ball_mass(values, probs, guesses, radius, metric: str = "l2") -> np.ndarray:
+def ball_mass(values: ArrayLike, probs: ArrayLike, guesses: ArrayLike, radius: ArrayLike,
+              metric: str = "l2") -> np.ndarray:
     """Approximate reconstruction: prior mass within distance η of each guess (exact p(z)).
 
     Success ℓ(x, z) = 1[d(x, z) ≤ η]; p(z) = Σ_{x: d(x, z) ≤ η} D(x).
@@ -173,7 +175,7 @@ def ball_mass(values, probs, guesses, radius, metric: str = "l2") -> np.ndarray:
     return (_distances(x, z, metric) <= eta + 1e-12 * max(eta, 1.0)) @ p
 
 
-def ball_mass_sup(values, probs, radius, metric: str = "l2",
+def ball_mass_sup(values: ArrayLike, probs: ArrayLike, radius: ArrayLike, metric: str = "l2",
                   guesses_in_support: bool = False) -> float:
     """Upper bound on sup_z p(z) for success within distance η.
 
@@ -196,7 +198,7 @@ def ball_mass_sup(values, probs, radius, metric: str = "l2",
     return float(ball_mass(x, p, x, r if guesses_in_support else 2.0 * r, metric).max())
 
 
-def columns_prior(column_probs, threshold: int) -> float:
+def columns_prior(column_probs: ArrayLike, threshold: int) -> float:
     """Multi-attribute reconstruction: p* for "at least t of the hidden columns right".
 
     With independent columns, a guess z gets column j right with probability D_j(z_j), and
@@ -220,7 +222,7 @@ def columns_prior(column_probs, threshold: int) -> float:
     return float(poisson_binomial_tail(modes, int(threshold), method="recursion"))
 
 
-def zipf_prior(exponent: float, support_size: int, ranks=None) -> np.ndarray:
+def zipf_prior(exponent: float, support_size: int, ranks: ArrayLike = None) -> np.ndarray:
     """Zipf prior masses r^{−s}/H_N(s) of the given ranks (1 = most likely).
 
     H_N(s) = Σ_{r ≤ N} r^{−s} = ζ(s) − ζ(s, N + 1) (Hurwitz zeta, by analytic continuation also

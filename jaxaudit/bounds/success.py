@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxaudit._rounding import upper_bound
 from jaxaudit._validation import (
@@ -43,7 +44,7 @@ def _logit(p):
     return jnp.log(p) - jnp.log1p(-p)
 
 
-def posterior_success(prior, epsilon) -> jax.Array:
+def posterior_success(prior: ArrayLike, epsilon: ArrayLike) -> jax.Array:
     """β(ε, p) = sigmoid(ε + logit p): the largest posterior success of a guess with prior p.
 
     Args:
@@ -74,7 +75,7 @@ def _posterior_success(p, eps):
     return jnp.where(p == 0, jnp.zeros_like(beta), jnp.where(p == 1, jnp.ones_like(beta), beta))
 
 
-def gain(prior, epsilon) -> jax.Array:
+def gain(prior: ArrayLike, epsilon: ArrayLike) -> jax.Array:
     """Per-target gain β(ε, p) − p: how much the output can raise the success probability.
 
     Its maximum over p is tanh(ε/4) (see :func:`max_gain`).
@@ -95,7 +96,7 @@ def _gain(p, eps):
     return _posterior_success(p, eps) - p
 
 
-def gain_ratio(prior, epsilon) -> jax.Array:
+def gain_ratio(prior: ArrayLike, epsilon: ArrayLike) -> jax.Array:
     """β(ε, p)/p = e^ε/(1 + (e^ε − 1)p), with the limit e^ε at p = 0.
 
     Examples:
@@ -113,7 +114,7 @@ def _gain_ratio(p, eps):
     return 1.0 / (p + jnp.exp(-eps) * (1.0 - p))
 
 
-def max_gain(epsilon) -> jax.Array:
+def max_gain(epsilon: ArrayLike) -> jax.Array:
     """max_p (β(ε, p) − p) = tanh(ε/4), attained at p* = sigmoid(−ε/2).
 
     Proof sketch: with x = logit p, β − p = sigmoid(x + ε) − sigmoid(x) is maximal where the two
@@ -133,7 +134,7 @@ def _max_gain(eps):
     return jnp.tanh(eps / 4.0)
 
 
-def max_gain_prior(epsilon) -> jax.Array:
+def max_gain_prior(epsilon: ArrayLike) -> jax.Array:
     """The prior p* = sigmoid(−ε/2) at which the gain β − p is largest.
 
     Examples:

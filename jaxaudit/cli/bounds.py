@@ -18,12 +18,12 @@ import json
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from jaxaudit._validation import check_input_path, check_integer, check_output_file
 
 
-def register(subparsers) -> None:
+def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "bounds",
         help="adversary-aware DP bounds on attack success (Swanberg et al. 2025)",
@@ -248,7 +248,7 @@ def _plot_tail(path: str, vs, tail, result: dict) -> None:
     plt.close(fig)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     import jax
     import numpy as np
 

@@ -13,6 +13,7 @@ bad or missing (2 if the folder does not exist).
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from jaxaudit.cli._types import nonnegative_int
 
@@ -22,7 +23,7 @@ DATASETS = ("cora", "citeseer", "mnist", "cifar10", "csbm")
 FILE_DATASETS = ("cora", "citeseer", "mnist", "cifar10")
 
 
-def register(subparsers) -> None:
+def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "data",
         help="inspect and verify data sets",

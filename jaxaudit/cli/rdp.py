@@ -39,6 +39,7 @@ Every CPU core is used by default: the ``jaxaudit`` command exposes each core as
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from jaxaudit._validation import check_output_dir
 from jaxaudit.cli._types import count, finite, nonnegative_int, positive
@@ -58,7 +59,7 @@ DATASETS = ("mnist", "synthetic", "cifar10")
 MODELS = ("cnn", "mlp", "logreg", "cifar_cnn")
 
 
-def register(subparsers) -> None:
+def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "rdp",
         help="audit DP-SGD's Rényi-DP guarantee with canary runs (DV lower bounds)",

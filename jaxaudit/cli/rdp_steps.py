@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import io
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+import jax
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import check_choice
 
@@ -33,8 +37,10 @@ def _synthetic(seed: int, n: int):
     return images.astype(np.float32), labels
 
 
-def audit_data(dataset: str, dataset_size: int, public_size: int, *, seed: int = 0, data_dir=None,
-               verify: bool = True):
+def audit_data(
+    dataset: str, dataset_size: int, public_size: int, *, seed: int = 0,
+    data_dir: str | Path | None = None, verify: bool = True,
+) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """Private set D⁻ (the first ``dataset_size`` examples of a fixed permutation) and a disjoint
     public set (the next ``public_size``) for pretraining; images float32 in [0, 1].
 
@@ -82,7 +88,7 @@ def audit_data(dataset: str, dataset_size: int, public_size: int, *, seed: int =
     return (x[:dataset_size], y[:dataset_size]), (x[dataset_size:], y[dataset_size:])
 
 
-def load_scores(path, name: str = "scores") -> np.ndarray:
+def load_scores(path: str | Path, name: str = "scores") -> np.ndarray:
     """Canary scores of one world saved with ``numpy.save``, checked for the audit.
 
     Args:
@@ -123,7 +129,7 @@ def load_scores(path, name: str = "scores") -> np.ndarray:
     return scores.astype(np.float64)
 
 
-def file_sha256(path) -> str:
+def file_sha256(path: str | Path) -> str:
     """SHA-256 hex digest of a file's bytes (identifies score files in a run configuration)."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
@@ -132,8 +138,11 @@ def file_sha256(path) -> str:
     return digest.hexdigest()
 
 
-def audit_to_rundir(rundir, key, in_scores, out_scores, *, orders, accountant_params,
-                    significance=0.05, delta=1e-5, info=None, title=""):
+def audit_to_rundir(
+    rundir: Any, key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, *, orders: ArrayLike,
+    accountant_params: dict, significance: float = 0.05, delta: ArrayLike = 1e-5,
+    info: dict | None = None, title: str = "",
+) -> tuple[list, dict]:
     """Audit canary scores and write ``results.json`` and ``rdp_audit.png`` into a run folder.
 
     The step after the scores exist, the same whether the scores come from
@@ -180,7 +189,7 @@ def audit_to_rundir(rundir, key, in_scores, out_scores, *, orders, accountant_pa
     return records, summary
 
 
-def records_table(records) -> str:
+def records_table(records: Sequence[Any]) -> str:
     """The audit records as a fixed-width text table."""
     head = f"{'alpha':>6} {'accountant':>11} {'DV point':>9} {'DV lower':>9} {'GDP lower':>10} {'thr lower':>10} violation"
     rows = [head]
@@ -190,7 +199,8 @@ def records_table(records) -> str:
     return "\n".join(rows)
 
 
-def plot_audit(records, path, *, accountant_params, title=""):
+def plot_audit(records: Sequence[Any], path: str | Path, *, accountant_params: dict,
+               title: str = "") -> str | Path:
     """ε_α vs α: the accountant's curve, the DV point/lower bound and the two baselines."""
     import matplotlib
 

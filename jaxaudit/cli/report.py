@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from jaxaudit._validation import check_input_path, check_output_dir
 from jaxaudit.cli._types import count
 
 
-def register(subparsers) -> None:
+def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "report",
         help="write report.html and report.md for a run folder",

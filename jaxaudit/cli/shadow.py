@@ -15,6 +15,7 @@ holds the sizes and the global leave-one-out LiRA AUC.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from jaxaudit._validation import check_output_dir
 from jaxaudit.cli._types import count, nonnegative, nonnegative_int, positive
@@ -23,7 +24,7 @@ DATASETS = ("cora", "citeseer", "csbm")
 SAMPLERS = ("uniform", "poisson", "snowball", "random_walk")
 
 
-def register(subparsers) -> None:
+def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "shadow",
         help="train shadow GNNs on sampled subgraphs and score every node",

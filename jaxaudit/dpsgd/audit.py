@@ -14,10 +14,11 @@ References:
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import check_finite, check_probability
 from jaxaudit.accounting import rdp_epsilons
@@ -63,8 +64,9 @@ class OrderAudit(NamedTuple):
     violation: bool
 
 
-def audit_dpsgd(key, in_scores, out_scores, orders, *, accountant_params, significance=0.05,
-                delta=1e-5, bound="bernstein", config=None):
+def audit_dpsgd(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, orders: ArrayLike, *,
+                accountant_params: dict, significance: float = 0.05, delta: ArrayLike = 1e-5,
+                bound: str = "bernstein", config: Any = None) -> list[OrderAudit]:
     """Lower-bound ε_α of the audited training from in/out canary scores, for each order.
 
     Every lower bound uses the same significance (failure probability ``significance``):

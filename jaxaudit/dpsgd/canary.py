@@ -7,13 +7,18 @@ makes the canary's effect on the trained model as distinguishable as possible.
 
 from __future__ import annotations
 
+from typing import Any
+
+import flax.linen as nn
+import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 __all__ = ["blank_canary", "worst_case_label"]
 
 
-def blank_canary(shape=(28, 28)):
+def blank_canary(shape: tuple[int, ...] = (28, 28)) -> jax.Array:
     """An all-zero input of the shape of one example (float32).
 
     Example:
@@ -26,7 +31,7 @@ def blank_canary(shape=(28, 28)):
     return jnp.zeros(shape, jnp.float32)
 
 
-def worst_case_label(model, params, canary_input) -> int:
+def worst_case_label(model: nn.Module, params: Any, canary_input: ArrayLike) -> int:
     """argmin_y p_θ(y | canary_input): the label the model finds least likely.
 
     Args:

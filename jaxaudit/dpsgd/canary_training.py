@@ -16,10 +16,14 @@ References:
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
+from typing import Any
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import (
     check_finite,
@@ -36,7 +40,7 @@ from jaxaudit.sharding import vmap_chunked
 __all__ = ["canary_runs", "train_run", "canary_score"]
 
 
-def canary_score(model, params, canary):
+def canary_score(model: nn.Module, params: Any, canary: tuple[ArrayLike, ArrayLike]) -> jax.Array:
     """−cross-entropy of the canary (input, label) under ``params`` (a scalar)."""
     x, y = canary
     logits = fast_apply(model, params, jnp.asarray(x)[None])
@@ -118,8 +122,11 @@ def _check(model, private_data, canary, num_runs, noise_multiplier, clip_norm, s
     return inputs, labels
 
 
-def train_run(key, model, init_params, private_data, canary, *, include_canary, noise_multiplier,
-              clip_norm, steps, learning_rate, sampling_rate=1.0, method="auto", unroll=1):
+def train_run(key: jax.Array, model: nn.Module, init_params: Any,
+              private_data: tuple[ArrayLike, ArrayLike], canary: tuple[ArrayLike, ArrayLike], *,
+              include_canary: bool, noise_multiplier: float, clip_norm: float, steps: int,
+              learning_rate: float, sampling_rate: float = 1.0, method: str = "auto",
+              unroll: int = 1) -> jax.Array:
     """One canary run (the unit :func:`canary_runs` vmaps): returns the canary's score.
 
     Same arguments as :func:`canary_runs`, with ``include_canary`` choosing the world. With the
@@ -140,9 +147,13 @@ def train_run(key, model, init_params, private_data, canary, *, include_canary, 
     return run(item, prepare(all_x), all_y, params0, (cx, cy), jnp.float32(noise_multiplier))
 
 
-def canary_runs(key, model, init_params, private_data, canary, *, num_runs, noise_multiplier,
-                clip_norm, steps, learning_rate, sampling_rate=1.0, chunk_size=None, devices=None,
-                method="auto", unroll=1):
+def canary_runs(
+    key: jax.Array, model: nn.Module, init_params: Any, private_data: tuple[ArrayLike, ArrayLike],
+    canary: tuple[ArrayLike, ArrayLike], *, num_runs: int, noise_multiplier: float,
+    clip_norm: float, steps: int, learning_rate: float, sampling_rate: float = 1.0,
+    chunk_size: int | None = None, devices: Sequence[jax.Device] | None = None,
+    method: str = "auto", unroll: int = 1,
+) -> tuple[jax.Array, jax.Array]:
     """R private trainings with the canary and R without; returns (in_scores, out_scores).
 
     Each run: θ₀ = ``init_params``; for t < T, θ ← θ − η(Σ_{i∈B_t} clip_C(∇ℓ_i) + N(0, σ²C²I))/(q|D⁻|),

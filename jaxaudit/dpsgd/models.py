@@ -17,11 +17,13 @@ References:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import flax.linen as nn
+import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import check_choice
 
@@ -164,7 +166,7 @@ class Layer(NamedTuple):
     after: object
 
 
-def im2col(x, kh: int, kw: int):
+def im2col(x: ArrayLike, kh: int, kw: int) -> jax.Array:
     """Valid-convolution patches by slicing: (N, H, W, C) -> (N, (H−kh+1)(W−kw+1), kh·kw·C).
 
     The feature order (h, w, c) matches ``kernel.reshape(kh * kw * C, O)`` for flax's HWIO kernels.
@@ -213,7 +215,7 @@ def _cifar_program():
     return (lambda x: _same_patches(jnp.asarray(x, jnp.float32))), layers
 
 
-def layer_program(model: nn.Module):
+def layer_program(model: nn.Module) -> tuple[Callable, list[Layer]] | None:
     """The model as a list of affine layers for :mod:`jaxaudit.dpsgd.private_step`.
 
     Returns ``(prepare, layers)``: ``prepare(inputs)`` maps raw inputs to the first layer's input
@@ -253,7 +255,7 @@ def layer_program(model: nn.Module):
     return None
 
 
-def fast_apply(model: nn.Module, params, inputs):
+def fast_apply(model: nn.Module, params: Any, inputs: ArrayLike) -> jax.Array:
     """``model.apply(params, inputs)`` through :func:`layer_program` (im2col matmuls instead of
     XLA convolutions, several times faster on CPU); falls back to ``model.apply``."""
     program = layer_program(model)

@@ -8,10 +8,14 @@ fixed parameters initialise every audited run.
 
 from __future__ import annotations
 
+from typing import Any
+
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import check_choice, check_finite, check_positive
 from jaxaudit.dpsgd.models import fast_apply
@@ -20,8 +24,9 @@ from jaxaudit.dpsgd.private_step import _per_example_losses
 __all__ = ["pretrain"]
 
 
-def pretrain(key, model, public_images, public_labels, *, steps=500, learning_rate=1e-3,
-             batch_size=128, init_params=None, optimizer="adam"):
+def pretrain(key: jax.Array, model: nn.Module, public_images: ArrayLike, public_labels: ArrayLike,
+             *, steps: int = 500, learning_rate: float = 1e-3, batch_size: int = 128,
+             init_params: Any = None, optimizer: str = "adam") -> Any:
     """Train ``model`` on public data (minibatch cross-entropy); return its parameters.
 
     Annamalai & De Cristofaro pretrain MNIST models with plain SGD, learning rate 0.01, batch 32,

@@ -31,7 +31,7 @@ def bits_per_draw(keep: float) -> int:
     return 16
 
 
-def bernoulli_keep(key, keep: float, shape) -> jax.Array:
+def bernoulli_keep(key: jax.Array, keep: float, shape: tuple[int, ...]) -> jax.Array:
     """Boolean Bernoulli(``keep``) array of ``shape`` from packed random bits.
 
     Each 32-bit word of ``jax.random.bits`` is cut into ``32 // k`` fields of ``k`` bits

@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.custom_batching import custom_vmap
 from jax.experimental import sparse as jsparse
+from jax.typing import ArrayLike
 
 __all__ = [
     "SparseFeatures",
@@ -66,7 +67,7 @@ def _csr(x: np.ndarray):
             jnp.asarray(indptr))
 
 
-def sparse_features(features) -> SparseFeatures:
+def sparse_features(features: ArrayLike) -> SparseFeatures:
     """Store a dense (N, F) feature matrix as CSR of X and of X^T (host side, outside jit)."""
     x = np.asarray(features, dtype=np.float32)
     if x.ndim != 2:
@@ -143,14 +144,15 @@ def sparse_matmul(x: SparseFeatures, w: jax.Array) -> jax.Array:
     return _sparse_matmul(x, w)
 
 
-def linear(x, w: jax.Array) -> jax.Array:
+def linear(x: ArrayLike, w: jax.Array) -> jax.Array:
     """``x @ w`` for dense or :class:`SparseFeatures` ``x``."""
     if isinstance(x, SparseFeatures):
         return sparse_matmul(x, w)
     return x @ w
 
 
-def segment_softmax(logits: jax.Array, segment_ids: jax.Array, num_segments: int, mask=None):
+def segment_softmax(logits: jax.Array, segment_ids: jax.Array, num_segments: int,
+                    mask: ArrayLike = None) -> jax.Array:
     """Softmax of edge logits over the edges sharing a receiver (masked edges get weight 0)."""
     if mask is not None:
         logits = jnp.where(mask, logits, -jnp.inf)

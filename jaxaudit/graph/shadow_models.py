@@ -82,7 +82,7 @@ class Inputs(NamedTuple):
     labels: jax.Array
 
 
-def gnn_module(model, graph: Graph) -> nn.Module:
+def gnn_module(model: nn.Module, graph: Graph) -> nn.Module:
     """The flax module for ``model``: "gcn" | "sage" | "gat" (sized from ``graph``) or a module."""
     if isinstance(model, nn.Module):
         return model

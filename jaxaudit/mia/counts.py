@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import ArgumentTypeError, check_scores_and_masks
 from jaxaudit.mia.types import ErrorCounts
@@ -11,7 +12,7 @@ from jaxaudit.mia.types import ErrorCounts
 __all__ = ["error_counts"]
 
 
-def error_counts(decisions, masks) -> ErrorCounts:
+def error_counts(decisions: ArrayLike, masks: ArrayLike) -> ErrorCounts:
     """Count, per node i, X_i = false positives among the N0_i OUT runs and Y_i = false
     negatives among the N1_i IN runs.
 

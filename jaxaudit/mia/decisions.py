@@ -8,13 +8,14 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import check_finite, check_probability, check_scores_and_masks
 
 __all__ = ["bayes_decision", "fixed_fpr_decision", "threshold_decision"]
 
 
-def bayes_decision(llr, eta) -> jax.Array:
+def bayes_decision(llr: ArrayLike, eta: ArrayLike) -> jax.Array:
     """Prior-aware Bayes test: declare member iff ``Λ + logit η > 0``.
 
     With Λ = log p_1(w)/p_0(w) this is ``π(1|w) > 1/2``, the test of minimum error probability
@@ -36,13 +37,15 @@ def bayes_decision(llr, eta) -> jax.Array:
     return jnp.where(eta >= 1.0, True, jnp.where(eta <= 0.0, False, jnp.asarray(llr) + logit_eta > 0))
 
 
-def threshold_decision(scores, threshold=0.0) -> jax.Array:
+def threshold_decision(scores: ArrayLike, threshold: ArrayLike = 0.0) -> jax.Array:
     """Global threshold: declare member iff ``score > threshold`` (one threshold for all nodes)."""
     check_finite("threshold", threshold)
     return jnp.asarray(scores) > threshold
 
 
-def fixed_fpr_decision(llr, masks, fpr: float, *, per_node: bool = True) -> jax.Array:
+def fixed_fpr_decision(
+    llr: ArrayLike, masks: ArrayLike, fpr: float, *, per_node: bool = True,
+) -> jax.Array:
     """Likelihood-ratio test with the threshold set for false-positive rate ``fpr``.
 
     The threshold t is the smallest value with ``#{OUT runs with Λ > t} ≤ fpr · #OUT runs``,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import distrax
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import check_finite, check_scores_and_masks
 
@@ -69,7 +70,7 @@ def _lira_loo(scores, masks, fix_variance):
     return jnp.where((n_in >= 1) & (n_out >= 1), llr, 0.0)
 
 
-def lira_loo(scores, masks, *, fix_variance: bool = False) -> jax.Array:
+def lira_loo(scores: ArrayLike, masks: ArrayLike, *, fix_variance: bool = False) -> jax.Array:
     """Leave-one-out LiRA log-likelihood ratios Λ_ri for every (target model r, node i).
 
     For target r and node i the IN and OUT Gaussians are fitted on the other models only

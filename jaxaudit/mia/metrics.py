@@ -9,6 +9,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import check_probability
 
@@ -49,7 +50,7 @@ def _auc_columns(scores, labels):
     return jax.vmap(one, in_axes=1)(scores, labels)
 
 
-def roc_auc(scores, labels, axis: int | None = None) -> jax.Array:
+def roc_auc(scores: ArrayLike, labels: ArrayLike, axis: int | None = None) -> jax.Array:
     """Area under the ROC curve, ``Pr(s_1 > s_0) + ½ Pr(s_1 = s_0)`` (Mann–Whitney U / n1 n0).
 
     NaN where a column has no positive or no negative.
@@ -72,14 +73,18 @@ def _tpr_columns(scores, labels, fpr):
     return jax.vmap(one, in_axes=1)(scores, labels)
 
 
-def tpr_at_fpr(scores, labels, fpr: float = 1e-3, axis: int | None = None) -> jax.Array:
+def tpr_at_fpr(
+    scores: ArrayLike, labels: ArrayLike, fpr: float = 1e-3, axis: int | None = None,
+) -> jax.Array:
     """Largest TPR of a threshold test ``score > t`` whose empirical FPR is at most ``fpr``."""
     check_probability("fpr", fpr)
     s, y = _prepare(scores, labels, axis)
     return _finish(_tpr_columns(s, y, float(fpr)), np.shape(scores), axis)
 
 
-def membership_advantage(decisions, labels, axis: int | None = None) -> jax.Array:
+def membership_advantage(
+    decisions: ArrayLike, labels: ArrayLike, axis: int | None = None,
+) -> jax.Array:
     """Membership advantage ``TPR − FPR`` of hard decisions (Yeom et al., CSF 2018)."""
     d, y = _prepare(np.asarray(decisions, np.float32), labels, axis)
     d = d > 0.5

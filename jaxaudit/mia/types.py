@@ -31,7 +31,7 @@ class ErrorCounts(NamedTuple):
     n1: jax.Array
 
 
-def validate_counts(counts) -> ErrorCounts:
+def validate_counts(counts: ErrorCounts | tuple) -> ErrorCounts:
     """Check an ``ErrorCounts`` (non-negative integers, fp ≤ n0, fn ≤ n1, n0, n1 ≥ 1, same shape)
     and return it as float arrays. Raises ``ValueError`` naming the field."""
     if not isinstance(counts, ErrorCounts):

@@ -73,6 +73,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from jax.typing import ArrayLike
 from scipy import stats
 
 from jaxaudit._validation import check_finite, check_probability
@@ -399,8 +400,9 @@ def _select(in_sel, out_sel, alpha, candidates, significance):
     return None if best_k is None else _candidate(in_sel, out_sel, best_k, alpha, significance)
 
 
-def binned_renyi_lower_bound(in_scores, out_scores, alpha, *, bins=DEFAULT_BINS,
-                             significance=0.05, selection_fraction=0.5, seed=0):
+def binned_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, alpha: ArrayLike, *,
+                             bins: int = DEFAULT_BINS, significance: float = 0.05,
+                             selection_fraction: float = 0.5, seed: int = 0) -> np.ndarray:
     """Rigorous RDP lower bound from binned scores: min of D_α(q‖p) over a confidence set.
 
     D_α(Q‖P) ≥ D_α(q‖p) = 1/(α−1) log Σ_j q_j^α p_j^{1−α} for the bin probabilities of a

@@ -7,12 +7,14 @@ References:
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 __all__ = ["gaussian_renyi", "laplace_renyi"]
 
 
-def gaussian_renyi(shift, sigma, alpha):
+def gaussian_renyi(shift: ArrayLike, sigma: ArrayLike, alpha: ArrayLike) -> jax.Array:
     """D_α(N(Δ, σ² I) ‖ N(0, σ² I)) = α Δ² / (2σ²), Δ the Euclidean norm of the shift.
 
     Args:
@@ -28,7 +30,7 @@ def gaussian_renyi(shift, sigma, alpha):
     return alpha * shift**2 / (2.0 * sigma**2)
 
 
-def laplace_renyi(shift, scale, alpha):
+def laplace_renyi(shift: ArrayLike, scale: ArrayLike, alpha: ArrayLike) -> jax.Array:
     """D_α(Lap(Δ, b) ‖ Lap(0, b)) for the one-dimensional Laplace distribution.
 
     With t = |Δ|/b (Mironov 2017, Proposition 6 with sensitivity Δ and scale b):

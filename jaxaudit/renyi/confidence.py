@@ -36,9 +36,11 @@ References:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 __all__ = [
     "BOUNDS",
@@ -53,7 +55,7 @@ __all__ = [
 BOUNDS = ("bernstein", "hoeffding", "theory")
 
 
-def hoeffding_radius(n, value_range, delta):
+def hoeffding_radius(n: ArrayLike, value_range: ArrayLike, delta: ArrayLike) -> jax.Array:
     """One-sided Hoeffding radius: P(mean − E ≥ r) ≤ δ for r = range·sqrt(log(1/δ)/(2n)).
 
     Args:
@@ -64,7 +66,8 @@ def hoeffding_radius(n, value_range, delta):
     return value_range * jnp.sqrt(jnp.log(1.0 / delta) / (2.0 * n))
 
 
-def bernstein_radius(sample_variance, n, value_range, delta):
+def bernstein_radius(sample_variance: ArrayLike, n: ArrayLike, value_range: ArrayLike,
+                     delta: ArrayLike) -> jax.Array:
     """One-sided empirical Bernstein radius of Maurer & Pontil (2009), Theorem 4.
 
     With probability ≥ 1 − δ, E X ≤ mean + sqrt(2 V̂ log(2/δ)/n) + 7 R log(2/δ)/(3(n − 1)),
@@ -89,8 +92,9 @@ def _one_sided_radius(values, value_range, delta, method, n=None):
     return bernstein_radius(jnp.var(values, ddof=1), n, value_range, delta)
 
 
-def held_out_lower_bound(g_q, g_p, alpha, lo, hi, delta, method="bernstein", *, n_q=None,
-                         n_p=None):
+def held_out_lower_bound(g_q: ArrayLike, g_p: ArrayLike, alpha: ArrayLike, lo: ArrayLike,
+                         hi: ArrayLike, delta: ArrayLike, method: str = "bernstein", *,
+                         n_q: ArrayLike = None, n_p: ArrayLike = None) -> jax.Array:
     """Lower confidence bound on D_α(Q‖P) from a fixed critic evaluated on held-out samples.
 
     Args:
@@ -131,7 +135,7 @@ def held_out_lower_bound(g_q, g_p, alpha, lo, hi, delta, method="bernstein", *, 
     return alpha / (alpha - 1.0) * log_y_lo - log_z_hi
 
 
-def rademacher_bound(params, input_norm, n):
+def rademacher_bound(params: Any, input_norm: ArrayLike, n: ArrayLike) -> jax.Array:
     """Norm-based bound on the empirical Rademacher complexity of the critic's class.
 
     Golowich, Rakhlin & Shamir (2018), Theorem 1, for depth-L networks with 1-Lipschitz,
@@ -155,7 +159,8 @@ def rademacher_bound(params, input_norm, n):
     return input_norm * (math.sqrt(2.0 * depth * math.log(2.0)) + 1.0) * product / jnp.sqrt(n)
 
 
-def theory_radius(alpha, bound, rademacher_q, rademacher_p, n_q, n_p, delta):
+def theory_radius(alpha: ArrayLike, bound: str, rademacher_q: ArrayLike, rademacher_p: ArrayLike,
+                  n_q: ArrayLike, n_p: ArrayLike, delta: ArrayLike) -> jax.Array:
     """The class-restricted radius |D̂ − D_G| (the shape of Kim, Alabi, Varshney, arXiv 2605.21938,
     Theorem 3.2).
 

@@ -17,11 +17,12 @@ from collections.abc import Sequence
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 __all__ = ["Critic", "fit_standardiser", "init_critic"]
 
 
-def fit_standardiser(x) -> dict:
+def fit_standardiser(x: ArrayLike) -> dict:
     """Per-feature mean and scale of training samples ``x`` of shape (n, d).
 
     Returns:
@@ -61,7 +62,7 @@ class Critic(nn.Module):
         return self.bound * jnp.tanh(h / self.bound)
 
 
-def init_critic(key, critic: Critic, x_train) -> dict:
+def init_critic(key: jax.Array, critic: Critic, x_train: ArrayLike) -> dict:
     """Initialise parameters and fit the standardiser on ``x_train`` (n, d) (training split only).
 
     Args:

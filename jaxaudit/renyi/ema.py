@@ -21,10 +21,11 @@ References:
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxaudit.renyi.objective import log_mean_exp
 
@@ -58,7 +59,7 @@ class EmaLogMeanExp(NamedTuple):
     update: callable
 
 
-def ema_log_mean_exp(rate) -> EmaLogMeanExp:
+def ema_log_mean_exp(rate: float) -> EmaLogMeanExp:
     """Optax-style moving average of mean(e^x), kept in log space.
 
     Args:
@@ -92,7 +93,7 @@ def ema_log_mean_exp(rate) -> EmaLogMeanExp:
     return EmaLogMeanExp(init, update)
 
 
-def ema_surrogate(x, log_ema):
+def ema_surrogate(x: ArrayLike, log_ema: ArrayLike) -> jax.Array:
     """Value lme(x), gradient Σ e^{x_i} ∇x_i / (n · e^{log_ema}) (the corrected gradient).
 
     Computed as ``sg(lme) + s − sg(s)`` with s = exp(lme(x) − sg(log_ema)), so the forward value
@@ -117,13 +118,14 @@ class DvEmaState(NamedTuple):
     p: EmaLogMeanExpState
 
 
-def dv_ema_init(dtype=jnp.float32) -> DvEmaState:
+def dv_ema_init(dtype: Any = jnp.float32) -> DvEmaState:
     """Empty :class:`DvEmaState`."""
     ema = ema_log_mean_exp(1.0)
     return DvEmaState(ema.init(dtype), ema.init(dtype))
 
 
-def dv_surrogate_loss(g_q, g_p, alpha, state: DvEmaState, rate):
+def dv_surrogate_loss(g_q: ArrayLike, g_p: ArrayLike, alpha: ArrayLike, state: DvEmaState,
+                      rate: float) -> tuple[jax.Array, DvEmaState]:
     """Loss −J_α(g) with the EMA-corrected gradient for both terms.
 
     Args:

@@ -43,11 +43,13 @@ References:
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import check_choice, check_finite, check_probability
 from jaxaudit.renyi.confidence import (
@@ -245,7 +247,7 @@ def renyi_estimator(
     both_directions: bool = True,
     config: CriticConfig = CriticConfig(),
     clip: str = "observed",
-):
+) -> Callable[..., RenyiEstimate]:
     """Build the pure, jit-able and vmap-able estimator ``fn(key, x_q, x_p, alpha)``.
 
     ``fn`` takes samples of shape (n,) or (n, d), an order (scalar) or orders (k,), and returns a
@@ -328,10 +330,10 @@ def _check_samples(name: str, x) -> np.ndarray:
 
 
 def estimate_renyi(
-    key,
-    x_q,
-    x_p,
-    alpha,
+    key: jax.Array,
+    x_q: ArrayLike,
+    x_p: ArrayLike,
+    alpha: ArrayLike,
     *,
     split: float = 0.5,
     bound: str = "bernstein",

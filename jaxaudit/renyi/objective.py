@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import math
 
+import jax
 import jax.numpy as jnp
 from jax.scipy.special import logsumexp
+from jax.typing import ArrayLike
 
 __all__ = ["log_mean_exp", "dv_objective"]
 
 
-def log_mean_exp(x, axis=None):
+def log_mean_exp(x: ArrayLike, axis: int | None = None) -> jax.Array:
     """log( mean(exp(x)) ) = logsumexp(x) − log n, computed without overflow.
 
     Args:
@@ -47,7 +49,7 @@ def log_mean_exp(x, axis=None):
     return logsumexp(x, axis=axis) - jnp.asarray(math.log(n), dtype=x.dtype)
 
 
-def dv_objective(g_q, g_p, alpha):
+def dv_objective(g_q: ArrayLike, g_p: ArrayLike, alpha: ArrayLike) -> jax.Array:
     """J_α(g) = α/(α−1) · lme((α−1) g_q) − lme(α g_p) in RDP (Mironov) units.
 
     Args:

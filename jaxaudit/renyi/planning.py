@@ -62,6 +62,7 @@ from typing import NamedTuple
 
 import jax
 import numpy as np
+from jax.typing import ArrayLike
 from scipy import optimize, special
 
 from jaxaudit._validation import check_choice, check_finite, check_probability
@@ -258,8 +259,11 @@ def _smallest_valid_n(split):
     return n
 
 
-def runs_needed(in_scores, out_scores, alpha, *, fraction=0.5, delta=0.05, split=0.5,
-                method="bernstein", max_runs=10**7, both_directions=True) -> RunsNeeded:
+def runs_needed(
+    in_scores: ArrayLike, out_scores: ArrayLike, alpha: ArrayLike, *, fraction: float = 0.5,
+    delta: ArrayLike = 0.05, split: float = 0.5, method: str = "bernstein", max_runs: int = 10**7,
+    both_directions: bool = True,
+) -> RunsNeeded:
     """Runs per world at which the held-out DV lower bound is expected to reach a fraction of D_α.
 
     Fits Q = N(μ_in, σ²), P = N(μ_out, σ²) (pooled σ) to the pilot scores, takes the model's
@@ -366,7 +370,7 @@ def _about(n):
     return int(math.ceil(n / step) * step)
 
 
-def format_runs_needed(result: RunsNeeded, n_pilot) -> str:
+def format_runs_needed(result: RunsNeeded, n_pilot: int) -> str:
     """The sentence the CLI prints, e.g. "the bound is vacuous at 72 held-out runs; about 3,900
     runs per world would make it ≥ 50% of the estimate".
 

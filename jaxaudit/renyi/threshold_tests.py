@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 import jax
 import numpy as np
+from jax.typing import ArrayLike
 from scipy import optimize, special, stats
 
 from jaxaudit._validation import check_choice, check_finite, check_probability
@@ -82,14 +83,14 @@ class GdpLowerBound(NamedTuple):
     test: ThresholdTest
 
 
-def clopper_pearson_upper(k, n, level):
+def clopper_pearson_upper(k: ArrayLike, n: ArrayLike, level: ArrayLike) -> np.ndarray:
     """One-sided Clopper–Pearson upper bound p_hi: P(p > p_hi) ≤ level, for k successes of n."""
     k, n = np.asarray(k, dtype=np.float64), np.asarray(n, dtype=np.float64)
     safe_k = np.minimum(k, n - 1)
     return np.where(k >= n, 1.0, stats.beta.ppf(1.0 - level, safe_k + 1.0, n - safe_k))
 
 
-def clopper_pearson_lower(k, n, level):
+def clopper_pearson_lower(k: ArrayLike, n: ArrayLike, level: ArrayLike) -> np.ndarray:
     """One-sided Clopper–Pearson lower bound p_lo: P(p < p_lo) ≤ level, for k successes of n."""
     k, n = np.asarray(k, dtype=np.float64), np.asarray(n, dtype=np.float64)
     safe_k = np.maximum(k, 1)
@@ -172,7 +173,7 @@ def _gdp_delta(epsilon: float, mu: float) -> float:
         return float(gdp_delta(epsilon, mu))
 
 
-def gdp_epsilon(mu, delta):
+def gdp_epsilon(mu: ArrayLike, delta: ArrayLike) -> float:
     """Smallest ε ≥ 0 with δ(ε) ≤ δ for μ-GDP (bisection in float64; 0 if μ ≤ 0)."""
     mu = float(mu)
     if mu <= 0 or _gdp_delta(0.0, mu) <= delta:
@@ -183,7 +184,7 @@ def gdp_epsilon(mu, delta):
     return float(optimize.brentq(lambda e: _gdp_delta(e, mu) - delta, 0.0, high, xtol=1e-10))
 
 
-def gdp_to_rdp(mu, alpha):
+def gdp_to_rdp(mu: ArrayLike, alpha: ArrayLike) -> np.ndarray:
     """μ-GDP implies (α, α μ²/2)-RDP for every α > 1 (the GDP → RDP conversion)."""
     return np.asarray(alpha, dtype=np.float64) * np.asarray(mu, dtype=np.float64) ** 2 / 2.0
 
@@ -199,10 +200,9 @@ def _common_checks(in_scores, out_scores, significance, selection_fraction, sele
     return in_scores, out_scores, significance, selection_fraction
 
 
-def gdp_epsilon_lower_bound(
-    in_scores, out_scores, delta, significance, *, selection_fraction=0.5, seed=0,
-    selection="held_out",
-) -> GdpLowerBound:
+def gdp_epsilon_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, delta: ArrayLike,
+                            significance: float, *, selection_fraction: float = 0.5, seed: int = 0,
+                            selection: str = "held_out") -> GdpLowerBound:
     """Nasr et al. (2023) GDP auditing: ε lower bound at δ from a threshold test.
 
     μ_lo = Φ⁻¹(1 − FPR_u) − Φ⁻¹(FNR_u) with Clopper–Pearson upper bounds at significance/2 each
@@ -256,10 +256,10 @@ def _cp_epsilon(tpr_lo, fpr_hi, delta):
     return np.where(np.isnan(eps), 0.0, np.clip(eps, 0.0, None))
 
 
-def clopper_pearson_epsilon_lower_bound(
-    in_scores, out_scores, delta, significance, *, selection_fraction=0.5, seed=0,
-    selection="held_out",
-) -> float:
+def clopper_pearson_epsilon_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike,
+                                        delta: ArrayLike, significance: float, *,
+                                        selection_fraction: float = 0.5, seed: int = 0,
+                                        selection: str = "held_out") -> float:
     """Jagielski et al. (2020): ε ≥ max{log((TPR − δ)/FPR), log((TNR − δ)/FNR)} at CP bounds.
 
     (ε, δ)-DP implies TPR ≤ e^ε FPR + δ and TNR ≤ e^ε FNR + δ; plugging in the lower bound of
@@ -288,7 +288,7 @@ def clopper_pearson_epsilon_lower_bound(
     return float(_cp_epsilon(test.tpr_lo, test.fpr_hi, delta))
 
 
-def binary_renyi(p, q, alpha):
+def binary_renyi(p: ArrayLike, q: ArrayLike, alpha: ArrayLike) -> np.ndarray:
     """D_α(Ber(p) ‖ Ber(q)) = 1/(α−1) log[p^α q^{1−α} + (1−p)^α (1−q)^{1−α}] (float64)."""
     p, q = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
     alpha = np.asarray(alpha, dtype=np.float64)
@@ -311,10 +311,9 @@ def _threshold_renyi(tpr_lo, fpr_hi, alpha):
                     np.where(powered, np.inf, 0.0))
 
 
-def threshold_renyi_lower_bound(
-    in_scores, out_scores, alpha, significance, *, selection_fraction=0.5, seed=0,
-    selection="held_out",
-):
+def threshold_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, alpha: ArrayLike,
+                                significance: float, *, selection_fraction: float = 0.5,
+                                seed: int = 0, selection: str = "held_out") -> np.ndarray:
     """Rigorous RDP lower bound of a threshold test (data processing for Rényi divergences).
 
     For the test "say in iff sign·score ≥ t", D_α(in‖out) ≥ d_α(TPR‖FPR) and D_α(out‖in) ≥

@@ -12,11 +12,12 @@ References:
 from __future__ import annotations
 
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import (
     check_choice,
@@ -89,7 +90,7 @@ class TrainHistory(NamedTuple):
     best_step: jax.Array
 
 
-def objective_standard_error(g_q, g_p, alpha):
+def objective_standard_error(g_q: ArrayLike, g_p: ArrayLike, alpha: ArrayLike) -> jax.Array:
     """Delta-method standard error of the empirical J_α(g).
 
     SE² = (α/(α−1))² V̂[e^{(α−1)g_q}] / (n_Q Â²) + V̂[e^{αg_p}] / (n_P B̂²); the ratios are
@@ -108,7 +109,7 @@ def objective_standard_error(g_q, g_p, alpha):
 SELECTIONS = ("penalised", "objective", "bound")
 
 
-def check_config(config) -> CriticConfig:
+def check_config(config: Any) -> CriticConfig:
     """Validate a :class:`CriticConfig` (ValueError naming the field); returns it normalised."""
     if not isinstance(config, CriticConfig):
         raise ValueError(f"config must be a CriticConfig, got {type(config).__name__}")
@@ -139,7 +140,10 @@ def _as_samples(x):
 
 
 @partial(jax.jit, static_argnames="config")
-def train_critic(key, x_q, x_p, alpha, config: CriticConfig = CriticConfig(), validation=None):
+def train_critic(
+    key: jax.Array, x_q: ArrayLike, x_p: ArrayLike, alpha: ArrayLike,
+    config: CriticConfig = CriticConfig(), validation: Any = None,
+) -> tuple[dict, TrainHistory]:
     """Fit the critic g ≈ log dQ/dP + c by maximising J_α on (x_q, x_p).
 
     Args:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -12,7 +13,8 @@ from jaxaudit.runs.rundir import RunDir
 __all__ = ["progress_bar", "run_chunks"]
 
 
-def progress_bar(total: int, *, desc: str = "", enabled: bool = True, initial: int = 0, unit="chunk"):
+def progress_bar(total: int, *, desc: str = "", enabled: bool = True, initial: int = 0,
+                 unit: str = "chunk") -> Any:
     """A tqdm bar (count, rate, ETA) on stderr; a silent no-op bar when ``enabled`` is False."""
     return tqdm(total=total, desc=desc, initial=initial, unit=unit, disable=not enabled,
                 file=sys.stderr, dynamic_ncols=True)

@@ -107,7 +107,7 @@ def _create_exclusive(path: Path, data: bytes) -> bool:
         Path(tmp).unlink(missing_ok=True)
 
 
-def read_manifest(path) -> dict:
+def read_manifest(path: str | Path) -> dict:
     """The manifest of run folder ``path``, checked against its own hash.
 
     Raises:
@@ -359,7 +359,7 @@ class RunResults(NamedTuple):
         return tuple.__getitem__(self, key)
 
 
-def load_results(path) -> RunResults:
+def load_results(path: str | Path) -> RunResults:
     """Load a run folder written through :class:`RunDir`.
 
     Returns:
