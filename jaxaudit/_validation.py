@@ -342,3 +342,14 @@ def check_input_path(name: str, path, *, folder: bool = False) -> Path:
         what = "folder" if folder else "file"
         raise FileNotFoundError(f"{name} {what} not found: {path}")
     return path
+
+
+def check_broadcast(**arrays) -> tuple:
+    """The broadcast shape of the named arguments; ValueError naming them when they do not
+    broadcast together (instead of numpy's or XLA's raw shape error)."""
+    shapes = {name: np.shape(value) for name, value in arrays.items()}
+    try:
+        return np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        listed = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
+        raise ValueError(f"shapes do not broadcast together: {listed}") from None

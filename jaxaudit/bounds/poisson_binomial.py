@@ -54,6 +54,7 @@ from scipy.special import expit, log_expit, logit
 
 from jaxaudit._validation import (
     as_vector,
+    check_bool,
     check_choice,
     check_finite,
     check_probability,
@@ -461,6 +462,7 @@ def poisson_binomial_tail(probs: ArrayLike, v: ArrayLike, *, log: bool = False,
     """
     prep = _Prepared(probs)
     check_finite("v", v)
+    log = check_bool("log", log)
     v_arr = np.ceil(np.asarray(v, dtype=np.float64)) - prep.n_one
     how = _choose(method, prep.m)
     out = np.where(v_arr <= 0, 0.0, -np.inf)

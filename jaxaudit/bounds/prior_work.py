@@ -33,6 +33,7 @@ from jaxaudit._validation import (
     as_scalar,
     check_integer,
     check_nonnegative,
+    check_numeric,
     check_positive,
     check_probability,
     is_traced,
@@ -128,7 +129,7 @@ def balle_rero_rdp(kappa: ArrayLike, alpha: ArrayLike, eps_alpha: ArrayLike) -> 
     check_probability("kappa", kappa)
     check_nonnegative("eps_alpha", eps_alpha)
     if not is_traced(alpha):
-        a = np.asarray(alpha, dtype=np.float64)
+        a = check_numeric("alpha", alpha)
         if np.isnan(a).any() or (a <= 1).any():
             raise ValueError(f"alpha must be > 1, got {alpha!r}")
     return upper_bound(_balle_rdp, kappa, alpha, eps_alpha)

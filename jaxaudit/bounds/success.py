@@ -27,6 +27,7 @@ from jax.typing import ArrayLike
 
 from jaxaudit._rounding import upper_bound
 from jaxaudit._validation import (
+    check_broadcast,
     check_nonnegative,
     check_probability,
 )
@@ -63,6 +64,7 @@ def posterior_success(prior: ArrayLike, epsilon: ArrayLike) -> jax.Array:
     """
     check_probability("prior", prior)
     check_nonnegative("epsilon", epsilon)
+    check_broadcast(prior=prior, epsilon=epsilon)
     # Concrete inputs are evaluated in float64 and rounded up into the promoted dtype: a float32
     # cast (or flush-to-zero of a subnormal) would turn p = 3e-39 into 0 and β(100, p) ≈ 1 into 0.
     return upper_bound(_posterior_success, prior, epsilon)
@@ -86,6 +88,7 @@ def gain(prior: ArrayLike, epsilon: ArrayLike) -> jax.Array:
     """
     check_probability("prior", prior)
     check_nonnegative("epsilon", epsilon)
+    check_broadcast(prior=prior, epsilon=epsilon)
     # an upper bound on the gain: evaluated in float64 and rounded up (β − p in float32 would
     # lose the rounding-up of β in the subtraction)
     return upper_bound(_gain, prior, epsilon)
@@ -105,6 +108,7 @@ def gain_ratio(prior: ArrayLike, epsilon: ArrayLike) -> jax.Array:
     """
     check_probability("prior", prior)
     check_nonnegative("epsilon", epsilon)
+    check_broadcast(prior=prior, epsilon=epsilon)
     return upper_bound(_gain_ratio, prior, epsilon)
 
 

@@ -23,6 +23,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
+from jaxaudit._validation import check_bool
+
 #: Environment variable naming the data directory.
 ENV_VAR = "JAXAUDIT_DATA"
 
@@ -199,6 +201,7 @@ def require_files(
         the folder searched and the remedies).
       ValueError: a file fails its checksum.
     """
+    check_bool("download", download)  # "no" is truthy: it would start a download
     folder = resolve_data_dir(data_dir) / sub
     paths = {}
     for name in names:

@@ -88,8 +88,11 @@ def audit_dpsgd(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, ord
     Returns:
       A list of :class:`OrderAudit`, one per order.
     """
-    in_s = check_finite("in_scores", in_scores).ravel()
-    out_s = check_finite("out_scores", out_scores).ravel()
+    in_s = check_finite("in_scores", in_scores)
+    out_s = check_finite("out_scores", out_scores)
+    for name, arr in (("in_scores", in_s), ("out_scores", out_s)):
+        if arr.ndim != 1:
+            raise ValueError(f"{name} must be 1-D (one score per run), got shape {arr.shape}")
     orders_arr = np.atleast_1d(check_finite("orders", orders)).astype(np.float64)
     if orders_arr.ndim != 1 or (orders_arr <= 1).any():
         raise ValueError(f"orders must be > 1, got {orders!r}")

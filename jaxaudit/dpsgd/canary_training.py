@@ -28,6 +28,7 @@ from jax.typing import ArrayLike
 from jaxaudit._validation import (
     check_finite,
     check_integer,
+    check_key,
     check_labels,
     check_nonnegative_finite,
     check_positive_finite,
@@ -132,6 +133,7 @@ def train_run(key: jax.Array, model: nn.Module, init_params: Any,
     Same arguments as :func:`canary_runs`, with ``include_canary`` choosing the world. With the
     same key it reproduces the corresponding entry of :func:`canary_runs`.
     """
+    check_key("key", key)
     inputs, labels = _check(model, private_data, canary, 1, noise_multiplier, clip_norm, steps,
                             learning_rate, sampling_rate)
     prepare, run, _ = _compiled(
@@ -201,6 +203,7 @@ def canary_runs(
     Returns:
       ``(in_scores, out_scores)``, float32 numpy arrays of shape (R,).
     """
+    check_key("key", key)
     inputs, labels = _check(model, private_data, canary, num_runs, noise_multiplier, clip_norm, steps,
                             learning_rate, sampling_rate)
     prepare, _, mapped = _compiled(

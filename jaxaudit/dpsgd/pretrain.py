@@ -17,7 +17,13 @@ import numpy as np
 import optax
 from jax.typing import ArrayLike
 
-from jaxaudit._validation import check_choice, check_finite, check_positive
+from jaxaudit._validation import (
+    check_choice,
+    check_finite,
+    check_key,
+    check_positive,
+    check_positive_finite,
+)
 from jaxaudit.dpsgd.models import fast_apply
 from jaxaudit.dpsgd.private_step import _per_example_losses
 
@@ -54,7 +60,8 @@ def pretrain(key: jax.Array, model: nn.Module, public_images: ArrayLike, public_
         raise ValueError(f"public_labels must have shape {x.shape[:1]} (non-empty), got {y.shape}")
     if int(steps) != steps or steps < 0:
         raise ValueError(f"steps must be a non-negative integer, got {steps!r}")
-    check_positive("learning_rate", learning_rate)
+    check_key("key", key)
+    check_positive_finite("learning_rate", learning_rate)
     check_positive("batch_size", batch_size)
     check_choice("optimizer", optimizer, ("adam", "sgd"))
     batch = min(int(batch_size), x.shape[0])

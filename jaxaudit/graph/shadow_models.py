@@ -36,6 +36,7 @@ from jaxaudit._validation import (
     check_choice,
     check_graph,
     check_integer,
+    check_key,
     check_nonnegative_finite,
     check_positive_finite,
 )
@@ -241,6 +242,7 @@ def train_shadow_models(key: jax.Array, graph: Graph, sampler: Sampler, model: s
     Returns:
       :class:`ShadowModels` with ``masks`` (R, N) bool and ``scores`` (R, N) float32.
     """
+    check_key("key", key)
     _check_shadow(graph, sampler, epochs, learning_rate, weight_decay, edge_access)
     check_integer("num_models", num_models, minimum=1)
     module = gnn_module(model, graph)
@@ -263,6 +265,7 @@ def train_shadow_model(key: jax.Array, graph: Graph, sampler: Sampler, model: st
     Reference for :func:`train_shadow_models`: model r there equals this function called with
     ``jax.random.split(key, R)[r]``.
     """
+    check_key("key", key)
     _check_shadow(graph, sampler, epochs, learning_rate, weight_decay, edge_access)
     module = gnn_module(model, graph)
     fn = _single_trainer(sampler, module, int(epochs), float(learning_rate), float(weight_decay),
@@ -280,6 +283,7 @@ def train_gnn(key: jax.Array, graph: Graph, model: str | nn.Module, node_mask: j
     Returns ``(module, params)``; use :func:`gnn_logits` to evaluate (e.g. the standard
     Planetoid recipe: ``node_mask=graph.train_mask``, all edges).
     """
+    check_key("key", key)
     _check_recipe(graph, epochs, learning_rate, weight_decay)
     n, e = graph.num_nodes, graph.num_edges
     if np.shape(node_mask) != (n,):

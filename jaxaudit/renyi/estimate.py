@@ -51,7 +51,7 @@ import numpy as np
 from flax import struct
 from jax.typing import ArrayLike
 
-from jaxaudit._validation import check_choice, check_finite, check_probability
+from jaxaudit._validation import check_choice, check_finite, check_key, check_probability
 from jaxaudit.renyi.confidence import (
     BOUNDS,
     held_out_lower_bound,
@@ -385,6 +385,7 @@ def estimate_renyi(
       >>> bool((est.lower < est.point).all() and (est.lower <= jax.numpy.array([0.75, 1.0])).all())
       True
     """
+    check_key("key", key)
     x_q_np = _check_samples("x_q", x_q)
     x_p_np = _check_samples("x_p", x_p)
     if x_q_np.ndim != x_p_np.ndim or x_q_np.shape[1:] != x_p_np.shape[1:]:
