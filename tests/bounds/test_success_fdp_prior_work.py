@@ -2,6 +2,7 @@
 
 import math
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -16,6 +17,7 @@ from jaxaudit.bounds import (
     balle_rero_pure,
     balle_rero_rdp,
     balle_rero_zcdp,
+    count_bound_exact,
     gain,
     gain_ratio,
     gdp_delta,
@@ -191,3 +193,30 @@ def test_steinke_threshold_is_first_v_the_one_run_test_rejects(n, eps, delta):
     assert steinke_threshold(n, n, eps, delta, 0.05) == expected
     if (n, eps) == (1000, 1.0):
         assert expected == 755  # = the count bound of the uniform K = 2 prior (Steinke = ours)
+
+
+class JitAndEagerAgreeTest(chex.TestCase):
+    """Concrete inputs take the checked float64 path (validation, rounding up), traced inputs
+    (under jit) the bare formula; both must give the closed form."""
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_posterior_success_and_gdp_delta(self):
+        eps, p, mu = np.array([0.5, 1.0, 4.0]), np.array([0.5, 0.1, 0.01]), np.array([1.0, 1.0, 0.5])
+        with jax.enable_x64(True):
+            beta = self.variant(posterior_success)(jnp.asarray(p), jnp.asarray(eps))
+            delta = self.variant(gdp_delta)(jnp.asarray(eps), jnp.asarray(mu))
+        chex.assert_shape([beta, delta], (3,))
+        np.testing.assert_allclose(beta, np.exp(eps) * p / (1 + np.expm1(eps) * p), rtol=1e-12)
+        norm = scipy.stats.norm
+        reference = norm.cdf(-eps / mu + mu / 2) - np.exp(eps) * norm.cdf(-eps / mu - mu / 2)
+        np.testing.assert_allclose(delta, reference, rtol=1e-9)
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_count_bound_exact_is_the_binomial_quantile(self):
+        n, q, gamma = 50, 0.3, 0.05
+        with jax.enable_x64(True):
+            v = self.variant(count_bound_exact)(jnp.full(n, q), jnp.log(gamma))
+        chex.assert_shape(v, ())
+        chex.assert_type(v, jnp.int32)
+        tails = scipy.stats.binom.sf(np.arange(n + 1) - 1, n, q)  # Pr[Bin(n, q) ≥ v], v = 0..n
+        assert int(v) == int(np.nonzero(tails <= gamma)[0][0])

@@ -1,5 +1,6 @@
 """Per-example clipping, sum and Gaussian noise of the DP-GD step, against independent references."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -88,8 +89,8 @@ def test_each_clipped_gradient_within_clip_norm():
     np.testing.assert_allclose(single_norms, np.minimum(np.asarray(norms[0]), clip), rtol=1e-5)
     assert (np.asarray(norms[0]) > clip).sum() >= n // 2
     total, _ = fn(params, x, y, jnp.ones(n), clip)
-    for a, b in zip(jax.tree.leaves(total), jax.tree.leaves(singles)):
-        np.testing.assert_allclose(a, np.asarray(b).sum(axis=0), rtol=1e-5, atol=1e-6)
+    chex.assert_trees_all_close(total, jax.tree.map(lambda b: np.asarray(b).sum(axis=0), singles),
+                                rtol=1e-5, atol=1e-6)
 
 
 def test_noise_standard_deviation_is_sigma_times_clip():
@@ -127,8 +128,7 @@ def test_dp_gradient_step_without_noise_is_clipped_gradient_descent():
     grads = _loop_per_example_grads(model, params, x, y)
     total = _ref_clipped_sum(grads, 0.5)
     ref = jax.tree.map(lambda p, g: np.asarray(p) - 0.3 / 10.0 * g, params, total)
-    for a, b in zip(jax.tree.leaves(out), jax.tree.leaves(ref)):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    chex.assert_trees_all_close(out, ref, rtol=1e-5, atol=1e-7)
 
 
 def test_full_batch_noiseless_run_equals_plain_clipped_gd():
