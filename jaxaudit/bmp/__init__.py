@@ -1,6 +1,16 @@
-"""Bayesian membership privacy: theory, NUTS posterior, end-to-end audit (spec: bmp.md)."""
+"""Bayesian membership privacy for graph neural networks (Yıldırım & Khosla, arXiv 2606.04069):
+the error region and its maps, sampling leakage, the posterior over (ε_L, ε_R) from attack counts
+(NUTS, grid), the certified bound, and the end-to-end audit. Model and choices: docs/bmp.md."""
 
-from jaxaudit.bmp.audit import BmpAudit, audit_bmp, audit_from_scores, node_degrees
+from jaxaudit.bmp.audit import (
+    BmpAudit,
+    audit_bmp,
+    audit_from_scores,
+    audit_summary,
+    audit_table,
+    most_leaking,
+    node_degrees,
+)
 from jaxaudit.bmp.certified import CertifiedEpsilons, certified_epsilons, clopper_pearson_upper
 from jaxaudit.bmp.leakage import (
     LeakageEstimate,
@@ -11,6 +21,8 @@ from jaxaudit.bmp.leakage import (
     uniform_leakage,
 )
 from jaxaudit.bmp.likelihood import (
+    AttackPrior,
+    as_attack_prior,
     band_area,
     constrain_centered,
     constrain_noncentered,
@@ -50,6 +62,7 @@ from jaxaudit.bmp.region import (
 from jaxaudit.mia.types import ErrorCounts
 
 __all__ = [
+    "AttackPrior",
     "BmpAudit",
     "CertifiedEpsilons",
     "ErrorCounts",
@@ -58,7 +71,10 @@ __all__ = [
     "LeakageEstimate",
     "NutsPosterior",
     "audit_bmp",
+    "as_attack_prior",
     "audit_from_scores",
+    "audit_summary",
+    "audit_table",
     "band_area",
     "certified_epsilons",
     "clopper_pearson_upper",
@@ -76,6 +92,7 @@ __all__ = [
     "log_joint_noncentered",
     "log_marginal_likelihood",
     "mp_epsilon",
+    "most_leaking",
     "mp_region_area",
     "node_degrees",
     "npv_bound",

@@ -34,7 +34,7 @@ import numpy as np
 from jax.scipy.special import betainc
 
 from jaxaudit._validation import check_finite
-from jaxaudit.bmp.posterior import validate_counts
+from jaxaudit.mia.types import validate_counts
 
 __all__ = ["CertifiedEpsilons", "certified_epsilons", "clopper_pearson_upper"]
 

@@ -1,10 +1,11 @@
-"""The statistical model of a node-level audit (spec bmp.md §4.6): marginal likelihood and the
-reparameterised joint densities that NUTS samples.
+"""The statistical model of a node-level audit: marginal likelihood and the reparameterised joint
+densities that NUTS samples (Yıldırım et al., arXiv 2504.16683, §4, adapted to the asymmetric BMP
+region of Yıldırım & Khosla, arXiv 2606.04069; our derivations are in docs/bmp.md).
 
 Model, for one node (or one pooled group) with error counts (X, N0, Y, N1):
 
     ε_L, ε_R ~ half-normal(variance v)  (v = 10 by default),
-    s ~ Beta(1, 1)  (attack strength; or fixed),
+    s ~ Beta(a, b)  (attack strength; default Beta(1, 1); or a fixed s, see :class:`AttackPrior`),
     (α, β) ~ Uniform(B(ε, s)),  B(ε, s) = lower half of R(ε_L, ε_R) \\ R(s ε_L, s ε_R),
     X ~ Bin(N0, α),  Y ~ Bin(N1, β).
 
@@ -31,20 +32,22 @@ References:
 from __future__ import annotations
 
 import functools
-import math
 from typing import NamedTuple
 
+import distrax
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.nn import log_sigmoid, sigmoid, softplus
-from jax.scipy.special import betainc, gammaln, logsumexp, xlog1py, xlogy
+from jax.scipy.special import betainc, betaln, gammaln, logsumexp, xlog1py, xlogy
 
 from jaxaudit.bmp.region import region_area, region_corner, tradeoff_curve
 from jaxaudit.mia.types import ErrorCounts
 
 __all__ = [
+    "AttackPrior",
     "Constrained",
+    "as_attack_prior",
     "band_area",
     "constrain_centered",
     "constrain_noncentered",
@@ -52,15 +55,91 @@ __all__ = [
     "log_joint_centered",
     "log_joint_noncentered",
     "log_marginal_likelihood",
+    "log_strength_prior",
 ]
 
-#: Default prior variance of ε_L and ε_R (half-normal), spec §4.6.
+#: Default prior variance of ε_L and ε_R (half-normal; arXiv 2504.16683 §4 uses the same scale).
 PRIOR_VARIANCE = 10.0
+
+
+class AttackPrior(NamedTuple):
+    """Prior on the attack strength s ∈ [0, 1): Beta(a, b), or a point mass at ``fixed``.
+
+    s says how close the attack comes to the most powerful test the mechanism allows: its
+    operating point is uniform on the band R(ε) \\ R(sε), so s → 1 is an optimal attack.
+    Beta(1, 1) (the default) is agnostic about the attack's quality; Beta(a, 1) with large a (e.g.
+    Beta(20, 1)) or a fixed s near 1 (e.g. 0.95) encodes the belief that the attack is nearly
+    optimal, which makes the posterior's lower quantiles cover the truth under optimal attacks
+    (coverage tables in docs/bmp.md). Build one with :func:`as_attack_prior`.
+    """
+
+    a: float = 1.0
+    b: float = 1.0
+    fixed: float | None = None
+
+    def describe(self) -> str:
+        """Short text form, e.g. ``"Beta(20, 1)"`` or ``"s = 0.95"``."""
+        if self.fixed is not None:
+            return f"s = {self.fixed:g}"
+        return f"Beta({self.a:g}, {self.b:g})"
+
+
+def as_attack_prior(spec=None) -> AttackPrior:
+    """An :class:`AttackPrior` from ``None`` (Beta(1, 1)), an ``AttackPrior``, a pair ``(a, b)``
+    (Beta(a, b)), a number (fixed s in [0, 1)), or a string ``"beta:A,B"`` / ``"fixed:S"`` /
+    ``"uniform"`` (the command line's form). Raises ``ValueError`` naming ``attack_prior``.
+
+    Example:
+      >>> as_attack_prior((20, 1)).describe(), as_attack_prior("fixed:0.95").describe()
+      ('Beta(20, 1)', 's = 0.95')
+    """
+    if spec is None or (isinstance(spec, str) and spec.strip().lower() == "uniform"):
+        return AttackPrior()
+    if isinstance(spec, str):
+        kind, _, rest = spec.partition(":")
+        try:
+            values = [float(v) for v in rest.split(",")]
+        except ValueError:
+            values = []
+        if kind.strip().lower() == "beta" and len(values) == 2:
+            spec = tuple(values)
+        elif kind.strip().lower() == "fixed" and len(values) == 1:
+            spec = values[0]
+        else:
+            raise ValueError(f"attack_prior must read 'uniform', 'beta:A,B' or 'fixed:S', "
+                             f"got {spec!r}")
+    if isinstance(spec, AttackPrior):
+        a, b, fixed = spec
+    elif isinstance(spec, tuple | list) and len(spec) == 2:
+        (a, b), fixed = spec, None
+    elif isinstance(spec, int | float | np.integer | np.floating) and not isinstance(spec, bool):
+        a, b, fixed = 1.0, 1.0, spec
+    else:
+        raise ValueError(f"attack_prior must be None, (a, b), a fixed s or an AttackPrior, "
+                         f"got {spec!r}")
+    if fixed is not None:
+        fixed = float(fixed)
+        if not 0.0 <= fixed < 1.0:
+            raise ValueError(f"attack_prior: a fixed s must lie in [0, 1), got {fixed}")
+        return AttackPrior(1.0, 1.0, fixed)
+    a, b = float(a), float(b)
+    if not (np.isfinite(a) and np.isfinite(b) and a > 0 and b > 0):
+        raise ValueError(f"attack_prior: Beta(a, b) needs finite a, b > 0, got ({a}, {b})")
+    return AttackPrior(a, b, None)
 
 
 def half_normal_logpdf(eps, variance=PRIOR_VARIANCE):
     """log of the half-normal density 2 N(ε; 0, v) on ε ≥ 0."""
-    return 0.5 * jnp.log(2.0 / (math.pi * variance)) - jnp.square(eps) / (2.0 * variance)
+    return jnp.log(2.0) + distrax.Normal(0.0, jnp.sqrt(variance)).log_prob(eps)
+
+
+def log_strength_prior(log_s, log1m_s, a, b):
+    """log Beta(s; a, b) = (a − 1) log s + (b − 1) log(1 − s) − log B(a, b), from log s and
+    log(1 − s). Written out rather than with ``distrax.Beta(a, b).log_prob(s)`` because near an
+    optimal attack 1 − s underflows in s (the samplers carry log(1 − s) directly)."""
+    a, b = jnp.asarray(a, log_s.dtype), jnp.asarray(b, log_s.dtype)
+    safe = lambda c, x: jnp.where(c == 0, 0.0, c * jnp.where(jnp.isfinite(x), x, -1e30))
+    return safe(a - 1, log_s) + safe(b - 1, log1m_s) - betaln(a, b)
 
 
 def band_area(eps_l, eps_r, s):
@@ -222,15 +301,16 @@ def constrain_centered(position, symmetric: bool = False) -> Constrained:
 
 
 def log_joint_centered(position, counts: ErrorCounts, prior_variance=PRIOR_VARIANCE,
-                       symmetric: bool = False):
-    """Log joint density (up to a constant) on the centered coordinates, for free s ~ Beta(1, 1).
+                       symmetric: bool = False, strength_prior=(1.0, 1.0)):
+    """Log joint density (up to a constant) on the centered coordinates, for free s ~ Beta(a, b).
 
     Coordinates: α = σ(a), β = (1 − α) σ(b) (the lower half α + β ≤ 1); the tightest parameters
     of the point ε̂_L = log((1 − α)/β), ε̂_R = log((1 − β)/α); ε = ε̂ + e^{z} (so (α, β) ∈ R(ε));
     s = 1 − r_min^{σ(t)} with r_min = 1 − s_max = min(δ_L/ε_L, δ_R/ε_R) (so s < s_max, i.e.
     (α, β) ∉ R(sε); the band density ∝ 1/(1 − s) near the optimum becomes logistic in t). Then
 
-      log p = log HN(ε_L) + log HN(ε_R) − log|B(ε, s)| + log Bin(X; N0, α) + log Bin(Y; N1, β)
+      log p = log HN(ε_L) + log HN(ε_R) + log Beta(s; a, b) − log|B(ε, s)|
+              + log Bin(X; N0, α) + log Bin(Y; N1, β)
               + log σ'(a) + log(1 − α) + log σ'(b) + z_L + z_R
               + log r + log(−log r_min) + log σ'(t),
 
@@ -246,12 +326,14 @@ def log_joint_centered(position, counts: ErrorCounts, prior_variance=PRIOR_VARIA
       counts: ``ErrorCounts`` broadcastable with ``position[..., 0]``.
       prior_variance: variance v of the half-normal priors.
       symmetric: the tied (MP) model.
+      strength_prior: (a, b) of the Beta prior on s (may be traced).
     """
     p = _centered_parts(position, symmetric)
     fp, n0, fn, n1 = counts
     log_lik = (_binomial_logpmf(fp, n0, p["log_alpha"], p["log1m_alpha"])
                + _binomial_logpmf(fn, n1, p["log_beta"], p["log1m_beta"]))
-    log_prior = half_normal_logpdf(p["eps_l"], prior_variance)
+    log_prior = half_normal_logpdf(p["eps_l"], prior_variance) + log_strength_prior(
+        jnp.log(-jnp.expm1(p["log_r"])), p["log_r"], *strength_prior)
     if not symmetric:
         log_prior = log_prior + half_normal_logpdf(p["eps_r"], prior_variance)
     log_band = _log_band_near_optimal(p["eps_l"], p["eps_r"], p["s"], p["log_r"])
@@ -260,13 +342,14 @@ def log_joint_centered(position, counts: ErrorCounts, prior_variance=PRIOR_VARIA
     return log_prior - log_band + log_lik + log_jac
 
 
-def _noncentered_parts(position, attack_strength):
+def _noncentered_parts(position, attack_strength, strength_prior=(1.0, 1.0)):
     z_l, z_r, u_raw, v_raw = (position[..., i] for i in range(4))
     eps_l, eps_r = jnp.exp(z_l), jnp.exp(z_r)
     if attack_strength is None:
         t = position[..., 4]
         s = sigmoid(t)
-        log_jac_s = log_sigmoid(t) + log_sigmoid(-t)
+        log_jac_s = (log_sigmoid(t) + log_sigmoid(-t)
+                     + log_strength_prior(log_sigmoid(t), log_sigmoid(-t), *strength_prior))
     else:
         s = jnp.asarray(attack_strength, eps_l.dtype)
         log_jac_s = 0.0
@@ -297,7 +380,7 @@ def constrain_noncentered(position, attack_strength=None) -> Constrained:
 
 
 def log_joint_noncentered(position, counts: ErrorCounts, prior_variance=PRIOR_VARIANCE,
-                          attack_strength=None):
+                          attack_strength=None, strength_prior=(1.0, 1.0)):
     """Log joint density on the non-centered coordinates (log ε_L, log ε_R, logit u, logit v
     [, logit s]).
 
@@ -308,11 +391,13 @@ def log_joint_noncentered(position, counts: ErrorCounts, prior_variance=PRIOR_VA
     the uniform density 1/|B|; so the joint density is
 
       log p = log HN(ε_L) + log HN(ε_R) + log Bin(X; N0, α) + log Bin(Y; N1, β)
-              + z_L + z_R + log σ'(u_raw) + log σ'(v_raw) [+ log σ'(t)].
+              + z_L + z_R + log σ'(u_raw) + log σ'(v_raw) [+ log σ'(t) + log Beta(s; a, b)].
 
-    Works for a fixed attack strength (``attack_strength`` in [0, 1)) as well as for s ~ Beta(1, 1).
+    Works for a fixed attack strength (``attack_strength`` in [0, 1)) as well as for a free
+    s ~ Beta(a, b) (``attack_strength=None``, ``strength_prior=(a, b)``).
     """
-    eps_l, eps_r, s, alpha, beta, log_jac = _noncentered_parts(position, attack_strength)
+    eps_l, eps_r, s, alpha, beta, log_jac = _noncentered_parts(position, attack_strength,
+                                                               strength_prior)
     fp, n0, fn, n1 = counts
     log_lik = (_log_binom_coef(fp, n0) + xlogy(fp, alpha) + xlog1py(n0 - fp, -alpha)
                + _log_binom_coef(fn, n1) + xlogy(fn, beta) + xlog1py(n1 - fn, -beta))

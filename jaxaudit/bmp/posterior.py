@@ -1,10 +1,17 @@
 """Posterior over (ε_L, ε_R) from attack error counts: NUTS (vmapped over nodes), a deterministic
-grid reference, and the optimal-attack Jeffreys estimator (spec bmp.md §4.6).
+grid reference, and the optimal-attack Jeffreys estimator.
+
+The model is :mod:`jaxaudit.bmp.likelihood`'s; what the posterior promises (it is a Bayesian
+posterior of an attack of *unknown* strength, calibrated in the sense of simulation-based
+calibration, not a frequentist bound under optimal attacks) and the coverage tables are in
+docs/bmp.md. The certified frequentist bound is :func:`jaxaudit.bmp.certified_epsilons`.
 
 References:
-  Hoffman & Gelman, "The No-U-Turn Sampler", JMLR 2014; blackjax (Cabezas et al., 2024).
-  Yıldırım et al., "MCMC for Bayesian estimation of differential privacy from membership
-  inference attacks", ECML-PKDD 2025, arXiv 2504.16683 (the model and the Jeffreys baseline).
+  Hoffman & Gelman, "The No-U-Turn Sampler", JMLR 2014 (arXiv 1111.4246); blackjax (Cabezas et
+  al., 2024, arXiv 2402.10797). Yıldırım et al., "MCMC for Bayesian estimation of differential
+  privacy from membership inference attacks", ECML-PKDD 2025, arXiv 2504.16683, §4 (the model)
+  and §5 (the Jeffreys-type baseline). Vehtari et al., "Rank-normalization, folding, and
+  localization: an improved R-hat", arXiv 1903.08008 (the diagnostics' reading).
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from functools import partial
 from typing import NamedTuple
 
 import blackjax
+import distrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -28,6 +36,8 @@ from jaxaudit._validation import (
 )
 from jaxaudit.bmp.likelihood import (
     PRIOR_VARIANCE,
+    AttackPrior,
+    as_attack_prior,
     band_area,
     constrain_centered,
     constrain_noncentered,
@@ -73,27 +83,16 @@ class NutsPosterior(NamedTuple):
     mean_steps: jax.Array
 
 
-def _check_strength(attack_strength):
-    if attack_strength is None:
-        return None
-    s = float(check_finite("attack_strength", attack_strength))
-    if not 0.0 <= s < 1.0:
-        raise ValueError(f"attack_strength must lie in [0, 1), got {s}")
-    return s
-
-
 # ----------------------------------------------------------------------------------------------
 # NUTS
 # ----------------------------------------------------------------------------------------------
 
 
-def _initial_positions(key, counts, num_chains, attack_strength, parameterization, symmetric):
+def _initial_positions(key, counts, num_chains, dim, parameterization):
     """Over-dispersed starting points around the counts' operating point."""
     fp, n0, fn, n1 = counts
     alpha = (fp + 0.5) / (n0 + 1.0)
     beta = jnp.minimum((fn + 0.5) / (n1 + 1.0), 0.98 * (1 - alpha))
-    dim = 5 if (parameterization == "centered" or attack_strength is None) else 4
-    dim -= int(symmetric)
     noise = jax.random.normal(key, (num_chains, dim), dtype=alpha.dtype)
     if parameterization == "centered":
         a = jnp.log(alpha) - jnp.log1p(-alpha)
@@ -107,19 +106,21 @@ def _initial_positions(key, counts, num_chains, attack_strength, parameterizatio
     return center + 0.3 * noise
 
 
-def _one_node(key, counts, *, attack_strength, prior_variance, num_warmup, num_samples,
+def _one_node(key, counts, prior_ab, *, fixed_strength, prior_variance, num_warmup, num_samples,
               num_chains, max_num_doublings, parameterization, target_acceptance_rate, symmetric):
+    """Window adaptation + NUTS for one count set, ``num_chains`` chains (vmapped)."""
     if parameterization == "centered":
         logdensity = partial(log_joint_centered, counts=counts, prior_variance=prior_variance,
-                             symmetric=symmetric)
+                             symmetric=symmetric, strength_prior=prior_ab)
         constrain = partial(constrain_centered, symmetric=symmetric)
+        dim = 4 if symmetric else 5
     else:
         logdensity = partial(log_joint_noncentered, counts=counts, prior_variance=prior_variance,
-                             attack_strength=attack_strength)
-        constrain = partial(constrain_noncentered, attack_strength=attack_strength)
+                             attack_strength=fixed_strength, strength_prior=prior_ab)
+        constrain = partial(constrain_noncentered, attack_strength=fixed_strength)
+        dim = 4 if fixed_strength is not None else 5
     key_init, key_chains = jax.random.split(key)
-    init = _initial_positions(key_init, counts, num_chains, attack_strength, parameterization,
-                              symmetric)
+    init = _initial_positions(key_init, counts, num_chains, dim, parameterization)
 
     def chain(key, position):
         key_warm, key_draw = jax.random.split(key)
@@ -146,19 +147,62 @@ def _one_node(key, counts, *, attack_strength, prior_variance, num_warmup, num_s
 
 
 @functools.lru_cache(maxsize=16)
-def _runner(attack_strength, prior_variance, num_warmup, num_samples, num_chains,
+def _runner(fixed_strength, prior_variance, num_warmup, num_samples, num_chains,
             max_num_doublings, parameterization, target_acceptance_rate, chunk_size, devices,
             symmetric):
-    """The jit-compiled, node-vmapped sampler for one configuration (cached: repeated calls with
-    the same settings and node count reuse the compiled program)."""
-    fn = partial(_one_node, attack_strength=attack_strength, prior_variance=prior_variance,
+    """The jit-compiled, node-vmapped sampler for one configuration (cached: calls with the same
+    settings and the same padded node count reuse the compiled program). The Beta prior's (a, b)
+    are per-node inputs, so every Beta prior shares one program."""
+    fn = partial(_one_node, fixed_strength=fixed_strength, prior_variance=prior_variance,
                  num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
                  max_num_doublings=max_num_doublings, parameterization=parameterization,
                  target_acceptance_rate=target_acceptance_rate, symmetric=symmetric)
-    return vmap_chunked(lambda xs: fn(xs[0], xs[1]), chunk_size=chunk_size, devices=devices)
+    return vmap_chunked(lambda xs: fn(*xs), chunk_size=chunk_size, devices=devices)
 
 
-def posterior_nuts(key, counts, *, attack_strength=None, num_warmup: int = 500,
+def _count_table(counts: ErrorCounts) -> np.ndarray:
+    """(num_nodes, 4) float table of the counts (fp, n0, fn, n1)."""
+    return np.stack([np.atleast_1d(c).ravel() for c in counts], axis=1)
+
+
+def _deduplicate(table: np.ndarray):
+    """Distinct rows and, for every original row, the index of its distinct row (identical counts
+    have identical posteriors: sample once, share the draws)."""
+    uniq, inverse = np.unique(table, axis=0, return_inverse=True)
+    return uniq, inverse.ravel()
+
+
+def _size_bucket(num_rows: int, chunk_size: int | None) -> int:
+    """Padded row count: a few sizes only, so that tables of similar sizes share one compiled
+    program. Without chunks: powers of two up to 1024, then multiples of 256. With chunks of
+    ``chunk_size``: a power-of-two number of chunks."""
+    if chunk_size is None:
+        if num_rows <= 1024:
+            return 1 if num_rows <= 1 else 2 ** int(np.ceil(np.log2(num_rows)))
+        return -(-num_rows // 256) * 256
+    num_chunks = -(-num_rows // chunk_size)
+    return chunk_size * 2 ** int(np.ceil(np.log2(num_chunks)))
+
+
+def _pad_rows(table: np.ndarray, size: int) -> np.ndarray:
+    """Repeat the last row up to ``size`` rows (the padding lanes' results are dropped)."""
+    return np.concatenate([table, np.repeat(table[-1:], size - table.shape[0], axis=0)])
+
+
+def _check_nuts_settings(num_warmup, num_samples, num_chains, max_num_doublings,
+                         target_acceptance_rate, prior_variance, chunk_size):
+    for name, value in (("num_warmup", num_warmup), ("num_samples", num_samples)):
+        check_integer(name, value, minimum=1)
+    check_integer("num_chains", num_chains, minimum=2)  # R-hat needs several chains
+    check_integer("max_num_doublings", max_num_doublings, minimum=1)
+    rate = float(check_finite("target_acceptance_rate", target_acceptance_rate))
+    if not 0.0 < rate < 1.0:
+        raise ValueError(f"target_acceptance_rate must lie in (0, 1), got {rate}")
+    check_positive("prior_variance", prior_variance)
+    check_chunk_size(chunk_size)
+
+
+def posterior_nuts(key, counts, *, attack_prior=None, num_warmup: int = 500,
                    num_samples: int = 1000, num_chains: int = 4,
                    prior_variance: float = PRIOR_VARIANCE, max_num_doublings: int = 4,
                    parameterization: str | None = None, target_acceptance_rate: float = 0.8,
@@ -166,121 +210,93 @@ def posterior_nuts(key, counts, *, attack_strength=None, num_warmup: int = 500,
                    chunk_size: int | None = None, devices=None) -> NutsPosterior:
     """Posterior over (ε_L, ε_R) by NUTS with window adaptation, vmapped over nodes.
 
-    The model is the spec's (§4.6, see :mod:`jaxaudit.bmp.likelihood`): half-normal priors of
-    variance ``prior_variance``, s ~ Beta(1, 1) (``attack_strength=None``) or fixed, the attack
-    point uniform on the band, binomial counts. The attack point is kept as latent variables
-    (cheap gradients: no quadrature); ``parameterization`` chooses the coordinates:
+    The model is :mod:`jaxaudit.bmp.likelihood`'s: half-normal priors of variance
+    ``prior_variance``, the attack strength s ~ ``attack_prior`` (Beta(1, 1) by default), the
+    attack point uniform on the band R(ε) \\ R(sε), binomial counts. The attack point is kept as
+    latent variables (cheap gradients: no quadrature); ``parameterization`` chooses the
+    coordinates:
 
-    * ``"centered"`` (default for free s): logits of (α, β/(1 − α)), log(ε − ε̂(α, β)) and
+    * ``"centered"`` (default for a Beta prior): logits of (α, β/(1 − α)), log(ε − ε̂(α, β)) and
       logit(s/s_max) — the data pin the first two coordinates along axes, so the adapted diagonal
       mass matrix makes the posterior nearly isotropic and trajectories short;
-    * ``"noncentered"`` (required for a fixed s): (log ε_L, log ε_R, logit s) plus a uniform
+    * ``"noncentered"`` (required for a fixed s): (log ε_L, log ε_R[, logit s]) plus a uniform
       (u, v) mapped onto the band.
 
-    Not a frequentist bound under optimal attacks: the model's s ~ Beta(1, 1) expects
-    sub-optimal attacks, so the posterior of ε given an operating point (α̂, β̂) sits above the
-    optimal-attack reading ε̂(α̂, β̂) (every draw satisfies ε ≥ ε̂(α, β), and the band prior's
-    1/|B| weight has a heavy ~1/ε tail). Its 5% quantile covers the truth at ≥ 90% when attack
-    points follow the model, but an optimal attack (the corner of R(ε)) makes it exceed the truth
-    too often — for (ε_L, ε_R) = (1, 2) and N0 = N1 = 100 it was below the truth in 54% (ε_L) /
-    80% (ε_R) of 100 repetitions, and so was the grid posterior of the same model (55% / 90% on
-    40 repetitions). Use :func:`jeffreys_estimate` (the optimal-attack reading; 94% / 95% there)
-    for a conservative lower quantile (``audit_bmp`` reports both).
+    A Bayesian posterior, not a frequentist bound: under the default Beta(1, 1) an optimal
+    attack's operating point is read as a weaker attack on a leakier mechanism, so the lower
+    quantiles sit above the truth more often than their level; a prior concentrated near s = 1
+    fixes that for attacks believed optimal, and :func:`jaxaudit.bmp.certified_epsilons` carries
+    the guarantee (docs/bmp.md: coverage tables, calibration).
 
-    Every (node, chain) runs its own window adaptation (``num_warmup`` steps) and then
-    ``num_samples`` NUTS transitions; all of them form one jit-compiled call, the node axis
-    chunked (``chunk_size``) and sharded over ``devices`` by :func:`jaxaudit.sharding.vmap_chunked`.
+    Steps: validate; deduplicate the count table (identical counts, identical posteriors); pad it
+    to a size bucket; one jit-compiled call (:func:`jaxaudit.sharding.vmap_chunked`: chunks of
+    ``chunk_size`` nodes run one after another, the node axis sharded over ``devices``) in which
+    every (node, chain) runs its own window adaptation (``num_warmup`` steps) and ``num_samples``
+    NUTS transitions; then undo the padding and the deduplication.
 
     Args:
       key: PRNG key.
       counts: ``ErrorCounts(fp, n0, fn, n1)`` of scalars or of per-node arrays (N,).
-      attack_strength: None (s ~ Beta(1, 1)) or a fixed s in [0, 1).
+      attack_prior: prior on s: None (Beta(1, 1)), ``(a, b)``, a fixed s in [0, 1), or an
+        :class:`jaxaudit.bmp.AttackPrior` (see :func:`jaxaudit.bmp.as_attack_prior`).
       num_warmup, num_samples, num_chains: sampler sizes.
       prior_variance: variance of the half-normal priors on ε_L, ε_R.
-      max_num_doublings: NUTS tree-depth cap (at most 2^d − 1 leapfrog steps per transition;
-        the nodes move in lock-step, so the cap bounds the cost of the slowest lane).
-      symmetric: fit the symmetric MP baseline ε_L = ε_R instead (centered only).
-      deduplicate: sample once per distinct count tuple and share the draws between nodes with
-        identical counts (their posteriors are identical).
+      max_num_doublings: NUTS tree-depth cap (≥ 1; at most 2^d − 1 leapfrog steps per
+        transition; the nodes move in lock-step, so the cap bounds the cost of the slowest lane).
       parameterization: "centered", "noncentered" or None (automatic).
-      target_acceptance_rate: dual-averaging target.
-      chunk_size: nodes per compiled call (None: all at once, the node count padded to a size
-        bucket). The (deduplicated) nodes are padded to a multiple of ``chunk_size`` and run
-        chunk by chunk through one program of fixed shape, so every call with the same settings
-        and chunk size — whatever its number of nodes — reuses one compilation (NUTS programs
-        take tens of seconds to compile on a CPU).
+      target_acceptance_rate: dual-averaging target in (0, 1).
+      symmetric: fit the symmetric MP baseline ε_L = ε_R instead (centered only).
+      deduplicate: sample once per distinct count tuple.
+      chunk_size: nodes per vmapped chunk (None: all at once). The node count is padded to a
+        power-of-two number of chunks (or a size bucket), so calls with similar node counts reuse
+        one compilation (NUTS programs take tens of seconds to compile on a CPU).
       devices: devices to shard the node axis over (None: all visible).
 
     Returns:
       :class:`NutsPosterior`.
 
     Example:
-      >>> from jaxaudit.mia.types import ErrorCounts, validate_counts
+      >>> from jaxaudit.mia.types import ErrorCounts
       >>> post = posterior_nuts(jax.random.key(0), ErrorCounts(10, 100, 30, 100),
       ...                       num_warmup=200, num_samples=200)
       >>> post.eps_l.shape
       (4, 200)
     """
     counts = validate_counts(counts)
-    attack_strength = _check_strength(attack_strength)
-    check_positive("prior_variance", prior_variance)
-    for name, v in (("num_warmup", num_warmup), ("num_samples", num_samples),
-                    ("num_chains", num_chains)):
-        check_integer(name, v, minimum=1)
-    if num_chains < 2:
-        raise ValueError("num_chains must be >= 2 (R-hat needs several chains)")
+    prior = as_attack_prior(attack_prior)
+    _check_nuts_settings(num_warmup, num_samples, num_chains, max_num_doublings,
+                         target_acceptance_rate, prior_variance, chunk_size)
     if parameterization is None:
-        parameterization = "centered" if attack_strength is None else "noncentered"
+        parameterization = "centered" if prior.fixed is None else "noncentered"
     if parameterization not in ("centered", "noncentered"):
         raise ValueError(f"parameterization must be 'centered' or 'noncentered', got "
                          f"{parameterization!r}")
     if symmetric and parameterization != "centered":
-        raise ValueError("symmetric=True needs the centered parameterization (free s)")
-    if parameterization == "centered" and attack_strength is not None:
-        raise ValueError("parameterization='centered' needs a free attack strength "
-                         "(attack_strength=None); use 'noncentered' for a fixed s")
-    scalar = counts.fp.ndim == 0
-    dtype = jnp.result_type(float)
-    table = np.stack([np.atleast_1d(c).ravel() for c in counts], axis=1)
+        raise ValueError("symmetric=True needs the centered parameterization (a Beta prior on s)")
+    if parameterization == "centered" and prior.fixed is not None:
+        raise ValueError("parameterization='centered' needs a Beta attack_prior; use "
+                         "'noncentered' for a fixed s")
+
+    table = _count_table(counts)
     num_given = table.shape[0]
     inverse = None
     if deduplicate:
-        uniq, inv = np.unique(table, axis=0, return_inverse=True)
-        if len(uniq) < num_given:
-            table, inverse = uniq, inv.ravel()
-    num_unique = table.shape[0]
-    if chunk_size is not None:
-        # fixed-shape chunks: every call with these settings and this chunk size reuses one
-        # compiled program, whatever the number of nodes
-        check_chunk_size(chunk_size)
-        padded = -(-num_unique // int(chunk_size)) * int(chunk_size)
-    elif deduplicate and num_unique > 1:
-        # pad to a size bucket (powers of two up to 1024, then multiples of 256) so that count
-        # tables of similar sizes share one compiled program
-        padded = (2 ** int(np.ceil(np.log2(num_unique))) if num_unique <= 1024
-                  else -(-num_unique // 256) * 256)
-    else:
-        padded = num_unique
-    table = np.concatenate([table, np.repeat(table[-1:], padded - num_unique, axis=0)])
-    flat = ErrorCounts(*(jnp.asarray(table[:, j], dtype) for j in range(4)))
-    num_nodes = flat.fp.shape[0]
-    run = _runner(attack_strength, float(prior_variance), int(num_warmup), int(num_samples),
+        table, inverse = _deduplicate(table)
+    num_rows = table.shape[0]
+    table = _pad_rows(table, _size_bucket(num_rows, chunk_size))
+    dtype = jnp.result_type(float)
+    rows = ErrorCounts(*(jnp.asarray(table[:, j], dtype) for j in range(4)))
+    prior_ab = (jnp.full(table.shape[0], prior.a, dtype), jnp.full(table.shape[0], prior.b, dtype))
+    run = _runner(prior.fixed, float(prior_variance), int(num_warmup), int(num_samples),
                   int(num_chains), int(max_num_doublings), parameterization,
-                  float(target_acceptance_rate), None,
+                  float(target_acceptance_rate), None if chunk_size is None else int(chunk_size),
                   None if devices is None else tuple(devices), bool(symmetric))
-    keys = jax.random.split(key, num_nodes)
-    step = num_nodes if chunk_size is None else int(chunk_size)
-    parts = [run((keys[i:i + step], ErrorCounts(*(c[i:i + step] for c in flat))))
-             for i in range(0, num_nodes, step)]
-    out = parts[0] if len(parts) == 1 else jax.tree.map(lambda *x: jnp.concatenate(x), *parts)
-    if inverse is not None:
-        out = jax.tree.map(lambda x: x[inverse], out)
-    elif num_nodes != num_given:
-        out = jax.tree.map(lambda x: x[:num_given], out)
-    if scalar:
+    out = run((jax.random.split(key, table.shape[0]), rows, prior_ab))
+    out = jax.tree.map(lambda x: x[inverse] if inverse is not None else x[:num_rows], out)
+    if counts.fp.ndim == 0:
         return jax.tree.map(lambda x: x[0], out)
-    shape = counts.fp.shape
-    return jax.tree.map(lambda x: x.reshape(shape + x.shape[1:]), out)
+    assert out.rhat.shape[0] == num_given
+    return jax.tree.map(lambda x: x.reshape(counts.fp.shape + x.shape[1:]), out)
 
 
 def posterior_quantiles(draws, q=(0.05, 0.5, 0.95)):
@@ -304,23 +320,34 @@ class GridPosterior(NamedTuple):
       marginal_l, marginal_r: marginal densities of ε_L and ε_R on the grid, shape (n,).
     """
 
-    eps: np.ndarray
-    log_density: np.ndarray
-    marginal_l: np.ndarray
-    marginal_r: np.ndarray
+    eps: jax.Array
+    log_density: jax.Array
+    marginal_l: jax.Array
+    marginal_r: jax.Array
+
+    def cdf(self, which: str, x):
+        """Marginal CDF of ``which`` ("l" or "r") at ``x`` (piecewise-constant density)."""
+        edges, cdf = self._edges_cdf(which)
+        return np.interp(np.asarray(x), edges, cdf)
 
     def quantile(self, which: str, q):
         """Quantile(s) of the marginal of ``which`` ("l" or "r"), piecewise-constant density."""
-        dens = self.marginal_l if which == "l" else self.marginal_r
-        h = self.eps[1] - self.eps[0]
-        edges = np.concatenate([[self.eps[0] - h / 2], self.eps + h / 2])
-        cdf = np.concatenate([[0.0], np.cumsum(dens * h)])
-        cdf /= cdf[-1]
+        edges, cdf = self._edges_cdf(which)
         return np.interp(np.asarray(q), cdf, edges)
 
     def density_at(self, which: str, x):
-        dens = self.marginal_l if which == "l" else self.marginal_r
-        return np.interp(x, self.eps, dens)
+        dens = np.asarray(self.marginal_l if which == "l" else self.marginal_r, np.float64)
+        return np.interp(x, np.asarray(self.eps, np.float64), dens)
+
+    def _edges_cdf(self, which):
+        if which not in ("l", "r"):
+            raise ValueError(f"which must be 'l' or 'r', got {which!r}")
+        dens = np.asarray(self.marginal_l if which == "l" else self.marginal_r, np.float64)
+        eps = np.asarray(self.eps, np.float64)
+        h = eps[1] - eps[0]
+        edges = np.concatenate([[eps[0] - h / 2], eps + h / 2])
+        cdf = np.concatenate([[0.0], np.cumsum(dens * h)])
+        return edges, cdf / cdf[-1]
 
 
 def _beta_tables(counts, num_alpha_segments, alpha_order, num_knots, z_max=30.0):
@@ -353,6 +380,7 @@ def _logit_cdf(x, z_table):
     return z_table[i0] * (1 - frac) + z_table[i0 + 1] * frac
 
 
+@jax.jit
 def _grid_log_lik(eps_l, eps_r, s, alpha_nodes, alpha_weights, z_table, n0, n1):
     """log p(X, Y | ε, s) by quadrature on Beta quantile nodes and a tabulated Beta CDF."""
     lower = tradeoff_curve(alpha_nodes, eps_l[..., None], eps_r[..., None])
@@ -368,33 +396,50 @@ def _grid_log_lik(eps_l, eps_r, s, alpha_nodes, alpha_weights, z_table, n0, n1):
                      -jnp.inf) - jnp.log(n0 + 1.0) - jnp.log(n1 + 1.0)
 
 
-def posterior_grid(counts, *, attack_strength=None, prior_variance: float = PRIOR_VARIANCE,
+def posterior_grid(counts, *, attack_prior=None, prior_variance: float = PRIOR_VARIANCE,
                    eps_max: float | None = None, num_eps: int = 160, num_s: int = 16,
                    alpha_order: int = 8, num_alpha_segments: int = 16,
                    num_knots: int = 8193) -> GridPosterior:
     """Deterministic grid posterior of the same model as :func:`posterior_nuts` (one count set).
 
-    p(ε_L, ε_R | X, Y) ∝ HN(ε_L) HN(ε_R) ∫_0^1 p(X, Y | ε, s) ds on a regular grid of cell
-    midpoints on (0, eps_max]², the s-integral by Gauss–Legendre (``num_s`` points). The marginal
-    likelihood is computed by a quadrature independent of :func:`log_marginal_likelihood`: the
-    α-integral on Beta(X+1, N0−X+1) quantile nodes (the binomial weight becomes uniform), the
-    β-integral from the Beta(Y+1, N1−Y+1) logit-CDF interpolated on a uniform β grid. Runs in
-    float64.
+    p(ε_L, ε_R | X, Y) ∝ HN(ε_L) HN(ε_R) ∫_0^1 p(X, Y | ε, s) Beta(s; a, b) ds on a regular grid
+    of cell midpoints on (0, eps_max]², the s-integral by Gauss–Jacobi quadrature for the Beta
+    weight (``num_s`` points; Gauss–Legendre for Beta(1, 1); one point for a fixed s). The
+    marginal likelihood is computed by a quadrature independent of
+    :func:`jaxaudit.bmp.log_marginal_likelihood`: the α-integral on Beta(X+1, N0−X+1) quantile
+    nodes (the binomial weight becomes uniform), the β-integral from the Beta(Y+1, N1−Y+1)
+    logit-CDF interpolated on a uniform β grid. Runs in float64; the returned arrays are in the
+    default float dtype.
     """
-    with jax.enable_x64(True):
-        return _posterior_grid(counts, attack_strength=attack_strength,
-                               prior_variance=prior_variance, eps_max=eps_max, num_eps=num_eps,
-                               num_s=num_s, alpha_order=alpha_order,
-                               num_alpha_segments=num_alpha_segments, num_knots=num_knots)
-
-
-def _posterior_grid(counts, *, attack_strength, prior_variance, eps_max, num_eps, num_s,
-                    alpha_order, num_alpha_segments, num_knots):
     counts = validate_counts(counts)
     if counts.fp.ndim != 0:
         raise ValueError("posterior_grid takes one count set (scalars)")
-    attack_strength = _check_strength(attack_strength)
+    prior = as_attack_prior(attack_prior)
     check_positive("prior_variance", prior_variance)
+    for name, value in (("num_eps", num_eps), ("num_s", num_s), ("alpha_order", alpha_order),
+                        ("num_alpha_segments", num_alpha_segments)):
+        check_integer(name, value, minimum=1)
+    check_integer("num_knots", num_knots, minimum=3)
+    with jax.enable_x64(True):
+        out = _posterior_grid(counts, prior=prior, prior_variance=prior_variance,
+                              eps_max=eps_max, num_eps=int(num_eps), num_s=int(num_s),
+                              alpha_order=int(alpha_order),
+                              num_alpha_segments=int(num_alpha_segments),
+                              num_knots=int(num_knots))
+    return GridPosterior(*(jnp.asarray(x) for x in out))
+
+
+def _strength_nodes(prior: AttackPrior, num_s: int):
+    """Nodes and weights (summing to 1) of the s-integral against the prior on s."""
+    if prior.fixed is not None:
+        return np.asarray([prior.fixed]), np.asarray([1.0])
+    # Beta(a, b) on s = (x + 1)/2 is the Jacobi weight (1 − x)^{b−1} (1 + x)^{a−1} on [−1, 1]
+    x, w = sp_special.roots_jacobi(num_s, prior.b - 1.0, prior.a - 1.0)
+    return (x + 1) / 2, w / w.sum()
+
+
+def _posterior_grid(counts, *, prior, prior_variance, eps_max, num_eps, num_s, alpha_order,
+                    num_alpha_segments, num_knots):
     alpha_nodes, alpha_w, z_table = _beta_tables(counts, num_alpha_segments, alpha_order,
                                                  num_knots)
     if eps_max is None:
@@ -403,19 +448,12 @@ def _posterior_grid(counts, *, attack_strength, prior_variance, eps_max, num_eps
         eps_max = float(np.max(epsilons_from_errors(a, b))) + 4.5 * float(np.sqrt(prior_variance))
     h = eps_max / num_eps
     eps = (np.arange(num_eps) + 0.5) * h
-    if attack_strength is None:
-        sx, sw = np.polynomial.legendre.leggauss(num_s)
-        s_nodes, s_weights = (sx + 1) / 2, sw / 2
-    else:
-        s_nodes, s_weights = np.asarray([attack_strength]), np.asarray([1.0])
+    s_nodes, s_weights = _strength_nodes(prior, num_s)
     eps_l, eps_r = jnp.meshgrid(jnp.asarray(eps), jnp.asarray(eps), indexing="ij")
-
-    @jax.jit
-    def loglik_at(s):
-        return _grid_log_lik(eps_l, eps_r, s, jnp.asarray(alpha_nodes), jnp.asarray(alpha_w),
-                             jnp.asarray(z_table), counts.n0, counts.n1)
-
-    log_liks = jnp.stack([loglik_at(jnp.asarray(s)) for s in s_nodes])
+    tables = (jnp.asarray(alpha_nodes), jnp.asarray(alpha_w), jnp.asarray(z_table))
+    n0, n1 = jnp.asarray(counts.n0, jnp.float64), jnp.asarray(counts.n1, jnp.float64)
+    log_liks = jnp.stack([_grid_log_lik(eps_l, eps_r, jnp.float64(s), *tables, n0, n1)
+                          for s in s_nodes])
     log_lik = jax.scipy.special.logsumexp(log_liks + jnp.log(jnp.asarray(s_weights))[:, None, None],
                                           axis=0)
     log_post = (log_lik + half_normal_logpdf(eps_l, prior_variance)
@@ -423,7 +461,7 @@ def _posterior_grid(counts, *, attack_strength, prior_variance, eps_max, num_eps
     log_post = np.array(log_post, np.float64)
     log_post -= np.log(np.sum(np.exp(log_post - log_post.max())) * h * h) + log_post.max()
     dens = np.exp(log_post)
-    return GridPosterior(eps, log_post, dens.sum(1) * h, dens.sum(0) * h)
+    return eps, log_post, dens.sum(1) * h, dens.sum(0) * h
 
 
 # ----------------------------------------------------------------------------------------------
@@ -434,26 +472,28 @@ def _posterior_grid(counts, *, attack_strength, prior_variance, eps_max, num_eps
 class JeffreysEstimate(NamedTuple):
     """Quantiles (rows: ``q``) of ε_L and ε_R under the Jeffreys posterior of (α, β)."""
 
-    q: np.ndarray
-    eps_l: np.ndarray
-    eps_r: np.ndarray
+    q: jax.Array
+    eps_l: jax.Array
+    eps_r: jax.Array
 
 
 def jeffreys_estimate(key, counts, *, num_draws: int = 4000, q=(0.05, 0.5, 0.95)):
     """Optimal-attack estimator: α ~ Beta(FP + ½, TN + ½), β ~ Beta(FN + ½, TP + ½) independently
     (Jeffreys posteriors), pushed through the inverse map (ε_L, ε_R) = epsilons_from_errors(α, β)
-    — the attack is assumed to sit on the region's boundary (s = 1).
+    — the attack is assumed to sit on the region's boundary (s = 1). An estimate, not a bound.
 
     Returns:
       :class:`JeffreysEstimate` with quantile arrays of shape (len(q), ...) over the nodes.
     """
     counts = validate_counts(counts)
+    check_integer("num_draws", num_draws, minimum=1)
+    qs = np.asarray(check_finite("q", q), float)
+    if np.any((qs < 0) | (qs > 1)):
+        raise ValueError(f"q must lie in [0, 1], got {q}")
     fp, n0, fn, n1 = (jnp.asarray(c, jnp.float32) for c in counts)
-    k1, k2 = jax.random.split(key)
-    shape = (num_draws,) + fp.shape
-    alpha = jax.random.beta(k1, fp + 0.5, n0 - fp + 0.5, shape)
-    beta = jax.random.beta(k2, fn + 0.5, n1 - fn + 0.5, shape)
+    k_alpha, k_beta = jax.random.split(key)
+    alpha = distrax.Beta(fp + 0.5, n0 - fp + 0.5).sample(seed=k_alpha, sample_shape=num_draws)
+    beta = distrax.Beta(fn + 0.5, n1 - fn + 0.5).sample(seed=k_beta, sample_shape=num_draws)
     eps_l, eps_r = epsilons_from_errors(alpha, beta)
-    qs = jnp.asarray(q)
-    return JeffreysEstimate(np.asarray(qs), np.asarray(jnp.quantile(eps_l, qs, axis=0)),
-                            np.asarray(jnp.quantile(eps_r, qs, axis=0)))
+    qs = jnp.asarray(qs)
+    return JeffreysEstimate(qs, jnp.quantile(eps_l, qs, axis=0), jnp.quantile(eps_r, qs, axis=0))

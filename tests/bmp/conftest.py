@@ -25,3 +25,17 @@ def shared_nuts():
                               **NUTS)
     k = len(COUNT_SETS)
     return (jax.tree.map(lambda x: x[:k], post), jax.tree.map(lambda x: x[k:], post), sound)
+
+
+@pytest.fixture(scope="session")
+def strong_prior_nuts(shared_nuts):
+    """Posterior under the strong-attack prior Beta(20, 1) of the soundness simulation's optimal
+    attacks; same sampler settings and padded size as ``shared_nuts`` (its compiled program is
+    reused: the Beta prior's (a, b) are inputs, not constants)."""
+    from bmp_shared import SOUND_REPS
+
+    sound = shared_nuts[2]
+    num = len(COUNT_SETS) + 2 * SOUND_REPS
+    opt = bmp.ErrorCounts(*(c[:SOUND_REPS] for c in sound))
+    return bmp.posterior_nuts(jax.random.key(20), opt, attack_prior=(20.0, 1.0),
+                              deduplicate=False, chunk_size=num, **NUTS), opt

@@ -45,6 +45,22 @@ def test_audit_shapes_and_counts(audits):
     assert np.all(jr[0] <= jr[1]) and np.all(jr[1] <= jr[2])
     assert np.mean(res.rhat[valid] <= 1.05) >= 0.9
     assert res.global_auc > 0.5
+    # the certified bounds are the certified_epsilons of the same counts, NaN without counts
+    cert = bmp.certified_epsilons(bmp.ErrorCounts(*(np.asarray(c)[valid] for c in res.counts)),
+                                  confidence=res.confidence)
+    np.testing.assert_allclose(np.asarray(res.certified_r)[valid], cert.eps_r)
+    np.testing.assert_allclose(np.asarray(res.certified_l)[valid], cert.eps_l)
+    assert np.all(np.isnan(np.asarray(res.certified_r)[~valid]))
+    # a bound is below the Jeffreys median (the point reading of the same counts) at every node
+    assert np.all(np.asarray(res.certified_r)[valid] <= np.asarray(res.jeffreys_r)[1, valid])
+    table = bmp.audit_table(res)
+    assert {"certified_eps_r_lower", "bayes_eps_r_q05", "bayes_eps_r_q50", "mp_eps_q50",
+            "jeffreys_eps_r_q05"} <= set(table)
+    top = bmp.most_leaking(res, 5)
+    cert_max = np.fmax(np.asarray(res.certified_l), np.asarray(res.certified_r))
+    assert np.nanmin(cert_max[top]) >= np.nanmax(np.delete(cert_max, top))
+    summary = bmp.audit_summary(res)
+    assert summary["nodes_with_estimate"] == int(valid.sum())
 
 
 def test_snowball_leaks_more_than_uniform(audits):

@@ -83,7 +83,7 @@ def test_log_marginal_likelihood_matches_brute_force(lml_values, case):
     assert abs(np.expm1(lml_values[case] - want)) < 1e-6, (lml_values[case], want)
 
 
-def _constrained_log_joint(eps_l, eps_r, s, alpha, beta, counts, free_s):
+def _constrained_log_joint(eps_l, eps_r, s, alpha, beta, counts, free_s, ab=(1.0, 1.0)):
     """log p(ε, s, α, β, X, Y) written directly in the model's own coordinates."""
     fp, n0, fn, n1 = counts
     inside = (bool(bmp.region_contains(alpha, beta, eps_l, eps_r, atol=1e-9))
@@ -92,25 +92,28 @@ def _constrained_log_joint(eps_l, eps_r, s, alpha, beta, counts, free_s):
     assert inside
     return (half_normal_logpdf(eps_l) + half_normal_logpdf(eps_r)
             - np.log(float(bmp.band_area(eps_l, eps_r, s)))
-            + stats.binom.logpmf(fp, n0, alpha) + stats.binom.logpmf(fn, n1, beta))
+            + stats.binom.logpmf(fp, n0, alpha) + stats.binom.logpmf(fn, n1, beta)
+            + (stats.beta.logpdf(s, *ab) if free_s else 0.0))
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_centered_joint_jacobian(seed):
+@pytest.mark.parametrize("seed,ab", [(0, (1.0, 1.0)), (1, (1.0, 1.0)), (2, (20.0, 1.0)),
+                                     (3, (0.5, 2.0))])
+def test_centered_joint_jacobian(seed, ab):
     counts = bmp.ErrorCounts(7.0, 60.0, 21.0, 50.0)
     with jax.enable_x64(True):
         pos = jnp.asarray(np.random.default_rng(seed).normal(size=5))
         to_vec = lambda p: jnp.stack(bmp.constrain_centered(p)[:5])
         jac = jax.jacfwd(to_vec)(pos)
         log_det = float(jnp.linalg.slogdet(jac)[1])
-        lp = float(bmp.log_joint_centered(pos, counts))
+        lp = float(bmp.log_joint_centered(pos, counts, strength_prior=ab))
         e_l, e_r, s, a, b = (float(x) for x in bmp.constrain_centered(pos))
-        want = float(_constrained_log_joint(e_l, e_r, s, a, b, counts, True))
+        want = float(_constrained_log_joint(e_l, e_r, s, a, b, counts, True, ab))
     np.testing.assert_allclose(lp - log_det, want, rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("seed,strength", [(0, None), (1, None), (2, 0.4), (3, 0.0)])
-def test_noncentered_joint_jacobian(seed, strength):
+@pytest.mark.parametrize("seed,strength,ab", [(0, None, (1.0, 1.0)), (1, None, (20.0, 1.0)),
+                                              (2, 0.4, (1.0, 1.0)), (3, 0.0, (1.0, 1.0))])
+def test_noncentered_joint_jacobian(seed, strength, ab):
     counts = bmp.ErrorCounts(7.0, 60.0, 21.0, 50.0)
     dim = 5 if strength is None else 4
     with jax.enable_x64(True):
@@ -119,10 +122,11 @@ def test_noncentered_joint_jacobian(seed, strength):
         to_vec = lambda p: jnp.stack(bmp.constrain_noncentered(p, strength))[jnp.asarray(idx)]
         jac = jax.jacfwd(to_vec)(pos)
         log_det = float(jnp.linalg.slogdet(jac)[1])
-        lp = float(bmp.log_joint_noncentered(pos, counts, attack_strength=strength))
+        lp = float(bmp.log_joint_noncentered(pos, counts, attack_strength=strength,
+                                             strength_prior=ab))
         e_l, e_r, s, a, b = (float(x) for x in bmp.constrain_noncentered(pos, strength))
-        want = float(_constrained_log_joint(e_l, e_r, s, a, b, counts, strength is None))
-    np.testing.assert_allclose(lp - log_det, want, rtol=1e-9, atol=1e-9)
+        want = float(_constrained_log_joint(e_l, e_r, s, a, b, counts, strength is None, ab))
+    np.testing.assert_allclose(lp - log_det, want, rtol=1e-8, atol=1e-8)
 
 
 def test_noncentered_map_integrates_to_marginal_likelihood():

@@ -36,9 +36,9 @@ def test_nuts_matches_grid(nuts_and_grids, node):
 
 def test_fixed_strength_noncentered_matches_grid():
     counts = bmp.ErrorCounts(10.0, 100.0, 30.0, 100.0)
-    post = bmp.posterior_nuts(jax.random.key(1), counts, attack_strength=0.5, num_warmup=300,
+    post = bmp.posterior_nuts(jax.random.key(1), counts, attack_prior=0.5, num_warmup=300,
                               num_samples=1000)
-    grid = bmp.posterior_grid(counts, attack_strength=0.5, num_eps=100)
+    grid = bmp.posterior_grid(counts, attack_prior=0.5, num_eps=100)
     assert float(post.rhat) <= 1.01
     for which, draws in (("l", post.eps_l), ("r", post.eps_r)):
         got = np.quantile(np.asarray(draws).ravel(), QS)
@@ -82,6 +82,29 @@ def test_soundness_of_lower_quantile(shared_nuts):
     assert np.mean(np.asarray(post.rhat) <= 1.05) >= 0.95
 
 
+def test_strong_attack_prior_covers_optimal_attacks(shared_nuts, strong_prior_nuts):
+    """Optimal attacks at (ε_L, ε_R) = (1, 2), N0 = N1 = 100, 100 seeded repetitions: the
+    posterior 5% quantile under s ~ Beta(20, 1) (an attack believed near-optimal) lies below the
+    truth more often than under the agnostic Beta(1, 1), on both sides. The full table over
+    settings and priors is in docs/bmp.md."""
+    from bmp_shared import SOUND_REPS
+
+    post, _ = strong_prior_nuts
+    default = jax.tree.map(lambda x: x[:SOUND_REPS], shared_nuts[1])
+    eps_l, eps_r = SOUND_EPS
+
+    def rates(p):
+        q_l = np.asarray(bmp.posterior_quantiles(p.eps_l, (0.05,)))[0]
+        q_r = np.asarray(bmp.posterior_quantiles(p.eps_r, (0.05,)))[0]
+        return np.mean(q_l <= eps_l), np.mean(q_r <= eps_r)
+
+    strong, agnostic = rates(post), rates(default)
+    print(f"optimal attack at (1, 2), 5% quantile below truth (eps_L, eps_R): Beta(20, 1) "
+          f"{strong}, Beta(1, 1) {agnostic}; R-hat<=1.05 {np.mean(np.asarray(post.rhat) <= 1.05)}")
+    assert strong[0] >= agnostic[0] + 0.1 and strong[1] >= agnostic[1]
+    assert np.mean(np.asarray(post.rhat) <= 1.05) >= 0.95
+
+
 def test_jeffreys_estimate_is_centred_on_the_operating_point():
     counts = bmp.ErrorCounts(np.array([10.0, 300.0]), np.array([100.0, 1000.0]),
                              np.array([30.0, 200.0]), np.array([100.0, 1000.0]))
@@ -109,8 +132,21 @@ def test_bad_counts_raise(bad, match):
 
 def test_bad_options_raise():
     c = bmp.ErrorCounts(1, 10, 2, 10)
-    with pytest.raises(ValueError, match="attack_strength"):
-        bmp.posterior_nuts(jax.random.key(0), c, attack_strength=1.0)
+    for bad in (0, -1, 2.5):
+        with pytest.raises(ValueError, match="max_num_doublings"):
+            bmp.posterior_nuts(jax.random.key(0), c, max_num_doublings=bad)
+    for bad in (0.0, 1.0, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="target_acceptance_rate"):
+            bmp.posterior_nuts(jax.random.key(0), c, target_acceptance_rate=bad)
+    for bad in ((0.0, 1.0), (1.0, -2.0), "beta:1", "gamma:2,2", -0.1, (1.0, float("inf"))):
+        with pytest.raises(ValueError, match="attack_prior"):
+            bmp.posterior_nuts(jax.random.key(0), c, attack_prior=bad)
+    with pytest.raises(ValueError, match="num_samples"):
+        bmp.posterior_nuts(jax.random.key(0), c, num_samples=0)
+    with pytest.raises(ValueError, match="chunk_size"):
+        bmp.posterior_nuts(jax.random.key(0), c, chunk_size=0)
+    with pytest.raises(ValueError, match="attack_prior"):
+        bmp.posterior_nuts(jax.random.key(0), c, attack_prior=1.0)
     with pytest.raises(ValueError, match="prior_variance"):
         bmp.posterior_nuts(jax.random.key(0), c, prior_variance=-1.0)
     with pytest.raises(ValueError, match="num_chains"):

@@ -35,23 +35,31 @@ def report(shadow_dir, tmp_path_factory):
 
 
 def test_report_files(report):
-    for name in ("nodes.csv", "nodes.json", "summary.md", "summary.json", "eps_r_vs_eta.png",
+    for name in ("nodes.csv", "most_leaking.csv", "summary.md", "summary.json", "eps_r_vs_eta.png",
                  "eps_r_vs_degree.png", "eps_hist.png", "bmp_vs_mp.png", "manifest.json"):
         assert (report / name).is_file(), name
     rows = list(csv.DictReader((report / "nodes.csv").open()))
     assert len(rows) == NODES
-    nodes = json.loads((report / "nodes.json").read_text())
-    n0 = np.array([r["n0"] for r in nodes])
-    n1 = np.array([r["n1"] for r in nodes])
+    num = lambda r, k: float(r[k]) if r[k] != "" else np.nan
+    n0 = np.array([int(r["n0"]) for r in rows])
+    n1 = np.array([int(r["n1"]) for r in rows])
     np.testing.assert_array_equal(n0 + n1, 8)
     summary = json.loads((report / "summary.json").read_text())
     assert summary["num_models"] == 8 and summary["num_nodes"] == NODES
-    with_post = [r for r in nodes if r["eps_r_q50"] is not None]
-    assert len(with_post) == summary["nodes_with_posterior"] > 0
-    assert all(r["eps_r_q05"] <= r["eps_r_q50"] <= r["eps_r_q95"] for r in with_post)
-    # the conservative optimal-attack (Jeffreys) 5% quantiles sit next to the posterior's
-    assert all(r["jeffreys_r_q05"] is not None and r["jeffreys_l_q05"] is not None
+    with_post = [r for r in rows if r["bayes_eps_r_q50"] != ""]
+    assert len(with_post) == summary["nodes_with_estimate"] > 0
+    assert all(num(r, "bayes_eps_r_q05") <= num(r, "bayes_eps_r_q50") <= num(r, "bayes_eps_r_q95")
                for r in with_post)
+    # the certified bounds, the posterior (Bayesian) and the baselines sit side by side, labelled
+    for r in with_post:
+        assert num(r, "certified_eps_r_lower") >= 0 and num(r, "certified_eps_l_lower") >= 0
+        assert not np.isnan(num(r, "jeffreys_eps_r_q05"))
+    md = (report / "summary.md").read_text()
+    assert "lower bound" in md and "Bayesian" in md
+    top = list(csv.DictReader((report / "most_leaking.csv").open()))
+    assert len(top) == 20
+    cert = [max(num(r, "certified_eps_l_lower"), num(r, "certified_eps_r_lower")) for r in top]
+    assert cert == sorted(cert, reverse=True)
     manifest = json.loads((report / "manifest.json").read_text())
     assert manifest["kind"] == "bmp" and manifest["config"]["sampler"] == "uniform"
 
@@ -60,9 +68,9 @@ def test_resume_reuses_chunks(report, shadow_dir, monkeypatch):
     import jaxaudit.bmp as bmp_mod
 
     def boom(*a, **k):
-        raise AssertionError("posterior recomputed on resume")
+        raise AssertionError("audit recomputed on resume")
 
-    monkeypatch.setattr(bmp_mod, "posterior_nuts", boom)
+    monkeypatch.setattr(bmp_mod, "audit_from_scores", boom)
     before = (report / "nodes.csv").read_text()
     rc = main(["bmp", "--shadow", str(shadow_dir), "--out", str(report), *POST])
     assert rc == 0

@@ -1,0 +1,134 @@
+"""Coverage of the BMP lower readings: how often each 5% quantile / bound lies below the truth.
+
+For every true (ε_L, ε_R) in {(1, 2), (0.5, 0.5), (2, 1)}, N0 = N1 = N in {100, 1000} and two kinds
+of attack — *optimal* (the corner of R(ε), the most powerful test the mechanism allows) and
+*model-drawn* (s ~ U(0, 1), the operating point uniform on the band R(ε) \\ R(sε)) — draw
+``--reps`` seeded count sets and record the fraction of repetitions in which
+
+* the posterior 5% quantile of ε_L (of ε_R; of both) lies below the truth, for every attack prior
+  of ``--priors`` (NUTS, 4 chains × (``--warmup`` + ``--samples``));
+* the Jeffreys (optimal-attack) estimator's 5% quantile does;
+* the certified 95% lower bounds do (joint).
+
+Each prior is one resumable chunk of the run folder; the table goes to coverage.md/coverage.json.
+
+    python benchmarks/bmp_coverage.py --out /work/runs/h14/coverage --reps 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+TRUTHS = ((1.0, 2.0), (0.5, 0.5), (2.0, 1.0))
+SIZES = (100, 1000)
+ATTACKS = ("optimal", "model")
+
+
+def simulate(reps: int, seed: int):
+    """Count sets for every (truth, N, attack) cell, stacked; and the cell labels."""
+    import jax
+
+    from jaxaudit import bmp
+
+    rng = np.random.default_rng(seed)
+    rows, cells = [], []
+    logit = lambda p: np.log(p) - np.log1p(-p)
+    for eps_l, eps_r in TRUTHS:
+        for n in SIZES:
+            for attack in ATTACKS:
+                if attack == "optimal":
+                    a, b = (float(x) for x in bmp.region_corner(eps_l, eps_r))
+                    alpha, beta = np.full(reps, a), np.full(reps, b)
+                else:
+                    s, u, v = rng.uniform(1e-6, 1 - 1e-6, size=(3, reps))
+                    with jax.enable_x64(True):
+                        pos = np.stack([np.full(reps, np.log(eps_l)), np.full(reps, np.log(eps_r)),
+                                        logit(u), logit(v), logit(s)], -1)
+                        point = bmp.constrain_noncentered(pos)
+                        alpha, beta = np.asarray(point.alpha), np.asarray(point.beta)
+                fp = rng.binomial(n, alpha).astype(float)
+                fn = rng.binomial(n, beta).astype(float)
+                rows.append(np.stack([fp, np.full(reps, n), fn, np.full(reps, n)], 1))
+                cells.append(dict(eps_l=eps_l, eps_r=eps_r, n=n, attack=attack))
+    return np.concatenate(rows), cells
+
+
+def rates(lo_l, lo_r, cells, reps):
+    out = []
+    for c, cell in enumerate(cells):
+        sl = slice(c * reps, (c + 1) * reps)
+        bl, br = lo_l[sl] <= cell["eps_l"], lo_r[sl] <= cell["eps_r"]
+        out.append(dict(cell, l=float(bl.mean()), r=float(br.mean()), both=float((bl & br).mean())))
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", required=True)
+    p.add_argument("--reps", type=int, default=100)
+    p.add_argument("--seed", type=int, default=2026)
+    p.add_argument("--warmup", type=int, default=300)
+    p.add_argument("--samples", type=int, default=600)
+    p.add_argument("--priors", default="uniform;beta:20,1;fixed:0.95;beta:100,1;fixed:0.99")
+    args = p.parse_args(argv)
+
+    import jax
+
+    from jaxaudit import bmp
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    table, cells = simulate(args.reps, args.seed)
+    counts = bmp.ErrorCounts(*(table[:, j] for j in range(4)))
+    results = json.loads((out / "coverage.json").read_text()) if (out / "coverage.json").is_file() \
+        else {}
+    if "certified" not in results:
+        cert = bmp.certified_epsilons(counts, confidence=0.95)
+        results["certified"] = rates(np.asarray(cert.eps_l), np.asarray(cert.eps_r), cells,
+                                     args.reps)
+        jeff = bmp.jeffreys_estimate(jax.random.key(1), counts, q=(0.05,))
+        results["jeffreys"] = rates(np.asarray(jeff.eps_l[0]), np.asarray(jeff.eps_r[0]), cells,
+                                    args.reps)
+    for spec in args.priors.split(";"):
+        name = "posterior " + bmp.as_attack_prior(spec).describe()
+        if name in results:
+            continue
+        t0 = time.perf_counter()
+        post = bmp.posterior_nuts(jax.random.key(7), counts, attack_prior=spec,
+                                  num_warmup=args.warmup, num_samples=args.samples)
+        q_l = np.asarray(bmp.posterior_quantiles(post.eps_l, (0.05,)))[0]
+        q_r = np.asarray(bmp.posterior_quantiles(post.eps_r, (0.05,)))[0]
+        results[name] = rates(q_l, q_r, cells, args.reps)
+        rhat = np.asarray(post.rhat)
+        results[name + " diagnostics"] = dict(
+            seconds=time.perf_counter() - t0, frac_rhat_le_1_05=float(np.mean(rhat <= 1.05)),
+            divergences=int(np.asarray(post.divergences).sum()),
+            min_ess=float(np.asarray(post.ess).min()))
+        (out / "coverage.json").write_text(json.dumps(results, indent=1))
+        print(name, f"{time.perf_counter() - t0:.0f} s", flush=True)
+    (out / "coverage.json").write_text(json.dumps(results, indent=1))
+    lines = [f"Coverage of the lower readings ({args.reps} seeded repetitions per cell; "
+             "fraction of repetitions in which the 5% quantile / 95% bound is below the truth: "
+             "eps_L / eps_R / both)", "",
+             "| reading | attack | " + " | ".join(
+                 f"({c['eps_l']:g}, {c['eps_r']:g}) N={c['n']}" for c in results["certified"]
+                 if c["attack"] == "optimal") + " |"]
+    lines.append("|---|---|" + "---|" * (len(cells) // 2))
+    for name, rows in results.items():
+        if name.endswith("diagnostics"):
+            continue
+        for attack in ATTACKS:
+            vals = [f"{r['l']:.2f} / {r['r']:.2f} / {r['both']:.2f}" for r in rows
+                    if r["attack"] == attack]
+            lines.append(f"| {name} | {attack} | " + " | ".join(vals) + " |")
+    (out / "coverage.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
