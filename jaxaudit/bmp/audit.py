@@ -1,5 +1,5 @@
 """End-to-end node-level BMP audit (Yıldırım & Khosla, arXiv 2606.04069): sampler → vmapped
-shadow GNNs → leave-one-out LiRA (Carlini et al., arXiv 2112.03570, §IV) → prior-aware Bayes
+shadow GNNs → leave-one-out LiRA (Carlini et al., arXiv 2112.03570) → prior-aware Bayes
 decisions → per-node error counts → per node: the certified lower bounds, the Bayesian posterior
 over (ε_L, ε_R), the symmetric MP baseline and the Jeffreys estimate. Data flow and the reading of
 each number: docs/bmp.md.

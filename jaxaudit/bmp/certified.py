@@ -3,7 +3,7 @@ the false-positive and false-negative rates pushed through the inverse map of th
 
 If a learner is (ε_L, ε_R)-BMP for node i, every membership test's operating point (α, β) lies in
 R(ε_L, ε_R), so (Yıldırım & Khosla, arXiv 2606.04069, the region's inverse; Kairouz, Oh &
-Viswanath, ICML 2015, Thm. 2.4 for the symmetric case)
+Viswanath, arXiv 1311.0776, for the symmetric case)
 
     ε_R ≥ log((1 − β)/α) = log(TPR/FPR),    ε_L ≥ log((1 − α)/β) = log(TNR/FNR).
 

@@ -1,5 +1,5 @@
 """Sampling leakage: how much the sample S itself reveals about a node's membership
-(spec bmp.md §3, "prior (sampling) bounds").
+(Yıldırım & Khosla, arXiv 2606.04069, the prior (sampling) bounds; derivation in docs/bmp.md).
 
     c_R^i = log sup_s Pr(S_{−i} = s | M_i = 1) / Pr(S_{−i} = s | M_i = 0),   c_L^i the mirror.
 

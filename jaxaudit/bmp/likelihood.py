@@ -1,5 +1,5 @@
 """The statistical model of a node-level audit: marginal likelihood and the reparameterised joint
-densities that NUTS samples (Yıldırım et al., arXiv 2504.16683, §4, adapted to the asymmetric BMP
+densities that NUTS samples (the model of Yıldırım et al., arXiv 2504.16683, adapted to the asymmetric BMP
 region of Yıldırım & Khosla, arXiv 2606.04069; our derivations are in docs/bmp.md).
 
 Model, for one node (or one pooled group) with error counts (X, N0, Y, N1):
@@ -58,7 +58,7 @@ __all__ = [
     "log_strength_prior",
 ]
 
-#: Default prior variance of ε_L and ε_R (half-normal; arXiv 2504.16683 §4 uses the same scale).
+#: Default prior variance of ε_L and ε_R (half-normal; our choice, docs/bmp.md).
 PRIOR_VARIANCE = 10.0
 
 

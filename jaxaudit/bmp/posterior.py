@@ -9,8 +9,8 @@ docs/bmp.md. The certified frequentist bound is :func:`jaxaudit.bmp.certified_ep
 References:
   Hoffman & Gelman, "The No-U-Turn Sampler", JMLR 2014 (arXiv 1111.4246); blackjax (Cabezas et
   al., 2024, arXiv 2402.10797). Yıldırım et al., "MCMC for Bayesian estimation of differential
-  privacy from membership inference attacks", ECML-PKDD 2025, arXiv 2504.16683, §4 (the model)
-  and §5 (the Jeffreys-type baseline). Vehtari et al., "Rank-normalization, folding, and
+  privacy from membership inference attacks", ECML-PKDD 2025, arXiv 2504.16683 (the model and
+  the optimal-attack baseline). Vehtari et al., "Rank-normalization, folding, and
   localization: an improved R-hat", arXiv 1903.08008 (the diagnostics' reading).
 """
 

@@ -1,4 +1,5 @@
-"""The BMP error region and the maps between BMP parameters and attack errors (spec bmp.md §2–3).
+"""The BMP error region and the maps between BMP parameters and attack errors (Yıldırım & Khosla,
+arXiv 2606.04069; the derivations of the formulas below are in docs/bmp.md).
 
 Convention: H0 = "node i is not a member". A membership test declares "member" with probability
 φ(w); its type-I error is α = E_0[φ] (false-positive rate) and its type-II error is
@@ -19,8 +20,8 @@ last two are their mirror images above it (the complemented tests).
 
 References:
   Yıldırım & Khosla, "Bayesian Membership Privacy for Graph Neural Networks", arXiv 2606.04069.
-  Kairouz, Oh & Viswanath, "The composition theorem for differential privacy", ICML 2015
-  (the symmetric ε-DP region).
+  Kairouz, Oh & Viswanath, "The composition theorem for differential privacy", ICML 2015,
+  arXiv 1311.0776 (the symmetric ε-DP region of a test's (α, β)).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def region_contains(alpha, beta, eps_l, eps_r, *, side: str = "both", null: str 
                     atol: float = 0.0):
     """Whether the operating point (α, β) is allowed by (ε_L, ε_R)-BMP.
 
-    Constraints (spec §3): (i) e^{ε_R} α + β ≥ 1, (ii) α + e^{ε_L} β ≥ 1,
+    Constraints: (i) e^{ε_R} α + β ≥ 1, (ii) α + e^{ε_L} β ≥ 1,
     (iii) α + e^{ε_L} β ≤ e^{ε_L}, (iv) e^{ε_R} α + β ≤ e^{ε_R}. BMP-R (``side="right"``) keeps
     (i) and (iv) (P_1(E) ≤ e^{ε_R} P_0(E) for E and its complement); BMP-L (``side="left"``)
     keeps (ii) and (iii).

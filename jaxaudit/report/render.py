@@ -1,15 +1,19 @@
 """Render a run folder as one self-contained HTML file and a markdown file.
 
-The report is generic over run kinds (bounds, shadow, bmp, rdp, ...). From the run folder it shows:
+The report is generic over run kinds (bounds, shadow, bmp, rdp, ...) and is laid out for a person
+reading it top to bottom — what was found first, how it was configured last:
 
-* the title (run kind, library version, creation time, configuration hash) and the configuration
-  as a key/value table (nested keys joined with dots);
-* the chunks of results (array names, shapes, dtypes) with their checksum status;
-* every ``*.json`` table (a list of records, a dict of columns, a dict of records or a flat
-  dict) and every ``*.csv`` as an HTML table, truncated to ``max_rows`` rows with a note;
-* every ``*.md`` summary (preformatted in the HTML, verbatim in the markdown);
-* every ``*.png`` figure, embedded in the HTML as a base64 ``data:`` URI (no server and no other
-  file is needed to view it) and referenced by relative path in the markdown.
+1. **Findings**: every ``*.md`` summary the run wrote (its markdown tables become HTML tables;
+   verbatim in the markdown report);
+2. **Figures**: every ``*.png``, embedded in the HTML as a base64 ``data:`` URI (no server and no
+   other file is needed to view it) and referenced by relative path in the markdown;
+3. **Tables**: every ``*.json`` table (a list of records, a dict of columns, a dict of records or a
+   flat dict) and every ``*.csv``, shortest first (e.g. a run's top-20 table before its full
+   per-node table); a table longer than ``max_rows`` shows its first rows, a note, and a link to
+   the file itself (the full table);
+4. **Configuration and provenance**: the configuration as a key/value table (nested keys joined
+   with dots), the run's kind, library version, creation time, configuration hash and folder,
+   the result chunks (array names, shapes, dtypes) with their checksum status, other files.
 
 The report files are written atomically (``report.html`` and ``report.md`` in the run folder by
 default) and are themselves skipped when the report is rendered again.
@@ -132,6 +136,41 @@ def _md_table(columns, rows, max_rows: int) -> str:
     return "\n".join(lines)
 
 
+def _markdown_blocks(text: str):
+    """Split a small markdown text into ("heading", level, text), ("table", columns, rows) and
+    ("para", text) blocks: enough for the summaries the commands write."""
+    blocks, para, table = [], [], []
+
+    def flush():
+        if para:
+            blocks.append(("para", " ".join(para)))
+            para.clear()
+        if table:
+            cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in table]
+            body = [r for r in cells[1:] if not all(set(c) <= set("-: ") for c in r)]
+            blocks.append(("table", cells[0], body))
+            table.clear()
+
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("|"):
+            if para:
+                flush()
+            table.append(stripped)
+        elif stripped.startswith("#"):
+            flush()
+            level = len(stripped) - len(stripped.lstrip("#"))
+            blocks.append(("heading", min(level + 2, 4), stripped.lstrip("#").strip()))
+        elif not stripped:
+            flush()
+        else:
+            if table:
+                flush()
+            para.append(stripped)
+    flush()
+    return blocks
+
+
 # -- sections ---------------------------------------------------------------------------------
 class _Report:
     def __init__(self, max_rows: int):
@@ -151,6 +190,22 @@ class _Report:
         cls = "bad" if bad else "note"
         self.html.append(f'<p class="{cls}">{html.escape(text)}</p>')
         self.md.append(f"**{text}**" if bad else f"*{text}*")
+
+    def link(self, text: str, href: str) -> None:
+        self.html.append(f'<p class="note"><a href="{html.escape(href)}">{html.escape(text)}</a>'
+                         "</p>")
+        self.md.append(f"[{text}]({href})")
+
+    def summary(self, text: str) -> None:
+        """A markdown summary: HTML headings, tables and paragraphs; verbatim in the markdown."""
+        for block in _markdown_blocks(text):
+            if block[0] == "heading":
+                self.html.append(f"<h{block[1]}>{html.escape(block[2])}</h{block[1]}>")
+            elif block[0] == "table":
+                self.html.append(_html_table(block[1], block[2], len(block[2]) + 1))
+            else:
+                self.html.append(f"<p>{html.escape(block[1])}</p>")
+        self.md.append(text.rstrip())
 
     def pre(self, text: str, md_verbatim: bool) -> None:
         self.html.append(f"<pre>{html.escape(text)}</pre>")
@@ -220,26 +275,6 @@ def render_report(run_dir, out_dir=None, *, max_rows: int = 50) -> tuple[Path, P
     title = f"jaxaudit {kind} run (jaxaudit {version})"
     rep = _Report(int(max_rows))
     rep.heading(title, 1)
-    meta = [
-        ["kind", kind],
-        ["version", version],
-        ["created", manifest.get("created", "")],
-        ["config hash", manifest.get("config_hash", "")],
-        ["folder", str(run_dir.resolve())],
-    ]
-    rep.table(["run", ""], meta)
-
-    rep.heading("Configuration")
-    config = manifest.get("config", {})
-    rep.table(["parameter", "value"], [[k, v] for k, v in _flatten(config)] if config else [])
-
-    run = RunDir(run_dir, manifest)
-    chunk_rows = _chunk_rows(run)
-    if chunk_rows:
-        rep.heading("Result chunks")
-        bad = sum(r[2] != "ok" for r in chunk_rows)
-        rep.note(f"{len(chunk_rows)} chunks, {bad} with a checksum mismatch.", bad=bool(bad))
-        rep.table(["chunk", "arrays", "checksum"], chunk_rows)
 
     files = sorted(
         p
@@ -257,36 +292,17 @@ def render_report(run_dir, out_dir=None, *, max_rows: int = 50) -> tuple[Path, P
     def rel(p: Path) -> str:
         return p.relative_to(run_dir).as_posix()
 
-    if by_kind[".json"] or by_kind[".csv"]:
-        rep.heading("Tables")
-    for p in by_kind[".json"]:
-        rep.heading(rel(p), 3)
-        try:
-            obj = json.loads(p.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            rep.note(f"unreadable JSON: {err}", bad=True)
-            continue
-        table = _table_from_json(obj)
-        if table is None:
-            text = json.dumps(obj, indent=2, default=str)
-            if len(text) > _MAX_JSON_CHARS:
-                text = text[:_MAX_JSON_CHARS] + f"\n... ({len(text)} characters in all)"
-            rep.pre(text, md_verbatim=False)
-        else:
-            rep.table(*table)
-    for p in by_kind[".csv"]:
-        rep.heading(rel(p), 3)
-        try:
-            rep.table(*_read_csv(p))
-        except (csv.Error, UnicodeDecodeError) as err:
-            rep.note(f"unreadable CSV: {err}", bad=True)
+    def link_from_out(p: Path) -> str:
+        return Path(os.path.relpath(p.resolve(), out_dir.resolve())).as_posix()
 
+    # 1. findings
     if by_kind[".md"]:
-        rep.heading("Summaries")
+        rep.heading("Findings")
     for p in by_kind[".md"]:
         rep.heading(rel(p), 3)
-        rep.pre(p.read_text(errors="replace"), md_verbatim=True)
+        rep.summary(p.read_text(errors="replace"))
 
+    # 2. figures
     if by_kind[".png"]:
         rep.heading("Figures")
     for p in by_kind[".png"]:
@@ -303,11 +319,66 @@ def render_report(run_dir, out_dir=None, *, max_rows: int = 50) -> tuple[Path, P
             f'height="{height}"><figcaption>{html.escape(name)} ({width}&times;{height})'
             "</figcaption></figure>"
         )
-        link = Path(os.path.relpath(p.resolve(), out_dir.resolve())).as_posix()
-        rep.md.append(f"![{name}]({link})")
+        rep.md.append(f"![{name}]({link_from_out(p)})")
 
+    # 3. tables, shortest first
+    tables = []
+    for p in by_kind[".json"]:
+        try:
+            obj = json.loads(p.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            tables.append((0, p, ("bad", f"unreadable JSON: {err}")))
+            continue
+        table = _table_from_json(obj)
+        if table is None:
+            text = json.dumps(obj, indent=2, default=str)
+            if len(text) > _MAX_JSON_CHARS:
+                text = text[:_MAX_JSON_CHARS] + f"\n... ({len(text)} characters in all)"
+            tables.append((0, p, ("pre", text)))
+        else:
+            tables.append((len(table[1]), p, ("table", table)))
+    for p in by_kind[".csv"]:
+        try:
+            table = _read_csv(p)
+        except (csv.Error, UnicodeDecodeError) as err:
+            tables.append((0, p, ("bad", f"unreadable CSV: {err}")))
+            continue
+        tables.append((len(table[1]), p, ("table", table)))
+    if tables:
+        rep.heading("Tables")
+    for num_rows, p, (what, content) in sorted(tables, key=lambda t: (t[0], rel(t[1]))):
+        rep.heading(rel(p), 3)
+        if what == "bad":
+            rep.note(content, bad=True)
+        elif what == "pre":
+            rep.pre(content, md_verbatim=False)
+        else:
+            rep.table(*content)
+            if num_rows > rep.max_rows:
+                rep.link(f"full table: {rel(p)} ({num_rows} rows)", link_from_out(p))
+
+    # 4. configuration and provenance
+    rep.heading("Configuration")
+    config = manifest.get("config", {})
+    rep.table(["parameter", "value"], [[k, v] for k, v in _flatten(config)] if config else [])
+    rep.heading("Provenance")
+    meta = [
+        ["kind", kind],
+        ["version", version],
+        ["created", manifest.get("created", "")],
+        ["config hash", manifest.get("config_hash", "")],
+        ["folder", str(run_dir.resolve())],
+    ]
+    rep.table(["run", ""], meta)
+    run = RunDir(run_dir, manifest)
+    chunk_rows = _chunk_rows(run)
+    if chunk_rows:
+        rep.heading("Result chunks", 3)
+        bad = sum(r[2] != "ok" for r in chunk_rows)
+        rep.note(f"{len(chunk_rows)} chunks, {bad} with a checksum mismatch.", bad=bool(bad))
+        rep.table(["chunk", "arrays", "checksum"], chunk_rows)
     if others:
-        rep.heading("Other files")
+        rep.heading("Other files", 3)
         rep.table(["file", "bytes"], [[rel(p), p.stat().st_size] for p in others])
 
     page = (

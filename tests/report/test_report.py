@@ -138,6 +138,11 @@ def runs(tmp_path_factory):
     return rendered
 
 
+def _table_after_h2(page: _Page, caption: str, html_text: str):
+    tables_before = html_text[: html_text.index(f"<h2>{caption}</h2>")].count("<table>")
+    return page.tables[tables_before]
+
+
 def _table_after(page: _Page, caption: str, html_text: str):
     """The table following the <h3> with ``caption`` (tables appear in document order)."""
     tables_before = html_text[: html_text.index(f"<h3>{caption}</h3>")].count("<table>")
@@ -151,7 +156,7 @@ def test_title_config_and_figures(runs, kind):
     h1 = [t for tag, t in page.headings if tag == "h1"]
     assert h1 == [f"jaxaudit {kind} run (jaxaudit {jaxaudit.__version__})"]
     manifest = json.loads((folder / "manifest.json").read_text())
-    config_rows = {r[0]: r[1] for r in page.tables[1][1:]}
+    config_rows = {r[0]: r[1] for r in _table_after_h2(page, "Configuration", html_path.read_text())[1:]}
 
     def flat(d, p=""):
         for k, v in d.items():
@@ -177,9 +182,11 @@ def test_title_config_and_figures(runs, kind):
         assert data == png.read_bytes()
         pixels = mpimg.imread(io.BytesIO(data), format="png")
         assert (int(img["height"]), int(img["width"])) == pixels.shape[:2]
-    # Self-contained: nothing is fetched from elsewhere.
+    # Self-contained: nothing is fetched from elsewhere; links point at files of the run folder.
     text = html_path.read_text()
-    assert not re.search(r"""(src|href)\s*=\s*["'](?!data:)""", text)
+    assert not re.search(r"""src\s*=\s*["'](?!data:)""", text)
+    for href in re.findall(r"""href\s*=\s*["']([^"']+)""", text):
+        assert "://" not in href and (html_path.parent / href).is_file(), href
     # The markdown references every PNG by a relative path that resolves.
     md = md_path.read_text()
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
@@ -203,7 +210,7 @@ def test_bounds_tables_truncated_and_escaped(runs):
         ["100", "0.05", "0.12"],
         ["1000", "0.05", "0.31"],
     ]
-    assert any("tightest bound is **0.31**" in p for p in page.pres)
+    assert any("tightest bound is **0.31**" in p for p in page.notes)  # summary paragraph
     md = md_path.read_text()
     assert "The tightest bound is **0.31** at n = 1000." in md
     assert "| eps | tpr_bound | label |" in md and "*Showing the first 50 of 120 rows.*" in md
@@ -212,7 +219,7 @@ def test_bounds_tables_truncated_and_escaped(runs):
 def test_bmp_chunks_and_column_tables(runs):
     folder, html_path, _, page = runs["bmp"]
     text = html_path.read_text()
-    chunks = page.tables[2]
+    chunks = _table_after(page, "Result chunks", text)
     assert chunks[0] == ["chunk", "arrays", "checksum"]
     assert chunks[1] == ["shadow-000", "scores float64[6], members int64[3]", "ok"]
     assert _table_after(page, "posterior.json", text) == [
@@ -226,6 +233,27 @@ def test_bmp_chunks_and_column_tables(runs):
         ["delta", "0"],
         ["level", "0.95"],
     ]
+
+
+def test_layout_findings_first_provenance_last(runs):
+    """A person reads the findings (the run's summary, its tables as tables) and the figures
+    first, then the tables (shortest first; a long one links its file), configuration last."""
+    folder, html_path, md_path, page = runs["bounds"]
+    text = html_path.read_text()
+    order = [text.index(f"<h2>{h}</h2>") for h in ("Findings", "Figures", "Tables",
+                                                  "Configuration", "Provenance")]
+    assert order == sorted(order)
+    assert "The tightest bound is **0.31** at n = 1000." in "".join(page.notes)
+    # shortest table first: sweep.csv (2 rows) before bounds.json (120 rows, linked in full)
+    assert text.index("<h3>sweep.csv</h3>") < text.index("<h3>bounds.json</h3>")
+    assert re.search(r'<a href="bounds.json">full table: bounds.json \(120 rows\)</a>', text)
+    # a markdown table in a summary becomes an HTML table
+    run = RunDir.open(folder.parent / "md_table", kind="bmp", config={"x": 1})
+    run.write_text("summary.md", "# Audit\n\n| finding | value |\n|---|---|\n| AUC | 0.61 |\n")
+    html2, _ = render_report(run.path)
+    p2 = _Page()
+    p2.feed(html2.read_text())
+    assert ["finding", "value"] in p2.tables[0] and ["AUC", "0.61"] in p2.tables[0]
 
 
 def test_rdp_records_other_files_and_nested_json(runs):
@@ -257,7 +285,9 @@ def test_corrupt_chunk_and_other_out_dir(tmp_path):
     html_path, md_path = render_report(folder, tmp_path / "out", max_rows=2)
     page = _Page()
     page.feed(html_path.read_text())
-    assert page.tables[2][2] == ["shadow-001", "", "checksum mismatch (not used)"]
+    text = html_path.read_text()
+    assert _table_after(page, "Result chunks", text)[2] == [
+        "shadow-001", "", "checksum mismatch (not used)"]
     assert "2 chunks, 1 with a checksum mismatch." in page.notes
     assert "Showing the first 2 of 3 rows." in page.notes
     for link in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md_path.read_text()):
@@ -324,3 +354,27 @@ def test_figures_load_in_headless_chromium(runs, tmp_path):
     expected = [f"true:{img['width']}x{img['height']}" for img in page.imgs]
     assert match.group(1).split() == expected
     assert all(int(img["width"]) > 0 for img in page.imgs)
+
+
+def test_screenshot_shows_findings_and_figures_first(runs, tmp_path):
+    """Headless-Chromium screenshot of the top of a report: the first screen is not blank and
+    holds the figures (their colours), not only configuration tables."""
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("no chromium binary found (Debian: apt-get install -y chromium)")
+    _, html_path, _, _ = runs["bounds"]
+    shot = tmp_path / "top.png"
+    with tempfile.TemporaryDirectory() as profile:
+        subprocess.run(
+            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--no-first-run", "--hide-scrollbars", f"--user-data-dir={profile}",
+             "--window-size=1100,900", f"--screenshot={shot}", html_path.as_uri()],
+            capture_output=True, text=True, timeout=90, env=dict(os.environ, HOME=profile),
+        )
+    assert shot.is_file()
+    pixels = mpimg.imread(shot)[..., :3]
+    assert pixels.shape[:2] == (900, 1100)
+    non_white = np.mean(pixels.min(axis=-1) < 0.9)
+    coloured = np.mean(pixels.max(axis=-1) - pixels.min(axis=-1) > 0.2)  # the plot's line
+    assert non_white > 0.01 and coloured > 1e-4, (non_white, coloured)

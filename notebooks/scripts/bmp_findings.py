@@ -1,0 +1,115 @@
+"""Per-node BMP audits of recorded shadow runs, for notebooks/bmp_planetoid.py (resumable).
+
+For every ``jaxaudit shadow`` run folder under ``--shadow-root`` named ``{dataset}_{sampler}_{edges}_m{R}``
+(made by ``jaxaudit shadow --dataset D --sampler S --edge-access E --models R --ratio 0.5
+--epochs 200 --seed 0``), this computes the node priors η (exact for uniform sampling, else Monte
+Carlo over ``--prior-draws`` sampler draws) and :func:`jaxaudit.bmp.audit_from_scores` (certified
+bounds, NUTS posterior, Jeffreys; the MP fit only for uniform inductive runs), plus a bootstrap
+over shadow models of the per-node Jeffreys medians (``--bootstrap`` resamples: the standard error
+of a comparison between runs that comes from having finitely many shadow models). Each run's
+result is one ``.npz`` in ``--out`` (skipped when present); run folders still training are skipped
+until a later call.
+
+    python notebooks/scripts/bmp_findings.py --shadow-root /work/runs/h14/shadow \\
+        --out /work/runs/h14/findings
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def _sampler(name, ratio):
+    from jaxaudit.graph import random_walk_sampler, snowball_sampler, uniform_sampler
+
+    return {"uniform": uniform_sampler, "snowball": snowball_sampler,
+            "random_walk": random_walk_sampler}[name](ratio)
+
+
+def audit_run(folder: Path, args) -> dict:
+    import jax
+
+    from jaxaudit import bmp
+    from jaxaudit.datasets import load_planetoid
+    from jaxaudit.mia import bayes_decision, error_counts, lira_loo
+    from jaxaudit.runs import load_results
+
+    res = load_results(folder)
+    cfg = res["config"]
+    names = sorted(res["chunks"])
+    masks = np.concatenate([res["chunks"][n]["masks"] for n in names]).astype(bool)
+    scores = np.concatenate([res["chunks"][n]["scores"] for n in names]).astype(np.float32)
+    graph = load_planetoid(cfg["dataset"])
+    sampler = _sampler(cfg["sampler"], cfg["ratio"])
+    key = jax.random.key(14)
+    from jaxaudit.graph import inclusion_probabilities
+
+    eta, eta_se = inclusion_probabilities(jax.random.fold_in(key, 1), sampler, graph,
+                                          num_draws=args.prior_draws)
+    eta = np.clip(np.asarray(eta, float), 1e-4, 1 - 1e-4)
+    mp = cfg["sampler"] == "uniform" and cfg["edge_access"] == "inductive"
+    t0 = time.perf_counter()
+    audit = bmp.audit_from_scores(
+        jax.random.fold_in(key, 2), scores, masks, eta, eta_se=np.asarray(eta_se),
+        degree=bmp.node_degrees(graph), num_warmup=args.warmup, num_samples=args.samples,
+        num_chains=4, mp_baseline=mp, chunk_size=512)
+    seconds = time.perf_counter() - t0
+    # bootstrap over shadow models: per-node Jeffreys medians from resampled model sets
+    rng = np.random.default_rng(0)
+    boot = []
+    for b in range(args.bootstrap):
+        idx = rng.integers(0, masks.shape[0], masks.shape[0])
+        llr = lira_loo(scores[idx], masks[idx])
+        dec = bayes_decision(llr, eta.astype(np.float32))
+        c = error_counts(dec, masks[idx])
+        valid = (np.asarray(c.n0) > 0) & (np.asarray(c.n1) > 0)
+        jr = np.full(graph.num_nodes, np.nan)
+        if valid.any():
+            j = bmp.jeffreys_estimate(jax.random.fold_in(key, 100 + b),
+                                      bmp.ErrorCounts(*(np.asarray(x)[valid] for x in c)),
+                                      q=(0.5,), num_draws=1000)
+            jr[valid] = np.asarray(j.eps_r[0])
+        boot.append(jr)
+    table = bmp.audit_table(audit)
+    out = {f"col_{k}": v for k, v in table.items()}
+    out.update(global_auc=np.asarray(audit.global_auc), boot_jeffreys_r_median=np.array(boot),
+               seconds=np.asarray(seconds), num_models=np.asarray(masks.shape[0]))
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--shadow-root", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--prior-draws", type=int, default=1000)
+    p.add_argument("--warmup", type=int, default=300)
+    p.add_argument("--samples", type=int, default=500)
+    p.add_argument("--bootstrap", type=int, default=30)
+    p.add_argument("--only", default=None, help="comma-separated run names")
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = sorted(Path(args.shadow_root).iterdir())
+    order = ["inductive", "full"]
+    runs.sort(key=lambda r: (order.index(r.name.split("_")[-2]) if r.name.split("_")[-2] in order
+                             else 9, r.name))
+    for folder in runs:
+        if args.only and folder.name not in args.only.split(","):
+            continue
+        target = out / f"{folder.name}.npz"
+        if target.exists() or not (folder / "summary.json").is_file():
+            continue
+        t0 = time.perf_counter()
+        arrays = audit_run(folder, args)
+        tmp = out / f".{folder.name}.tmp.npz"
+        np.savez(tmp, **arrays)
+        tmp.rename(target)
+        print(f"{folder.name}: {time.perf_counter() - t0:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
