@@ -301,6 +301,9 @@ def test_cli(tmp_path, capsys):
     assert main(["report", str(folder)]) == 0
     assert f"wrote {folder / 'report.html'}" in capsys.readouterr().out
     assert main(["report", str(tmp_path / "nothing")]) == 2
+    assert "nothing" in capsys.readouterr().err  # the missing folder is named
+    (tmp_path / "empty").mkdir()
+    assert main(["report", str(tmp_path / "empty")]) == 2
     assert "not a jaxaudit run folder" in capsys.readouterr().err
 
 
