@@ -353,3 +353,12 @@ def check_broadcast(**arrays) -> tuple:
     except ValueError:
         listed = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
         raise ValueError(f"shapes do not broadcast together: {listed}") from None
+
+
+def check_score_vector(name: str, value, minimum: int = 4) -> np.ndarray:
+    """A finite 1-D array of at least ``minimum`` scores (one per run), as float64."""
+    arr = check_finite(name, value)
+    if arr.ndim != 1 or arr.size < minimum:
+        raise ValueError(f"{name} must be a 1-D array of at least {minimum} scores, got shape "
+                         f"{arr.shape}")
+    return arr

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxaudit._validation import check_choice, check_positive
+from jaxaudit._validation import as_scalar, check_choice, check_positive, check_probability
 from jaxaudit.graph.types import Graph
 
 __all__ = [
@@ -75,10 +75,7 @@ def induced_edges(graph: Graph, node_mask: jax.Array) -> jax.Array:
 
 
 def _check_ratio(ratio) -> float:
-    r = float(np.asarray(ratio))
-    if not np.isfinite(r) or not 0.0 < r <= 1.0:
-        raise ValueError(f"ratio must lie in (0, 1], got {ratio!r}")
-    return r
+    return float(check_probability("ratio", as_scalar("ratio", ratio), open_low=True))
 
 
 def _target_size(ratio: float, num_nodes: int) -> int:

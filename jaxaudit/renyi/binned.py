@@ -76,7 +76,7 @@ import numpy as np
 from jax.typing import ArrayLike
 from scipy import stats
 
-from jaxaudit._validation import check_finite, check_probability
+from jaxaudit._validation import check_finite, check_probability, check_score_vector
 from jaxaudit.renyi.threshold_tests import _split, binary_renyi
 
 __all__ = ["DEFAULT_BINS", "binned_renyi_lower_bound"]
@@ -356,13 +356,6 @@ def _threshold_partition(in_sel, out_sel, alpha, significance, max_candidates=51
     return _Partition(low_edges[i_low:i_low + 1], np.array([True, False]), 1, right_closed=True)
 
 
-def _check_scores(name, x) -> np.ndarray:
-    arr = check_finite(name, x)
-    if arr.ndim != 1 or arr.size < 4:
-        raise ValueError(f"{name} must be a 1-D array of at least 4 scores, got shape {arr.shape}")
-    return arr
-
-
 def _check_bins(bins) -> tuple[int, ...]:
     arr = np.asarray(bins)
     if arr.ndim > 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer):
@@ -439,8 +432,8 @@ def binned_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, alpha:
       >>> bool((lower > 0).all() and (lower <= [0.75, 1.0]).all())
       True
     """
-    in_scores = _check_scores("in_scores", in_scores)
-    out_scores = _check_scores("out_scores", out_scores)
+    in_scores = check_score_vector("in_scores", in_scores)
+    out_scores = check_score_vector("out_scores", out_scores)
     alphas = check_finite("alpha", alpha)
     if alphas.ndim > 1 or alphas.size == 0 or (alphas <= 1).any():
         raise ValueError(f"alpha must be a scalar or 1-D array of orders > 1, got {alpha!r}")

@@ -65,7 +65,7 @@ import numpy as np
 from jax.typing import ArrayLike
 from scipy import optimize, special
 
-from jaxaudit._validation import check_choice, check_finite, check_probability
+from jaxaudit._validation import check_choice, check_finite, check_probability, check_score_vector
 from jaxaudit.renyi.confidence import bernstein_radius, hoeffding_radius
 
 __all__ = ["RunsNeeded", "runs_needed", "format_runs_needed"]
@@ -244,13 +244,6 @@ def _smallest_n(curve, target, n_min, max_runs, split, delta_dir, method):
 # Public functions.
 
 
-def _check_scores(name, x) -> np.ndarray:
-    arr = check_finite(name, x)
-    if arr.ndim != 1 or arr.size < 4:
-        raise ValueError(f"{name} must be a 1-D array of at least 4 scores, got shape {arr.shape}")
-    return arr
-
-
 def _smallest_valid_n(split):
     """Smallest n with ≥ 2 training and ≥ 2 held-out runs."""
     n = 4
@@ -299,8 +292,8 @@ def runs_needed(
       >>> pilot.reachable, pilot.runs_per_world > 144, pilot.pilot_bound < 0.5 * pilot.estimate
       (True, True, True)
     """
-    in_scores = _check_scores("in_scores", in_scores)
-    out_scores = _check_scores("out_scores", out_scores)
+    in_scores = check_score_vector("in_scores", in_scores)
+    out_scores = check_score_vector("out_scores", out_scores)
     alphas = check_finite("alpha", alpha)
     if alphas.ndim > 1 or alphas.size == 0 or (alphas <= 1).any():
         raise ValueError(f"alpha must be a scalar or 1-D array of orders > 1, got {alpha!r}")

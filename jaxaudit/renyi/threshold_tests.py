@@ -36,7 +36,7 @@ import numpy as np
 from jax.typing import ArrayLike
 from scipy import optimize, special, stats
 
-from jaxaudit._validation import check_choice, check_finite, check_probability
+from jaxaudit._validation import check_choice, check_finite, check_probability, check_score_vector
 from jaxaudit.bounds.fdp import gdp_delta
 
 __all__ = [
@@ -95,13 +95,6 @@ def clopper_pearson_lower(k: ArrayLike, n: ArrayLike, level: ArrayLike) -> np.nd
     k, n = np.asarray(k, dtype=np.float64), np.asarray(n, dtype=np.float64)
     safe_k = np.maximum(k, 1)
     return np.where(k <= 0, 0.0, stats.beta.ppf(level, safe_k, n - safe_k + 1.0))
-
-
-def _check_scores(name, x) -> np.ndarray:
-    arr = check_finite(name, x)
-    if arr.ndim != 1 or arr.size < 4:
-        raise ValueError(f"{name} must be a 1-D array of at least 4 scores, got shape {arr.shape}")
-    return arr
 
 
 def _split(rng, x, fraction):
@@ -190,8 +183,8 @@ def gdp_to_rdp(mu: ArrayLike, alpha: ArrayLike) -> np.ndarray:
 
 
 def _common_checks(in_scores, out_scores, significance, selection_fraction, selection="held_out"):
-    in_scores = _check_scores("in_scores", in_scores)
-    out_scores = _check_scores("out_scores", out_scores)
+    in_scores = check_score_vector("in_scores", in_scores)
+    out_scores = check_score_vector("out_scores", out_scores)
     significance = float(check_probability("significance", significance, open_low=True,
                                            open_high=True))
     selection_fraction = float(check_probability("selection_fraction", selection_fraction,
