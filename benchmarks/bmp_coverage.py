@@ -12,7 +12,7 @@ of attack — *optimal* (the corner of R(ε), the most powerful test the mechani
 
 Each prior is one resumable chunk of the run folder; the table goes to coverage.md/coverage.json.
 
-    python benchmarks/bmp_coverage.py --out /work/runs/h14/coverage --reps 100
+    python benchmarks/bmp_coverage.py --out runs/coverage --reps 100
 """
 
 from __future__ import annotations

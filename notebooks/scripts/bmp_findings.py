@@ -10,8 +10,8 @@ of a comparison between runs that comes from having finitely many shadow models)
 result is one ``.npz`` in ``--out`` (skipped when present); run folders still training are skipped
 until a later call.
 
-    python notebooks/scripts/bmp_findings.py --shadow-root /work/runs/h14/shadow \\
-        --out /work/runs/h14/findings
+    python notebooks/scripts/bmp_findings.py --shadow-root runs/shadow \\
+        --out runs/findings
 """
 
 from __future__ import annotations
