@@ -49,6 +49,8 @@ def validate_counts(counts: ErrorCounts | tuple) -> ErrorCounts:
     shapes = {a.shape for a in arrays.values()}
     if len(shapes) != 1:
         raise ValueError(f"counts fields must share one shape, got {[a.shape for a in arrays.values()]}")
+    if arrays["fp"].size == 0:
+        raise ValueError("counts must hold at least one node, got empty arrays")
     check_positive("counts.n0", arrays["n0"])
     check_positive("counts.n1", arrays["n1"])
     if np.any(arrays["fp"] > arrays["n0"]):

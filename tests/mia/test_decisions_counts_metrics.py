@@ -128,3 +128,16 @@ def test_error_counts_refuses_scores_and_zero_models():
     counts = error_counts(np.array([[1, 0], [1, 1]]), masks)  # 0/1 integers are decisions
     np.testing.assert_array_equal(counts.fp, [1, 0])
     np.testing.assert_array_equal(counts.fn, [0, 0])
+
+
+def test_empty_counts_refused():
+    """Hostile 10: empty counts reached the posterior (IndexError deep inside)."""
+    from jaxaudit.bmp import posterior_nuts
+    from jaxaudit.mia import ErrorCounts
+    from jaxaudit.mia.types import validate_counts
+
+    empty = ErrorCounts(*(np.zeros(0, np.int32),) * 4)
+    with pytest.raises(ValueError, match="counts must hold at least one node"):
+        validate_counts(empty)
+    with pytest.raises(ValueError, match="counts must hold at least one node"):
+        posterior_nuts(jax.random.key(0), empty, num_warmup=10, num_samples=10)
