@@ -19,9 +19,9 @@ class ErrorCounts(NamedTuple):
     a run where the node was OUT, a false negative a "non-member" decision on a run where it was IN.
 
     Attributes:
-      fp: number of false positives among the ``n0`` OUT runs (X in docs/bmp.md).
+      fp: number of false positives among the ``n0`` OUT runs (X in the BMP likelihood).
       n0: number of OUT runs.
-      fn: number of false negatives among the ``n1`` IN runs (Y in docs/bmp.md).
+      fn: number of false negatives among the ``n1`` IN runs (Y in the BMP likelihood).
       n1: number of IN runs.
     """
 
