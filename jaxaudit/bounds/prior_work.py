@@ -56,11 +56,6 @@ __all__ = [
 ]
 
 
-def _float(*xs):
-    dtype = jnp.result_type(*[jnp.asarray(x) for x in xs], float)
-    return [jnp.asarray(x, dtype=dtype) for x in xs]
-
-
 def kgk_bound_pure(kappa: ArrayLike, epsilon: ArrayLike) -> jax.Array:
     """KGK+ under ε-DP: min(1, e^ε κ, 1 − e^{−ε}(1 − κ)).
 
