@@ -10,7 +10,7 @@
 
 from jaxaudit.dpsgd.audit import OrderAudit, audit_dpsgd
 from jaxaudit.dpsgd.canary import blank_canary, worst_case_label
-from jaxaudit.dpsgd.canary_training import canary_runs, canary_score, train_run
+from jaxaudit.dpsgd.canary_training import ParamsInit, canary_runs, canary_score, train_run
 from jaxaudit.dpsgd.models import MLP, MODELS, LogisticRegression, SmallCNN, model_by_name
 from jaxaudit.dpsgd.pretrain import pretrain
 from jaxaudit.dpsgd.private_step import (
@@ -25,6 +25,7 @@ __all__ = [
     "MLP",
     "MODELS",
     "OrderAudit",
+    "ParamsInit",
     "SmallCNN",
     "add_gaussian_noise",
     "audit_dpsgd",

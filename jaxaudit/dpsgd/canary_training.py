@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import flax.linen as nn
 import jax
@@ -38,7 +38,15 @@ from jaxaudit.dpsgd.models import fast_apply
 from jaxaudit.dpsgd.private_step import _per_example_losses, make_private_step
 from jaxaudit.sharding import vmap_chunked
 
-__all__ = ["canary_runs", "train_run", "canary_score"]
+__all__ = ["ParamsInit", "canary_runs", "train_run", "canary_score"]
+
+
+@runtime_checkable
+class ParamsInit(Protocol):
+    """``init(key) -> params``: a fresh random initialisation per run (instead of one fixed
+    parameter pytree shared by every run)."""
+
+    def __call__(self, key: jax.Array) -> Any: ...
 
 
 def canary_score(model: nn.Module, params: Any, canary: tuple[ArrayLike, ArrayLike]) -> jax.Array:
@@ -65,7 +73,7 @@ def _build_run(model, *, num_private, clip_norm, steps, learning_rate, sampling_
             learning_rate=learning_rate, normalizer=normalizer, method=method,
         )
         key, in_flag = item
-        if callable(init):
+        if isinstance(init, ParamsInit):
             key, k_init = jax.random.split(key)
             params0 = init(k_init)
         member = jnp.ones(labels.shape, jnp.float32).at[-1].set(in_flag.astype(jnp.float32))
@@ -123,7 +131,7 @@ def _check(model, private_data, canary, num_runs, noise_multiplier, clip_norm, s
     return inputs, labels
 
 
-def train_run(key: jax.Array, model: nn.Module, init_params: Any,
+def train_run(key: jax.Array, model: nn.Module, init_params: Any | ParamsInit,
               private_data: tuple[ArrayLike, ArrayLike], canary: tuple[ArrayLike, ArrayLike], *,
               include_canary: bool, noise_multiplier: float, clip_norm: float, steps: int,
               learning_rate: float, sampling_rate: float = 1.0, method: str = "auto",
@@ -139,9 +147,9 @@ def train_run(key: jax.Array, model: nn.Module, init_params: Any,
     prepare, run, _ = _compiled(
         model, inputs.shape[0], float(clip_norm), int(steps),
         float(learning_rate), float(sampling_rate), method, int(unroll),
-        init_params if callable(init_params) else None, None, None,
+        init_params if isinstance(init_params, ParamsInit) else None, None, None,
     )
-    params0 = None if callable(init_params) else init_params
+    params0 = None if isinstance(init_params, ParamsInit) else init_params
     cx, cy = jnp.asarray(canary[0], jnp.float32), jnp.asarray(canary[1], jnp.int32)
     all_x = jnp.concatenate([jnp.asarray(inputs, jnp.float32), cx[None]])
     all_y = jnp.concatenate([jnp.asarray(labels, jnp.int32), cy[None]])
@@ -150,11 +158,11 @@ def train_run(key: jax.Array, model: nn.Module, init_params: Any,
 
 
 def canary_runs(
-    key: jax.Array, model: nn.Module, init_params: Any, private_data: tuple[ArrayLike, ArrayLike],
-    canary: tuple[ArrayLike, ArrayLike], *, num_runs: int, noise_multiplier: float,
-    clip_norm: float, steps: int, learning_rate: float, sampling_rate: float = 1.0,
-    chunk_size: int | None = None, devices: Sequence[jax.Device] | None = None,
-    method: str = "auto", unroll: int = 1,
+    key: jax.Array, model: nn.Module, init_params: Any | ParamsInit,
+    private_data: tuple[ArrayLike, ArrayLike], canary: tuple[ArrayLike, ArrayLike], *,
+    num_runs: int, noise_multiplier: float, clip_norm: float, steps: int, learning_rate: float,
+    sampling_rate: float = 1.0, chunk_size: int | None = None,
+    devices: Sequence[jax.Device] | None = None, method: str = "auto", unroll: int = 1,
 ) -> tuple[jax.Array, jax.Array]:
     """R private trainings with the canary and R without; returns (in_scores, out_scores).
 
@@ -209,11 +217,11 @@ def canary_runs(
     prepare, _, mapped = _compiled(
         model, inputs.shape[0], float(clip_norm), int(steps),
         float(learning_rate), float(sampling_rate), method, int(unroll),
-        init_params if callable(init_params) else None,
+        init_params if isinstance(init_params, ParamsInit) else None,
         None if chunk_size is None else int(chunk_size),
         None if devices is None else tuple(devices),
     )
-    params0 = None if callable(init_params) else init_params
+    params0 = None if isinstance(init_params, ParamsInit) else init_params
     cx, cy = jnp.asarray(canary[0], jnp.float32), jnp.asarray(canary[1], jnp.int32)
     all_x = jnp.concatenate([jnp.asarray(inputs, jnp.float32), cx[None]])
     all_y = jnp.concatenate([jnp.asarray(labels, jnp.int32), cy[None]])
