@@ -20,3 +20,18 @@ def test_readme_api_tour_runs():
     assert namespace["post"].eps_r.shape == (4, 200)
     assert float(namespace["est"].lower) <= float(namespace["truth"]) == 1.0
     np.testing.assert_allclose(namespace["accountant"], [100.0])
+
+
+def test_ci_runs_the_readme_commands_against_the_lock():
+    """The README's quick start is two uv commands; .ci/run runs its test command verbatim with
+    UV_LOCKED=1 (a stale uv.lock fails CI) and turns missing data into failures."""
+    text = README.read_text()
+    quick = re.search(r"## Quick start.*?```bash\n(.*?)```", text, flags=re.S).group(1)
+    commands = [line.split("#")[0].strip() for line in quick.splitlines() if line.strip()]
+    assert len(commands) == 2 and all(c.startswith("uv run ") for c in commands)
+    assert commands[0] == "uv run jaxaudit bounds --epsilon 1 --uniform 10 --targets 1000"
+    ci = (README.parent / ".ci" / "run").read_text()
+    ci_lines = [line.strip() for line in ci.splitlines()]
+    assert commands[1] in ci_lines
+    assert "export UV_LOCKED=1" in ci_lines and "export JAXAUDIT_REQUIRE_DATA=1" in ci_lines
+    assert (README.parent / "uv.lock").is_file()
