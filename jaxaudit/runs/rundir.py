@@ -103,6 +103,14 @@ def _create_exclusive(path: Path, data: bytes) -> bool:
         return True
     except FileExistsError:
         return False
+    except OSError:  # a file system without hard links: exclusive create, then the content
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        return True
     finally:
         Path(tmp).unlink(missing_ok=True)
 
