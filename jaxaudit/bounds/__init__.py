@@ -6,7 +6,8 @@ underneath, prior encodings of common attacks, and prior-work baselines.
 
 Modules: ``success`` (posterior success β, gain), ``poisson_binomial`` (engine), ``count_bound``
 (tail and count bounds), ``fdp`` (trade-off functions, δ_f(ε)), ``priors`` (attack encodings),
-``prior_work`` (the bounds of prior work: KGK+, Balle ReRo, Hayes, Steinke, MMC).
+``prior_work`` (the bounds of prior work: KGK+, Balle ReRo, Hayes, Steinke, MMC), ``summary``
+(all of them side by side for one set of targets).
 """
 
 from jaxaudit.bounds.count_bound import (
@@ -54,6 +55,7 @@ from jaxaudit.bounds.priors import (
     zipf_prior,
 )
 from jaxaudit.bounds.success import gain, gain_ratio, max_gain, max_gain_prior, posterior_success
+from jaxaudit.bounds.summary import BoundsSummary, PerTarget, PrivacyModel, summarize_bounds
 
 __all__ = [
     # posterior success and gain
@@ -92,6 +94,11 @@ __all__ = [
     "columns_prior",
     "zipf_prior",
     "uniform_prior",
+    # everything side by side (what `jaxaudit bounds` prints)
+    "PrivacyModel",
+    "PerTarget",
+    "BoundsSummary",
+    "summarize_bounds",
     # baselines
     "kgk_bound_pure",
     "kgk_bound_gdp",

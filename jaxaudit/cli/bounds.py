@@ -16,9 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from jaxaudit._validation import check_input_path, check_integer, check_output_file
 
@@ -112,81 +111,21 @@ def _check_args(args) -> None:
         check_output_file("--plot", args.plot)
 
 
-class _Privacy(NamedTuple):
-    """One privacy model's bounds, each a call of a public ``jaxaudit.bounds`` function."""
+def _results(args, priors, prior_desc: str) -> tuple[dict, object]:
+    """The JSON the command writes: :func:`jaxaudit.bounds.summarize_bounds` and the prior's
+    description."""
+    from jaxaudit.bounds import PrivacyModel, summarize_bounds
 
-    description: str
-    count_bound: Callable  # priors -> v_γ
-    tail: Callable  # (priors, v) -> bound on Pr[L ≥ v]
-    per_target: dict  # baseline name -> single-target bound at κ (None: does not apply)
-    inverse_blowup: Callable | None  # for MMC (None: does not apply)
-    epsilon: float | None  # ε of the per-target β(ε, κ), if there is one
-
-
-def _privacy(args, kappa: float) -> _Privacy:
-    from jaxaudit import bounds
-
-    if args.gdp_mu is not None:
-        mu = args.gdp_mu
-        if mu <= 0:
-            raise ValueError(f"--gdp-mu must be > 0, got {mu}")
-        delta_fn = lambda e: bounds.gdp_delta(e, mu)
-        return _Privacy(
-            description=f"{mu:g}-GDP (f-DP bound, minimised over an ε grid)",
-            count_bound=lambda p: bounds.success_count_bound_fdp(p, delta_fn, args.gamma),
-            tail=lambda p, v: bounds.success_tail_fdp(p, delta_fn, v, gamma=args.gamma),
-            per_target={"kgk_plus": float(bounds.kgk_bound_gdp(kappa, mu)),
-                        "balle_rero_zcdp": float(bounds.balle_rero_zcdp(kappa, mu**2 / 2.0))},
-            inverse_blowup=bounds.inverse_blowup_gdp(mu),
-            epsilon=args.epsilon,
-        )
-    eps, delta = args.epsilon, args.delta
-    return _Privacy(
-        description=f"({eps:g}, {delta:g})-DP" if delta else f"{eps:g}-DP",
-        count_bound=lambda p: bounds.success_count_bound(p, eps, delta, args.gamma),
-        tail=lambda p, v: bounds.success_tail(p, eps, v, delta),
-        per_target={"kgk_plus": float(bounds.kgk_bound_approx(kappa, eps, delta) if delta
-                                      else bounds.kgk_bound_pure(kappa, eps)),
-                    "balle_rero": None if delta else float(bounds.balle_rero_pure(kappa, eps))},
-        inverse_blowup=None if delta else bounds.inverse_blowup_pure(eps),
-        epsilon=eps,
-    )
-
-
-def _results(args, priors, prior_desc: str, privacy: _Privacy) -> dict:
-    """Every number the command prints, each from a public ``jaxaudit.bounds`` function."""
-    from jaxaudit import bounds
-
-    n, kappa = priors.size, float(priors.max())
-    v_gamma = privacy.count_bound(priors)
-    result = {
-        "privacy": privacy.description,
-        "prior": prior_desc,
-        "targets": n,
-        "gamma": args.gamma,
-        "count_bound": v_gamma,
-        "vacuous": v_gamma > n,
-        "expected_baseline_successes": float(priors.sum()),
-        "aggregate_gain": bounds.aggregate_gain(priors, v_gamma),
-        "max_prior": kappa,
-        # one target (n = 1 in the tail bound): β(ε, κ) + δ, or inf_ε β(ε, κ) + δ_f(ε) under f-DP
-        "single_target_bound": float(privacy.tail([kappa], 1)),
-    }
-    if privacy.epsilon is not None:
-        eps = privacy.epsilon
-        beta = float(bounds.posterior_success(kappa, eps))
-        result["per_target"] = {"epsilon": eps, "beta": beta,
-                                "gain": float(bounds.gain(kappa, eps)),
-                                "ratio": float(bounds.gain_ratio(kappa, eps))}
-    result["baselines"] = {k: v for k, v in privacy.per_target.items() if v is not None}
-    if args.uniform is not None and privacy.inverse_blowup is not None and args.attempts == 1:
-        # MMC's test is for one guess per target; with --attempts k it does not apply
-        result["baselines"]["mmc_threshold"] = bounds.mmc_threshold(
-            n, n, args.uniform, privacy.inverse_blowup, args.gamma)
-    if args.uniform == 2 and args.gdp_mu is None and args.attempts == 1:
-        result["baselines"]["steinke_threshold"] = bounds.steinke_threshold(
-            n, n, args.epsilon, args.delta, args.gamma)
-    return result
+    privacy = PrivacyModel(epsilon=args.epsilon, delta=args.delta, gdp_mu=args.gdp_mu)
+    summary = summarize_bounds(priors, privacy, gamma=args.gamma, uniform_support=args.uniform,
+                               attempts=args.attempts)._asdict()
+    per_target = summary.pop("per_target")
+    baselines = summary.pop("baselines")
+    result = {"privacy": summary.pop("privacy"), "prior": prior_desc, **summary}
+    if per_target is not None:
+        result["per_target"] = per_target._asdict()
+    result["baselines"] = baselines
+    return result, privacy
 
 
 _BASELINE_LABELS = {"kgk_plus": "KGK+ 1 − f(κ)", "balle_rero": "Balle et al. ReRo",
@@ -254,12 +193,11 @@ def run(args: argparse.Namespace) -> int:
 
     _check_args(args)
     priors, prior_desc = _priors(args)
-    with jax.enable_x64(True):
-        privacy = _privacy(args, float(priors.max()))
-        result = _results(args, priors, prior_desc, privacy)
-        if args.plot:
-            vs = np.arange(0, priors.size + 2)
-            tail = np.asarray(privacy.tail(priors, vs))
+    result, privacy = _results(args, priors, prior_desc)
+    if args.plot:
+        vs = np.arange(0, priors.size + 2)
+        with jax.enable_x64(True):
+            tail = np.asarray(privacy.tail(priors, vs, args.gamma))
 
     if args.quiet:
         print(result["count_bound"])
