@@ -25,7 +25,7 @@ import jaxaudit
 from jaxaudit.cli._types import Parser
 
 #: Sub-command modules, in the order ``--help`` lists them.
-COMMANDS = ("data", "bounds", "shadow", "bmp", "rdp", "report")
+COMMANDS = ("data", "bounds", "shadow", "bmp", "rdp", "attack", "report")
 
 #: Same as ``jaxaudit.sharding.DEVICE_COUNT_FLAG`` (that module imports jax; this one must not).
 _DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"

@@ -1,0 +1,157 @@
+"""Reconstruction from noisy marginals: Bayes posterior vs brute force, privacy conversion,
+Hamming guesses, loader pin, and soundness of the count bound over seeded repetitions."""
+
+import itertools
+import math
+
+import jax
+import numpy as np
+import pytest
+from scipy.stats import binom, norm
+
+from jaxaudit.attacks import (
+    Table,
+    gaussian_marginals_privacy,
+    hamming_guess,
+    load_fair,
+    marginals_game,
+    marginals_posterior,
+    marginals_reconstruction,
+    release_marginals,
+)
+from jaxaudit.attacks.tabular import FAIR_SHA256
+from jaxaudit.bounds import gdp_delta
+
+
+def _tiny_table(rng, n=12):
+    codes = np.stack([rng.integers(0, 2, n), rng.integers(0, 3, n), rng.integers(0, 2, n)], 1)
+    return Table(("q", "h1", "h2"), codes.astype(np.int32), ((0, 1), (0, 1, 2), (0, 1)))
+
+
+@pytest.mark.parametrize("way", [1, 2, 3])
+def test_posterior_matches_brute_force_for_one_target(way):
+    """n = 1: the posterior is exactly prior × Gaussian likelihood of the whole release."""
+    table = _tiny_table(np.random.default_rng(way))
+    game = marginals_game(jax.random.key(way), table, attributes=["q", "h1", "h2"],
+                          hidden=["h1", "h2"], way=way, num_targets=1)
+    sigma = 0.7
+    y = release_marginals(jax.random.key(10 + way), game, sigma)
+    got = marginals_posterior(game, y, sigma)[0]
+    # Brute force: the release's mean for each hidden value h is rest + one-hot cells of (h, q).
+    logs = []
+    for h in range(game.hidden_values.shape[0]):
+        mean = game.rest_counts.copy()
+        mean[game.target_cells[0, h]] += 1.0
+        logs.append(game.log_prior[0, h] + norm.logpdf(y, mean, sigma).sum())
+    logs = np.array(logs)
+    want = logs - np.logaddexp.reduce(logs)
+    np.testing.assert_allclose(got, want, atol=1e-9)
+
+
+def test_game_prior_and_cells_by_enumeration():
+    table = _tiny_table(np.random.default_rng(5), n=30)
+    game = marginals_game(jax.random.key(1), table, attributes=["q", "h1", "h2"],
+                          hidden=["h1", "h2"], way=2, num_targets=3)
+    # Marginals: the 3 pairs; release size 2*3 + 2*2 + 3*2.
+    assert game.release_size == 16 and len(game.subsets) == 3
+    np.testing.assert_allclose(np.exp(game.log_prior).sum(1), 1.0)
+    assert game.rest_counts.sum() == 27 * 3  # 27 rest rows, one cell per marginal each
+    assert list(map(tuple, game.hidden_values)) == list(itertools.product(range(3), range(2)))
+
+
+def test_hamming_guess_brute_force():
+    rng = np.random.default_rng(0)
+    values = np.array(list(itertools.product(range(3), range(2), range(2))))
+    logp = np.log(rng.dirichlet(np.ones(len(values)), size=5))
+    for d in (0, 1, 2):
+        got = hamming_guess(logp, values, d)
+        for i in range(5):
+            mass = [sum(np.exp(logp[i, h]) for h in range(len(values))
+                        if (values[h] != values[z]).sum() <= d) for z in range(len(values))]
+            assert np.isclose(mass[got[i]], max(mass))
+    assert (hamming_guess(logp, values, 0) == logp.argmax(1)).all()
+
+
+def test_gaussian_marginals_privacy_is_gdp():
+    p = gaussian_marginals_privacy(rho=2.0, num_tables=6, delta=1e-6)
+    mu = 2.0
+    assert math.isclose(p.noise, math.sqrt(12) / mu)
+    with jax.enable_x64(True):
+        assert math.isclose(float(gdp_delta(p.epsilon, mu)), 1e-6, rel_tol=1e-6)
+        grid_delta = np.asarray(gdp_delta(p.epsilons, mu))
+    np.testing.assert_allclose(p.deltas, grid_delta, rtol=1e-12)
+    # Grid lookup rounds ε down: never below the true δ(ε).
+    e = np.linspace(0, p.epsilons[-1], 101)
+    with jax.enable_x64(True):
+        assert (p.delta_of_epsilon(e) >= np.asarray(gdp_delta(e, mu)) - 1e-15).all()
+    with pytest.raises(ValueError, match="rho"):
+        gaussian_marginals_privacy(rho=0.0, num_tables=1, delta=1e-5)
+
+
+def test_fair_loader_pinned():
+    t = load_fair()
+    assert t.codes.shape == (6366, 9)
+    assert [len(lv) for lv in t.levels] == [5, 6, 7, 6, 4, 6, 6, 6, 2]
+    assert t.levels[1] == (17.5, 22.0, 27.0, 32.0, 37.0, 42.0)
+    assert FAIR_SHA256.startswith("fd5f3f09")
+    # 2,053 of the 6,366 respondents report time spent in affairs (affairs > 0).
+    assert int(t.codes[:, -1].sum()) == 2053
+
+
+def test_argument_errors_name_the_argument():
+    kw = dict(attributes=["age", "educ", "religious"], hidden=["religious"], num_targets=5)
+    with pytest.raises(ValueError, match="rho"):
+        marginals_reconstruction(jax.random.key(0), rho=-1.0, **kw)
+    with pytest.raises(ValueError, match="hidden"):
+        marginals_reconstruction(jax.random.key(0), rho=1.0, attributes=["age"], hidden=["educ"])
+    with pytest.raises(ValueError, match="attributes"):
+        marginals_reconstruction(jax.random.key(0), rho=1.0, attributes=["nope", "educ"],
+                                 hidden=["educ"])
+    with pytest.raises(ValueError, match="distance"):
+        marginals_reconstruction(jax.random.key(0), rho=1.0, distance=1, **kw)
+
+
+def test_fair_attack_counts_and_monotone_baseline():
+    kw = dict(attributes=["age", "educ", "religious", "occupation"],
+              hidden=["religious", "occupation"], num_targets=40)
+    exact = marginals_reconstruction(jax.random.key(3), rho=1.0, distance=0, **kw)
+    approx = marginals_reconstruction(jax.random.key(3), rho=1.0, distance=1, **kw)
+    for r in (exact, approx):
+        assert 0 <= int(r.successes) <= 40 and int(r.successes) == int(r.hits.sum())
+        assert float(r.baseline) == pytest.approx(float(r.priors.sum()))
+        assert int(r.successes) < int(r.bound) <= 41
+    # A Hamming ball contains its centre: approximate priors dominate exact ones.
+    assert (np.asarray(approx.priors) >= np.asarray(exact.priors) - 1e-12).all()
+
+
+def _isolated_table(n_rows=400):
+    """Each row has its own quasi-identifier: every target's cells are its own, the attack on a
+    binary hidden bit is exactly the optimal test between N(±1) cells, success Φ(μ/2)."""
+    rng = np.random.default_rng(0)
+    hidden = rng.permutation(np.arange(n_rows) % 2)
+    codes = np.stack([np.arange(n_rows), hidden], 1).astype(np.int32)
+    return Table(("qi", "bit"), codes, (tuple(range(n_rows)), (0, 1)))
+
+
+@pytest.mark.slow
+def test_count_bound_sound_over_seeded_repetitions():
+    """Measured successes reach v_γ in at most a γ fraction of runs (plus binomial slack).
+
+    Here the attack is the optimal test between N(+1) and N(−1) cells, so its success count is
+    Binomial(n, Φ(μ/2)) with μ = √(2ρ): checked against that law, and any valid v_γ must lie
+    above the law's (1 − γ)-quantile (a bound below it would be exceeded more than γ of the time).
+    """
+    table = _isolated_table()
+    rho, n, reps, gamma = 0.125, 150, 60, 0.05
+    kw = dict(attributes=["qi", "bit"], hidden=["bit"], way=2, num_targets=n, table=table,
+              gamma=gamma)
+    res = [marginals_reconstruction(jax.random.key(s), rho=rho, **kw) for s in range(reps)]
+    succ = np.array([int(r.successes) for r in res])
+    bound = np.array([int(r.bound) for r in res])
+    assert (bound <= n).all()  # not vacuous
+    exceed = int((succ >= bound).sum())
+    assert exceed <= binom.ppf(0.999, reps, gamma)
+    q = norm.cdf(math.sqrt(2 * rho) / 2)
+    # Priors are ≈ 1/2 (balanced rest rows); the optimal attack's mean is n Φ(μ/2).
+    assert abs(succ.mean() - n * q) < 4 * math.sqrt(n * q * (1 - q) / reps) + 1.0
+    assert (bound >= binom.ppf(1 - gamma, n, q)).all()

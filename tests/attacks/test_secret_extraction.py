@@ -1,0 +1,140 @@
+"""Secret extraction: priors and their pins, replace-one accounting, trie scoring against the
+full-sequence likelihood, and the pipeline end to end at toy size."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxaudit.attacks import (
+    CharGRU,
+    candidate_trie,
+    digit_prior,
+    dpsgd_privacy,
+    load_password_ranks,
+    password_prior,
+    score_candidates,
+    secret_corpus,
+    secret_extraction,
+)
+from jaxaudit.attacks.char_model import sequence_log_likelihood
+from jaxaudit.attacks.corpus import encode, filler_sentences, secret_prefix
+from jaxaudit.attacks.secret_priors import ZIPF_EXPONENT, ZXCVBN_VERSION
+from jaxaudit.bounds import gdp_delta, zipf_prior
+
+
+def test_password_list_pinned():
+    import importlib.metadata
+
+    assert importlib.metadata.version("zxcvbn") == ZXCVBN_VERSION
+    ranked = load_password_ranks()
+    assert len(ranked) == 30000 and ranked[:4] == ["123456", "password", "12345678", "qwerty"]
+
+
+def test_password_prior_is_truncated_zipf():
+    p = password_prior(50)
+    assert len(p.candidates) == 50 and math.isclose(p.probs.sum(), 1.0)
+    ranked = load_password_ranks()
+    ranks = np.array([ranked.index(c) + 1 for c in p.candidates])
+    want = ranks ** -ZIPF_EXPONENT
+    np.testing.assert_allclose(p.probs, want / want.sum(), rtol=1e-12)
+    assert all(set(c) <= set("abcdefghijklmnopqrstuvwxyz0123456789") for c in p.candidates)
+    # The exponent's calibration: rank-1 mass 0.009 over 10^7 passwords.
+    assert abs(zipf_prior(ZIPF_EXPONENT, 10**7, [1])[0] - 0.009) < 1e-5
+
+
+def test_digit_prior_uniform():
+    p = digit_prior(3)
+    assert len(p.candidates) == 1000 and p.candidates[7] == "007"
+    np.testing.assert_allclose(p.probs, 1e-3)
+    with pytest.raises(ValueError, match="length"):
+        digit_prior(0)
+
+
+def test_replace_one_accounting_matches_gdp_at_full_batch():
+    """q = 1: T replace-one Gaussian steps (sensitivity 2C, noise σC) are exactly μ-GDP with
+    μ = 2√T/σ; the calibrated σ must meet δ at ε and the PLD profile must not be below GDP's."""
+    steps, eps, delta = 16, 2.0, 1e-5
+    p = dpsgd_privacy(epsilon=eps, delta=delta, steps=steps, sampling_rate=1.0)
+    mu = 2.0 * math.sqrt(steps) / p.noise
+    with jax.enable_x64(True):
+        at_target = float(gdp_delta(eps, mu))
+        exact = np.asarray(gdp_delta(p.epsilons, mu))
+    assert at_target <= delta * 1.01
+    # σ is the smallest such noise (to the bisection's 0.1 %): a 1 % smaller σ breaks δ.
+    with jax.enable_x64(True):
+        assert float(gdp_delta(eps, mu * 1.01)) > delta
+    assert (p.deltas >= exact - 1e-6).all()
+    np.testing.assert_allclose(p.deltas, exact, atol=2e-3)
+
+
+def test_trie_scores_equal_full_sequence_likelihood():
+    model = CharGRU(hidden_dim=16)
+    params = model.init(jax.random.key(0), jnp.zeros((1, 8), jnp.int32))
+    cands = ["12", "123", "1", "ab", "b", "abc0"]
+    trie = candidate_trie(cands)
+    users = [3, 42]
+    prefixes = [encode(secret_prefix(u), len(secret_prefix(u)) + 2)[:-1] for u in users]
+    got = score_candidates(model, params, prefixes, trie, users_per_call=4)
+    for i, u in enumerate(users):
+        pre = secret_prefix(u)
+        full = jnp.asarray(np.stack([encode(pre + c, 40) for c in cands]))
+        ll_full = sequence_log_likelihood(model, params, full)
+        ll_pre = sequence_log_likelihood(model, params, jnp.asarray([encode(pre, 40)]))[0]
+        # Full record minus the prefix's own terms (its log-probabilities up to the secret):
+        logits = model.apply(params, full[:, :-1])
+        logp = jax.nn.log_softmax(logits)
+        pre_terms = jnp.take_along_axis(logp[:, :len(pre)], full[:, 1:len(pre) + 1, None], -1)
+        want = ll_full - pre_terms.sum((1, 2))
+        np.testing.assert_allclose(got[i], np.asarray(want), atol=2e-4)
+        assert np.isfinite(float(ll_pre))
+
+
+def test_corpus_layout_and_filler_disjoint():
+    prior = digit_prior(2)
+    a = secret_corpus(jax.random.key(0), prior, num_secrets=3, num_filler=5, record_length=40)
+    b = secret_corpus(jax.random.key(1), prior, num_secrets=2, num_filler=5, record_length=40,
+                      first_user=100, filler_start=5)
+    assert a.tokens.shape == (8, 40) and b.tokens.shape == (7, 40)
+    text = lambda row: "".join("" if t < 3 else ("'" if t == 6 else " .,'"[t - 3] if t < 7
+                                                 else "abcdefghijklmnopqrstuvwxyz0123456789"[t - 7])
+                               for t in np.asarray(row))
+    assert text(a.tokens[1]) == f"user 1's password is {prior.candidates[int(a.secrets[1])]}"
+    assert not {text(r) for r in a.tokens[3:]} & {text(r) for r in b.tokens[2:]}
+    sentences, version = filler_sentences()
+    assert len(sentences) > 2000 and version.count(".") == 2
+
+
+def test_planted_secrets_found_without_noise():
+    """ε = ∞, no noise, no effective clipping: a model trained on the secrets finds them all;
+    the bound is vacuous (n + 1) and the baseline is n·k/10^L."""
+    res = secret_extraction(jax.random.key(0), prior=digit_prior(2), num_secrets=4,
+                            epsilon=math.inf, guesses=1, num_filler=0, steps=600,
+                            batch_size=4, clip_norm=1e6, learning_rate=3e-2, hidden_dim=64,
+                            record_length=32)
+    assert int(res.successes) == 4 and bool(res.hits.all())
+    assert int(res.bound) == 5 and float(res.noise) == 0.0
+    assert float(res.baseline) == pytest.approx(4 * 0.01)
+
+
+def test_private_run_counts_and_bound():
+    res = secret_extraction(jax.random.key(1), prior=digit_prior(2), num_secrets=6, epsilon=1.0,
+                            guesses=3, num_filler=20, steps=20, batch_size=8, hidden_dim=16,
+                            record_length=32)
+    assert 0 <= int(res.successes) <= 6 and res.hits.shape == (6,)
+    assert float(res.noise) > 0 and float(res.epsilon) == 1.0
+    assert float(res.baseline) == pytest.approx(6 * 0.03)
+    assert int(res.successes) < int(res.bound)
+    assert float(res.top_prior) <= float(res.top_bound) <= 1.0
+
+
+def test_secret_extraction_argument_errors():
+    with pytest.raises(ValueError, match="epsilon"):
+        secret_extraction(jax.random.key(0), prior=digit_prior(1), num_secrets=2, epsilon=0.0)
+    with pytest.raises(TypeError, match="prior"):
+        secret_extraction(jax.random.key(0), prior="digits", num_secrets=2, epsilon=1.0)
+    with pytest.raises(ValueError, match="guesses"):
+        secret_extraction(jax.random.key(0), prior=digit_prior(1), num_secrets=2, epsilon=1.0,
+                          guesses=0)
