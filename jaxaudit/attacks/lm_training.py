@@ -70,7 +70,7 @@ def train_dp_lm(key, model, tokens, *, steps: int, sampling_rate: float, noise_m
         raise ValueError(f"tokens must have shape (N, T), got {tokens.shape}")
     n = tokens.shape[0]
     k_init, k_train = jax.random.split(key)
-    params = model.init(k_init, tokens[:1]) if init_params is None else init_params
+    params = jax.jit(model.init)(k_init, tokens[:1]) if init_params is None else init_params
     opt = optax.adam(float(learning_rate))
     opt_state = opt.init(params)
     q, sigma, c = float(sampling_rate), float(noise_multiplier), float(clip_norm)

@@ -108,8 +108,8 @@ def dpsgd_privacy(*, epsilon, delta, steps, sampling_rate, grid_size: int = 96) 
 
     Examples:
       >>> p = dpsgd_privacy(epsilon=2.0, delta=1e-5, steps=10, sampling_rate=1.0)
-      >>> bool(p.delta_of_epsilon(2.0) <= 1e-5)
-      True
+      >>> round(p.noise, 2), round(2 * 10 ** 0.5 / p.noise, 3)   # full batch: μ-GDP, μ = 2√T/σ
+      (12.62, 0.501)
     """
     eps = float(check_positive("epsilon", epsilon))
     delta = float(check_probability("delta", delta, open_low=True, open_high=True))

@@ -45,42 +45,42 @@ def register(subparsers) -> None:
     s = sub.add_parser("secrets", help="extract secrets from a DP-fine-tuned character LM")
     s.add_argument("--prior", choices=("digits", "passwords"), default="passwords",
                    help="secret prior: uniform digit strings or Zipf over zxcvbn's passwords")
-    s.add_argument("--digits", type=int, default=4, help="length of digit secrets (default 4)")
+    s.add_argument("--digits", type=int, default=4, help="length of digit secrets")
     s.add_argument("--candidates", type=int, default=2000,
-                   help="password candidates kept (default 2000)")
+                   help="password candidates kept (Zipf support)")
     s.add_argument("--epsilons", type=_floats, default=[1.0, 4.0, 8.0, math.inf],
-                   help="comma-separated ε values (inf: no noise)")
-    s.add_argument("--delta", type=float, default=1e-5)
-    s.add_argument("--num-secrets", type=int, default=100)
+                   help="comma-separated ε values, inf = no noise (default: 1,4,8,inf)")
+    s.add_argument("--delta", type=float, default=1e-5, help="δ of the (ε, δ) target")
+    s.add_argument("--num-secrets", type=int, default=100, help="n users, one secret each")
     s.add_argument("--guesses", type=int, default=1, help="guesses per secret k")
     s.add_argument("--num-filler", type=int, default=1000, help="filler records (real text)")
     s.add_argument("--steps", type=int, default=200, help="DP-SGD steps")
     s.add_argument("--batch-size", type=int, default=64, help="expected Poisson batch size")
-    s.add_argument("--clip", type=float, default=1.0)
+    s.add_argument("--clip", type=float, default=1.0, help="per-example clipping norm C")
     s.add_argument("--learning-rate", type=float, default=1e-3, help="fine-tuning Adam step")
     s.add_argument("--pretrain-steps", type=int, default=200,
                    help="public pretraining steps (0: train from scratch)")
     s.add_argument("--hidden", type=int, default=96, help="GRU width")
     s.add_argument("--seeds", type=int, default=1, help="repetitions per ε")
-    s.add_argument("--gamma", type=float, default=0.05)
+    s.add_argument("--gamma", type=float, default=0.05, help="level γ of the count bound")
     s.add_argument("--out", required=True, help="run folder (created; resumed if it exists)")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.set_defaults(func=run_secrets)
 
     m = sub.add_parser("marginals", help="reconstruct hidden attributes from noisy marginals")
     m.add_argument("--rhos", type=_floats, default=[0.01, 0.1, 1.0, 10.0],
-                   help="comma-separated ρ values of ρ-zCDP")
-    m.add_argument("--attributes", type=_names, default=_names(_MARGINAL_ATTRIBUTES),
-                   help=f"released attributes (default {_MARGINAL_ATTRIBUTES})")
-    m.add_argument("--hidden", type=_names, default=_names(_MARGINAL_HIDDEN),
-                   help=f"attributes to reconstruct (default {_MARGINAL_HIDDEN})")
+                   help="comma-separated ρ values of ρ-zCDP (default: 0.01,0.1,1,10)")
+    m.add_argument("--attributes", default=_MARGINAL_ATTRIBUTES,
+                   help=f"released attributes (default: {_MARGINAL_ATTRIBUTES})")
+    m.add_argument("--hidden", default=_MARGINAL_HIDDEN,
+                   help=f"attributes to reconstruct (default: {_MARGINAL_HIDDEN})")
     m.add_argument("--distance", type=int, default=0,
                    help="Hamming distance d of a success (0: exact)")
     m.add_argument("--way", type=int, default=2, help="k of the k-way marginals")
-    m.add_argument("--num-targets", type=int, default=100)
-    m.add_argument("--delta", type=float, default=1e-5)
+    m.add_argument("--num-targets", type=int, default=100, help="n target rows")
+    m.add_argument("--delta", type=float, default=1e-5, help="δ of the reported (ε, δ) point")
     m.add_argument("--seeds", type=int, default=1, help="repetitions per ρ")
-    m.add_argument("--gamma", type=float, default=0.05)
+    m.add_argument("--gamma", type=float, default=0.05, help="level γ of the count bound")
     m.add_argument("--out", required=True, help="run folder (created; resumed if it exists)")
     m.add_argument("--quiet", action="store_true", help="no progress bar")
     m.set_defaults(func=run_marginals)
@@ -215,6 +215,7 @@ def run_marginals(args: argparse.Namespace) -> int:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if not args.rhos or any(not r > 0 for r in args.rhos):
         raise ValueError(f"--rhos must be > 0, got {args.rhos}")
+    args.attributes, args.hidden = _names(args.attributes), _names(args.hidden)
     config = {k: v for k, v in vars(args).items() if k not in ("func", "out", "quiet")}
     config["rhos"] = [str(r) for r in args.rhos]
     rundir = RunDir.open(args.out, kind="attack-marginals", config=config)
