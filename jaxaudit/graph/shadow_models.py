@@ -191,6 +191,18 @@ def _single_trainer(sampler, module, epochs, learning_rate, weight_decay, edge_a
                                      weight_decay, edge_access))
 
 
+@functools.lru_cache(maxsize=32)
+def _compiled_fit(module, epochs, learning_rate, weight_decay):
+    """The jitted full-batch fit of :func:`train_gnn`, cached per static recipe."""
+    return jax.jit(functools.partial(_fit, module, epochs, learning_rate, weight_decay))
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled_apply(module):
+    """The jitted ``module.apply`` of :func:`gnn_logits`, cached per module."""
+    return jax.jit(module.apply)
+
+
 def _check_recipe(graph, epochs, learning_rate, weight_decay) -> None:
     """The graph and the optimisation recipe (finite: an inf learning rate trains NaN scores)."""
     if not isinstance(graph, Graph):
@@ -292,8 +304,7 @@ def train_gnn(key: jax.Array, graph: Graph, model: str | nn.Module, node_mask: j
         raise ValueError(f"edge_mask must have shape ({e},), got {np.shape(edge_mask)}")
     module = gnn_module(model, graph)
     weight = jnp.ones((e,), jnp.float32) if edge_mask is None else jnp.asarray(edge_mask, jnp.float32)
-    fit = jax.jit(functools.partial(_fit, module, int(epochs), float(learning_rate),
-                                    float(weight_decay)))
+    fit = _compiled_fit(module, int(epochs), float(learning_rate), float(weight_decay))
     params = fit(key, prepare_inputs(graph), jnp.asarray(node_mask, bool), weight)
     return module, params
 
@@ -303,4 +314,4 @@ def gnn_logits(module: nn.Module, params: Any, graph: Graph,
     """(N, C) logits of a trained GNN on ``graph`` with the edges of ``edge_mask`` (None: all)."""
     inputs = prepare_inputs(graph)
     weight = None if edge_mask is None else jnp.asarray(edge_mask, jnp.float32)
-    return jax.jit(module.apply)(params, _graphs_tuple(inputs, weight))
+    return _compiled_apply(module)(params, _graphs_tuple(inputs, weight))
