@@ -51,6 +51,14 @@ ORACLES = {
     "balle_rero_zcdp": (bounds.balle_rero_zcdp, 2, lambda k, rho: (
         mp.exp(-(mp.sqrt(-mp.log(k)) - mp.sqrt(rho)) ** 2) if rho < -mp.log(k) else mp.mpf(1))),
     "gdp_delta": (bounds.gdp_delta, 2, lambda e, mu: _gdp_delta(e, mu)),
+    # three-argument bounds, third argument fixed (float32-exact values)
+    "kgk_bound_approx": (lambda k, e: bounds.kgk_bound_approx(k, e, jnp.float32(2**-17)), 2,
+                         lambda k, e: min(1, mp.exp(e) * k + mp.mpf(2) ** -17,
+                                          1 - mp.exp(-e) * (1 - mp.mpf(2) ** -17 - k))),
+    "balle_rero_rdp": (lambda k, e: bounds.balle_rero_rdp(k, jnp.float32(2.5), e), 2,
+                       lambda k, e: min(1, (k * mp.exp(e)) ** (1 - 1 / mp.mpf(2.5)))),
+    "hayes_gaussian": (lambda k, s: bounds.hayes_gaussian(k, s, jnp.float32(1.25)), 2,
+                       lambda k, s: _phi(_phi_inv(k) + s / mp.mpf(1.25))),
 }
 # inputs: first argument a probability (a prior κ, or ε for max_gain/gdp_delta), second ε, μ, ρ
 PROBS = np.array([1e-6, 0.013, 0.1, 0.2449, 0.3, 0.377, 0.5, 0.71, 0.9, 0.999], np.float32)
