@@ -227,20 +227,14 @@ def run_scores(args: argparse.Namespace) -> int:
                              title=f"scores R={len(in_s)}/{len(out_s)}", header=header)
 
 
-def run_training(args: argparse.Namespace) -> int:
-    """Train the canary runs (resumable), then audit their scores."""
-    import jax
-    import numpy as np
-
+def _training_args(args: argparse.Namespace) -> None:
+    """Fill the training defaults and check the training-only options (the scores mode ignores
+    them)."""
     from jaxaudit._validation import check_integer, check_positive
-    from jaxaudit.cli.rdp_steps import audit_data
-    from jaxaudit.dpsgd import blank_canary, canary_runs, model_by_name, pretrain, worst_case_label
-    from jaxaudit.runs import RunDir, params_from_arrays, params_to_arrays, run_chunks
 
     for name, default in _TRAINING_DEFAULTS.items():
         if getattr(args, name) is None:
             setattr(args, name, default)
-    # training-only options: checked here, since the scores mode ignores them
     for name in ("chunk", "dataset_size", "pretrain_batch"):
         check_integer(f"--{name.replace('_', '-')}", getattr(args, name), minimum=1)
     check_integer("--runs", args.runs, minimum=2)  # the held-out split needs two runs
@@ -257,31 +251,49 @@ def run_training(args: argparse.Namespace) -> int:
     check_positive("--learning-rate", args.learning_rate)
     _check_audit_args(args)
 
-    rundir = RunDir.open(args.out, kind="rdp", config=_config(args))
-    sigma = _noise_multiplier(args)
-    model = model_by_name(args.model)
-    (x, y), (xp, yp) = audit_data(args.dataset, args.dataset_size, args.public_size,
-                                  seed=args.seed, data_dir=args.data_dir)
-    key = jax.random.key(args.seed)
-    k_init, k_runs, k_audit = jax.random.split(key, 3)
+
+def _initial_params(args, rundir, model, data, public, key):
+    """The worst-case initialisation θ₀, pretrained on the public split (chunk ``init``)."""
+    import jax
+
+    from jaxaudit.dpsgd import pretrain
+    from jaxaudit.runs import params_from_arrays, params_to_arrays, run_chunks
+
+    (x, _), (xp, yp) = data, public
 
     def compute_init(_name):
         if args.public_size > 0:
             steps = max(1, round(args.pretrain_epochs * args.public_size / args.pretrain_batch))
-            params = pretrain(k_init, model, xp, yp, steps=steps, learning_rate=args.pretrain_lr,
+            params = pretrain(key, model, xp, yp, steps=steps, learning_rate=args.pretrain_lr,
                               batch_size=args.pretrain_batch, optimizer=args.pretrain_optimizer)
         else:
-            params = model.init(k_init, x[:1])
+            params = model.init(key, x[:1])
         return params_to_arrays(params)
 
     stored = run_chunks(rundir, ["init"], compute_init)["init"]
-    init = params_from_arrays(stored, like=model.init(jax.random.key(0), x[:1]))
+    return params_from_arrays(stored, like=model.init(jax.random.key(0), x[:1]))
+
+
+def _canary(args, model, init, x):
+    """The blank canary and its label (``--canary-label``, or the worst case for θ₀)."""
+    from jaxaudit.dpsgd import blank_canary, worst_case_label
+
     canary = blank_canary(x.shape[1:])
     label = (worst_case_label(model, init, canary) if args.canary_label == "worst"
              else int(args.canary_label))
     num_classes = model.apply(init, canary[None]).shape[-1]
     if not 0 <= label < num_classes:
         raise ValueError(f"--canary-label must be in [0, {num_classes}), got {label}")
+    return canary, label
+
+
+def _canary_scores(args, rundir, model, init, data, canary, sigma, key):
+    """R runs with and R without the canary, in resumable chunks (chunk c: ``fold_in(key, c)``)."""
+    import jax
+    import numpy as np
+
+    from jaxaudit.dpsgd import canary_runs
+    from jaxaudit.runs import run_chunks
 
     chunk = min(args.chunk, args.runs)
     sizes = [min(chunk, args.runs - s) for s in range(0, args.runs, chunk)]
@@ -290,7 +302,7 @@ def run_training(args: argparse.Namespace) -> int:
     def compute(name):
         c = names.index(name)
         in_s, out_s = canary_runs(
-            jax.random.fold_in(k_runs, c), model, init, (x, y), (canary, label),
+            jax.random.fold_in(key, c), model, init, data, canary,
             num_runs=sizes[c], noise_multiplier=sigma, clip_norm=args.clip, steps=args.steps,
             learning_rate=args.learning_rate, sampling_rate=args.sampling_rate,
             unroll=max(1, min(args.unroll, args.steps)), chunk_size=args.vmap_chunk,
@@ -298,8 +310,28 @@ def run_training(args: argparse.Namespace) -> int:
         return {"in_scores": in_s, "out_scores": out_s}
 
     results = run_chunks(rundir, names, compute, progress=not args.quiet, desc="canary runs")
-    in_s = np.concatenate([results[n]["in_scores"] for n in names])
-    out_s = np.concatenate([results[n]["out_scores"] for n in names])
+    return (np.concatenate([results[n]["in_scores"] for n in names]),
+            np.concatenate([results[n]["out_scores"] for n in names]))
+
+
+def run_training(args: argparse.Namespace) -> int:
+    """Train the canary runs (resumable), then audit their scores."""
+    import jax
+
+    from jaxaudit.cli.rdp_steps import audit_data
+    from jaxaudit.dpsgd import model_by_name
+    from jaxaudit.runs import RunDir
+
+    _training_args(args)
+    rundir = RunDir.open(args.out, kind="rdp", config=_config(args))
+    sigma = _noise_multiplier(args)
+    model = model_by_name(args.model)
+    data, public = audit_data(args.dataset, args.dataset_size, args.public_size,
+                              seed=args.seed, data_dir=args.data_dir)
+    k_init, k_runs, k_audit = jax.random.split(jax.random.key(args.seed), 3)
+    init = _initial_params(args, rundir, model, data, public, k_init)
+    canary, label = _canary(args, model, init, data[0])
+    in_s, out_s = _canary_scores(args, rundir, model, init, data, (canary, label), sigma, k_runs)
     info = {"canary_label": label, "runs_per_world": len(in_s), "epsilon": args.epsilon}
     header = f"noise multiplier σ = {sigma:.4f}; canary label {label}; {len(in_s)} runs per world"
     return _audit_and_report(args, rundir, k_audit, in_s, out_s, sigma, info=info,
