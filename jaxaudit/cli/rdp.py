@@ -180,6 +180,8 @@ def _audit_and_report(args, rundir, key, in_s, out_s, sigma, *, info, title, hea
     )
     print(header)
     print(records_table(records))
+    print(f"accountant: upper bound; DV point ± SE: an estimate (held-out standard error); "
+          f"DV/GDP/thr lower: lower confidence bounds at {1 - args.significance:.0%} each")
     if summary["violation"]:
         print("WARNING: a lower bound exceeds the accountant (privacy violation or a bug)")
     # How many runs would make the rigorous DV bound informative (Gaussian model of the scores).

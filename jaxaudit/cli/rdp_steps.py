@@ -191,10 +191,12 @@ def audit_to_rundir(
 
 def records_table(records: Sequence[Any]) -> str:
     """The audit records as a fixed-width text table."""
-    head = f"{'alpha':>6} {'accountant':>11} {'DV point':>9} {'DV lower':>9} {'GDP lower':>10} {'thr lower':>10} violation"
+    head = (f"{'alpha':>6} {'accountant':>11} {'DV point':>9} {'± SE':>7} {'DV lower':>9} "
+            f"{'GDP lower':>10} {'thr lower':>10} violation")
     rows = [head]
     for r in records:
-        rows.append(f"{r.order:6.3g} {r.accountant:11.4f} {r.dv_point:9.4f} {r.dv_lower:9.4f} "
+        rows.append(f"{r.order:6.3g} {r.accountant:11.4f} {r.dv_point:9.4f} {r.dv_se:7.4f} "
+                    f"{r.dv_lower:9.4f} "
                     f"{r.gdp_lower:10.4f} {r.threshold_lower:10.4f} {'YES' if r.violation else 'no'}")
     return "\n".join(rows)
 

@@ -51,6 +51,8 @@ class OrderAudit(NamedTuple):
         so one flag is a false alarm with probability ≤ 3·significance, and "some order is
         flagged" over k orders with probability ≤ 3k·significance (union bound): for a
         family-wise claim at level s, call with ``significance = s / (3k)``.
+      dv_se: held-out standard error of ``dv_point`` given the critic (delta method; the
+        critic's training variability is not in it).
     """
 
     order: float
@@ -62,6 +64,7 @@ class OrderAudit(NamedTuple):
     gdp_epsilon: float
     gdp_mu: float
     violation: bool
+    dv_se: float = float("nan")
 
 
 def audit_dpsgd(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, orders: ArrayLike, *,
@@ -107,6 +110,7 @@ def audit_dpsgd(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, ord
                          bound=bound, config=config)
     dv_point = np.atleast_1d(np.asarray(jax.device_get(est.point), np.float64))
     dv_lower = np.atleast_1d(np.asarray(jax.device_get(est.lower), np.float64))
+    dv_se = np.atleast_1d(np.asarray(jax.device_get(est.point_se), np.float64))
     gdp = gdp_epsilon_lower_bound(in_s, out_s, delta, significance)
     thr = np.atleast_1d(threshold_renyi_lower_bound(in_s, out_s, orders_arr, significance))
     records = []
@@ -116,5 +120,5 @@ def audit_dpsgd(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, ord
         violation = bool((lowers > accountant[i] * (1 + 1e-9) + 1e-12).any())
         records.append(OrderAudit(float(a), float(accountant[i]), float(dv_point[i]),
                                   float(dv_lower[i]), gdp_rdp, float(thr[i]), float(gdp.epsilon),
-                                  float(gdp.mu), violation))
+                                  float(gdp.mu), violation, float(dv_se[i])))
     return records

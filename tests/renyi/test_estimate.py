@@ -185,3 +185,12 @@ def test_bad_input(kwargs, name):
     with pytest.raises(ValueError, match=name):
         estimate_renyi(jax.random.key(0), args["x_q"], args["x_p"], args["alpha"], **call_kwargs)
 
+
+
+def test_auto_clip_switches_to_range_with_many_runs():
+    from jaxaudit.renyi.estimate import AUTO_RANGE_MIN_TRAIN, _resolve_clip
+
+    assert _resolve_clip("auto", AUTO_RANGE_MIN_TRAIN - 1) == "observed"
+    assert _resolve_clip("auto", AUTO_RANGE_MIN_TRAIN) == "range"
+    assert _resolve_clip("observed", 10**6) == "observed"
+    assert _resolve_clip("range", 10) == "range"
