@@ -27,6 +27,8 @@
 #
 #     python notebooks/scripts/rdp_paper_scores.py --out ~/.cache/jaxaudit/rdp_paper --runs 500
 #
+# On a GPU, `--runs 10000 --chunk 1000` takes about 8 s per 1,000 runs per world (one H200);
+# `notebooks/figures/rdp_eps_grid_10k.png` is this notebook's figure on those scores.
 # Set `JAXAUDIT_RDP_SCORES` to its `scores.npz`. `JAXAUDIT_NOTEBOOK_FAST=1` (the test suite) makes
 # a tiny scores file instead (an MLP, T = 2, 12 runs per world): its numbers mean nothing.
 #
