@@ -362,3 +362,13 @@ def check_score_vector(name: str, value, minimum: int = 4) -> np.ndarray:
         raise ValueError(f"{name} must be a 1-D array of at least {minimum} scores, got shape "
                          f"{arr.shape}")
     return arr
+
+
+def check_orders(name: str, orders) -> np.ndarray:
+    """Rényi orders: a non-empty 1-D array (a scalar becomes length 1) of finite α > 1."""
+    arr = np.atleast_1d(check_finite(name, orders))
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D sequence, got shape {arr.shape}")
+    if (arr <= 1).any():
+        raise ValueError(f"{name} must all be > 1, got {float(arr[arr <= 1][0])!r}")
+    return arr

@@ -17,7 +17,12 @@ import dp_accounting
 import numpy as np
 from jax.typing import ArrayLike
 
-from jaxaudit._validation import check_finite, check_integer, check_positive, check_probability
+from jaxaudit._validation import (
+    check_integer,
+    check_orders,
+    check_positive,
+    check_probability,
+)
 
 __all__ = ["DEFAULT_ORDERS", "rdp_epsilons", "epsilon_for_delta", "noise_for_epsilon"]
 
@@ -33,15 +38,6 @@ def _check_mechanism(noise_multiplier, sampling_rate, steps) -> tuple[float, flo
     q = float(check_probability("sampling_rate", sampling_rate, open_low=True))
     steps_int = check_integer("steps", steps, minimum=1)
     return sigma, q, steps_int
-
-
-def _check_orders(orders) -> np.ndarray:
-    arr = np.atleast_1d(check_finite("orders", orders))
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"orders must be a non-empty 1-D sequence, got shape {arr.shape}")
-    if (arr <= 1).any():
-        raise ValueError(f"orders must all be > 1, got {arr[arr <= 1][0]!r}")
-    return arr
 
 
 def _event(sigma: float, q: float, steps: int) -> dp_accounting.DpEvent:
@@ -76,7 +72,7 @@ def rdp_epsilons(
       Mironov, Talwar, Zhang (2019), arXiv 1908.10530; dp_accounting ``RdpAccountant``.
     """
     sigma, q, steps = _check_mechanism(noise_multiplier, sampling_rate, steps)
-    alphas = _check_orders(orders)
+    alphas = check_orders("orders", orders)
     accountant = dp_accounting.rdp.RdpAccountant(list(map(float, alphas)))
     accountant.compose(_event(sigma, q, steps))
     return np.asarray(accountant.rdp, dtype=np.float64)
@@ -98,7 +94,7 @@ def epsilon_for_delta(*, noise_multiplier: float, sampling_rate: float, steps: i
     """
     sigma, q, steps = _check_mechanism(noise_multiplier, sampling_rate, steps)
     delta = float(check_probability("delta", delta, open_low=True, open_high=True))
-    alphas = _check_orders(DEFAULT_ORDERS if orders is None else orders)
+    alphas = check_orders("orders", DEFAULT_ORDERS if orders is None else orders)
     accountant = dp_accounting.rdp.RdpAccountant(list(map(float, alphas)))
     accountant.compose(_event(sigma, q, steps))
     return float(accountant.get_epsilon(delta))
@@ -140,7 +136,7 @@ def noise_for_epsilon(epsilon: ArrayLike, delta: ArrayLike, steps: int, sampling
     epsilon = float(check_positive("epsilon", epsilon))
     delta = float(check_probability("delta", delta, open_low=True, open_high=True))
     _, q, steps = _check_mechanism(1.0, sampling_rate, steps)
-    alphas = list(map(float, _check_orders(DEFAULT_ORDERS if orders is None else orders)))
+    alphas = list(map(float, check_orders("orders", DEFAULT_ORDERS if orders is None else orders)))
     make = ((lambda: dp_accounting.rdp.RdpAccountant(alphas)) if accountant == "rdp" else
             (lambda: dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-3)))
     # The PLD discretisation blows up for σ ≪ 1 (a grid of 10^12 losses at σ = 10^-3).

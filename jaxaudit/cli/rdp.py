@@ -147,14 +147,13 @@ def _config(args: argparse.Namespace) -> dict:
 
 def _check_audit_args(args: argparse.Namespace) -> None:
     """Checks shared by both modes (everything the accountant and the audit read)."""
-    from jaxaudit._validation import check_probability
+    from jaxaudit._validation import check_orders, check_probability
 
     check_output_dir("--out", args.out)
     check_probability("--delta", args.delta, open_low=True, open_high=True)
     check_probability("--sampling-rate", args.sampling_rate, open_low=True)
     check_probability("--significance", args.significance, open_low=True, open_high=True)
-    if not args.orders or min(args.orders) <= 1:
-        raise ValueError(f"--orders must all be > 1, got {args.orders}")
+    check_orders("--orders", args.orders)
 
 
 def _noise_multiplier(args: argparse.Namespace) -> float:

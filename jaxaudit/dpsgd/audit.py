@@ -20,7 +20,7 @@ import jax
 import numpy as np
 from jax.typing import ArrayLike
 
-from jaxaudit._validation import check_finite, check_probability
+from jaxaudit._validation import check_finite, check_orders, check_probability
 from jaxaudit.accounting import rdp_epsilons
 from jaxaudit.renyi import (
     estimate_renyi,
@@ -96,9 +96,7 @@ def audit_dpsgd(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, ord
     for name, arr in (("in_scores", in_s), ("out_scores", out_s)):
         if arr.ndim != 1:
             raise ValueError(f"{name} must be 1-D (one score per run), got shape {arr.shape}")
-    orders_arr = np.atleast_1d(check_finite("orders", orders)).astype(np.float64)
-    if orders_arr.ndim != 1 or (orders_arr <= 1).any():
-        raise ValueError(f"orders must be > 1, got {orders!r}")
+    orders_arr = check_orders("orders", orders)
     significance = float(check_probability("significance", significance, open_low=True, open_high=True))
     if not isinstance(accountant_params, dict) or set(accountant_params) != {
         "noise_multiplier", "sampling_rate", "steps"
