@@ -2,7 +2,9 @@
 
 jaxaudit: :func:`jaxaudit.bmp.posterior_nuts` on all nodes' counts at once, 4 chains × (500 warm-up
 + 1000) NUTS draws, vmapped over nodes (one jit-compiled call); reported cold (with compilation)
-and warm, seconds per node, and the fraction of nodes with R-hat ≤ 1.05.
+and warm (median of ``--repeats``), seconds per node, and the sampler's health: the fraction of
+nodes with R-hat ≤ 1.05, the smallest bulk ESS and the fraction of nodes with ESS ≥ 400, and the
+divergent transitions (total, and per 10⁴ draws after warm-up).
 privacy-estimates (Zanella-Béguelin et al., "Bayesian estimation of differential privacy",
 ICML 2023; ``pip install privacy-estimates``): ``compute_eps_lo_hi(..., method="joint-beta")`` on
 the same counts, one node at a time (its per-estimate time on a few nodes, median).
@@ -76,13 +78,24 @@ def bench_jaxaudit(counts, args):
                               num_chains=4, deduplicate=not args.no_dedupe)
         jax.block_until_ready(post)
         dt = time.perf_counter() - t0
-        rhat = np.asarray(post.rhat)
+        rhat, ess = np.asarray(post.rhat), np.asarray(post.ess)
+        div = np.asarray(post.divergences)
+        draws = div.size * 4 * 1000
         rows.append(dict(seconds=dt, frac_rhat=float(np.mean(rhat <= 1.05)),
                          frac_rhat_101=float(np.mean(rhat <= 1.01)),
-                         divergences=int(np.asarray(post.divergences).sum()),
+                         divergences=int(div.sum()), div_per_1e4=1e4 * float(div.sum()) / draws,
+                         nodes_with_div=int((div > 0).sum()), min_ess=float(ess.min()),
+                         frac_ess_400=float(np.mean(ess >= 400)),
                          mean_steps=float(np.asarray(post.mean_steps).mean())))
         print(f"  jaxaudit rep {rep} ({'cold' if rep == 0 else 'warm'}): {dt:.1f} s, "
-              f"R-hat<=1.05 {rows[-1]['frac_rhat']:.3f}", flush=True)
+              f"R-hat<=1.05 {rows[-1]['frac_rhat']:.3f}, min ESS {rows[-1]['min_ess']:.0f}, "
+              f"divergences {rows[-1]['divergences']}", flush=True)
+        if rep == 0 and args.diagnose:
+            worst = np.argsort(-div)[:10]
+            print("  most divergent count tuples (fp, n0, fn, n1): divergences, ESS")
+            for i in worst:
+                print(f"    ({int(c.fp[i])}, {int(c.n0[i])}, {int(c.fn[i])}, {int(c.n1[i])}): "
+                      f"{int(div[i])}, {ess[i]:.0f}")
     return int(valid.sum()), len(np.unique(np.stack([c.fp, c.n0, c.fn, c.n1], 1), axis=0)), rows
 
 
@@ -112,6 +125,8 @@ def main(argv=None):
     p.add_argument("--save-counts", default=None)
     p.add_argument("--repeats", type=int, default=1, help="warm repeats after the cold run")
     p.add_argument("--pe-nodes", type=int, default=3, help="nodes timed with privacy-estimates")
+    p.add_argument("--diagnose", action="store_true",
+                   help="print the count tuples with the most divergent transitions")
     p.add_argument("--no-dedupe", action="store_true",
                    help="sample every node even when count tuples repeat")
     args = p.parse_args(argv)
@@ -123,18 +138,22 @@ def main(argv=None):
     print()
     print(f"Cora counts: {n_valid} nodes with IN and OUT runs, {n_unique} distinct count tuples; "
           f"4 chains x (500 + 1000) NUTS draws")
-    print("| method | total s | s / node | R-hat<=1.05 | R-hat<=1.01 | divergences | mean leapfrog |")
-    print("|---|---|---|---|---|---|---|")
+    print("| method | total s | s / node | R-hat<=1.05 | min ESS | ESS>=400 | divergences "
+          "(per 1e4 draws) | mean leapfrog |")
+    print("|---|---|---|---|---|---|---|---|")
     for label, r in (("jaxaudit cold (with compile)", rows[0]),) + tuple(
             (f"jaxaudit warm #{k}", r) for k, r in enumerate(rows[1:], 1)):
         print(f"| {label} | {r['seconds']:.1f} | {r['seconds'] / n_valid * 1e3:.1f} ms | "
-              f"{r['frac_rhat']:.3f} | {r['frac_rhat_101']:.3f} | {r['divergences']} | "
-              f"{r['mean_steps']:.1f} |")
+              f"{r['frac_rhat']:.3f} | {r['min_ess']:.0f} | {r['frac_ess_400']:.3f} | "
+              f"{r['divergences']} ({r['div_per_1e4']:.2f}) | {r['mean_steps']:.1f} |")
+    if warm is not None:
+        print(f"| jaxaudit warm, median of {len(rows) - 1} | {warm:.1f} | "
+              f"{warm / n_valid * 1e3:.1f} ms | | | | | |")
     if pe is None:
-        print(f"| privacy-estimates joint-beta | n/a | n/a | | | | | ({pe_err})")
+        print(f"| privacy-estimates joint-beta | n/a | n/a | | | | | | ({pe_err})")
     else:
-        print(f"| privacy-estimates joint-beta (per estimate, median) | {pe * n_valid:.0f} "
-              f"(extrapolated) | {pe * 1e3:.0f} ms | | | | |")
+        print(f"| privacy-estimates joint-beta (per estimate, median of {args.pe_nodes}) | "
+              f"{pe * n_valid:.0f} (extrapolated) | {pe * 1e3:.0f} ms | | | | | |")
         best = warm if warm is not None else cold
         print(f"\nspeed-up per estimate: {pe / (best / n_valid):.0f}x (warm), "
               f"{pe / (cold / n_valid):.0f}x (cold)")

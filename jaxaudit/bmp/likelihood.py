@@ -248,6 +248,22 @@ class Constrained(NamedTuple):
     beta: jax.Array
 
 
+_DELTA_LINK = "softplus"  # "exp" only for benchmarks/bmp_delta_link.py's before/after comparison
+
+
+def _delta_link(z):
+    """δ = softplus(z) > 0 with log δ and log dδ/dz = log σ(z).
+
+    softplus rather than exp: δ ≈ e^z for small δ (the data's scale), but linear for large δ, so
+    the half-normal prior's tail stays Gaussian in z (curvature 1/v) instead of the double
+    exponential that e^z makes of it (curvature ε²/v, which NUTS steps tuned to the bulk overshoot:
+    divergent transitions in the prior-driven upper tail)."""
+    if _DELTA_LINK == "exp":
+        return jnp.exp(z), z, z
+    log_delta = jnp.where(z < -15.0, z, jnp.log(softplus(jnp.maximum(z, -15.0))))
+    return softplus(z), log_delta, log_sigmoid(z)
+
+
 def _centered_parts(position, symmetric=False):
     a, b = position[..., 0], position[..., 1]
     log_alpha, log1m_alpha = log_sigmoid(a), log_sigmoid(-a)
@@ -255,20 +271,21 @@ def _centered_parts(position, symmetric=False):
     log1m_beta = jnp.logaddexp(log_alpha, log1m_alpha + log_sigmoid(-b))
     eps_hat_l = softplus(-b)  # log((1 − α)/β)
     eps_hat_r = softplus(-a + log_sigmoid(-b))  # log((1 − β)/α)
-    if symmetric:  # ε_L = ε_R = max(ε̂_L, ε̂_R) + e^z
+    if symmetric:  # ε_L = ε_R = max(ε̂_L, ε̂_R) + δ(z)
         z_l = z_r = position[..., 2]
         t = position[..., 3]
-        delta = jnp.exp(z_l)
+        delta, log_delta, log_jac_z = _delta_link(z_l)
         eps_l = eps_r = jnp.maximum(eps_hat_l, eps_hat_r) + delta
-        log_r_min = z_l - jnp.log(eps_l)
-        log_jac_z = z_l
+        log_r_min = log_delta - jnp.log(eps_l)
     else:
         z_l, z_r, t = position[..., 2], position[..., 3], position[..., 4]
-        eps_l = eps_hat_l + jnp.exp(z_l)
-        eps_r = eps_hat_r + jnp.exp(z_r)
+        delta_l, log_delta_l, jac_l = _delta_link(z_l)
+        delta_r, log_delta_r, jac_r = _delta_link(z_r)
+        eps_l = eps_hat_l + delta_l
+        eps_r = eps_hat_r + delta_r
         # 1 − s_max = min(δ_L/ε_L, δ_R/ε_R), computed without cancellation
-        log_r_min = jnp.minimum(z_l - jnp.log(eps_l), z_r - jnp.log(eps_r))
-        log_jac_z = z_l + z_r
+        log_r_min = jnp.minimum(log_delta_l - jnp.log(eps_l), log_delta_r - jnp.log(eps_r))
+        log_jac_z = jac_l + jac_r
     # s = 1 − r with log r = σ(t) log r_min: the band density ∝ 1/(1 − s) near the optimal attack
     # becomes a logistic density in t (no funnel between t and z)
     log_r = sigmoid(t) * log_r_min
@@ -293,7 +310,7 @@ def _log_band_near_optimal(eps_l, eps_r, s, log_r):
 
 
 def constrain_centered(position, symmetric: bool = False) -> Constrained:
-    """Map a centered position (a, b, log δ_L, log δ_R, t) — or (a, b, log δ, t) for the
+    """Map a centered position (a, b, z_L, z_R, t) (δ = softplus(z)) — or (a, b, z, t) for the
     symmetric model — to (ε_L, ε_R, s, α, β)."""
     p = _centered_parts(position, symmetric)
     return Constrained(p["eps_l"], p["eps_r"], p["s"], jnp.exp(p["log_alpha"]),
@@ -305,13 +322,14 @@ def log_joint_centered(position, counts: ErrorCounts, prior_variance=PRIOR_VARIA
     """Log joint density (up to a constant) on the centered coordinates, for free s ~ Beta(a, b).
 
     Coordinates: α = σ(a), β = (1 − α) σ(b) (the lower half α + β ≤ 1); the tightest parameters
-    of the point ε̂_L = log((1 − α)/β), ε̂_R = log((1 − β)/α); ε = ε̂ + e^{z} (so (α, β) ∈ R(ε));
+    of the point ε̂_L = log((1 − α)/β), ε̂_R = log((1 − β)/α); ε = ε̂ + softplus(z) (so
+    (α, β) ∈ R(ε));
     s = 1 − r_min^{σ(t)} with r_min = 1 − s_max = min(δ_L/ε_L, δ_R/ε_R) (so s < s_max, i.e.
     (α, β) ∉ R(sε); the band density ∝ 1/(1 − s) near the optimum becomes logistic in t). Then
 
       log p = log HN(ε_L) + log HN(ε_R) + log Beta(s; a, b) − log|B(ε, s)|
               + log Bin(X; N0, α) + log Bin(Y; N1, β)
-              + log σ'(a) + log(1 − α) + log σ'(b) + z_L + z_R
+              + log σ'(a) + log(1 − α) + log σ'(b) + log σ(z_L) + log σ(z_R)
               + log r + log(−log r_min) + log σ'(t),
 
     the last two lines the Jacobian of (a, b, z_L, z_R, t) ↦ (α, β, ε_L, ε_R, s) (triangular). The
@@ -319,7 +337,7 @@ def log_joint_centered(position, counts: ErrorCounts, prior_variance=PRIOR_VARIA
     (z, t) stay prior-shaped: NUTS needs short trajectories.
 
     ``symmetric=True`` is the symmetric membership-privacy (MP) baseline fitted to the same
-    counts: ε_L = ε_R = ε ~ half-normal, ε = max(ε̂_L, ε̂_R) + e^z, position (a, b, z, t).
+    counts: ε_L = ε_R = ε ~ half-normal, ε = max(ε̂_L, ε̂_R) + softplus(z), position (a, b, z, t).
 
     Args:
       position: array (..., 5) (or (..., 4) when symmetric).

@@ -115,3 +115,19 @@ def test_incomplete_or_padded_shadow_run_is_refused(shadow_dir, tmp_path, capsys
         (padded / "chunks" / "chunk_00000.npz.sha256").read_text().split()[0] + "\n")
     assert main(["bmp", "--shadow", str(padded), "--out", str(tmp_path / "b"), *POST]) == 2
     assert "inconsistent" in capsys.readouterr().err
+
+
+def test_html_report_shows_certified_and_bayesian_columns(report):
+    """`jaxaudit report` on a bmp run: the findings (summary) come first, the top-20 table shows
+    the certified bounds next to the Bayesian quantiles, and the full table is linked."""
+    from jaxaudit.report import render_report
+
+    html_path, _ = render_report(report)
+    text = html_path.read_text()
+    assert text.index("<h2>Findings</h2>") < text.index("<h2>Tables</h2>")
+    top = text[text.index("<h3>most_leaking.csv</h3>"):]
+    top = top[: top.index("</table>")]
+    for column in ("certified_eps_l_lower", "certified_eps_r_lower", "bayes_eps_r_q05",
+                   "bayes_eps_r_q50", "mp_eps_q50"):
+        assert f"<th>{column}</th>" in top
+    assert '<a href="nodes.csv">full table: nodes.csv' in text
