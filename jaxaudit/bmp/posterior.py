@@ -216,11 +216,13 @@ def posterior_nuts(key, counts, *, attack_prior=None, num_warmup: int = 500,
     latent variables (cheap gradients: no quadrature); ``parameterization`` chooses the
     coordinates:
 
-    * ``"centered"`` (default for a Beta prior): logits of (α, β/(1 − α)), log(ε − ε̂(α, β)) and
+    * ``"centered"`` (default for a Beta prior): logits of (α, β/(1 − α)),
+      softplus⁻¹(ε − ε̂(α, β)) and
       logit(s/s_max) — the data pin the first two coordinates along axes, so the adapted diagonal
       mass matrix makes the posterior nearly isotropic and trajectories short;
     * ``"noncentered"`` (required for a fixed s): (log ε_L, log ε_R[, logit s]) plus a uniform
-      (u, v) mapped onto the band.
+      (u, v) mapped onto the band. It mixes poorly when the counts pin (α, β) tightly (large N):
+      prefer a Beta prior concentrated near 1 (e.g. Beta(20, 1)) to a fixed s (docs/bmp.md).
 
     A Bayesian posterior, not a frequentist bound: under the default Beta(1, 1) an optimal
     attack's operating point is read as a weaker attack on a leakier mechanism, so the lower

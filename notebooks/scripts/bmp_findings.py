@@ -3,8 +3,11 @@
 For every ``jaxaudit shadow`` run folder under ``--shadow-root`` named ``{dataset}_{sampler}_{edges}_m{R}``
 (made by ``jaxaudit shadow --dataset D --sampler S --edge-access E --models R --ratio 0.5
 --epochs 200 --seed 0``), this computes the node priors η (exact for uniform sampling, else Monte
-Carlo over ``--prior-draws`` sampler draws) and :func:`jaxaudit.bmp.audit_from_scores` (certified
-bounds, NUTS posterior, Jeffreys; the MP fit only for uniform inductive runs), plus a bootstrap
+Carlo over ``--prior-draws`` sampler draws), the per-node counts, certified bounds and Jeffreys
+estimates of every node, and :func:`jaxaudit.bmp.audit_from_scores` (NUTS posterior; the MP fit
+only for uniform inductive runs) on ``--nuts-nodes`` nodes drawn once per data set (seed 0; the
+same nodes in every run of a data set, so comparisons are paired; leave-one-out LiRA works node by
+node, so an audit of a column subset equals the full audit on those nodes), plus a bootstrap
 over shadow models of the per-node Jeffreys medians (``--bootstrap`` resamples: the standard error
 of a comparison between runs that comes from having finitely many shadow models). Each run's
 result is one ``.npz`` in ``--out`` (skipped when present); run folders still training are skipped
@@ -35,7 +38,7 @@ def audit_run(folder: Path, args) -> dict:
 
     from jaxaudit import bmp
     from jaxaudit.datasets import load_planetoid
-    from jaxaudit.mia import bayes_decision, error_counts, lira_loo
+    from jaxaudit.mia import bayes_decision, error_counts, lira_loo, roc_auc
     from jaxaudit.runs import load_results
 
     res = load_results(folder)
@@ -52,11 +55,18 @@ def audit_run(folder: Path, args) -> dict:
                                           num_draws=args.prior_draws)
     eta = np.clip(np.asarray(eta, float), 1e-4, 1 - 1e-4)
     mp = cfg["sampler"] == "uniform" and cfg["edge_access"] == "inductive"
+    degree = bmp.node_degrees(graph)
     t0 = time.perf_counter()
+    # every node: counts (and below: certified bounds, Jeffreys); NUTS on the subset only
+    llr = lira_loo(scores, masks)
+    counts = error_counts(bayes_decision(llr, eta.astype(np.float32)), masks)
+    counts = bmp.ErrorCounts(*(np.asarray(x) for x in counts))
+    subset = np.sort(np.random.default_rng(0).choice(graph.num_nodes, size=min(
+        args.nuts_nodes, graph.num_nodes), replace=False))
     audit = bmp.audit_from_scores(
-        jax.random.fold_in(key, 2), scores, masks, eta, eta_se=np.asarray(eta_se),
-        degree=bmp.node_degrees(graph), num_warmup=args.warmup, num_samples=args.samples,
-        num_chains=4, mp_baseline=mp, chunk_size=512)
+        jax.random.fold_in(key, 2), scores[:, subset], masks[:, subset], eta[subset],
+        eta_se=np.asarray(eta_se)[subset], degree=degree[subset], num_warmup=args.warmup,
+        num_samples=args.samples, num_chains=4, mp_baseline=mp, chunk_size=512)
     seconds = time.perf_counter() - t0
     # bootstrap over shadow models: per-node Jeffreys medians from resampled model sets
     rng = np.random.default_rng(0)
@@ -74,10 +84,28 @@ def audit_run(folder: Path, args) -> dict:
                                       q=(0.5,), num_draws=1000)
             jr[valid] = np.asarray(j.eps_r[0])
         boot.append(jr)
-    table = bmp.audit_table(audit)
+    sub = bmp.audit_table(audit)
+    n = graph.num_nodes
+    table = {k: np.full(n, np.nan) for k in sub}
+    for k, v in sub.items():
+        table[k][subset] = v
+    table["node"] = np.arange(n)
+    valid = (counts.n0 > 0) & (counts.n1 > 0)
+    cert = bmp.certified_epsilons(bmp.ErrorCounts(*(c[valid] for c in counts)))
+    jeff = bmp.jeffreys_estimate(jax.random.fold_in(key, 3),
+                                 bmp.ErrorCounts(*(c[valid] for c in counts)))
+    for name, values in (("certified_eps_l_lower", cert.eps_l), ("certified_eps_r_lower",
+                                                                 cert.eps_r),
+                         ("jeffreys_eps_l_q05", jeff.eps_l[0]), ("jeffreys_eps_l_q50", jeff.eps_l[1]),
+                         ("jeffreys_eps_r_q05", jeff.eps_r[0]), ("jeffreys_eps_r_q50", jeff.eps_r[1])):
+        table[name] = np.full(n, np.nan)
+        table[name][valid] = np.asarray(values)
+    table.update(eta=eta, eta_se=np.asarray(eta_se), degree=degree, fp=counts.fp, n0=counts.n0,
+                 fn=counts.fn, n1=counts.n1, auc=np.asarray(roc_auc(llr, masks, axis=0)))
     out = {f"col_{k}": v for k, v in table.items()}
-    out.update(global_auc=np.asarray(audit.global_auc), boot_jeffreys_r_median=np.array(boot),
-               seconds=np.asarray(seconds), num_models=np.asarray(masks.shape[0]))
+    out.update(global_auc=np.asarray(roc_auc(np.asarray(llr).ravel(), masks.ravel())),
+               boot_jeffreys_r_median=np.array(boot), seconds=np.asarray(seconds),
+               num_models=np.asarray(masks.shape[0]), nuts_nodes=subset)
     return out
 
 
@@ -89,6 +117,8 @@ def main(argv=None):
     p.add_argument("--warmup", type=int, default=300)
     p.add_argument("--samples", type=int, default=500)
     p.add_argument("--bootstrap", type=int, default=30)
+    p.add_argument("--nuts-nodes", type=int, default=400,
+                   help="nodes (drawn once per data set) that get the NUTS posterior")
     p.add_argument("--only", default=None, help="comma-separated run names")
     args = p.parse_args(argv)
     out = Path(args.out)
@@ -97,9 +127,10 @@ def main(argv=None):
     order = ["inductive", "full"]
     runs.sort(key=lambda r: (order.index(r.name.split("_")[-2]) if r.name.split("_")[-2] in order
                              else 9, r.name))
+    if args.only:  # in the order given
+        by_name = {r.name: r for r in runs}
+        runs = [by_name[n] for n in args.only.split(",") if n in by_name]
     for folder in runs:
-        if args.only and folder.name not in args.only.split(","):
-            continue
         target = out / f"{folder.name}.npz"
         if target.exists() or not (folder / "summary.json").is_file():
             continue
