@@ -78,18 +78,19 @@ def test_trie_scores_equal_full_sequence_likelihood():
     users = [3, 42]
     prefixes = [encode(secret_prefix(u), len(secret_prefix(u)) + 2)[:-1] for u in users]
     got = score_candidates(model, params, prefixes, trie, users_per_call=4)
+    log_probs = jax.jit(lambda prm, t: jax.nn.log_softmax(model.apply(prm, t)))
     for i, u in enumerate(users):
         pre = secret_prefix(u)
         full = jnp.asarray(np.stack([encode(pre + c, 40) for c in cands]))
-        ll_full = sequence_log_likelihood(model, params, full)
-        ll_pre = sequence_log_likelihood(model, params, jnp.asarray([encode(pre, 40)]))[0]
-        # Full record minus the prefix's own terms (its log-probabilities up to the secret):
-        logits = model.apply(params, full[:, :-1])
-        logp = jax.nn.log_softmax(logits)
-        pre_terms = jnp.take_along_axis(logp[:, :len(pre)], full[:, 1:len(pre) + 1, None], -1)
-        want = ll_full - pre_terms.sum((1, 2))
+        logp = log_probs(params, full[:, :-1])
+        terms = jnp.take_along_axis(logp, full[:, 1:, None], -1)[..., 0]
+        terms = jnp.where(full[:, 1:] != 0, terms, 0.0)
+        # The candidate's terms: everything after the prefix (its characters and EOS).
+        want = terms[:, len(pre):].sum(1)
         np.testing.assert_allclose(got[i], np.asarray(want), atol=2e-4)
-        assert np.isfinite(float(ll_pre))
+        # sequence_log_likelihood is the sum of all the terms.
+        np.testing.assert_allclose(np.asarray(sequence_log_likelihood(model, params, full[:1])),
+                                   np.asarray(terms[:1].sum(1)), rtol=1e-5)
 
 
 def test_corpus_layout_and_filler_disjoint():
