@@ -37,6 +37,7 @@ from jaxaudit._validation import (
     check_positive,
     check_probability,
     is_traced,
+    plain,
 )
 
 __all__ = [
@@ -126,7 +127,7 @@ def balle_rero_rdp(kappa: ArrayLike, alpha: ArrayLike, eps_alpha: ArrayLike) -> 
     if not is_traced(alpha):
         a = check_numeric("alpha", alpha)
         if np.isnan(a).any() or (a <= 1).any():
-            raise ValueError(f"alpha must be > 1, got {alpha!r}")
+            raise ValueError(f"alpha must be > 1, got {plain(alpha)}")
     return upper_bound(_balle_rdp, kappa, alpha, eps_alpha)
 
 
@@ -216,10 +217,10 @@ def steinke_p_value(m: int, r: int, v: int, epsilon: float, delta: float = 0.0) 
     m, r = check_integer("m", m, minimum=1), check_integer("r", r, minimum=1)
     v = check_integer("v", v)
     if v > r:
-        raise ValueError(f"v must be an integer in [0, r], got {v!r}")
+        raise ValueError(f"v must be an integer in [0, r], got {plain(v)}")
     epsilon, delta = as_scalar("epsilon", epsilon), as_scalar("delta", delta)
     if r > m:
-        raise ValueError(f"r must be <= m, got r={r!r}, m={m!r}")
+        raise ValueError(f"r must be <= m, got r={r!r}, m={plain(m)}")
     check_nonnegative("epsilon", epsilon)
     check_probability("delta", delta, open_high=True)
     q = float(scipy.special.expit(epsilon))  # e^ε/(1 + e^ε) without overflow for large ε
@@ -293,9 +294,9 @@ def _mmc_check(m, c_guesses, alphabet_size, tau, inverse_blowup=None):
     if inverse_blowup is not None and not callable(inverse_blowup):
         raise ValueError(f"inverse_blowup must be a callable y ↦ f̄⁻¹(y), got {inverse_blowup!r}")
     if c_guesses > m:
-        raise ValueError(f"c_guesses must be <= m, got {c_guesses!r} > {m!r}")
+        raise ValueError(f"c_guesses must be <= m, got {plain(c_guesses)} > {plain(m)}")
     if alphabet_size < 2:
-        raise ValueError(f"alphabet_size must be >= 2, got {alphabet_size!r}")
+        raise ValueError(f"alphabet_size must be >= 2, got {plain(alphabet_size)}")
     check_probability("tau", tau, open_low=True, open_high=True)
 
 
@@ -323,7 +324,7 @@ def mmc_reject(m: int, c_guesses: int, c_correct: int, alphabet_size: int,
     """
     _mmc_check(m, c_guesses, alphabet_size, tau, inverse_blowup)
     if check_integer("c_correct", c_correct) > c_guesses:
-        raise ValueError(f"c_correct must be an integer in [0, c_guesses], got {c_correct!r}")
+        raise ValueError(f"c_correct must be an integer in [0, c_guesses], got {plain(c_correct)}")
     c, cp = int(c_correct), int(c_guesses)
     r = tau * c / m
     h = tau * (cp - c) / m

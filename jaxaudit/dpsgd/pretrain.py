@@ -23,6 +23,7 @@ from jaxaudit._validation import (
     check_key,
     check_positive,
     check_positive_finite,
+    plain,
 )
 from jaxaudit.dpsgd.models import fast_apply
 from jaxaudit.dpsgd.private_step import _per_example_losses
@@ -59,7 +60,7 @@ def pretrain(key: jax.Array, model: nn.Module, public_images: ArrayLike, public_
     if y.shape != x.shape[:1] or y.size == 0:
         raise ValueError(f"public_labels must have shape {x.shape[:1]} (non-empty), got {y.shape}")
     if int(steps) != steps or steps < 0:
-        raise ValueError(f"steps must be a non-negative integer, got {steps!r}")
+        raise ValueError(f"steps must be a non-negative integer, got {plain(steps)}")
     check_key("key", key)
     check_positive_finite("learning_rate", learning_rate)
     check_positive("batch_size", batch_size)

@@ -19,6 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxaudit._validation import plain
+
 __all__ = ["bits_per_draw", "bernoulli_keep", "Dropout"]
 
 
@@ -45,7 +47,7 @@ def bernoulli_keep(key: jax.Array, keep: float, shape: tuple[int, ...]) -> jax.A
       ((1000, 64), True)
     """
     if not 0.0 <= float(keep) <= 1.0:
-        raise ValueError(f"keep must be in [0, 1], got {keep!r}")
+        raise ValueError(f"keep must be in [0, 1], got {plain(keep)}")
     shape = tuple(int(s) for s in shape)
     n = int(np.prod(shape, dtype=np.int64))
     k = bits_per_draw(keep)

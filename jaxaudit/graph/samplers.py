@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxaudit._validation import as_scalar, check_choice, check_positive, check_probability
+from jaxaudit._validation import as_scalar, check_choice, check_positive, check_probability, plain
 from jaxaudit.graph.types import Graph
 
 __all__ = [
@@ -252,7 +252,7 @@ def random_walk_sampler(ratio: float, restart: float = 0.15, max_stall: int = 10
     """Random-walk-with-restart sampler (see :class:`RandomWalkSampler`)."""
     r = float(restart)
     if not 0.0 <= r < 1.0:
-        raise ValueError(f"restart must lie in [0, 1), got {restart!r}")
+        raise ValueError(f"restart must lie in [0, 1), got {plain(restart)}")
     check_positive("max_stall", max_stall)
     return RandomWalkSampler(_check_ratio(ratio), r, int(max_stall))
 

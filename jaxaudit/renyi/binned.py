@@ -76,7 +76,13 @@ import numpy as np
 from jax.typing import ArrayLike
 from scipy import stats
 
-from jaxaudit._validation import check_finite, check_probability, check_score_vector
+from jaxaudit._validation import (
+    check_finite,
+    check_orders,
+    check_probability,
+    check_score_vector,
+    plain,
+)
 from jaxaudit.renyi.threshold_tests import _split, binary_renyi
 
 __all__ = ["DEFAULT_BINS", "binned_renyi_lower_bound"]
@@ -359,9 +365,9 @@ def _threshold_partition(in_sel, out_sel, alpha, significance, max_candidates=51
 def _check_bins(bins) -> tuple[int, ...]:
     arr = np.asarray(bins)
     if arr.ndim > 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer):
-        raise ValueError(f"bins must be an int or a 1-D array of ints >= 2, got {bins!r}")
+        raise ValueError(f"bins must be an int or a 1-D array of ints >= 2, got {plain(bins)}")
     if (arr < 2).any():
-        raise ValueError(f"bins must be >= 2, got {bins!r}")
+        raise ValueError(f"bins must be >= 2, got {plain(bins)}")
     return tuple(int(k) for k in np.unique(arr))
 
 
@@ -435,8 +441,7 @@ def binned_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, alpha:
     in_scores = check_score_vector("in_scores", in_scores)
     out_scores = check_score_vector("out_scores", out_scores)
     alphas = check_finite("alpha", alpha)
-    if alphas.ndim > 1 or alphas.size == 0 or (alphas <= 1).any():
-        raise ValueError(f"alpha must be a scalar or 1-D array of orders > 1, got {alpha!r}")
+    check_orders("alpha", alphas)  # a scalar keeps its 0-d shape (and a scalar result)
     candidates = _check_bins(bins)
     significance = float(check_probability("significance", significance, open_low=True,
                                            open_high=True))

@@ -65,7 +65,14 @@ import numpy as np
 from jax.typing import ArrayLike
 from scipy import optimize, special
 
-from jaxaudit._validation import check_choice, check_finite, check_probability, check_score_vector
+from jaxaudit._validation import (
+    check_choice,
+    check_finite,
+    check_orders,
+    check_probability,
+    check_score_vector,
+    plain,
+)
 from jaxaudit.renyi.confidence import bernstein_radius, hoeffding_radius
 
 __all__ = ["RunsNeeded", "runs_needed", "format_runs_needed"]
@@ -295,8 +302,7 @@ def runs_needed(
     in_scores = check_score_vector("in_scores", in_scores)
     out_scores = check_score_vector("out_scores", out_scores)
     alphas = check_finite("alpha", alpha)
-    if alphas.ndim > 1 or alphas.size == 0 or (alphas <= 1).any():
-        raise ValueError(f"alpha must be a scalar or 1-D array of orders > 1, got {alpha!r}")
+    check_orders("alpha", alphas)  # a scalar keeps its 0-d shape (and a scalar result)
     fraction = float(check_probability("fraction", fraction, open_low=True, open_high=True))
     delta = float(check_probability("delta", delta, open_low=True, open_high=True))
     split = float(check_probability("split", split, open_low=True, open_high=True))
@@ -304,7 +310,7 @@ def runs_needed(
     n_min = _smallest_valid_n(split)
     if (isinstance(max_runs, bool) or not isinstance(max_runs, (int, np.integer))
             or max_runs < n_min):
-        raise ValueError(f"max_runs must be an int >= {n_min} (split={split}), got {max_runs!r}")
+        raise ValueError(f"max_runs must be an int >= {n_min} (split={split}), got {plain(max_runs)}")
     max_runs = int(max_runs)
     n_in, n_out = in_scores.size, out_scores.size
     if min(_held_out(n_in, split), _held_out(n_out, split), math.floor(split * n_in),

@@ -36,7 +36,13 @@ import numpy as np
 from jax.typing import ArrayLike
 from scipy import optimize, special, stats
 
-from jaxaudit._validation import check_choice, check_finite, check_probability, check_score_vector
+from jaxaudit._validation import (
+    check_choice,
+    check_finite,
+    check_orders,
+    check_probability,
+    check_score_vector,
+)
 from jaxaudit.bounds.fdp import gdp_delta
 
 __all__ = [
@@ -331,8 +337,7 @@ def threshold_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, alp
         in_scores, out_scores, significance, selection_fraction, selection
     )
     alphas = check_finite("alpha", alpha)
-    if alphas.ndim > 1 or alphas.size == 0 or (alphas <= 1).any():
-        raise ValueError(f"alpha must be a scalar or 1-D array of orders > 1, got {alpha!r}")
+    check_orders("alpha", alphas)  # a scalar keeps its 0-d shape (and a scalar result)
     out = []
     for a in np.atleast_1d(alphas):
         objective = lambda tpr_lo, fpr_hi, a=a: _threshold_renyi(tpr_lo, fpr_hi, a)
