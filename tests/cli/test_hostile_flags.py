@@ -59,7 +59,7 @@ def test_out_paths_refused_before_work(tmp_path, capsys):
     _refused(["bmp", "--dataset", "csbm", "--compare", str(tmp_path / "nowhere"), "--out",
               str(tmp_path / "bmp")], capsys, "--compare", "not found")
     _refused(["bmp", "--dataset", "csbm", "--compare", str(tmp_path), "--out",
-              str(tmp_path / "bmp")], capsys, "--compare", "nodes.json")
+              str(tmp_path / "bmp")], capsys, "--compare", "holds no nodes")
     if os.geteuid() != 0:  # root writes anywhere
         ro = tmp_path / "ro"
         ro.mkdir()
