@@ -12,7 +12,8 @@ Sub-packages and the curated names below are imported lazily, so ``import jaxaud
 
 Conventions: a random function takes its PRNG key first; a result is a ``NamedTuple`` of arrays
 (``ErrorCounts``, ``ShadowModels``, ``RunResults``, ...), never a nested dict; a data type that
-carries static metadata next to its arrays (``Graph``: ``num_classes``, ``name``) is a
+carries static metadata next to its arrays (``Graph``: ``num_classes``, ``name``;
+``RenyiEstimate``: the split sizes) is a
 ``flax.struct`` dataclass; the ``jaxaudit`` command parses, calls public functions and prints.
 The model, formulas and choices of each pillar are in ``docs/`` (bounds.md, gnn_mia.md, bmp.md,
 renyi.md).

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -68,6 +69,7 @@ from jaxaudit.renyi.confidence import (
 from jaxaudit.renyi.objective import dv_objective
 from jaxaudit.renyi.training import (
     CriticConfig,
+    _as_samples,
     check_config,
     make_critic,
     objective_standard_error,
@@ -77,7 +79,7 @@ from jaxaudit.renyi.training import (
 __all__ = ["DirectionEstimate", "RenyiEstimate", "renyi_estimator", "estimate_renyi"]
 
 
-class DirectionEstimate(struct.PyTreeNode):
+class DirectionEstimate(NamedTuple):
     """Per-direction results; the last axis is the direction: [D_α(Q‖P), D_α(P‖Q)].
 
     Attributes:
@@ -99,6 +101,9 @@ class DirectionEstimate(struct.PyTreeNode):
 class RenyiEstimate(struct.PyTreeNode):
     """Result of :func:`estimate_renyi` (RDP units: Mironov's D_α).
 
+    A ``flax.struct`` dataclass rather than a NamedTuple because it carries static sizes
+    (``n_train``, ``n_test``) next to its arrays, like ``jaxaudit.graph.Graph``.
+
     Attributes:
       point: point *estimate* (not a bound) of max(D_α(Q‖P), D_α(P‖Q)): the bias-corrected
         held-out J_α of the direction chosen on the training split (``direction``).
@@ -119,12 +124,6 @@ class RenyiEstimate(struct.PyTreeNode):
     per_direction: DirectionEstimate
     n_train: tuple = struct.field(pytree_node=False)
     n_test: tuple = struct.field(pytree_node=False)
-
-
-def _as_samples(x):
-    x = jnp.asarray(x)
-    x = x.astype(jnp.result_type(x.dtype, jnp.float32))
-    return x[:, None] if x.ndim == 1 else x
 
 
 def _split_sizes(n: int, split: float) -> tuple[int, int]:

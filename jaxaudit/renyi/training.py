@@ -175,38 +175,60 @@ def train_critic(
     key_init, key_steps, key_q, key_p = jax.random.split(key, 4)
     variables = init_critic(key_init, critic, jnp.concatenate([x_q, x_p]))
     stats = variables["stats"]
-    if validation is not None:
-        xv_q, xv_p = _as_samples(validation[0]), _as_samples(validation[1])
-        early_stopping = True
-    else:
-        n_val_q = int(config.validation_fraction * x_q.shape[0])
-        n_val_p = int(config.validation_fraction * x_p.shape[0])
-        early_stopping = n_val_q >= 2 and n_val_p >= 2
-        if early_stopping:
-            x_q = jax.random.permutation(key_q, x_q)
-            x_p = jax.random.permutation(key_p, x_p)
-            xv_q, x_q = x_q[:n_val_q], x_q[n_val_q:]
-            xv_p, x_p = x_p[:n_val_p], x_p[n_val_p:]
-    warmup = config.steps // 10
-    full_batch = config.batch_size is None
-    rate = config.ema_rate if config.ema_rate is not None else (1.0 if full_batch else 0.1)
-    optimizer = optax.adamw(config.learning_rate, weight_decay=config.weight_decay)
+    x_q, x_p, held = _validation_split(key_q, key_p, x_q, x_p, config, validation)
 
     def apply(params, x):
         return critic.apply({"params": params, "stats": stats}, x)
 
-    def loss_fn(params, xb_q, xb_p, ema_state):
-        return dv_surrogate_loss(apply(params, xb_q), apply(params, xb_p), alpha, ema_state, rate)
+    criterion = _criterion(apply, held, alpha, config, x_q.dtype)
+    step, init_carry = _adam_step(apply, x_q, x_p, alpha, config)
+    params, objective, val, best_step = _fit_with_early_stopping(
+        key_steps, variables["params"], init_carry, step, criterion, config,
+        early_stopping=held is not None, dtype=x_q.dtype)
+    return {"params": params, "stats": stats}, TrainHistory(objective, val, best_step)
 
-    def validation(params):
-        if not early_stopping:
-            return jnp.asarray(jnp.nan, x_q.dtype)
-        g_q, g_p = apply(params, xv_q), apply(params, xv_p)
+
+def _validation_split(key_q, key_p, x_q, x_p, config, validation):
+    """The fitting samples and the validation pair (``None``: no early stopping)."""
+    if validation is not None:
+        return x_q, x_p, (_as_samples(validation[0]), _as_samples(validation[1]))
+    n_val_q = int(config.validation_fraction * x_q.shape[0])
+    n_val_p = int(config.validation_fraction * x_p.shape[0])
+    if n_val_q < 2 or n_val_p < 2:
+        return x_q, x_p, None
+    x_q = jax.random.permutation(key_q, x_q)
+    x_p = jax.random.permutation(key_p, x_p)
+    return x_q[n_val_q:], x_p[n_val_p:], (x_q[:n_val_q], x_p[:n_val_p])
+
+
+def _criterion(apply, held, alpha, config, dtype):
+    """The early-stopping criterion of ``config.selection`` on the validation pair."""
+
+    def criterion(params):
+        if held is None:
+            return jnp.asarray(jnp.nan, dtype)
+        g_q, g_p = apply(params, held[0]), apply(params, held[1])
         if config.selection == "bound":
             return held_out_lower_bound(g_q, g_p, alpha, -config.bound, config.bound, 0.5)
         if config.selection == "penalised":
             return dv_objective(g_q, g_p, alpha) - objective_standard_error(g_q, g_p, alpha)
         return dv_objective(g_q, g_p, alpha)
+
+    return criterion
+
+
+def _adam_step(apply, x_q, x_p, alpha, config):
+    """One AdamW step on the EMA-corrected DV surrogate (full batch or a minibatch per world).
+
+    Returns ``(step, init)``: ``step(carry, key) -> (carry, J_α)`` for ``lax.scan`` and
+    ``init(params)`` the initial carry (params, optimizer state, EMA state).
+    """
+    full_batch = config.batch_size is None
+    rate = config.ema_rate if config.ema_rate is not None else (1.0 if full_batch else 0.1)
+    optimizer = optax.adamw(config.learning_rate, weight_decay=config.weight_decay)
+
+    def loss_fn(params, xb_q, xb_p, ema_state):
+        return dv_surrogate_loss(apply(params, xb_q), apply(params, xb_p), alpha, ema_state, rate)
 
     def step(carry, step_key):
         params, opt_state, ema_state = carry
@@ -223,11 +245,26 @@ def train_critic(
         params = optax.apply_updates(params, updates)
         return (params, opt_state, ema_state), -loss
 
+    def init(params):
+        return (params, optimizer.init(params), dv_ema_init(x_q.dtype))
+
+    return step, init
+
+
+def _fit_with_early_stopping(key, params, init_carry, step, criterion, config, *,
+                             early_stopping, dtype):
+    """``config.steps`` steps in blocks of ``eval_every``; keeps the parameters with the best
+    criterion after a warm-up of steps // 10 (the final ones without early stopping).
+
+    Returns (params, objective per step, criterion per block, best step).
+    """
+    warmup = config.steps // 10
+
     def block(carry, inputs):
         """Validate the current parameters, keep the best, then take ``eval_every`` steps."""
         train_carry, best = carry
         keys, index = inputs
-        value = validation(train_carry[0])
+        value = criterion(train_carry[0])
         improved = (value > best[0]) & (index >= warmup)
         best = jax.tree.map(
             lambda new, old: jnp.where(improved, new, old), (value, index, train_carry[0]), best
@@ -237,10 +274,9 @@ def train_critic(
 
     every = max(1, min(config.eval_every, config.steps))
     n_blocks = config.steps // every
-    keys = jax.random.split(key_steps, config.steps)
-    params = variables["params"]
-    best = (jnp.asarray(-jnp.inf, x_q.dtype), jnp.asarray(0, jnp.int32), params)
-    train_carry = (params, optimizer.init(params), dv_ema_init(x_q.dtype))
+    keys = jax.random.split(key, config.steps)
+    best = (jnp.asarray(-jnp.inf, dtype), jnp.asarray(0, jnp.int32), params)
+    train_carry = init_carry(params)
     starts = jnp.arange(n_blocks, dtype=jnp.int32) * every
     (train_carry, best), (objective, val) = jax.lax.scan(
         block, (train_carry, best), (keys[: n_blocks * every].reshape(n_blocks, every), starts)
@@ -251,10 +287,10 @@ def train_critic(
         objective = jnp.concatenate([objective, rest])
     params = train_carry[0]
     if early_stopping:
-        final = validation(params)
+        final = criterion(params)
         improved = final > best[0]
         best_step = jnp.where(improved, config.steps, best[1])
         params = jax.tree.map(lambda new, old: jnp.where(improved, new, old), params, best[2])
     else:
         best_step = jnp.asarray(config.steps, jnp.int32)
-    return {"params": params, "stats": stats}, TrainHistory(objective, val, best_step)
+    return params, objective, val, best_step
