@@ -73,8 +73,8 @@ def audit_run(folder: Path, args) -> dict:
     boot = []
     for b in range(args.bootstrap):
         idx = rng.integers(0, masks.shape[0], masks.shape[0])
-        llr = lira_loo(scores[idx], masks[idx])
-        dec = bayes_decision(llr, eta.astype(np.float32))
+        llr_b = lira_loo(scores[idx], masks[idx])
+        dec = bayes_decision(llr_b, eta.astype(np.float32))
         c = error_counts(dec, masks[idx])
         valid = (np.asarray(c.n0) > 0) & (np.asarray(c.n1) > 0)
         jr = np.full(graph.num_nodes, np.nan)
@@ -109,6 +109,24 @@ def audit_run(folder: Path, args) -> dict:
     return out
 
 
+def refresh_auc(folder: Path, target: Path) -> None:
+    """Recompute the per-node and global LOO-LiRA AUC of a recorded result from its shadow run."""
+    from jaxaudit.mia import lira_loo, roc_auc
+    from jaxaudit.runs import load_results
+
+    res = load_results(folder)
+    names = sorted(res["chunks"])
+    masks = np.concatenate([res["chunks"][n]["masks"] for n in names]).astype(bool)
+    scores = np.concatenate([res["chunks"][n]["scores"] for n in names]).astype(np.float32)
+    llr = lira_loo(scores, masks)
+    arrays = dict(np.load(target))
+    arrays["col_auc"] = np.asarray(roc_auc(llr, masks, axis=0))
+    arrays["global_auc"] = np.asarray(roc_auc(np.asarray(llr).ravel(), masks.ravel()))
+    tmp = target.with_name(f".{target.stem}.tmp.npz")
+    np.savez(tmp, **arrays)
+    tmp.rename(target)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--shadow-root", required=True)
@@ -120,8 +138,15 @@ def main(argv=None):
     p.add_argument("--nuts-nodes", type=int, default=400,
                    help="nodes (drawn once per data set) that get the NUTS posterior")
     p.add_argument("--only", default=None, help="comma-separated run names")
+    p.add_argument("--refresh-auc", action="store_true",
+                   help="only recompute the AUC columns of finished results from their shadow runs")
     args = p.parse_args(argv)
     out = Path(args.out)
+    if args.refresh_auc:
+        for target in sorted(out.glob("*.npz")):
+            refresh_auc(Path(args.shadow_root) / target.stem, target)
+            print(f"{target.stem}: AUC refreshed", flush=True)
+        return
     out.mkdir(parents=True, exist_ok=True)
     runs = sorted(Path(args.shadow_root).iterdir())
     order = ["inductive", "full"]
@@ -132,13 +157,19 @@ def main(argv=None):
         runs = [by_name[n] for n in args.only.split(",") if n in by_name]
     for folder in runs:
         target = out / f"{folder.name}.npz"
+        lock = out / f".{folder.name}.lock"  # several workers may share the output folder
         if target.exists() or not (folder / "summary.json").is_file():
+            continue
+        try:
+            lock.touch(exist_ok=False)
+        except FileExistsError:
             continue
         t0 = time.perf_counter()
         arrays = audit_run(folder, args)
         tmp = out / f".{folder.name}.tmp.npz"
         np.savez(tmp, **arrays)
         tmp.rename(target)
+        lock.unlink()
         print(f"{folder.name}: {time.perf_counter() - t0:.0f} s", flush=True)
 
 
