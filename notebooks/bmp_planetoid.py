@@ -227,8 +227,11 @@ corr_table = "\n".join([
     "| run | Spearman ρ with degree / with η: Jeffreys median ε_R (all nodes) | same: Bayesian "
     "median ε_R (NUTS subset) |", "|---|---|---|", *corr_lines])
 print(corr_table)
-(FIG / "bmp_findings.md").write_text("\n\n".join([per_run, claims_table, mp_table, corr_table])
-                                     + "\n")
+MADE_BY = ("Made by `JAXAUDIT_BMP_FINDINGS=FINDINGS python notebooks/bmp_planetoid.py` from the "
+           "audits of `notebooks/scripts/bmp_findings.py` (commands and reading: docs/bmp.md §6). "
+           "Bayesian columns: NUTS on a fixed node subset; Jeffreys and certified: every node.")
+(FIG / "bmp_findings.md").write_text("\n\n".join([MADE_BY, per_run, claims_table, mp_table,
+                                                  corr_table]) + "\n")
 
 # %% [markdown]
 # ## 4. Figures: ε against η and degree (with intervals), sampler comparison, BMP vs MP
