@@ -228,7 +228,7 @@ corr_table = "\n".join([
     "median ε_R (NUTS subset) |", "|---|---|---|", *corr_lines])
 print(corr_table)
 MADE_BY = ("Made by `JAXAUDIT_BMP_FINDINGS=FINDINGS python notebooks/bmp_planetoid.py` from the "
-           "audits of `notebooks/scripts/bmp_findings.py` (commands and reading: docs/bmp.md §6). "
+           "audits of `notebooks/scripts/bmp_findings.py` (commands and reading: docs/bmp.md, section 6). "
            "Bayesian columns: NUTS on a fixed node subset; Jeffreys and certified: every node.")
 (FIG / "bmp_findings.md").write_text("\n\n".join([MADE_BY, per_run, claims_table, mp_table,
                                                   corr_table]) + "\n")
