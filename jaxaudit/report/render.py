@@ -275,6 +275,13 @@ def render_report(run_dir, out_dir=None, *, max_rows: int = 50) -> tuple[Path, P
     title = f"jaxaudit {kind} run (jaxaudit {version})"
     rep = _Report(int(max_rows))
     rep.heading(title, 1)
+    planned = list(manifest.get("planned_chunks", []))
+    missing = RunDir(run_dir, manifest).missing_chunks() if planned else []
+    if missing:
+        shown = ", ".join(missing[:5]) + (", …" if len(missing) > 5 else "")
+        rep.note(f"Partial run: {len(planned) - len(missing)} of {len(planned)} planned chunks "
+                 f"finished (missing: {shown}); everything below uses the finished ones.",
+                 bad=True)
 
     files = sorted(
         p
@@ -369,6 +376,8 @@ def render_report(run_dir, out_dir=None, *, max_rows: int = 50) -> tuple[Path, P
         ["config hash", manifest.get("config_hash", "")],
         ["folder", str(run_dir.resolve())],
     ]
+    if planned:
+        meta.append(["chunks finished", f"{len(planned) - len(missing)} of {len(planned)}"])
     rep.table(["run", ""], meta)
     run = RunDir(run_dir, manifest)
     chunk_rows = _chunk_rows(run)

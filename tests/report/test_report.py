@@ -296,6 +296,27 @@ def test_corrupt_chunk_and_other_out_dir(tmp_path):
         render_report(folder, max_rows=0)
 
 
+def test_partial_run_is_flagged_at_the_top(tmp_path):
+    """Hostile 13: a half-finished run's report says '3 of 8' before anything else."""
+    from jaxaudit.runs import RunDir, run_chunks
+
+    names = [f"chunk{i:02d}" for i in range(8)]
+    run = RunDir.open(tmp_path / "r", kind="test", config={"a": 1})
+
+    def compute(name):
+        if name == "chunk03":
+            raise KeyboardInterrupt
+        return {"scores": np.full((2, 3), float(name[-2:]))}
+
+    with pytest.raises(KeyboardInterrupt):
+        run_chunks(run, names, compute)
+    html_path, _ = render_report(tmp_path / "r", tmp_path / "out")
+    page = _Page()
+    page.feed(html_path.read_text())
+    assert page.notes[0].startswith("Partial run: 3 of 8 planned chunks finished (missing: "
+                                     "chunk03, chunk04, chunk05, chunk06, chunk07)")
+
+
 def test_cli(tmp_path, capsys):
     folder = _rdp_run(tmp_path)
     assert main(["report", str(folder)]) == 0
