@@ -26,9 +26,8 @@ from pathlib import Path
 
 from jaxaudit._validation import check_input_path, check_output_dir
 from jaxaudit.cli._types import count, finite, nonnegative_int, positive
+from jaxaudit.cli.shadow import add_shadow_options
 
-DATASETS = ("cora", "citeseer", "csbm")
-SAMPLERS = ("uniform", "poisson", "snowball", "random_walk")
 _SHADOW_KEYS = ("dataset", "model", "sampler", "ratio", "models", "epochs", "edge_access", "seed",
                 "csbm_nodes", "snowball_edges")
 
@@ -41,18 +40,7 @@ def register(subparsers) -> None:
         "subgraphs, leave-one-out LiRA with prior-aware decisions, and a NUTS posterior over "
         "(eps_L, eps_R) for every node; resumable; writes CSV/JSON, PNG plots and a summary.",
     )
-    p.add_argument("--dataset", choices=DATASETS, default="cora",
-                   help="graph: a Planetoid data set or the generated CSBM")
-    p.add_argument("--model", choices=("gcn", "sage", "gat"), default="gcn",
-                   help="shadow GNN architecture (2 layers, hidden 64)")
-    p.add_argument("--sampler", choices=SAMPLERS, default="uniform",
-                   help="how each shadow model's training nodes are drawn")
-    p.add_argument("--ratio", type=finite, default=0.5,
-                   help="sampling ratio in (0, 1] (Poisson: inclusion probability q)")
-    p.add_argument("--snowball-edges", choices=("discovered", "induced"), default="discovered",
-                   help="snowball sampler: train on the edges it discovered or all induced ones")
-    p.add_argument("--models", type=count, default=64, help="number of shadow models R")
-    p.add_argument("--epochs", type=count, default=200, help="full-batch training epochs")
+    add_shadow_options(p, ratio_type=finite)
     p.add_argument("--edge-access", choices=("inductive", "full", "none"), default="inductive",
                    help="edges a shadow model trains on: its sample's, all, or none")
     p.add_argument("--shadow", default=None,

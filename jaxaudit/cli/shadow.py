@@ -24,6 +24,23 @@ DATASETS = ("cora", "citeseer", "csbm")
 SAMPLERS = ("uniform", "poisson", "snowball", "random_walk")
 
 
+
+def add_shadow_options(p: argparse.ArgumentParser, *, ratio_type=float) -> None:
+    """The options that describe the shadow models (graph, GNN, sampler, R, epochs), shared by
+    ``jaxaudit shadow`` and ``jaxaudit bmp``."""
+    p.add_argument("--dataset", choices=DATASETS, default="cora",
+                   help="graph: a Planetoid data set or the generated CSBM")
+    p.add_argument("--model", choices=("gcn", "sage", "gat"), default="gcn",
+                   help="shadow GNN architecture (2 layers, hidden 64)")
+    p.add_argument("--sampler", choices=SAMPLERS, default="uniform",
+                   help="how each shadow model's training nodes are drawn")
+    p.add_argument("--ratio", type=ratio_type, default=0.5,
+                   help="sampling ratio in (0, 1] (Poisson: inclusion probability q)")
+    p.add_argument("--snowball-edges", choices=("discovered", "induced"), default="discovered",
+                   help="snowball sampler: train on the edges it discovered or all induced ones")
+    p.add_argument("--models", type=count, default=64, help="number of shadow models R")
+    p.add_argument("--epochs", type=count, default=200, help="full-batch training epochs")
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "shadow",
@@ -31,18 +48,7 @@ def register(subparsers: Any) -> None:
         description="Train R shadow GNNs (one jit-compiled vmapped call per chunk) on R sampled "
         "node sets and write per-model membership masks and true-class-logit scores; resumable.",
     )
-    p.add_argument("--dataset", choices=DATASETS, default="cora",
-                   help="graph: a Planetoid data set or the generated CSBM")
-    p.add_argument("--model", choices=("gcn", "sage", "gat"), default="gcn",
-                   help="shadow GNN architecture (2 layers, hidden 64)")
-    p.add_argument("--sampler", choices=SAMPLERS, default="uniform",
-                   help="how each model's training nodes are drawn")
-    p.add_argument("--ratio", type=float, default=0.5,
-                   help="sampling ratio in (0, 1] (Poisson: inclusion probability q)")
-    p.add_argument("--snowball-edges", choices=("discovered", "induced"), default="discovered",
-                   help="snowball sampler: train on the edges it discovered or all induced ones")
-    p.add_argument("--models", type=count, default=64, help="number of shadow models R")
-    p.add_argument("--epochs", type=count, default=200, help="full-batch training epochs")
+    add_shadow_options(p, ratio_type=float)
     p.add_argument("--learning-rate", type=positive, default=0.01, help="Adam learning rate")
     p.add_argument("--weight-decay", type=nonnegative, default=5e-4, help="L2 weight decay")
     p.add_argument("--edge-access", choices=("inductive", "full", "none"), default="inductive",
