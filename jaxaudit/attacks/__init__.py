@@ -5,8 +5,9 @@ Two settings of Swanberg et al. (arXiv 2507.08158), each returning an :class:`At
 
 * :func:`secret_extraction`: secrets ("user k's password is X_k") inserted into real text, a
   character GRU DP-fine-tuned on it (Poisson subsampling, per-example clipping, PLD accounting
-  under replace-one neighbours), secrets ranked by model likelihood (Carlini et al.'s Secret
-  Sharer). Priors: :func:`digit_prior` (uniform canaries) and :func:`password_prior` (Zipf over
+  under replace-one neighbours); each user's candidates ranked by the prior times the model's
+  user-calibrated likelihood ratio (default; Carlini et al.'s Secret Sharer ranks by likelihood
+  alone, kept as ``scoring="likelihood"``). Priors: :func:`digit_prior` (uniform canaries) and :func:`password_prior` (Zipf over
   zxcvbn's ranked password list).
 * :func:`marginals_reconstruction`: k-way marginals of Fair's affairs survey
   (:func:`load_fair`, shipped by statsmodels) released with ρ-zCDP Gaussian noise; an informed
@@ -31,7 +32,18 @@ from jaxaudit.attacks.marginals import (
 )
 from jaxaudit.attacks.privacy import PrivacyProfile, dpsgd_privacy, gaussian_marginals_privacy
 from jaxaudit.attacks.result import AttackResult, attack_result
-from jaxaudit.attacks.secret_extraction import pretrain_public, rank_secrets, secret_extraction
+from jaxaudit.attacks.secret_extraction import (
+    SCORINGS,
+    SecretScores,
+    attack_scores,
+    extraction_result,
+    pretrain_public,
+    rank_secrets,
+    secret_extraction,
+    secret_ranks,
+    secret_scores,
+    train_and_score,
+)
 from jaxaudit.attacks.secret_priors import (
     SecretPrior,
     digit_prior,
@@ -60,7 +72,14 @@ __all__ = [
     "score_candidates",
     "train_dp_lm",
     "pretrain_public",
+    "secret_scores",
+    "SCORINGS",
+    "attack_scores",
+    "secret_ranks",
     "rank_secrets",
+    "SecretScores",
+    "train_and_score",
+    "extraction_result",
     "secret_extraction",
     # reconstruction from noisy marginals
     "Table",

@@ -8,24 +8,36 @@ The game (Swanberg et al. § 3 with the Secret Sharer's mechanism):
    ``"user k's password is X_k"`` per user and real filler text (:mod:`.corpus`).
 2. M = DP-SGD fine-tuning of a character GRU (:mod:`.lm_training`), σ calibrated so that M is
    (ε, δ)-DP under replace-one neighbours (:func:`.privacy.dpsgd_privacy`).
-3. The adversary, knowing D and the template, scores every candidate x by
-   log p_θ(x | "user k's password is ") and guesses the top k; ℓ_k = 1 when X_k is among them.
+3. The adversary, knowing D and the template, computes ℓ_k(x) = log p_θ(x | "user k's password
+   is ") for every user k and candidate x (:func:`secret_scores`), ranks the candidates by an
+   attack score (:func:`attack_scores`; default: the prior times a calibrated memorisation
+   signal) and guesses the top k; a success is X_k among them.
 4. p_k = top-k mass of D (the best k guesses without the model), and the bound is the f-DP count
    bound over the PLD profile of M (:func:`.result.attack_result`).
 
 References:
   Swanberg, Annamalai, Hayes, Balle, Smith, arXiv 2507.08158 (Fig. 2: non-uniform secrets).
-  Carlini, Liu, Erlingsson, Kos, Song, "The Secret Sharer", arXiv 1802.08232.
+  Carlini, Liu, Erlingsson, Kos, Song, "The Secret Sharer", arXiv 1802.08232 (§ 4: ranking
+  by log-perplexity; exposure calibrates a canary against other candidates).
+  Carlini et al., "Extracting Training Data from Large Language Models", arXiv 2012.07805
+  (§ 5.2: membership inference by the ratio to a reference model's likelihood).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import numpy as np
 
-from jaxaudit._validation import check_positive, check_probability
+from jaxaudit._validation import (
+    check_choice,
+    check_integer,
+    check_nonnegative_finite,
+    check_positive,
+    check_probability,
+)
 from jaxaudit.attacks.char_model import CharGRU, candidate_trie, score_candidates
 from jaxaudit.attacks.corpus import encode, secret_corpus, secret_prefix
 from jaxaudit.attacks.lm_training import train_dp_lm
@@ -34,25 +46,134 @@ from jaxaudit.attacks.result import AttackResult, attack_result
 from jaxaudit.attacks.secret_priors import SecretPrior
 from jaxaudit.bounds import top_k_mass
 
-__all__ = ["secret_extraction", "pretrain_public", "rank_secrets"]
+__all__ = [
+    "SCORINGS",
+    "SecretScores",
+    "secret_extraction",
+    "extraction_result",
+    "train_and_score",
+    "pretrain_public",
+    "secret_scores",
+    "attack_scores",
+    "secret_ranks",
+    "rank_secrets",
+]
+
+#: Attack scorings (see :func:`attack_scores`); the first is the default.
+SCORINGS = ("calibrated", "likelihood", "prior", "reference")
+
+
+class SecretScores(NamedTuple):
+    """Everything the adversary computes from one trained model, before choosing a scoring.
+
+    Attributes:
+      scores: (n, K) float32 ℓ_k(x) = log p_θ(x, EOS | "user k's password is ") of the
+        DP-fine-tuned model, for every user k and candidate x.
+      reference: (n, K) float32 the same under the public pretrained model (None when the
+        model was trained from scratch: there is no public reference).
+      secrets: (n,) int index of each user's true secret X_k among the candidates.
+      profile: the privacy profile of the training (:class:`jaxaudit.attacks.PrivacyProfile`).
+    """
+
+    scores: np.ndarray
+    reference: np.ndarray | None
+    secrets: np.ndarray
+    profile: object
+
+
+def secret_scores(model, params, prior: SecretPrior, num_users: int) -> np.ndarray:
+    """ℓ_k(x) = log p_θ(x, EOS | BOS "user k's password is ") for users k < n: (n, K) float32."""
+    num_users = check_integer("num_users", num_users, minimum=1)
+    trie = candidate_trie(list(prior.candidates))
+    prefixes = [encode(secret_prefix(u), len(secret_prefix(u)) + 2)[:-1]
+                for u in range(num_users)]
+    return score_candidates(model, params, prefixes, trie)
+
+
+def attack_scores(scores, prior: SecretPrior, scoring: str = "calibrated", *,
+                  reference=None, weight: float = 1.0) -> np.ndarray:
+    """The adversary's score of every candidate x for every user k (higher = guessed first).
+
+    With ℓ_k(x) the fine-tuned model's log-likelihood of x after user k's prefix and D the prior:
+
+    * ``"calibrated"`` (default): log D(x) + λ·(ℓ_k(x) − mean_{j≠k} ℓ_j(x)). The residual
+      compares the candidate's likelihood after k's prefix with its likelihood after the *other*
+      users' prefixes (the Secret Sharer's calibration of a candidate's likelihood against a
+      context that did not hold it; the other rows come with the attack at no extra cost).
+      Whatever the model learnt about x without tying it to user k (x is a common password,
+      x is somebody's secret) cancels; what is left is evidence that x is *k's* secret. Reading
+      the residual as the log-likelihood ratio log Pr[θ | X_k = x] / Pr[θ | X_k ≠ x], the score
+      is the log posterior odds of x up to a constant (Bayes: posterior ∝ prior × likelihood
+      ratio), which is why λ = 1 by default; λ = 0 is the prior attack. With no user-specific
+      signal (ℓ_k = ℓ_j for all j) the residual is exactly 0 and the attack makes the baseline's
+      guesses (a noisy residual can still move the secret down: it is not a guarantee).
+    * ``"reference"``: log D(x) + λ·(ℓ_k(x) − ℓ^ref_k(x)), the residual against the public
+      pretrained model the fine-tuning started from (the reference-model ratio of Carlini et
+      al. 2012.07805; the adversary has that model since pretraining is public). Keeps the
+      evidence that x is in the fine-tuning set at all, not only that it is k's.
+    * ``"likelihood"``: ℓ_k(x) alone (the Secret Sharer's ranking by log-perplexity; the
+      model's own guess of the prior plus memorisation).
+    * ``"prior"``: log D(x), the same for every user: no model, the baseline's guesses.
+
+    Args:
+      scores: (n, K) ℓ_k(x) (:func:`secret_scores`).
+      prior: the :class:`SecretPrior` of the candidates (columns).
+      scoring: one of :data:`SCORINGS`.
+      reference: (n, K) ℓ^ref_k(x) of the public pretrained model (``"reference"`` only).
+      weight: λ ≥ 0.
+
+    Returns:
+      (n, K) float64 attack scores.
+
+    Raises:
+      ValueError: unknown ``scoring``, a missing reference, shapes that do not match, n < 2
+        for ``"calibrated"``.
+    """
+    check_choice("scoring", scoring, SCORINGS)
+    lam = float(check_nonnegative_finite("weight", weight))
+    ell = np.asarray(scores, np.float64)
+    if ell.ndim != 2 or ell.shape[1] != len(prior.candidates):
+        raise ValueError(f"scores must have shape (n, {len(prior.candidates)}), got {ell.shape}")
+    log_prior = np.log(np.asarray(prior.probs, np.float64))[None, :]
+    if scoring == "prior":
+        return np.broadcast_to(log_prior, ell.shape).copy()
+    if scoring == "likelihood":
+        return ell
+    if scoring == "calibrated":
+        n = ell.shape[0]
+        if n < 2:
+            raise ValueError("scoring='calibrated' needs at least 2 users (the residual is "
+                             "against the other users' prefixes)")
+        others = (ell.sum(axis=0, keepdims=True) - ell) / (n - 1)
+        return log_prior + lam * (ell - others)
+    if reference is None:
+        raise ValueError("scoring='reference' needs the reference (pretrained) model's scores; "
+                         "a model trained from scratch has none")
+    ref = np.asarray(reference, np.float64)
+    if ref.shape != ell.shape:
+        raise ValueError(f"reference must have the shape of scores {ell.shape}, got {ref.shape}")
+    return log_prior + lam * (ell - ref)
+
+
+def secret_ranks(scores, secrets) -> np.ndarray:
+    """Rank (0 = best) of each user's true secret under ``scores`` (n, K): (n,) int.
+
+    Ties are broken against the attacker (a tied candidate counts as ranked above the secret);
+    the attack with k guesses succeeds iff rank < k.
+    """
+    scores = np.asarray(scores)
+    secrets = np.asarray(secrets)
+    own = scores[np.arange(scores.shape[0]), secrets]
+    return (scores >= own[:, None]).sum(axis=1) - 1
 
 
 def rank_secrets(model, params, prior: SecretPrior, num_users: int, secrets) -> np.ndarray:
-    """Rank (0 = best) of each user's true secret among the candidates by model likelihood.
-
-    Ties are broken against the attacker (a tied candidate counts as ranked above the secret).
+    """Rank of each user's true secret by model likelihood alone (``scoring="likelihood"``).
 
     Returns:
       (n,) int rank of X_k; the attack with k guesses succeeds iff rank < k.
     """
-    trie = candidate_trie(list(prior.candidates))
-    secrets = np.asarray(secrets)
-    users = range(int(num_users))
-    prefixes = [encode(secret_prefix(u), len(secret_prefix(u)) + 2)[:-1] for u in users]
-    scores = score_candidates(model, params, prefixes, trie)
-    own = scores[np.arange(int(num_users)), secrets]
-    ranks = (scores >= own[:, None]).sum(axis=1) - 1
-    return ranks
+    return secret_ranks(secret_scores(model, params, prior, num_users), secrets)
 
 
 def pretrain_public(key, prior: SecretPrior, *, public_secrets: int = 500,
@@ -70,7 +191,7 @@ def pretrain_public(key, prior: SecretPrior, *, public_secrets: int = 500,
     corpus = secret_corpus(key, prior, num_secrets=public_secrets, num_filler=public_filler,
                            record_length=record_length, first_user=10**6,
                            filler_start=num_filler)
-    model = CharGRU(hidden_dim=int(hidden_dim))
+    model = CharGRU(hidden_dim=check_integer("hidden_dim", hidden_dim, minimum=1))
     q = min(1.0, batch_size / corpus.tokens.shape[0])
     params = train_dp_lm(jax.random.fold_in(key, 1), model, corpus.tokens, steps=steps,
                          sampling_rate=q, noise_multiplier=0.0, clip_norm=1e6,
@@ -78,8 +199,62 @@ def pretrain_public(key, prior: SecretPrior, *, public_secrets: int = 500,
     return model, params
 
 
+def train_and_score(key, *, prior: SecretPrior, num_secrets: int, epsilon: float,
+                    delta: float = 1e-5, num_filler: int = 1000, steps: int = 300,
+                    batch_size: int = 64, clip_norm: float = 1.0, learning_rate: float = 3e-3,
+                    pretrained=None, hidden_dim: int = 96, record_length: int = 64,
+                    on_progress: Callable[[int], None] | None = None) -> SecretScores:
+    """Steps 1–3 of the game up to the adversary's likelihoods: draw the secrets, DP-fine-tune,
+    and score every candidate for every user (and under the public reference model).
+
+    Every scoring of :func:`attack_scores` can then be evaluated on the same trained model
+    (:func:`extraction_result`). Arguments as in :func:`secret_extraction`.
+
+    Returns:
+      :class:`SecretScores`.
+    """
+    check_positive("epsilon", epsilon)
+    check_probability("delta", delta, open_low=True, open_high=True)
+    if not isinstance(prior, SecretPrior):
+        raise TypeError(f"prior must be a SecretPrior, got {type(prior).__name__}")
+    num_secrets = check_integer("num_secrets", num_secrets, minimum=1)
+    batch_size = check_integer("batch_size", batch_size, minimum=1)
+    k_data, k_train = jax.random.split(key)
+    corpus = secret_corpus(k_data, prior, num_secrets=num_secrets, num_filler=num_filler,
+                           record_length=record_length)
+    q = min(1.0, batch_size / corpus.tokens.shape[0])
+    profile = dpsgd_privacy(epsilon=epsilon, delta=delta, steps=steps, sampling_rate=q)
+    if pretrained is not None:
+        model, init = pretrained
+    else:
+        model, init = CharGRU(hidden_dim=check_integer("hidden_dim", hidden_dim, minimum=1)), None
+    params = train_dp_lm(k_train, model, corpus.tokens, steps=steps, sampling_rate=q,
+                         noise_multiplier=profile.noise, clip_norm=clip_norm,
+                         learning_rate=learning_rate, init_params=init, on_chunk=on_progress)
+    scores = secret_scores(model, params, prior, num_secrets)
+    reference = None if init is None else secret_scores(model, init, prior, num_secrets)
+    return SecretScores(scores, reference, np.asarray(corpus.secrets), profile)
+
+
+def extraction_result(scored: SecretScores, prior: SecretPrior, *, scoring: str = "calibrated",
+                      guesses: int = 1, gamma: float = 0.05, weight: float = 1.0
+                      ) -> AttackResult:
+    """Step 4: the attack with ``scoring`` and k = ``guesses`` on scored models, next to the
+    baseline and the bound (:func:`jaxaudit.attacks.attack_result`)."""
+    guesses = check_integer("guesses", guesses, minimum=1)
+    check_probability("gamma", gamma, open_low=True, open_high=True)
+    s = attack_scores(scored.scores, prior, scoring, reference=scored.reference, weight=weight)
+    hits = secret_ranks(s, scored.secrets) < guesses
+    p_star = float(top_k_mass(prior.probs, guesses))
+    probs = np.asarray(prior.probs)
+    median = float(probs[min(int(np.searchsorted(np.cumsum(probs), 0.5)), probs.size - 1)])
+    return attack_result(hits, np.full(hits.size, p_star), scored.profile, gamma=gamma,
+                         top_prior=float(probs.max()), median_prior=median)
+
+
 def secret_extraction(key, *, prior: SecretPrior, num_secrets: int, epsilon: float,
                       delta: float = 1e-5, guesses: int = 1, gamma: float = 0.05,
+                      scoring: str = "calibrated", weight: float = 1.0,
                       num_filler: int = 1000, steps: int = 300, batch_size: int = 64,
                       clip_norm: float = 1.0, learning_rate: float = 3e-3,
                       pretrained=None, hidden_dim: int = 96, record_length: int = 64,
@@ -95,6 +270,11 @@ def secret_extraction(key, *, prior: SecretPrior, num_secrets: int, epsilon: flo
       delta: δ ∈ (0, 1).
       guesses: k guesses per secret.
       gamma: level of the count bound.
+      scoring: how candidates are ranked, one of :data:`SCORINGS` (:func:`attack_scores`):
+        ``"calibrated"`` (default, prior × user-calibrated likelihood ratio), ``"reference"``
+        (prior × ratio to the public pretrained model; needs ``pretrained``), ``"likelihood"``
+        (model likelihood alone), ``"prior"`` (no model: the baseline's guesses).
+      weight: λ ≥ 0, the weight of the model's residual in ``"calibrated"``/``"reference"``.
       num_filler: filler records of real text in the private corpus.
       steps: DP-SGD steps T.
       batch_size: expected Poisson batch size qN.
@@ -112,31 +292,18 @@ def secret_extraction(key, *, prior: SecretPrior, num_secrets: int, epsilon: flo
     Raises:
       ValueError, TypeError: bad arguments (named).
     """
-    check_positive("epsilon", epsilon)
-    check_probability("delta", delta, open_low=True, open_high=True)
+    check_choice("scoring", scoring, SCORINGS)
+    check_nonnegative_finite("weight", weight)
+    check_integer("guesses", guesses, minimum=1)
     check_probability("gamma", gamma, open_low=True, open_high=True)
-    if not isinstance(prior, SecretPrior):
-        raise TypeError(f"prior must be a SecretPrior, got {type(prior).__name__}")
-    if int(num_secrets) != num_secrets or num_secrets < 1:
-        raise ValueError(f"num_secrets must be a positive integer, got {num_secrets!r}")
-    if int(guesses) != guesses or guesses < 1:
-        raise ValueError(f"guesses must be a positive integer, got {guesses!r}")
-    if int(batch_size) != batch_size or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    k_data, k_train = jax.random.split(key)
-    corpus = secret_corpus(k_data, prior, num_secrets=num_secrets, num_filler=num_filler,
-                           record_length=record_length)
-    q = min(1.0, batch_size / corpus.tokens.shape[0])
-    profile = dpsgd_privacy(epsilon=epsilon, delta=delta, steps=steps, sampling_rate=q)
-    model, init = pretrained if pretrained is not None else (CharGRU(hidden_dim=int(hidden_dim)),
-                                                              None)
-    params = train_dp_lm(k_train, model, corpus.tokens, steps=steps, sampling_rate=q,
-                         noise_multiplier=profile.noise, clip_norm=clip_norm,
-                         learning_rate=learning_rate, init_params=init, on_chunk=on_progress)
-    ranks = rank_secrets(model, params, prior, num_secrets, corpus.secrets)
-    hits = ranks < int(guesses)
-    p_star = float(top_k_mass(prior.probs, int(guesses)))
-    probs = np.asarray(prior.probs)
-    median = float(probs[min(int(np.searchsorted(np.cumsum(probs), 0.5)), probs.size - 1)])
-    return attack_result(hits, np.full(int(num_secrets), p_star), profile, gamma=gamma,
-                         top_prior=float(probs.max()), median_prior=median)
+    if scoring == "reference" and pretrained is None:
+        raise ValueError("scoring='reference' needs pretrained=(model, params): the reference "
+                         "is the public pretrained model")
+    scored = train_and_score(key, prior=prior, num_secrets=num_secrets, epsilon=epsilon,
+                             delta=delta, num_filler=num_filler, steps=steps,
+                             batch_size=batch_size, clip_norm=clip_norm,
+                             learning_rate=learning_rate, pretrained=pretrained,
+                             hidden_dim=hidden_dim, record_length=record_length,
+                             on_progress=on_progress)
+    return extraction_result(scored, prior, scoring=scoring, guesses=guesses, gamma=gamma,
+                             weight=weight)

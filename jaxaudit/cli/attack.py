@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import argparse
 import math
+import time
 
 _MARGINAL_ATTRIBUTES = "age,yrs_married,children,educ,religious,occupation,rate_marriage"
 _MARGINAL_HIDDEN = "religious,occupation,rate_marriage"
+# The LM attack's scorings (jaxaudit.attacks.SCORINGS, repeated here so that --help does not
+# import JAX; a test checks they agree).
+SCORINGS = ("calibrated", "likelihood", "prior", "reference")
 
 
 def _floats(text: str) -> list[float]:
@@ -61,6 +65,13 @@ def register(subparsers) -> None:
     s.add_argument("--pretrain-steps", type=int, default=200,
                    help="public pretraining steps (0: train from scratch)")
     s.add_argument("--hidden", type=int, default=96, help="GRU width")
+    s.add_argument("--pretrain-seed", type=int, default=0,
+                   help="seed of the public pretraining (one public model for every run)")
+    s.add_argument("--scoring", choices=SCORINGS, default=SCORINGS[0],
+                   help="ranking of the main table: prior x user-calibrated likelihood ratio "
+                        "(calibrated), prior x ratio to the public model (reference), model "
+                        "likelihood (likelihood) or prior only (prior); every scoring is "
+                        "computed on the same models and stored")
     s.add_argument("--seeds", type=int, default=1, help="repetitions per ε")
     s.add_argument("--gamma", type=float, default=0.05, help="level γ of the count bound")
     s.add_argument("--out", required=True, help="run folder (created; resumed if it exists)")
@@ -96,7 +107,8 @@ def _arrays(result) -> dict:
     return {k: np.asarray(v) for k, v in result._asdict().items()}
 
 
-def _finish(rundir, rows: list[dict], level_name: str, title: str) -> None:
+def _finish(rundir, rows: list[dict], level_name: str, title: str,
+            scorings: tuple = ()) -> None:
     """table.json, summary.md and attack.png of a finished run."""
     import matplotlib
 
@@ -121,6 +133,20 @@ def _finish(rundir, rows: list[dict], level_name: str, title: str) -> None:
         lines.append(f"| {lv:g} | {sel[0]['epsilon']:.3g} | {len(sel)} | {succ.mean():.2f} | "
                      f"{succ.max()} | {np.mean([r['baseline'] for r in sel]):.2f} | {bound} | "
                      f"{exceed} |")
+    if scorings:
+        lines += ["", "Every scoring on the same trained models (successes mean / max over "
+                  "seeds; runs ≥ v_γ):", "",
+                  f"| {level_name} | " + " | ".join(scorings) + " |",
+                  "|---|" + "---|" * len(scorings)]
+        for lv in levels:
+            sel = [r for r in rows if r[level_name] == lv]
+            cells = []
+            for sc in scorings:
+                got = [r[f"successes_{sc}"] for r in sel if f"successes_{sc}" in r]
+                over = sum(r[f"successes_{sc}"] >= r["bound"] for r in sel
+                           if f"successes_{sc}" in r)
+                cells.append(f"{np.mean(got):.2f} / {max(got)} ({over})" if got else "—")
+            lines.append(f"| {lv:g} | " + " | ".join(cells) + " |")
     rundir.write_text("summary.md", "\n".join(lines) + "\n")
     finite = [a for a in agg if math.isfinite(a[1])]
     if finite:
@@ -151,6 +177,9 @@ def _rows(results: dict, names_levels: list, level_name: str) -> list[dict]:
         for k in _SCALARS:
             v = r[k].item()
             row[k] = int(v) if k in ("successes", "bound", "bound_eps_delta") else float(v)
+        for k in sorted(r):
+            if k.startswith("successes_"):
+                row[k] = int(r[k].item())
         rows.append(row)
     return rows
 
@@ -159,10 +188,38 @@ def _level_name(value: float) -> str:
     return "inf" if math.isinf(value) else f"{value:g}".replace(".", "p").replace("-", "m")
 
 
-def run_secrets(args: argparse.Namespace) -> int:
+def _load_pretrained(rundir, args, prior):
+    """The public pretrained model, trained once per run folder with ``--pretrain-seed`` and
+    cached there (``pretrained_seed_S.msgpack``), so every (ε, seed) fine-tunes the same one."""
+    import flax.serialization
     import jax
 
-    from jaxaudit.attacks import digit_prior, password_prior, pretrain_public, secret_extraction
+    from jaxaudit.attacks import CharGRU, pretrain_public
+    from jaxaudit.runs.rundir import atomic_write_bytes
+
+    path = rundir.path / f"pretrained_seed_{args.pretrain_seed}.msgpack"
+    key = jax.random.fold_in(jax.random.key(args.pretrain_seed), 10**6)
+    if path.is_file():
+        model = CharGRU(hidden_dim=args.hidden)
+        template = model.init(key, jax.numpy.zeros((1, 8), jax.numpy.int32))
+        return model, flax.serialization.from_bytes(template, path.read_bytes())
+    model, params = pretrain_public(key, prior, num_filler=args.num_filler,
+                                    steps=args.pretrain_steps, batch_size=args.batch_size,
+                                    hidden_dim=args.hidden)
+    atomic_write_bytes(path, flax.serialization.to_bytes(params))
+    return model, params
+
+
+def run_secrets(args: argparse.Namespace) -> int:
+    import jax
+    import numpy as np
+
+    from jaxaudit.attacks import (
+        digit_prior,
+        extraction_result,
+        password_prior,
+        train_and_score,
+    )
     from jaxaudit.runs import RunDir, run_chunks
 
     for name in ("num_secrets", "guesses", "num_filler", "steps", "batch_size", "hidden",
@@ -173,34 +230,49 @@ def run_secrets(args: argparse.Namespace) -> int:
         raise ValueError(f"--pretrain-steps must be >= 0, got {args.pretrain_steps}")
     if not args.epsilons or any(not e > 0 for e in args.epsilons):
         raise ValueError(f"--epsilons must be > 0, got {args.epsilons}")
+    if args.scoring == "reference" and not args.pretrain_steps:
+        raise ValueError("--scoring reference needs a public pretrained model "
+                         "(--pretrain-steps > 0)")
     prior = digit_prior(args.digits) if args.prior == "digits" else password_prior(args.candidates)
     config = {k: v for k, v in vars(args).items() if k not in ("func", "out", "quiet")}
     config["epsilons"] = [str(e) for e in args.epsilons]
     rundir = RunDir.open(args.out, kind="attack-secrets", config=config)
     plan = [(f"eps_{_level_name(e)}_seed_{s}", (e, s)) for s in range(args.seeds)
             for e in args.epsilons]
-    pretrained = {}
+    scorings = SCORINGS if args.pretrain_steps else tuple(s for s in SCORINGS
+                                                          if s != "reference")
+    pretrained = []
 
     def compute(name):
         eps, seed = dict(plan)[name]
-        key = jax.random.key(seed)
-        if args.pretrain_steps and seed not in pretrained:
-            pretrained[seed] = pretrain_public(
-                jax.random.fold_in(key, 10**6), prior, num_filler=args.num_filler,
-                steps=args.pretrain_steps, batch_size=args.batch_size, hidden_dim=args.hidden)
-        result = secret_extraction(
-            key, prior=prior, num_secrets=args.num_secrets, epsilon=eps, delta=args.delta,
-            guesses=args.guesses, gamma=args.gamma, num_filler=args.num_filler,
-            steps=args.steps, batch_size=args.batch_size, clip_norm=args.clip,
-            learning_rate=args.learning_rate, pretrained=pretrained.get(seed),
-            hidden_dim=args.hidden)
-        return _arrays(result)
+        start = time.perf_counter()
+        if args.pretrain_steps and not pretrained:
+            pretrained.append(_load_pretrained(rundir, args, prior))
+        scored = train_and_score(
+            jax.random.key(seed), prior=prior, num_secrets=args.num_secrets, epsilon=eps,
+            delta=args.delta, num_filler=args.num_filler, steps=args.steps,
+            batch_size=args.batch_size, clip_norm=args.clip, learning_rate=args.learning_rate,
+            pretrained=pretrained[0] if pretrained else None, hidden_dim=args.hidden)
+        out = _arrays(extraction_result(scored, prior, scoring=args.scoring,
+                                        guesses=args.guesses, gamma=args.gamma))
+        for sc in scorings:
+            res = extraction_result(scored, prior, scoring=sc, guesses=args.guesses,
+                                    gamma=args.gamma)
+            out[f"successes_{sc}"] = np.asarray(res.successes)
+            out[f"hits_{sc}"] = np.asarray(res.hits)
+        # The adversary's likelihoods, so that other scorings can be evaluated later.
+        out["scores"], out["secrets"] = scored.scores, scored.secrets
+        if scored.reference is not None:
+            out["reference_scores"] = scored.reference
+        out["seconds"] = np.asarray(time.perf_counter() - start)
+        return out
 
     results = run_chunks(rundir, [n for n, _ in plan], compute, progress=not args.quiet,
                          desc="attack secrets")
     rows = _rows(results, plan, "epsilon_target")
     _finish(rundir, rows, "epsilon_target",
-            f"secret extraction, {prior.source}; n = {args.num_secrets}, k = {args.guesses}")
+            f"secret extraction ({args.scoring}), {prior.source}; n = {args.num_secrets}, "
+            f"k = {args.guesses}", scorings=scorings)
     return 0
 
 
