@@ -30,6 +30,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxaudit._validation import check_integer
+
 __all__ = [
     "VOCAB",
     "PAD",
@@ -147,13 +149,13 @@ def secret_corpus(key, prior, *, num_secrets: int, num_filler: int, record_lengt
     Returns:
       :class:`SecretCorpus`.
     """
-    if int(num_secrets) != num_secrets or num_secrets < 0:
-        raise ValueError(f"num_secrets must be a non-negative integer, got {num_secrets!r}")
+    num_secrets = check_integer("num_secrets", num_secrets, minimum=0)
+    num_filler = check_integer("num_filler", num_filler, minimum=0)
+    filler_start = check_integer("filler_start", filler_start, minimum=0)
     sentences, _ = filler_sentences(record_length - 2)
-    if (int(num_filler) != num_filler or int(filler_start) != filler_start or num_filler < 0
-            or filler_start < 0 or filler_start + num_filler > len(sentences)):
-        raise ValueError(f"num_filler + filler_start must be at most {len(sentences)} "
-                         f"(non-negative integers), got {num_filler!r} + {filler_start!r}")
+    if filler_start + num_filler > len(sentences):
+        raise ValueError(f"num_filler + filler_start must be at most {len(sentences)}, "
+                         f"got {num_filler!r} + {filler_start!r}")
     probs = jnp.asarray(prior.probs, jnp.float32)
     secrets = np.asarray(jax.random.choice(key, probs.shape[0], (int(num_secrets),), p=probs))
     rows = [encode(secret_prefix(first_user + u) + prior.candidates[s], record_length)

@@ -30,7 +30,12 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxaudit._validation import check_nonnegative, check_positive, check_probability
+from jaxaudit._validation import (
+    check_integer,
+    check_nonnegative,
+    check_positive,
+    check_probability,
+)
 from jaxaudit.attacks.char_model import sequence_log_likelihood
 from jaxaudit.dpsgd import add_gaussian_noise
 
@@ -63,8 +68,7 @@ def train_dp_lm(key, model, tokens, *, steps: int, sampling_rate: float, noise_m
     check_nonnegative("noise_multiplier", noise_multiplier)
     check_positive("clip_norm", clip_norm)
     check_positive("learning_rate", learning_rate)
-    if int(steps) != steps or steps < 1:
-        raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    steps = check_integer("steps", steps, minimum=1)
     tokens = jnp.asarray(tokens, jnp.int32)
     if tokens.ndim != 2:
         raise ValueError(f"tokens must have shape (N, T), got {tokens.shape}")

@@ -44,7 +44,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from jaxaudit._validation import check_nonnegative, check_positive, check_probability
+from jaxaudit._validation import check_integer, check_positive, check_probability
 from jaxaudit.attacks.privacy import gaussian_marginals_privacy
 from jaxaudit.attacks.result import AttackResult, attack_result
 from jaxaudit.attacks.tabular import Table, load_fair
@@ -122,10 +122,12 @@ def marginals_game(key, table: Table, *, attributes, hidden, way: int = 2,
     if not hidden or not set(hidden) <= set(attributes) or len(set(hidden)) != len(hidden):
         raise ValueError(f"hidden must be a non-empty set of distinct released attributes, "
                          f"got {hidden} (attributes: {attributes})")
-    if int(way) != way or not 1 <= way <= len(attributes):
+    way = check_integer("way", way, minimum=1)
+    if way > len(attributes):
         raise ValueError(f"way must be an integer in [1, {len(attributes)}], got {way!r}")
     n_rows = table.codes.shape[0]
-    if int(num_targets) != num_targets or not 1 <= num_targets < n_rows:
+    num_targets = check_integer("num_targets", num_targets, minimum=1)
+    if num_targets >= n_rows:
         raise ValueError(f"num_targets must be an integer in [1, {n_rows - 1}], got {num_targets!r}")
     col = [table.columns.index(a) for a in attributes]
     codes = table.codes[:, col].astype(np.int64)
@@ -279,9 +281,7 @@ def marginals_reconstruction(key, *, rho: float, attributes, hidden, distance: i
     check_positive("rho", rho)
     check_probability("delta", delta, open_low=True, open_high=True)
     check_probability("gamma", gamma, open_low=True, open_high=True)
-    check_nonnegative("distance", distance)
-    if int(distance) != distance:
-        raise ValueError(f"distance must be an integer, got {distance!r}")
+    distance = check_integer("distance", distance, minimum=0)
     if int(distance) >= len(list(hidden)):
         raise ValueError(f"distance must be below the number of hidden attributes "
                          f"({len(list(hidden))}), got {distance}: every guess would succeed")

@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.optimize import brentq
 
-from jaxaudit._validation import check_positive, check_probability
+from jaxaudit._validation import check_integer, check_positive, check_probability
 
 __all__ = [
     "PrivacyProfile",
@@ -114,9 +114,7 @@ def dpsgd_privacy(*, epsilon, delta, steps, sampling_rate, grid_size: int = 96) 
     eps = float(check_positive("epsilon", epsilon))
     delta = float(check_probability("delta", delta, open_low=True, open_high=True))
     q = float(check_probability("sampling_rate", sampling_rate, open_low=True))
-    if int(steps) != steps or steps < 1:
-        raise ValueError(f"steps must be a positive integer, got {steps!r}")
-    steps = int(steps)
+    steps = check_integer("steps", steps, minimum=1)
     if math.isinf(eps):
         grid = np.linspace(0.0, 1.0, 2)
         return PrivacyProfile(math.inf, delta, 0.0, grid, np.ones_like(grid))
@@ -169,8 +167,7 @@ def gaussian_marginals_privacy(*, rho, num_tables, delta, grid_size: int = 96) -
     """
     rho = float(check_positive("rho", rho))
     delta = float(check_probability("delta", delta, open_low=True, open_high=True))
-    if int(num_tables) != num_tables or num_tables < 1:
-        raise ValueError(f"num_tables must be a positive integer, got {num_tables!r}")
+    num_tables = check_integer("num_tables", num_tables, minimum=1)
     if math.isinf(rho):
         grid = np.linspace(0.0, 1.0, 2)
         return PrivacyProfile(math.inf, delta, 0.0, grid, np.ones_like(grid))

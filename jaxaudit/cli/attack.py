@@ -214,6 +214,7 @@ def run_secrets(args: argparse.Namespace) -> int:
     import jax
     import numpy as np
 
+    from jaxaudit._validation import check_integer
     from jaxaudit.attacks import (
         digit_prior,
         extraction_result,
@@ -224,10 +225,9 @@ def run_secrets(args: argparse.Namespace) -> int:
 
     for name in ("num_secrets", "guesses", "num_filler", "steps", "batch_size", "hidden",
                  "seeds"):
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    if args.pretrain_steps < 0:
-        raise ValueError(f"--pretrain-steps must be >= 0, got {args.pretrain_steps}")
+        check_integer(f"--{name.replace('_', '-')}", getattr(args, name), minimum=1)
+    check_integer("--pretrain-steps", args.pretrain_steps, minimum=0)
+    check_integer("--pretrain-seed", args.pretrain_seed, minimum=0)
     if not args.epsilons or any(not e > 0 for e in args.epsilons):
         raise ValueError(f"--epsilons must be > 0, got {args.epsilons}")
     if args.scoring == "reference" and not args.pretrain_steps:
@@ -279,12 +279,12 @@ def run_secrets(args: argparse.Namespace) -> int:
 def run_marginals(args: argparse.Namespace) -> int:
     import jax
 
+    from jaxaudit._validation import check_integer
     from jaxaudit.attacks import marginals_reconstruction
     from jaxaudit.runs import RunDir, run_chunks
 
     for name in ("num_targets", "way", "seeds"):
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+        check_integer(f"--{name.replace('_', '-')}", getattr(args, name), minimum=1)
     if not args.rhos or any(not r > 0 for r in args.rhos):
         raise ValueError(f"--rhos must be > 0, got {args.rhos}")
     args.attributes, args.hidden = _names(args.attributes), _names(args.hidden)

@@ -9,7 +9,10 @@ import numpy as np
 import pytest
 
 from jaxaudit.attacks import (
+    SCORINGS,
     CharGRU,
+    SecretScores,
+    attack_scores,
     candidate_trie,
     digit_prior,
     dpsgd_privacy,
@@ -18,9 +21,12 @@ from jaxaudit.attacks import (
     score_candidates,
     secret_corpus,
     secret_extraction,
+    secret_ranks,
+    train_and_score,
 )
 from jaxaudit.attacks.char_model import sequence_log_likelihood
 from jaxaudit.attacks.corpus import encode, filler_sentences, secret_prefix
+from jaxaudit.attacks.secret_extraction import extraction_result
 from jaxaudit.attacks.secret_priors import ZIPF_EXPONENT, ZXCVBN_VERSION
 from jaxaudit.bounds import gdp_delta, zipf_prior
 
@@ -109,21 +115,80 @@ def test_corpus_layout_and_filler_disjoint():
 
 
 def test_planted_secrets_found_without_noise():
-    """ε = ∞, no noise, no effective clipping: a model trained on the secrets finds them all;
-    the bound is vacuous (n + 1) and the baseline is n·k/10^L."""
-    res = secret_extraction(jax.random.key(0), prior=digit_prior(2), num_secrets=4,
-                            epsilon=math.inf, guesses=1, num_filler=0, steps=600,
-                            batch_size=4, clip_norm=1e6, learning_rate=3e-2, hidden_dim=64,
-                            record_length=32)
+    """ε = ∞, no noise, no effective clipping: a model trained on the secrets finds them all by
+    likelihood; the prior attack finds none (all candidates tie, ties against the attacker);
+    the bound is vacuous (n + 1) and the baseline is n·k/10^L. (The calibrated score is not
+    asserted here: on a model this overfitted the other users' rows rate every secret highly
+    too and the residual loses them; see docs/attacks.md.)"""
+    prior = digit_prior(2)
+    scored = train_and_score(jax.random.key(0), prior=prior, num_secrets=4, epsilon=math.inf,
+                             num_filler=0, steps=600, batch_size=4, clip_norm=1e6,
+                             learning_rate=3e-2, hidden_dim=64, record_length=32)
+    assert scored.reference is None and scored.scores.shape == (4, 100)
+    res = extraction_result(scored, prior, scoring="likelihood")
     assert int(res.successes) == 4 and bool(res.hits.all())
     assert int(res.bound) == 5 and float(res.noise) == 0.0
     assert float(res.baseline) == pytest.approx(4 * 0.01)
+    assert int(extraction_result(scored, prior, scoring="prior").successes) == 0
+    assert 0 <= int(extraction_result(scored, prior).successes) <= 4
+
+
+def test_prior_scoring_is_top_k_by_prior():
+    """scoring="prior" guesses the k most likely candidates for everybody, whatever the model
+    says: X_k is hit iff its prior rank is < k (the baseline's attack); ranks are the prior
+    ranks exactly (the Zipf probabilities are strictly decreasing)."""
+    prior = password_prior(200)
+    rng = np.random.default_rng(0)
+    n = 50
+    secrets = rng.choice(200, size=n, p=prior.probs)
+    scored = SecretScores(rng.normal(size=(n, 200)).astype(np.float32), None, secrets,
+                          dpsgd_privacy(epsilon=2.0, delta=1e-5, steps=4, sampling_rate=0.5))
+    ranks = secret_ranks(attack_scores(scored.scores, prior, "prior"), secrets)
+    np.testing.assert_array_equal(ranks, secrets)
+    for k in (1, 3, 10):
+        res = extraction_result(scored, prior, scoring="prior", guesses=k)
+        np.testing.assert_array_equal(np.asarray(res.hits), secrets < k)
+        assert float(res.baseline) == pytest.approx(n * prior.probs[:k].sum())
+
+
+def test_calibrated_score_formula_and_no_user_signal():
+    """calibrated = log D + λ(ℓ_k − mean_{j≠k} ℓ_j), checked against a loop; when the model's
+    likelihood ignores the user (every row the same) the residual is 0 and the ranking is the
+    prior's exactly; a planted user-specific bump is found; reference = log D + λ(ℓ − ℓ_ref)."""
+    prior = password_prior(100)
+    rng = np.random.default_rng(1)
+    n = 7
+    ell = rng.normal(-20, 3, size=(n, 100)).astype(np.float32)
+    ref = rng.normal(-20, 3, size=(n, 100)).astype(np.float32)
+    logd = np.log(prior.probs)
+    got = attack_scores(ell, prior, "calibrated", weight=0.5)
+    for k in range(n):
+        others = np.mean([ell[j].astype(np.float64) for j in range(n) if j != k], axis=0)
+        np.testing.assert_allclose(got[k], logd + 0.5 * (ell[k] - others), rtol=1e-12)
+    np.testing.assert_allclose(attack_scores(ell, prior, "reference", reference=ref),
+                               logd + (ell.astype(np.float64) - ref), rtol=1e-12)
+    np.testing.assert_array_equal(attack_scores(ell, prior, "likelihood"), ell)
+    # No user signal: the same (non-constant) likelihood row for every user.
+    flat = np.tile(ell[:1], (n, 1))
+    secrets = rng.choice(100, size=n, p=prior.probs)
+    np.testing.assert_array_equal(attack_scores(flat, prior, "calibrated"),
+                                  attack_scores(flat, prior, "prior"))
+    np.testing.assert_array_equal(secret_ranks(attack_scores(flat, prior), secrets), secrets)
+    # The likelihood ranking of the same model follows the row, not the prior.
+    assert (secret_ranks(attack_scores(flat, prior, "likelihood"), secrets) != secrets).any()
+    # A user-specific bump of 30 nats on X_k makes X_k first for every user.
+    bumped = flat.copy()
+    bumped[np.arange(n), secrets] += 30.0
+    assert (secret_ranks(attack_scores(bumped, prior), secrets) == 0).all()
 
 
 def test_private_run_counts_and_bound():
-    res = secret_extraction(jax.random.key(1), prior=digit_prior(2), num_secrets=6, epsilon=1.0,
-                            guesses=3, num_filler=20, steps=20, batch_size=8, hidden_dim=16,
-                            record_length=32)
+    kw = dict(prior=digit_prior(2), num_secrets=6, epsilon=1.0, num_filler=20, steps=20,
+              batch_size=8, hidden_dim=16, record_length=32)
+    res = secret_extraction(jax.random.key(1), guesses=3, **kw)
+    # secret_extraction = train_and_score, then extraction_result (default: calibrated).
+    again = extraction_result(train_and_score(jax.random.key(1), **kw), kw["prior"], guesses=3)
+    np.testing.assert_array_equal(np.asarray(res.hits), np.asarray(again.hits))
     assert 0 <= int(res.successes) <= 6 and res.hits.shape == (6,)
     assert float(res.noise) > 0 and float(res.epsilon) == 1.0
     assert float(res.baseline) == pytest.approx(6 * 0.03)
@@ -139,3 +204,24 @@ def test_secret_extraction_argument_errors():
     with pytest.raises(ValueError, match="guesses"):
         secret_extraction(jax.random.key(0), prior=digit_prior(1), num_secrets=2, epsilon=1.0,
                           guesses=0)
+    with pytest.raises(ValueError, match="num_secrets"):
+        secret_extraction(jax.random.key(0), prior=digit_prior(1), num_secrets=2.5, epsilon=1.0)
+    with pytest.raises(ValueError, match="scoring"):
+        secret_extraction(jax.random.key(0), prior=digit_prior(1), num_secrets=2, epsilon=1.0,
+                          scoring="loss")
+    with pytest.raises(ValueError, match="reference"):
+        secret_extraction(jax.random.key(0), prior=digit_prior(1), num_secrets=2, epsilon=1.0,
+                          scoring="reference")
+    with pytest.raises(ValueError, match="weight"):
+        secret_extraction(jax.random.key(0), prior=digit_prior(1), num_secrets=2, epsilon=1.0,
+                          weight=-1.0)
+    prior = digit_prior(1)
+    with pytest.raises(ValueError, match="scoring"):
+        attack_scores(np.zeros((2, 10)), prior, "exposure")
+    with pytest.raises(ValueError, match="scores"):
+        attack_scores(np.zeros((2, 9)), prior)
+    with pytest.raises(ValueError, match="2 users"):
+        attack_scores(np.zeros((1, 10)), prior, "calibrated")
+    with pytest.raises(ValueError, match="reference"):
+        attack_scores(np.zeros((2, 10)), prior, "reference", reference=np.zeros((3, 10)))
+    assert SCORINGS[0] == "calibrated"

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from jaxaudit.cli.attack import SCORINGS
 from jaxaudit.cli.main import main
 from jaxaudit.runs import load_results
 
@@ -35,13 +36,30 @@ def test_attack_secrets_tiny(tmp_path):
     out = tmp_path / "sec"
     argv = ["attack", "secrets", "--prior", "digits", "--digits", "1", "--epsilons", "2",
             "--num-secrets", "3", "--num-filler", "5", "--steps", "4", "--batch-size", "4",
-            "--pretrain-steps", "0", "--hidden", "8", "--guesses", "2", "--out", str(out),
-            "--quiet"]
+            "--pretrain-steps", "2", "--hidden", "8", "--guesses", "2", "--seeds", "2",
+            "--out", str(out), "--quiet"]
     assert main(argv) == 0
     rows = json.loads((out / "table.json").read_text())
-    assert [r["epsilon_target"] for r in rows] == [2.0] and rows[0]["noise"] > 0
-    assert 0 <= rows[0]["successes"] <= 3 and rows[0]["successes"] < rows[0]["bound"] <= 4
-    assert all(r["baseline"] == pytest.approx(3 * 0.2) for r in rows)
+    assert [(r["epsilon_target"], r["seed"]) for r in rows] == [(2.0, 0), (2.0, 1)]
+    assert all(r["noise"] > 0 for r in rows)
+    for r in rows:
+        assert 0 <= r["successes"] <= 3 and r["successes"] < r["bound"] <= 4
+        assert r["baseline"] == pytest.approx(3 * 0.2)
+        # Every scoring on the same model; the main column is the default (calibrated).
+        assert r["successes"] == r["successes_calibrated"]
+        assert {f"successes_{s}" for s in SCORINGS} <= set(r)
+        assert r["successes_prior"] == 0  # uniform prior: all tied, ties against the attacker
+    # One public pretrained model, cached in the folder, shared by the seeds.
+    assert (out / "pretrained_seed_0.msgpack").is_file()
+    chunk = load_results(out).chunks["eps_2_seed_0"]
+    assert chunk["scores"].shape == chunk["reference_scores"].shape == (3, 10)
+    assert "every scoring" in (out / "summary.md").read_text().lower()
+
+
+def test_cli_scorings_match_library():
+    from jaxaudit.attacks import SCORINGS as LIB
+
+    assert SCORINGS == LIB
 
 
 @pytest.mark.parametrize("bad", [["--rhos", "0,1"], ["--num-targets", "0"],
