@@ -20,7 +20,9 @@
 #
 # 1. **Secret extraction** from a character GRU DP-fine-tuned on real text with n inserted
 #    secrets ("user k's password is X_k"), for a Zipf prior over zxcvbn's ranked passwords and
-#    for uniform 4-digit canaries (`jaxaudit attack secrets`).
+#    for uniform 4-digit canaries (`jaxaudit attack secrets`), with three rankings of the
+#    candidates on the same models: prior × user-calibrated likelihood ratio (default), model
+#    likelihood, and the prior alone.
 # 2. **Reconstruction from noisy marginals** of Fair's affairs survey, ρ-zCDP Gaussian 2-way
 #    marginals, informed Bayes adversary, exact vs within Hamming distance 1
 #    (`jaxaudit attack marginals`).
@@ -46,9 +48,10 @@ from scipy.stats import binom, norm
 from jaxaudit.attacks import (
     Table,
     digit_prior,
+    extraction_result,
     marginals_reconstruction,
     password_prior,
-    secret_extraction,
+    train_and_score,
 )
 
 FAST = os.environ.get("JAXAUDIT_NOTEBOOK_FAST") == "1"
@@ -78,9 +81,16 @@ def result_row(result, level_name, level):
 
 # %% [markdown]
 # ## 1. Secret extraction from a DP-fine-tuned language model
+#
+# Every trained model is attacked with each scoring (`jaxaudit.attacks.attack_scores`): the
+# default ranks each user's candidates by the prior times the model's user-calibrated
+# likelihood ratio, log D(x) + ℓ_k(x) − mean_{j≠k} ℓ_j(x); "likelihood" is the Secret Sharer's
+# ranking by ℓ_k(x) alone; "prior" ignores the model (the baseline's guesses, on the same
+# secrets). Points are means over the seeds.
 
 # %%
 _computed = {}
+SCORING_STYLE = {"calibrated": "s-", "likelihood": "v:", "prior": "x--"}
 
 
 def secrets_rows(name, prior, guesses, epsilons):
@@ -91,11 +101,16 @@ def secrets_rows(name, prior, guesses, epsilons):
         return _computed[memo]
     rows = _computed[memo] = []
     for eps in epsilons:
-        r = secret_extraction(jax.random.key(0), prior=prior, num_secrets=3 if FAST else 30,
-                              epsilon=eps, guesses=guesses, num_filler=5 if FAST else 300,
-                              steps=2 if FAST else 100, batch_size=4 if FAST else 32,
-                              hidden_dim=8 if FAST else 64)
-        rows.append(result_row(r, "epsilon_target", eps))
+        scored = train_and_score(jax.random.key(0), prior=prior,
+                                 num_secrets=3 if FAST else 30, epsilon=eps,
+                                 num_filler=5 if FAST else 300, steps=2 if FAST else 100,
+                                 batch_size=4 if FAST else 32, hidden_dim=8 if FAST else 64)
+        r = extraction_result(scored, prior, guesses=guesses)
+        row = result_row(r, "epsilon_target", eps)
+        for sc in SCORING_STYLE:
+            row[f"successes_{sc}"] = int(
+                extraction_result(scored, prior, scoring=sc, guesses=guesses).successes)
+        rows.append(row)
     return rows
 
 
@@ -106,10 +121,15 @@ panels = [("secrets_pw", "passwords (Zipf over zxcvbn ranks), k = 1",
            digit_prior(1) if FAST else digit_prior(4), 1 if FAST else 10)]
 fig, axes = plt.subplots(1, 2, figsize=(11, 4))
 for ax, (name, title, prior, k) in zip(axes, panels):
-    agg = mean_by(secrets_rows(name, prior, k, EPS), "epsilon_target")
+    rows = secrets_rows(name, prior, k, EPS)
+    agg = mean_by(rows, "epsilon_target")
     eps, succ, base, bound, n = (np.array(v, dtype=float) for v in zip(*agg))
     ax.plot(eps, np.minimum(bound, n), "o-", label="bound v_γ (upper bound)")
-    ax.plot(eps, succ, "s-", label="attack successes (measured)")
+    for sc, style in SCORING_STYLE.items():
+        if all(f"successes_{sc}" in r for r in rows):
+            means = [np.mean([r[f"successes_{sc}"] for r in rows if r["epsilon"] == e])
+                     for e in eps]
+            ax.plot(eps, means, style, label=f"attack: {sc} (measured, mean)")
     ax.plot(eps, base, "^--", label="baseline Σ p_i (expected)")
     ax.axhline(n[0], color="gray", ls=":", lw=1)
     ax.set_xscale("log")
@@ -118,7 +138,7 @@ for ax, (name, title, prior, k) in zip(axes, panels):
     ax.set_xlabel("ε (δ = 1e−5, replace-one)")
     ax.set_ylabel(f"secrets extracted of n = {int(n[0])}")
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
 fig.tight_layout()
 fig.savefig(FIGURES / "attacks_secrets.png", dpi=120)
 
