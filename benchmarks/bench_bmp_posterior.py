@@ -16,6 +16,9 @@ table is saved to ``--save-counts``).
 
     python benchmarks/bench_bmp_posterior.py --models 64 --save-counts /tmp/cora_counts.npz
     python benchmarks/bench_bmp_posterior.py --counts /tmp/cora_counts.npz
+
+The nodes are sharded over one JAX CPU device per core by default, as the ``jaxaudit`` command
+does (``--devices 1`` for a single device).
 """
 
 from __future__ import annotations
@@ -75,7 +78,8 @@ def bench_jaxaudit(counts, args):
     for rep in range(args.repeats + 1):
         t0 = time.perf_counter()
         post = posterior_nuts(jax.random.key(rep), c, num_warmup=500, num_samples=1000,
-                              num_chains=4, deduplicate=not args.no_dedupe)
+                              num_chains=4, deduplicate=not args.no_dedupe,
+                              max_num_doublings=args.max_num_doublings)
         jax.block_until_ready(post)
         dt = time.perf_counter() - t0
         rhat, ess = np.asarray(post.rhat), np.asarray(post.ess)
@@ -129,15 +133,33 @@ def main(argv=None):
                    help="print the count tuples with the most divergent transitions")
     p.add_argument("--no-dedupe", action="store_true",
                    help="sample every node even when count tuples repeat")
+    p.add_argument("--devices", type=int, default=0,
+                   help="JAX CPU devices to shard the nodes over (0: one per core, what the "
+                        "jaxaudit command uses; 1: a single device)")
+    p.add_argument("--max-num-doublings", type=int, default=None,
+                   help="NUTS tree-depth cap (default: posterior_nuts's)")
     args = p.parse_args(argv)
+    if args.devices != 1:  # before JAX initialises its backend
+        import os
+        import re
+
+        from jaxaudit.sharding import DEVICE_COUNT_FLAG, cpu_core_count
+
+        n = args.devices or cpu_core_count()
+        flags = re.sub(DEVICE_COUNT_FLAG + r"=\S+", "", os.environ.get("XLA_FLAGS", ""))
+        os.environ["XLA_FLAGS"] = f"{flags} {DEVICE_COUNT_FLAG}={n}".strip()
     counts = load_counts(args)
     n_valid, n_unique, rows = bench_jaxaudit(counts, args)
     pe, pe_err = bench_privacy_estimates(counts, args)
     warm = float(np.median([r["seconds"] for r in rows[1:]])) if len(rows) > 1 else None
     cold = rows[0]["seconds"]
     print()
+    import jax
+
+    cap = args.max_num_doublings or "default"
     print(f"Cora counts: {n_valid} nodes with IN and OUT runs, {n_unique} distinct count tuples; "
-          f"4 chains x (500 + 1000) NUTS draws")
+          f"4 chains x (500 + 1000) NUTS draws; tree-depth cap {cap}; "
+          f"{len(jax.devices())} JAX CPU device(s)")
     print("| method | total s | s / node | R-hat<=1.05 | min ESS | ESS>=400 | divergences "
           "(per 1e4 draws) | mean leapfrog |")
     print("|---|---|---|---|---|---|---|---|")

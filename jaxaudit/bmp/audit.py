@@ -16,7 +16,11 @@ import numpy as np
 from jaxaudit._validation import check_probability, check_shape
 from jaxaudit.bmp.certified import certified_epsilons
 from jaxaudit.bmp.likelihood import PRIOR_VARIANCE, as_attack_prior
-from jaxaudit.bmp.posterior import jeffreys_estimate, posterior_nuts, posterior_quantiles
+from jaxaudit.bmp.posterior import (
+    jeffreys_estimate,
+    posterior_nuts,
+    posterior_quantiles,
+)
 from jaxaudit.graph.types import node_degrees
 from jaxaudit.mia.types import ErrorCounts
 
@@ -75,7 +79,7 @@ def audit_from_scores(key, scores, masks, eta, *, eta_se=None, degree=None,
                       fix_variance: bool = False, attack_prior=None,
                       prior_variance: float = PRIOR_VARIANCE, confidence: float = 0.95,
                       num_warmup: int = 500, num_samples: int = 1000, num_chains: int = 4,
-                      mp_baseline: bool = True, max_num_doublings: int = 4,
+                      mp_baseline: bool = True, max_num_doublings: int | None = None,
                       chunk_size: int | None = None, devices=None) -> BmpAudit:
     """The audit from existing shadow runs: (R, N) scores and membership masks plus priors η.
 
@@ -161,7 +165,7 @@ def audit_bmp(key, graph, sampler, model, num_models: int, *, epochs: int = 200,
               fix_variance: bool = False, attack_prior=None,
               prior_variance: float = PRIOR_VARIANCE, confidence: float = 0.95,
               num_warmup: int = 500, num_samples: int = 1000, num_chains: int = 4,
-              mp_baseline: bool = True, max_num_doublings: int = 4,
+              mp_baseline: bool = True, max_num_doublings: int | None = None,
               chunk_size: int | None = None, devices=None) -> BmpAudit:
     """Node-level BMP audit of a GNN training pipeline (sampler, model) on ``graph``.
 

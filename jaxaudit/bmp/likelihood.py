@@ -251,26 +251,36 @@ class Constrained(NamedTuple):
 _DELTA_LINK = "softplus"  # "exp" only for benchmarks/bmp_delta_link.py's before/after comparison
 
 
+def _log_sigmoid_pair(x):
+    """(log σ(x), log σ(−x)) from one softplus: log σ(−x) = log σ(x) − x (the sampler evaluates
+    these for every leapfrog step of every node, so each transcendental saved counts)."""
+    ls = log_sigmoid(x)
+    return ls, ls - x
+
+
 def _delta_link(z):
     """δ = softplus(z) > 0 with log δ and log dδ/dz = log σ(z).
 
     softplus rather than exp: δ ≈ e^z for small δ (the data's scale), but linear for large δ, so
     the half-normal prior's tail stays Gaussian in z (curvature 1/v) instead of the double
     exponential that e^z makes of it (curvature ε²/v, which NUTS steps tuned to the bulk overshoot:
-    divergent transitions in the prior-driven upper tail)."""
+    divergent transitions in the prior-driven upper tail). (softplus(z) is not computed as
+    z − log σ(z): that cancels for z < 0, where δ is small.)"""
     if _DELTA_LINK == "exp":
         return jnp.exp(z), z, z
-    log_delta = jnp.where(z < -15.0, z, jnp.log(softplus(jnp.maximum(z, -15.0))))
-    return softplus(z), log_delta, log_sigmoid(z)
+    delta = softplus(z)
+    log_delta = jnp.where(z < -15.0, z, jnp.log(jnp.where(z < -15.0, 1.0, delta)))
+    return delta, log_delta, log_sigmoid(z)
 
 
 def _centered_parts(position, symmetric=False):
     a, b = position[..., 0], position[..., 1]
-    log_alpha, log1m_alpha = log_sigmoid(a), log_sigmoid(-a)
-    log_beta = log1m_alpha + log_sigmoid(b)  # β = (1 − α) σ(b)
-    log1m_beta = jnp.logaddexp(log_alpha, log1m_alpha + log_sigmoid(-b))
-    eps_hat_l = softplus(-b)  # log((1 − α)/β)
-    eps_hat_r = softplus(-a + log_sigmoid(-b))  # log((1 − β)/α)
+    log_alpha, log1m_alpha = _log_sigmoid_pair(a)
+    log_sig_b, log_sig_mb = _log_sigmoid_pair(b)
+    log_beta = log1m_alpha + log_sig_b  # β = (1 − α) σ(b)
+    log1m_beta = jnp.logaddexp(log_alpha, log1m_alpha + log_sig_mb)
+    eps_hat_l = -log_sig_b  # log((1 − α)/β)
+    eps_hat_r = softplus(log_sig_mb - a)  # log((1 − β)/α)
     if symmetric:  # ε_L = ε_R = max(ε̂_L, ε̂_R) + δ(z)
         z_l = z_r = position[..., 2]
         t = position[..., 3]
@@ -288,12 +298,15 @@ def _centered_parts(position, symmetric=False):
         log_jac_z = jac_l + jac_r
     # s = 1 − r with log r = σ(t) log r_min: the band density ∝ 1/(1 − s) near the optimal attack
     # becomes a logistic density in t (no funnel between t and z)
-    log_r = sigmoid(t) * log_r_min
+    log_sig_t, log_sig_mt = _log_sigmoid_pair(t)
+    log_r = jnp.exp(log_sig_t) * log_r_min
     s = -jnp.expm1(log_r)
-    log_jac_s = (log_r + jnp.log(-log_r_min) + log_sigmoid(t) + log_sigmoid(-t))
+    log_jac_s = (log_r + jnp.log(-log_r_min) + log_sig_t + log_sig_mt)
+    log_jac_ab = log_alpha + log1m_alpha + log1m_alpha + log_sig_b + log_sig_mb
     return dict(a=a, b=b, t=t, log_alpha=log_alpha, log1m_alpha=log1m_alpha,
                 log_beta=log_beta, log1m_beta=log1m_beta, eps_l=eps_l, eps_r=eps_r, s=s,
-                log_r=log_r, log_jac_s=log_jac_s, log_jac_z=log_jac_z, symmetric=symmetric)
+                log_r=log_r, log_jac_s=log_jac_s, log_jac_z=log_jac_z, log_jac_ab=log_jac_ab,
+                symmetric=symmetric)
 
 
 def _log_band_near_optimal(eps_l, eps_r, s, log_r):
@@ -355,8 +368,7 @@ def log_joint_centered(position, counts: ErrorCounts, prior_variance=PRIOR_VARIA
     if not symmetric:
         log_prior = log_prior + half_normal_logpdf(p["eps_r"], prior_variance)
     log_band = _log_band_near_optimal(p["eps_l"], p["eps_r"], p["s"], p["log_r"])
-    log_jac = (log_sigmoid(p["a"]) + log_sigmoid(-p["a"]) + p["log1m_alpha"]
-               + log_sigmoid(p["b"]) + log_sigmoid(-p["b"]) + p["log_jac_z"] + p["log_jac_s"])
+    log_jac = p["log_jac_ab"] + p["log_jac_z"] + p["log_jac_s"]
     return log_prior - log_band + log_lik + log_jac
 
 

@@ -87,6 +87,10 @@ class NutsPosterior(NamedTuple):
 # NUTS
 # ----------------------------------------------------------------------------------------------
 
+#: Default NUTS tree-depth caps of :func:`posterior_nuts` per parameterization (at most 2^d − 1
+#: leapfrog steps per transition).
+MAX_NUM_DOUBLINGS = {"centered": 3, "noncentered": 4}
+
 
 def _initial_positions(key, counts, num_chains, dim, parameterization):
     """Over-dispersed starting points around the counts' operating point."""
@@ -106,6 +110,11 @@ def _initial_positions(key, counts, num_chains, dim, parameterization):
     return center + 0.3 * noise
 
 
+def _on_coordinates(fn):
+    """``fn`` of a (dim,) position as a function of the tuple of its coordinates."""
+    return lambda coords: fn(jnp.stack(coords, axis=-1))
+
+
 def _one_node(key, counts, prior_ab, *, fixed_strength, prior_variance, num_warmup, num_samples,
               num_chains, max_num_doublings, parameterization, target_acceptance_rate, symmetric):
     """Window adaptation + NUTS for one count set, ``num_chains`` chains (vmapped)."""
@@ -121,6 +130,12 @@ def _one_node(key, counts, prior_ab, *, fixed_strength, prior_variance, num_warm
         dim = 4 if fixed_strength is not None else 5
     key_init, key_chains = jax.random.split(key)
     init = _initial_positions(key_init, counts, num_chains, dim, parameterization)
+    # The sampler's position is a tuple of scalar coordinates rather than a (dim,) vector: vmapped
+    # over nodes and chains each coordinate is then one contiguous array, and the log density's
+    # gradient avoids strided slices of a (lanes, dim) array (about 2.5x cheaper on a CPU).
+    init = tuple(init[:, j] for j in range(dim))
+    logdensity = _on_coordinates(logdensity)
+    constrain = _on_coordinates(constrain)
 
     def chain(key, position):
         key_warm, key_draw = jax.random.split(key)
@@ -194,7 +209,8 @@ def _check_nuts_settings(num_warmup, num_samples, num_chains, max_num_doublings,
     for name, value in (("num_warmup", num_warmup), ("num_samples", num_samples)):
         check_integer(name, value, minimum=1)
     check_integer("num_chains", num_chains, minimum=2)  # R-hat needs several chains
-    check_integer("max_num_doublings", max_num_doublings, minimum=1)
+    if max_num_doublings is not None:
+        check_integer("max_num_doublings", max_num_doublings, minimum=1)
     rate = float(check_finite("target_acceptance_rate", target_acceptance_rate))
     if not 0.0 < rate < 1.0:
         raise ValueError(f"target_acceptance_rate must lie in (0, 1), got {rate}")
@@ -204,7 +220,7 @@ def _check_nuts_settings(num_warmup, num_samples, num_chains, max_num_doublings,
 
 def posterior_nuts(key, counts, *, attack_prior=None, num_warmup: int = 500,
                    num_samples: int = 1000, num_chains: int = 4,
-                   prior_variance: float = PRIOR_VARIANCE, max_num_doublings: int = 4,
+                   prior_variance: float = PRIOR_VARIANCE, max_num_doublings: int | None = None,
                    parameterization: str | None = None, target_acceptance_rate: float = 0.8,
                    symmetric: bool = False, deduplicate: bool = True,
                    chunk_size: int | None = None, devices=None) -> NutsPosterior:
@@ -245,6 +261,11 @@ def posterior_nuts(key, counts, *, attack_prior=None, num_warmup: int = 500,
       prior_variance: variance of the half-normal priors on ε_L, ε_R.
       max_num_doublings: NUTS tree-depth cap (≥ 1; at most 2^d − 1 leapfrog steps per
         transition; the nodes move in lock-step, so the cap bounds the cost of the slowest lane).
+        None: 3 (≤ 7 steps) for the centered coordinates, 4 for the non-centered ones (whose
+        funnel needs longer trajectories). Centered, on a Cora audit (2017 count tuples), cap 3
+        gives the same smallest bulk ESS as cap 4 (≥ 480) in half the time: the trajectories
+        average 6.4 steps either way, but with cap 4 every transition waits for the lane that
+        doubles a fourth time (docs/bmp.md, section 5).
       parameterization: "centered", "noncentered" or None (automatic).
       target_acceptance_rate: dual-averaging target in (0, 1).
       symmetric: fit the symmetric MP baseline ε_L = ε_R instead (centered only).
@@ -273,6 +294,8 @@ def posterior_nuts(key, counts, *, attack_prior=None, num_warmup: int = 500,
     if parameterization not in ("centered", "noncentered"):
         raise ValueError(f"parameterization must be 'centered' or 'noncentered', got "
                          f"{parameterization!r}")
+    if max_num_doublings is None:
+        max_num_doublings = MAX_NUM_DOUBLINGS[parameterization]
     if symmetric and parameterization != "centered":
         raise ValueError("symmetric=True needs the centered parameterization (a Beta prior on s)")
     if parameterization == "centered" and prior.fixed is not None:
