@@ -95,7 +95,9 @@ SCORING_STYLE = {"calibrated": "s-", "likelihood": "v:", "prior": "x--"}
 
 def secrets_rows(name, prior, guesses, epsilons):
     if RUNS is not None and (RUNS / name / "table.json").exists():
-        return json.loads((RUNS / name / "table.json").read_text())
+        # secrets_pw_b holds more ε values of the same configuration (docs/attacks.md).
+        return [r for folder in (name, f"{name}_b") if (RUNS / folder / "table.json").exists()
+                for r in json.loads((RUNS / folder / "table.json").read_text())]
     memo = (prior.source, guesses, tuple(epsilons))  # FAST: both panels use the same toy run
     if memo in _computed:
         return _computed[memo]
