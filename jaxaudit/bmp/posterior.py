@@ -17,6 +17,7 @@ References:
 from __future__ import annotations
 
 import functools
+import warnings
 from functools import partial
 from typing import NamedTuple
 
@@ -317,11 +318,25 @@ def posterior_nuts(key, counts, *, attack_prior=None, num_warmup: int = 500,
                   float(target_acceptance_rate), None if chunk_size is None else int(chunk_size),
                   None if devices is None else tuple(devices), bool(symmetric))
     out = run((jax.random.split(key, table.shape[0]), rows, prior_ab))
+    _warn_unmixed(np.asarray(out.rhat[:num_rows]), prior)
     out = jax.tree.map(lambda x: x[inverse] if inverse is not None else x[:num_rows], out)
     if counts.fp.ndim == 0:
         return jax.tree.map(lambda x: x[0], out)
     assert out.rhat.shape[0] == num_given
     return jax.tree.map(lambda x: x.reshape(counts.fp.shape + x.shape[1:]), out)
+
+
+def _warn_unmixed(rhat: np.ndarray, prior, threshold: float = 1.05) -> None:
+    """RuntimeWarning when some count sets' chains disagree (R-hat above ``threshold``, Vehtari
+    et al. 2021's recommended 1.01 relaxed to the 1.05 the audits report): their draws are not a
+    posterior yet. Strong priors on s are the usual cause (docs/bmp.md, section 5)."""
+    bad = ~(rhat <= threshold)  # NaN counts as unmixed
+    if bad.any():
+        warnings.warn(
+            f"NUTS chains have not mixed for {int(bad.sum())} of {bad.size} distinct count sets "
+            f"(R-hat > {threshold}, attack prior {prior.describe()}): their quantiles are not "
+            "reliable; run longer (num_warmup, num_samples), or use posterior_grid for them",
+            RuntimeWarning, stacklevel=3)
 
 
 def posterior_quantiles(draws, q=(0.05, 0.5, 0.95)):

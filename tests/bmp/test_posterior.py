@@ -151,3 +151,14 @@ def test_bad_options_raise():
         bmp.posterior_nuts(jax.random.key(0), c, prior_variance=-1.0)
     with pytest.raises(ValueError, match="num_chains"):
         bmp.posterior_nuts(jax.random.key(0), c, num_chains=1)
+
+
+def test_unmixed_chains_warn():
+    """Two warm-up steps and four draws from over-dispersed starts cannot mix: R-hat > 1.05 for
+    the count sets, and the user is told (the draws are returned all the same)."""
+    c = bmp.ErrorCounts(np.array([10.0, 40.0]), np.array([100.0, 100.0]),
+                        np.array([30.0, 20.0]), np.array([100.0, 100.0]))
+    with pytest.warns(RuntimeWarning, match="have not mixed for [12] of 2 distinct count sets"):
+        post = bmp.posterior_nuts(jax.random.key(0), c, num_warmup=2, num_samples=4)
+    assert np.any(np.asarray(post.rhat) > 1.05)
+    assert post.eps_l.shape == (2, 4, 4)
