@@ -16,11 +16,7 @@ import numpy as np
 from jaxaudit._validation import check_probability, check_shape
 from jaxaudit.bmp.certified import certified_epsilons
 from jaxaudit.bmp.likelihood import PRIOR_VARIANCE, as_attack_prior
-from jaxaudit.bmp.posterior import (
-    jeffreys_estimate,
-    posterior_nuts,
-    posterior_quantiles,
-)
+from jaxaudit.bmp.posterior import jeffreys_estimate, posterior_nuts, posterior_quantiles
 from jaxaudit.graph.types import node_degrees
 from jaxaudit.mia.types import ErrorCounts
 
