@@ -116,6 +116,18 @@ def secrets_rows(name, prior, guesses, epsilons):
     return rows
 
 
+def style_count_axes(ax, eps, n, xlabel, ylabel, title, legend_size):
+    """Shared look of the success-count panels: log ε axis at the measured ε, n as a ceiling."""
+    ax.axhline(n[0], color="gray", ls=":", lw=1)
+    ax.set_xscale("log")
+    ax.set_xticks(eps, [f"{e:.3g}" for e in eps])
+    ax.minorticks_off()
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=legend_size)
+
+
 EPS = [2.0] if FAST else [1.0, 4.0, 8.0]
 panels = [("secrets_pw", "passwords (Zipf over zxcvbn ranks), k = 1",
            digit_prior(1) if FAST else password_prior(2000), 1),
@@ -133,14 +145,8 @@ for ax, (name, title, prior, k) in zip(axes, panels):
                      for e in eps]
             ax.plot(eps, means, style, label=f"attack: {sc} (measured, mean)")
     ax.plot(eps, base, "^--", label="baseline Σ p_i (expected)")
-    ax.axhline(n[0], color="gray", ls=":", lw=1)
-    ax.set_xscale("log")
-    ax.set_xticks(eps, [f"{e:.3g}" for e in eps])
-    ax.minorticks_off()
-    ax.set_xlabel("ε (δ = 1e−5, replace-one)")
-    ax.set_ylabel(f"secrets extracted of n = {int(n[0])}")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7)
+    style_count_axes(ax, eps, n, "ε (δ = 1e−5, replace-one)",
+                     f"secrets extracted of n = {int(n[0])}", title, legend_size=7)
 fig.tight_layout()
 fig.savefig(FIGURES / "attacks_secrets.png", dpi=120)
 
@@ -173,14 +179,10 @@ for ax, (name, d) in zip(axes, [("marg_d0", 0), ("marg_d1", 1)]):
     ax.plot(eps, np.minimum(bound, n), "o-", label="bound v_γ (upper bound)")
     ax.plot(eps, succ, "s-", label="Bayes attack (measured, mean)")
     ax.plot(eps, base, "^--", label="baseline Σ p_i (expected)")
-    ax.axhline(n[0], color="gray", ls=":", lw=1)
-    ax.set_xscale("log")
-    ax.set_xticks(eps, [f"{e:.3g}" for e in eps])
-    ax.minorticks_off()
-    ax.set_xlabel("ε at δ = 1e−5 (μ-GDP, μ = √(2ρ))")
-    ax.set_ylabel(f"targets reconstructed of n = {int(n[0])}")
-    ax.set_title("exact reconstruction" if d == 0 else "within Hamming distance 1", fontsize=10)
-    ax.legend(fontsize=8)
+    style_count_axes(ax, eps, n, "ε at δ = 1e−5 (μ-GDP, μ = √(2ρ))",
+                     f"targets reconstructed of n = {int(n[0])}",
+                     "exact reconstruction" if d == 0 else "within Hamming distance 1",
+                     legend_size=8)
 fig.tight_layout()
 fig.savefig(FIGURES / "attacks_marginals.png", dpi=120)
 
