@@ -78,7 +78,7 @@ def main(argv=None):
     p.add_argument("--samples", type=int, default=600)
     p.add_argument("--parameterization", default=None,
                    help="NUTS coordinates (default: posterior_nuts's choice per prior)")
-    p.add_argument("--priors", default="uniform;beta:20,1;fixed:0.95")
+    p.add_argument("--priors", default="uniform;beta:20,1;fixed:0.95;optimal")
     p.add_argument("--grid-priors", default="",
                    help="priors (same syntax) whose posterior is also computed exactly on the "
                         "grid (posterior_grid, one call per distinct count set; slow): the "
@@ -156,7 +156,10 @@ def grid_rates(table, cells, reps, spec, attacks):
         uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
         q = np.empty((len(uniq), 2))
         for i, r in enumerate(uniq):
-            g = bmp.posterior_grid(bmp.ErrorCounts(*(float(x) for x in r)), attack_prior=spec)
+            # the corner model's posterior is data-pinned (no prior-driven upper tail): a finer grid
+            num_eps = 800 if bmp.as_attack_prior(spec).optimal else 160
+            g = bmp.posterior_grid(bmp.ErrorCounts(*(float(x) for x in r)), attack_prior=spec,
+                                   num_eps=num_eps)
             q[i] = g.quantile("l", 0.05), g.quantile("r", 0.05)
         q = q[inverse.ravel()]
         bl, br = q[:, 0] <= cell["eps_l"], q[:, 1] <= cell["eps_r"]

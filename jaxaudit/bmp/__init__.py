@@ -2,6 +2,7 @@
 the error region and its maps, sampling leakage, the posterior over (ε_L, ε_R) from attack counts
 (NUTS, grid), the certified bound, and the end-to-end audit. Model and choices: docs/bmp.md."""
 
+from jaxaudit.bmp import diagnostics
 from jaxaudit.bmp.audit import (
     BmpAudit,
     audit_bmp,
@@ -25,8 +26,10 @@ from jaxaudit.bmp.likelihood import (
     as_attack_prior,
     band_area,
     constrain_centered,
+    constrain_corner,
     constrain_noncentered,
     log_joint_centered,
+    log_joint_corner,
     log_joint_noncentered,
     log_marginal_likelihood,
 )
@@ -82,13 +85,16 @@ __all__ = [
     "compose",
     "compose_with_sampling",
     "constrain_centered",
+    "constrain_corner",
     "constrain_noncentered",
+    "diagnostics",
     "epsilons_from_errors",
     "epsilons_from_roc",
     "finite_mechanism_epsilons",
     "from_joint",
     "jeffreys_estimate",
     "log_joint_centered",
+    "log_joint_corner",
     "log_joint_noncentered",
     "log_marginal_likelihood",
     "mp_epsilon",

@@ -142,7 +142,7 @@ def audit_from_scores(key, scores, masks, eta, *, eta_se=None, degree=None,
         eps_r[:, valid] = np.asarray(posterior_quantiles(post.eps_r, QUANTILES))
         rhat[valid], ess[valid] = np.asarray(post.rhat), np.asarray(post.ess)
         div[valid] = np.asarray(post.divergences)
-        if mp_baseline and prior.fixed is None:
+        if mp_baseline and prior.fixed is None and not prior.optimal:
             mp = posterior_nuts(k_mp, sub, attack_prior=prior, symmetric=True, **kw)
             eps_mp[:, valid] = np.asarray(posterior_quantiles(mp.eps_l, QUANTILES))
     arr = jnp.asarray
@@ -176,7 +176,7 @@ def audit_bmp(key, graph, sampler, model, num_models: int, *, epochs: int = 200,
     ``confidence`` for any attack; the posterior's quantiles (``eps_l``, ``eps_r``) are *Bayesian*
     — calibrated under the model, and with the default agnostic attack prior they sit above the
     truth more often than their level when the attack is optimal (use
-    ``attack_prior=(20, 1)`` or a fixed s near 1 if you believe the attack is near-optimal).
+    ``attack_prior="optimal"`` if you believe the attack is the most powerful test).
     Keys: ``split(key, 3)`` for η, the shadow models and :func:`audit_from_scores`.
 
     Args:

@@ -9,6 +9,9 @@ Model, for one node (or one pooled group) with error counts (X, N0, Y, N1):
     (α, β) ~ Uniform(B(ε, s)),  B(ε, s) = lower half of R(ε_L, ε_R) \\ R(s ε_L, s ε_R),
     X ~ Bin(N0, α),  Y ~ Bin(N1, β).
 
+The optimal-attack model (``attack_prior="optimal"``) replaces the band by its corner:
+(α, β) = c(ε_L, ε_R), the most powerful test R(ε) allows (:func:`log_joint_corner`).
+
 The band B is the quadrilateral with vertices A = (0, 1), c(ε), C = (1, 0), c(sε) (c = the region
 corner); its area is (|R(ε)| − |R(sε)|)/2. For fixed α the band spans
 β ∈ [β_min(α; ε), β_min(α; sε)] with β_min(α; ε) = max(1 − e^{ε_R} α, (1 − α) e^{−ε_L}).
@@ -22,7 +25,8 @@ Two densities:
   reference, not as the NUTS target.
 * :func:`log_joint_centered` / :func:`log_joint_noncentered`: the joint density of the latent attack
   point and the parameters on unconstrained coordinates (all Jacobians included). A gradient costs
-  a handful of ``exp``/``log`` — the formulation NUTS runs on.
+  a handful of ``exp``/``log`` — the formulation NUTS runs on; :func:`log_joint_corner` is the
+  optimal-attack model's.
 
 References:
   Yıldırım & Khosla, arXiv 2606.04069 (BMP); Yıldırım et al., "MCMC for Bayesian estimation of
@@ -50,9 +54,11 @@ __all__ = [
     "as_attack_prior",
     "band_area",
     "constrain_centered",
+    "constrain_corner",
     "constrain_noncentered",
     "half_normal_logpdf",
     "log_joint_centered",
+    "log_joint_corner",
     "log_joint_noncentered",
     "log_marginal_likelihood",
     "log_strength_prior",
@@ -63,22 +69,28 @@ PRIOR_VARIANCE = 10.0
 
 
 class AttackPrior(NamedTuple):
-    """Prior on the attack strength s ∈ [0, 1): Beta(a, b), or a point mass at ``fixed``.
+    """Prior on the attack: its strength s ∈ [0, 1) ~ Beta(a, b) or fixed, or an optimal attack.
 
     s says how close the attack comes to the most powerful test the mechanism allows: its
-    operating point is uniform on the band R(ε) \\ R(sε), so s → 1 is an optimal attack.
-    Beta(1, 1) (the default) is agnostic about the attack's quality; Beta(a, 1) with large a (e.g.
-    Beta(20, 1)) or a fixed s near 1 (e.g. 0.95) encodes the belief that the attack is nearly
-    optimal, which makes the posterior's lower quantiles cover the truth under optimal attacks
-    (coverage tables in docs/bmp.md). Build one with :func:`as_attack_prior`.
+    operating point is uniform on the band R(ε) \\ R(sε), so s → 1 is an attack on the boundary of
+    R(ε). Beta(1, 1) (the default) is agnostic about the attack's quality; Beta(a, 1) with large a
+    (e.g. Beta(20, 1)) or a fixed s near 1 (e.g. 0.95) encodes the belief that the attack is nearly
+    optimal. Neither tells the model *which* side of R(ε) is tight, so under an optimal attack the
+    smaller ε's lower quantile still sits above the truth more often than its level (docs/bmp.md,
+    section 4). ``optimal=True`` is the attack known to be optimal: its operating point is the
+    corner c(ε) of R(ε), where both sides are tight, (α, β) = c(ε_L, ε_R). Build one with
+    :func:`as_attack_prior`.
     """
 
     a: float = 1.0
     b: float = 1.0
     fixed: float | None = None
+    optimal: bool = False
 
     def describe(self) -> str:
-        """Short text form, e.g. ``"Beta(20, 1)"`` or ``"s = 0.95"``."""
+        """Short text form, e.g. ``"Beta(20, 1)"``, ``"s = 0.95"`` or ``"optimal (corner)"``."""
+        if self.optimal:
+            return "optimal (corner)"
         if self.fixed is not None:
             return f"s = {self.fixed:g}"
         return f"Beta({self.a:g}, {self.b:g})"
@@ -86,15 +98,20 @@ class AttackPrior(NamedTuple):
 
 def as_attack_prior(spec=None) -> AttackPrior:
     """An :class:`AttackPrior` from ``None`` (Beta(1, 1)), an ``AttackPrior``, a pair ``(a, b)``
-    (Beta(a, b)), a number (fixed s in [0, 1)), or a string ``"beta:A,B"`` / ``"fixed:S"`` /
-    ``"uniform"`` (the command line's form). Raises ``ValueError`` naming ``attack_prior``.
+    (Beta(a, b)), a number (fixed s in [0, 1)), ``"optimal"`` (the attack at the corner of
+    R(ε)), or a string ``"beta:A,B"`` / ``"fixed:S"`` / ``"uniform"`` / ``"optimal"`` (the command
+    line's form). Raises ``ValueError`` naming ``attack_prior``.
 
     Example:
       >>> as_attack_prior((20, 1)).describe(), as_attack_prior("fixed:0.95").describe()
       ('Beta(20, 1)', 's = 0.95')
+      >>> as_attack_prior("optimal").describe()
+      'optimal (corner)'
     """
     if spec is None or (isinstance(spec, str) and spec.strip().lower() == "uniform"):
         return AttackPrior()
+    if isinstance(spec, str) and spec.strip().lower() == "optimal":
+        return AttackPrior(optimal=True)
     if isinstance(spec, str):
         kind, _, rest = spec.partition(":")
         try:
@@ -106,17 +123,19 @@ def as_attack_prior(spec=None) -> AttackPrior:
         elif kind.strip().lower() == "fixed" and len(values) == 1:
             spec = values[0]
         else:
-            raise ValueError(f"attack_prior must read 'uniform', 'beta:A,B' or 'fixed:S', "
-                             f"got {spec!r}")
+            raise ValueError(f"attack_prior must read 'uniform', 'beta:A,B', 'fixed:S' or "
+                             f"'optimal', got {spec!r}")
     if isinstance(spec, AttackPrior):
-        a, b, fixed = spec
+        if spec.optimal:
+            return AttackPrior(optimal=True)
+        a, b, fixed = spec.a, spec.b, spec.fixed
     elif isinstance(spec, tuple | list) and len(spec) == 2:
         (a, b), fixed = spec, None
     elif isinstance(spec, int | float | np.integer | np.floating) and not isinstance(spec, bool):
         a, b, fixed = 1.0, 1.0, spec
     else:
-        raise ValueError(f"attack_prior must be None, (a, b), a fixed s or an AttackPrior, "
-                         f"got {spec!r}")
+        raise ValueError(f"attack_prior must be None, (a, b), a fixed s, 'optimal' or an "
+                         f"AttackPrior, got {spec!r}")
     if fixed is not None:
         fixed = float(fixed)
         if not 0.0 <= fixed < 1.0:
@@ -431,5 +450,53 @@ def log_joint_noncentered(position, counts: ErrorCounts, prior_variance=PRIOR_VA
     fp, n0, fn, n1 = counts
     log_lik = (_log_binom_coef(fp, n0) + xlogy(fp, alpha) + xlog1py(n0 - fp, -alpha)
                + _log_binom_coef(fn, n1) + xlogy(fn, beta) + xlog1py(n1 - fn, -beta))
+    log_prior = half_normal_logpdf(eps_l, prior_variance) + half_normal_logpdf(eps_r, prior_variance)
+    return log_prior + log_lik + log_jac
+
+
+def _corner_parts(position):
+    """(a, b) ↦ α = σ(a), β = (1 − α) σ(b), and the ε whose region has (α, β) at its corner:
+    ε_L = log((1 − α)/β) = softplus(−b), ε_R = log((1 − β)/α) = softplus(u), u = −a − softplus(b);
+    with log |∂(ε_L, ε_R)/∂(a, b)| = log σ(−b) + log σ(u) (the map is triangular)."""
+    a, b = position[..., 0], position[..., 1]
+    log_alpha, log1m_alpha = _log_sigmoid_pair(a)
+    log_sig_b, log_sig_mb = _log_sigmoid_pair(b)
+    u = log_sig_mb - a
+    eps_l, eps_r = -log_sig_b, softplus(u)
+    log_beta = log1m_alpha + log_sig_b
+    log1m_beta = log_alpha + eps_r  # 1 − β = α e^{ε_R} at the corner
+    log_jac = log_sig_mb + log_sigmoid(u)
+    return eps_l, eps_r, log_alpha, log1m_alpha, log_beta, log1m_beta, log_jac
+
+
+def constrain_corner(position) -> Constrained:
+    """Map a position (a, b) of the optimal-attack model to (ε_L, ε_R, s = 1, α, β)."""
+    eps_l, eps_r, log_alpha, _, log_beta, _, _ = _corner_parts(position)
+    return Constrained(eps_l, eps_r, jnp.ones_like(eps_l), jnp.exp(log_alpha), jnp.exp(log_beta))
+
+
+def log_joint_corner(position, counts: ErrorCounts, prior_variance=PRIOR_VARIANCE):
+    """Log joint density of the optimal-attack model on the coordinates (a, b).
+
+    Model: ε_L, ε_R ~ HN(v); the attack is the most powerful test at the corner of R(ε),
+    (α, β) = c(ε_L, ε_R); X ~ Bin(N0, α), Y ~ Bin(N1, β). The corner map is inverted by the
+    region's inverse map ε = ε̂(α, β) (:func:`jaxaudit.bmp.epsilons_from_errors`), a bijection from
+    the open triangle α + β < 1 onto (0, ∞)²; with α = σ(a), β = (1 − α) σ(b),
+
+      log p = log HN(ε_L) + log HN(ε_R) + log Bin(X; N0, α) + log Bin(Y; N1, β)
+              + log σ(−b) + log σ(−a − softplus(b)),
+
+    the last line log |∂(ε_L, ε_R)/∂(a, b)|. The counts pin (a, b) along the axes, as in the
+    centered coordinates (whose ε = ε̂ + δ, s < 1 this model fixes to δ = 0, s = 1).
+
+    Args:
+      position: array (..., 2).
+      counts: ``ErrorCounts`` broadcastable with ``position[..., 0]``.
+      prior_variance: variance v of the half-normal priors.
+    """
+    eps_l, eps_r, log_alpha, log1m_alpha, log_beta, log1m_beta, log_jac = _corner_parts(position)
+    fp, n0, fn, n1 = counts
+    log_lik = (_binomial_logpmf(fp, n0, log_alpha, log1m_alpha)
+               + _binomial_logpmf(fn, n1, log_beta, log1m_beta))
     log_prior = half_normal_logpdf(eps_l, prior_variance) + half_normal_logpdf(eps_r, prior_variance)
     return log_prior + log_lik + log_jac

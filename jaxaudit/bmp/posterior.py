@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from blackjax.adaptation.base import get_filter_adapt_info_fn
+from jax.scipy.special import xlog1py, xlogy
 from scipy import special as sp_special
 
 from jaxaudit._validation import (
@@ -35,18 +36,21 @@ from jaxaudit._validation import (
     check_integer,
     check_positive,
 )
+from jaxaudit.bmp import diagnostics
 from jaxaudit.bmp.likelihood import (
     PRIOR_VARIANCE,
     AttackPrior,
     as_attack_prior,
     band_area,
     constrain_centered,
+    constrain_corner,
     constrain_noncentered,
     half_normal_logpdf,
     log_joint_centered,
+    log_joint_corner,
     log_joint_noncentered,
 )
-from jaxaudit.bmp.region import epsilons_from_errors, tradeoff_curve
+from jaxaudit.bmp.region import epsilons_from_errors, region_corner, tradeoff_curve
 from jaxaudit.mia.types import ErrorCounts, validate_counts
 from jaxaudit.sharding import vmap_chunked
 
@@ -69,8 +73,10 @@ class NutsPosterior(NamedTuple):
     Attributes:
       eps_l, eps_r: draws of ε_L and ε_R.
       s: draws of the attack strength (constant when it was fixed).
-      rhat: split-free Gelman–Rubin R-hat, the larger of those of ε_L and ε_R.
-      ess: effective sample size, the smaller of those of ε_L and ε_R.
+      rhat: rank-normalised split-R-hat (Vehtari et al. 2021; bulk and folded tail), the larger
+        of those of ε_L and ε_R (:func:`jaxaudit.bmp.diagnostics.rhat`).
+      ess: bulk effective sample size (rank-normalised split chains), the smaller of those of
+        ε_L and ε_R (:func:`jaxaudit.bmp.diagnostics.bulk_ess`).
       divergences: number of divergent transitions after warm-up (all chains).
       mean_steps: mean number of leapfrog steps per transition after warm-up.
     """
@@ -90,7 +96,7 @@ class NutsPosterior(NamedTuple):
 
 #: Default NUTS tree-depth caps of :func:`posterior_nuts` per parameterization (at most 2^d − 1
 #: leapfrog steps per transition).
-MAX_NUM_DOUBLINGS = {"centered": 3, "noncentered": 4}
+MAX_NUM_DOUBLINGS = {"centered": 3, "noncentered": 4, "corner": 3}
 
 
 def _initial_positions(key, counts, num_chains, dim, parameterization):
@@ -99,7 +105,7 @@ def _initial_positions(key, counts, num_chains, dim, parameterization):
     alpha = (fp + 0.5) / (n0 + 1.0)
     beta = jnp.minimum((fn + 0.5) / (n1 + 1.0), 0.98 * (1 - alpha))
     noise = jax.random.normal(key, (num_chains, dim), dtype=alpha.dtype)
-    if parameterization == "centered":
+    if parameterization in ("centered", "corner"):
         a = jnp.log(alpha) - jnp.log1p(-alpha)
         q = beta / (1 - alpha)
         b = jnp.log(q) - jnp.log1p(-q)
@@ -119,7 +125,11 @@ def _on_coordinates(fn):
 def _one_node(key, counts, prior_ab, *, fixed_strength, prior_variance, num_warmup, num_samples,
               num_chains, max_num_doublings, parameterization, target_acceptance_rate, symmetric):
     """Window adaptation + NUTS for one count set, ``num_chains`` chains (vmapped)."""
-    if parameterization == "centered":
+    if parameterization == "corner":
+        logdensity = partial(log_joint_corner, counts=counts, prior_variance=prior_variance)
+        constrain = constrain_corner
+        dim = 2
+    elif parameterization == "centered":
         logdensity = partial(log_joint_centered, counts=counts, prior_variance=prior_variance,
                              symmetric=symmetric, strength_prior=prior_ab)
         constrain = partial(constrain_centered, symmetric=symmetric)
@@ -155,11 +165,27 @@ def _one_node(key, counts, prior_ab, *, fixed_strength, prior_variance, num_warm
         return out
 
     eps_l, eps_r, s, div, steps = jax.vmap(chain)(jax.random.split(key_chains, num_chains), init)
-    rhat = jnp.maximum(blackjax.diagnostics.potential_scale_reduction(eps_l),
-                       blackjax.diagnostics.potential_scale_reduction(eps_r))
-    ess = jnp.minimum(blackjax.diagnostics.effective_sample_size(eps_l),
-                      blackjax.diagnostics.effective_sample_size(eps_r))
-    return NutsPosterior(eps_l, eps_r, s, rhat, ess, jnp.sum(div), jnp.mean(steps))
+    # rhat and ess are filled in by _diagnose, outside this program (its fast exact sort needs
+    # 64-bit integers)
+    return NutsPosterior(eps_l, eps_r, s, None, None, jnp.sum(div), jnp.mean(steps))
+
+
+@jax.jit
+@jax.vmap
+def _diagnose_nodes(eps_l, eps_r):
+    """(R-hat, ESS) per node: the larger rank-normalised split-R-hat and the smaller bulk ESS of
+    ε_L and ε_R."""
+    d_l, d_r = diagnostics.diagnose(eps_l), diagnostics.diagnose(eps_r)
+    return jnp.maximum(d_l.rhat, d_r.rhat), jnp.minimum(d_l.ess, d_r.ess)
+
+
+def _diagnose(post: NutsPosterior) -> NutsPosterior:
+    """Fill in ``rhat`` and ``ess`` (in 64-bit mode, for the packed-integer sort of
+    :mod:`jaxaudit.bmp.diagnostics`; returned in the draws' dtype)."""
+    with jax.enable_x64(True):
+        rhat, ess = _diagnose_nodes(post.eps_l, post.eps_r)
+    dtype = post.eps_l.dtype
+    return post._replace(rhat=rhat.astype(dtype), ess=ess.astype(dtype))
 
 
 @functools.lru_cache(maxsize=16)
@@ -239,13 +265,19 @@ def posterior_nuts(key, counts, *, attack_prior=None, num_warmup: int = 500,
       mass matrix makes the posterior nearly isotropic and trajectories short;
     * ``"noncentered"`` (required for a fixed s): (log ε_L, log ε_R[, logit s]) plus a uniform
       (u, v) mapped onto the band. It mixes poorly when the counts pin (α, β) tightly (large N):
-      prefer a Beta prior concentrated near 1 (e.g. Beta(20, 1)) to a fixed s (docs/bmp.md).
+      prefer a Beta prior concentrated near 1 (e.g. Beta(20, 1)) to a fixed s (docs/bmp.md);
+    * ``"corner"`` (the only one, and automatic, for ``attack_prior="optimal"``): the attack at
+      the corner of R(ε), coordinates (logit α, logit(β/(1 − α))) with ε = ε̂(α, β)
+      (:func:`jaxaudit.bmp.log_joint_corner`).
 
     A Bayesian posterior, not a frequentist bound: under the default Beta(1, 1) an optimal
     attack's operating point is read as a weaker attack on a leakier mechanism, so the lower
-    quantiles sit above the truth more often than their level; a prior concentrated near s = 1
-    fixes that for attacks believed optimal, and :func:`jaxaudit.bmp.certified_epsilons` carries
-    the guarantee (docs/bmp.md: coverage tables, calibration).
+    quantiles sit above the truth more often than their level. Priors on s concentrated near 1
+    raise that coverage but cannot bring the smaller side to 90% (the model cannot tell which
+    side of R(ε) is tight), and NUTS mixes poorly under them; for an attack believed optimal use
+    ``attack_prior="optimal"``, whose 5% quantiles cover at about 95% per side under optimal
+    attacks. :func:`jaxaudit.bmp.certified_epsilons` carries the guarantee (docs/bmp.md:
+    coverage tables, calibration).
 
     Steps: validate; deduplicate the count table (identical counts, identical posteriors); pad it
     to a size bucket; one jit-compiled call (:func:`jaxaudit.sharding.vmap_chunked`: chunks of
@@ -256,8 +288,9 @@ def posterior_nuts(key, counts, *, attack_prior=None, num_warmup: int = 500,
     Args:
       key: PRNG key.
       counts: ``ErrorCounts(fp, n0, fn, n1)`` of scalars or of per-node arrays (N,).
-      attack_prior: prior on s: None (Beta(1, 1)), ``(a, b)``, a fixed s in [0, 1), or an
-        :class:`jaxaudit.bmp.AttackPrior` (see :func:`jaxaudit.bmp.as_attack_prior`).
+      attack_prior: prior on the attack: None (s ~ Beta(1, 1)), ``(a, b)``, a fixed s in
+        [0, 1), ``"optimal"`` (the corner of R(ε)), or an :class:`jaxaudit.bmp.AttackPrior`
+        (see :func:`jaxaudit.bmp.as_attack_prior`).
       num_warmup, num_samples, num_chains: sampler sizes.
       prior_variance: variance of the half-normal priors on ε_L, ε_R.
       max_num_doublings: NUTS tree-depth cap (≥ 1; at most 2^d − 1 leapfrog steps per
@@ -266,8 +299,9 @@ def posterior_nuts(key, counts, *, attack_prior=None, num_warmup: int = 500,
         funnel needs longer trajectories). Centered, on a Cora audit (2017 count tuples), cap 3
         gives the same smallest bulk ESS as cap 4 (≥ 480) in half the time: the trajectories
         average 6.4 steps either way, but with cap 4 every transition waits for the lane that
-        doubles a fourth time (docs/bmp.md, section 5).
-      parameterization: "centered", "noncentered" or None (automatic).
+        doubles a fourth time (docs/bmp.md, section 5). The corner model's 2-d posterior: 3.
+      parameterization: "centered", "noncentered" or None (automatic; "corner" is implied by
+        ``attack_prior="optimal"``).
       target_acceptance_rate: dual-averaging target in (0, 1).
       symmetric: fit the symmetric MP baseline ε_L = ε_R instead (centered only).
       deduplicate: sample once per distinct count tuple.
@@ -290,9 +324,17 @@ def posterior_nuts(key, counts, *, attack_prior=None, num_warmup: int = 500,
     prior = as_attack_prior(attack_prior)
     _check_nuts_settings(num_warmup, num_samples, num_chains, max_num_doublings,
                          target_acceptance_rate, prior_variance, chunk_size)
-    if parameterization is None:
+    if prior.optimal:
+        if parameterization not in (None, "corner"):
+            raise ValueError(f"attack_prior='optimal' has its own coordinates; leave "
+                             f"parameterization=None, got {parameterization!r}")
+        if symmetric:
+            raise ValueError("symmetric=True needs a Beta attack_prior, not 'optimal'")
+        parameterization = "corner"
+    elif parameterization is None:
         parameterization = "centered" if prior.fixed is None else "noncentered"
-    if parameterization not in ("centered", "noncentered"):
+    if parameterization not in ("centered", "noncentered", "corner") or (
+            parameterization == "corner" and not prior.optimal):
         raise ValueError(f"parameterization must be 'centered' or 'noncentered', got "
                          f"{parameterization!r}")
     if max_num_doublings is None:
@@ -317,7 +359,7 @@ def posterior_nuts(key, counts, *, attack_prior=None, num_warmup: int = 500,
                   int(num_chains), int(max_num_doublings), parameterization,
                   float(target_acceptance_rate), None if chunk_size is None else int(chunk_size),
                   None if devices is None else tuple(devices), bool(symmetric))
-    out = run((jax.random.split(key, table.shape[0]), rows, prior_ab))
+    out = _diagnose(run((jax.random.split(key, table.shape[0]), rows, prior_ab)))
     _warn_unmixed(np.asarray(out.rhat[:num_rows]), prior)
     out = jax.tree.map(lambda x: x[inverse] if inverse is not None else x[:num_rows], out)
     if counts.fp.ndim == 0:
@@ -436,6 +478,15 @@ def _grid_log_lik(eps_l, eps_r, s, alpha_nodes, alpha_weights, z_table, n0, n1):
                      -jnp.inf) - jnp.log(n0 + 1.0) - jnp.log(n1 + 1.0)
 
 
+@jax.jit
+def _corner_log_lik(eps_l, eps_r, fp, n0, fn, n1):
+    """log Bin(X; N0, α) + log Bin(Y; N1, β) at the corner (α, β) = c(ε_L, ε_R) (up to the
+    binomial coefficients, constant in ε)."""
+    alpha, beta = region_corner(eps_l, eps_r)
+    return (xlogy(fp, alpha) + xlog1py(n0 - fp, -alpha) + xlogy(fn, beta)
+            + xlog1py(n1 - fn, -beta))
+
+
 def posterior_grid(counts, *, attack_prior=None, prior_variance: float = PRIOR_VARIANCE,
                    eps_max: float | None = None, num_eps: int = 160, num_s: int = 16,
                    alpha_order: int = 8, num_alpha_segments: int = 16,
@@ -444,7 +495,9 @@ def posterior_grid(counts, *, attack_prior=None, prior_variance: float = PRIOR_V
 
     p(ε_L, ε_R | X, Y) ∝ HN(ε_L) HN(ε_R) ∫_0^1 p(X, Y | ε, s) Beta(s; a, b) ds on a regular grid
     of cell midpoints on (0, eps_max]², the s-integral by Gauss–Jacobi quadrature for the Beta
-    weight (``num_s`` points; Gauss–Legendre for Beta(1, 1); one point for a fixed s). The
+    weight (``num_s`` points; Gauss–Legendre for Beta(1, 1); one point for a fixed s); for
+    ``attack_prior="optimal"`` the likelihood is Bin(X; N0, α) Bin(Y; N1, β) at the corner
+    (α, β) = c(ε) of R(ε), evaluated directly in ε (no change of coordinates). The
     marginal likelihood is computed by a quadrature independent of
     :func:`jaxaudit.bmp.log_marginal_likelihood`: the α-integral on Beta(X+1, N0−X+1) quantile
     nodes (the binomial weight becomes uniform), the β-integral from the Beta(Y+1, N1−Y+1)
@@ -480,22 +533,24 @@ def _strength_nodes(prior: AttackPrior, num_s: int):
 
 def _posterior_grid(counts, *, prior, prior_variance, eps_max, num_eps, num_s, alpha_order,
                     num_alpha_segments, num_knots):
-    alpha_nodes, alpha_w, z_table = _beta_tables(counts, num_alpha_segments, alpha_order,
-                                                 num_knots)
     if eps_max is None:
         a = (counts.fp + 0.5) / (counts.n0 + 1)
         b = (counts.fn + 0.5) / (counts.n1 + 1)
         eps_max = float(np.max(epsilons_from_errors(a, b))) + 4.5 * float(np.sqrt(prior_variance))
     h = eps_max / num_eps
     eps = (np.arange(num_eps) + 0.5) * h
-    s_nodes, s_weights = _strength_nodes(prior, num_s)
     eps_l, eps_r = jnp.meshgrid(jnp.asarray(eps), jnp.asarray(eps), indexing="ij")
-    tables = (jnp.asarray(alpha_nodes), jnp.asarray(alpha_w), jnp.asarray(z_table))
-    n0, n1 = jnp.asarray(counts.n0, jnp.float64), jnp.asarray(counts.n1, jnp.float64)
-    log_liks = jnp.stack([_grid_log_lik(eps_l, eps_r, jnp.float64(s), *tables, n0, n1)
-                          for s in s_nodes])
-    log_lik = jax.scipy.special.logsumexp(log_liks + jnp.log(jnp.asarray(s_weights))[:, None, None],
-                                          axis=0)
+    if prior.optimal:
+        log_lik = _corner_log_lik(eps_l, eps_r, *(jnp.asarray(c, jnp.float64) for c in counts))
+    else:
+        s_nodes, s_weights = _strength_nodes(prior, num_s)
+        tables = tuple(jnp.asarray(t) for t in _beta_tables(counts, num_alpha_segments,
+                                                             alpha_order, num_knots))
+        n0, n1 = jnp.asarray(counts.n0, jnp.float64), jnp.asarray(counts.n1, jnp.float64)
+        log_liks = jnp.stack([_grid_log_lik(eps_l, eps_r, jnp.float64(s), *tables, n0, n1)
+                              for s in s_nodes])
+        log_lik = jax.scipy.special.logsumexp(
+            log_liks + jnp.log(jnp.asarray(s_weights))[:, None, None], axis=0)
     log_post = (log_lik + half_normal_logpdf(eps_l, prior_variance)
                 + half_normal_logpdf(eps_r, prior_variance))
     log_post = np.array(log_post, np.float64)

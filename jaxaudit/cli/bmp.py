@@ -51,9 +51,10 @@ def register(subparsers) -> None:
                    help="Monte Carlo draws for the priors eta when not exact")
     p.add_argument("--fix-variance", action="store_true", help="fixed-variance LiRA")
     p.add_argument("--attack-prior", default="uniform",
-                   help="prior on the attack strength s: 'uniform' (Beta(1, 1), an attack of "
-                   "unknown quality), 'beta:A,B' (e.g. beta:20,1 for an attack believed "
-                   "near-optimal) or 'fixed:S' (S in [0, 1))")
+                   help="prior on the attack: 'uniform' (its strength s ~ Beta(1, 1), an "
+                   "attack of unknown quality), 'beta:A,B' (s ~ Beta(A, B)), 'fixed:S' (S in "
+                   "[0, 1)) or 'optimal' (the most powerful test, at the corner of the region; "
+                   "no MP baseline)")
     p.add_argument("--confidence", type=finite, default=0.95,
                    help="joint confidence level of the certified lower bounds (default 0.95)")
     p.add_argument("--prior-variance", type=positive, default=10.0,

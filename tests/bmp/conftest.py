@@ -39,3 +39,20 @@ def strong_prior_nuts(shared_nuts):
     opt = bmp.ErrorCounts(*(c[:SOUND_REPS] for c in sound))
     return bmp.posterior_nuts(jax.random.key(20), opt, attack_prior=(20.0, 1.0),
                               deduplicate=False, chunk_size=num, **NUTS), opt
+
+
+@pytest.fixture(scope="session")
+def optimal_prior_nuts(shared_nuts):
+    """Posterior under ``attack_prior="optimal"`` of the COUNT_SETS and of the soundness
+    simulation's optimal attacks, in one call (one compiled program)."""
+    from bmp_shared import SOUND_REPS
+
+    sound = shared_nuts[2]
+    grid_sets = bmp.ErrorCounts(*(np.array([c[j] for c in COUNT_SETS], float) for j in range(4)))
+    counts = bmp.ErrorCounts(*(np.concatenate([g, s[:SOUND_REPS]])
+                               for g, s in zip(grid_sets, sound)))
+    post = bmp.posterior_nuts(jax.random.key(30), counts, attack_prior="optimal",
+                              deduplicate=False, **NUTS)
+    k = len(COUNT_SETS)
+    opt = bmp.ErrorCounts(*(c[:SOUND_REPS] for c in sound))
+    return jax.tree.map(lambda x: x[:k], post), jax.tree.map(lambda x: x[k:], post), opt

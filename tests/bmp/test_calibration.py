@@ -21,6 +21,11 @@ def _prior_draws(key, prior: bmp.AttackPrior, reps):
     """(ε_L, ε_R, s) from the model's prior, the attack point uniform on the band, counts."""
     k_eps, k_s, k_uv, k_x, k_y = jax.random.split(key, 5)
     eps = np.abs(np.asarray(jax.random.normal(k_eps, (2, reps)))) * np.sqrt(bmp_prior_variance())
+    if prior.optimal:  # the attack at the corner of R(ε)
+        alpha, beta = (np.asarray(x) for x in bmp.region_corner(eps[0], eps[1]))
+        fp = np.asarray(jax.random.binomial(k_x, N, alpha), float)
+        fn = np.asarray(jax.random.binomial(k_y, N, beta), float)
+        return eps, fp, fn
     if prior.fixed is None:
         s = np.asarray(jax.random.beta(k_s, prior.a, prior.b, (reps,)))
     else:
@@ -54,8 +59,9 @@ def _sbc_pvalues(key, prior, fit_prior):
     return [stats.kstest(ranks[j], "uniform").pvalue for j in range(2)], ranks
 
 
-@pytest.mark.parametrize("prior", [bmp.AttackPrior(), bmp.AttackPrior(20.0, 1.0)],
-                         ids=["beta11", "beta20_1"])
+@pytest.mark.parametrize("prior", [bmp.AttackPrior(), bmp.AttackPrior(20.0, 1.0),
+                                   bmp.AttackPrior(optimal=True)],
+                         ids=["beta11", "beta20_1", "optimal"])
 def test_posterior_ranks_are_uniform(prior):
     """Fitted with the prior the data came from: both marginals' ranks pass KS at 1%."""
     pvals, ranks = _sbc_pvalues(jax.random.key(1804), prior, prior)

@@ -160,3 +160,27 @@ def test_noncentered_map_integrates_to_marginal_likelihood():
         # every mapped point lies in the band
         assert np.all(np.asarray(bmp.region_contains(c.alpha, c.beta, eps_l, eps_r, atol=1e-9)))
     np.testing.assert_allclose(quad, exact, rtol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_corner_joint_jacobian(seed):
+    """The optimal-attack density on (a, b) = the model in (ε_L, ε_R) — half-normals and the
+    binomials at the corner c(ε) (scipy) — plus log |∂ε/∂(a, b)| by autodiff; and the point is
+    the corner of its region."""
+    counts = bmp.ErrorCounts(7.0, 60.0, 21.0, 50.0)
+    fp, n0, fn, n1 = counts
+    with jax.enable_x64(True):
+        pos = jnp.asarray(np.random.default_rng(seed).normal(size=2) * 2.0)
+        to_eps = lambda p: jnp.stack(bmp.constrain_corner(p)[:2])
+        log_det = float(jnp.linalg.slogdet(jax.jacfwd(to_eps)(pos))[1])
+        lp = float(bmp.log_joint_corner(pos, counts))
+        c = bmp.constrain_corner(pos)
+        e_l, e_r = float(c.eps_l), float(c.eps_r)
+        a_star, b_star = (float(x) for x in bmp.region_corner(e_l, e_r))
+        np.testing.assert_allclose([float(c.alpha), float(c.beta)], [a_star, b_star], rtol=1e-10)
+        np.testing.assert_allclose([e_l, e_r], [float(x) for x in bmp.epsilons_from_errors(
+            1 / (1 + np.exp(-float(pos[0]))), float(c.beta))], rtol=1e-10)
+        want = (float(half_normal_logpdf(e_l) + half_normal_logpdf(e_r))
+                + stats.binom.logpmf(fp, n0, a_star) + stats.binom.logpmf(fn, n1, b_star))
+    assert float(c.s) == 1.0
+    np.testing.assert_allclose(lp - log_det, want, rtol=1e-9, atol=1e-9)

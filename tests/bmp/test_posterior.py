@@ -105,6 +105,44 @@ def test_strong_attack_prior_covers_optimal_attacks(shared_nuts, strong_prior_nu
     assert np.mean(np.asarray(post.rhat) <= 1.05) >= 0.95
 
 
+@pytest.mark.parametrize("node", range(len(COUNT_SETS)))
+def test_optimal_prior_nuts_matches_grid(optimal_prior_nuts, node):
+    """NUTS on (logit α, logit β/(1 − α)) vs the grid posterior of the corner model evaluated
+    directly in (ε_L, ε_R): quantiles agree within 3 Monte Carlo standard errors (or 0.05)."""
+    post = optimal_prior_nuts[0]
+    grid = bmp.posterior_grid(bmp.ErrorCounts(*map(float, COUNT_SETS[node])),
+                              attack_prior="optimal", num_eps=600)
+    assert float(post.rhat[node]) <= 1.01
+    assert np.all(np.asarray(post.s[node]) == 1.0)
+    for which, draws in (("l", post.eps_l[node]), ("r", post.eps_r[node])):
+        got = np.quantile(np.asarray(draws).ravel(), QS)
+        want = grid.quantile(which, QS)
+        dens = np.maximum(grid.density_at(which, want), 1e-3)
+        mcse = np.sqrt(np.asarray(QS) * (1 - np.asarray(QS)) / float(post.ess[node])) / dens
+        assert np.all(np.abs(got - want) <= np.maximum(0.05, 3 * mcse)), (which, got, want)
+
+
+def test_optimal_prior_covers_optimal_attacks(optimal_prior_nuts):
+    """Optimal attacks at (ε_L, ε_R) = (1, 2), N0 = N1 = 100, 100 seeded repetitions: under
+    ``attack_prior="optimal"`` the posterior 5% quantile lies below the truth in >= 90% of the
+    repetitions on each side (the issue's target for an attack believed optimal; a prior on s
+    near 1 cannot reach it on the smaller side, see docs/bmp.md). Monte Carlo standard error of
+    a rate near 0.95 over 100 repetitions: 0.022."""
+    _, post, _ = optimal_prior_nuts
+    eps_l, eps_r = SOUND_EPS
+    q_l = np.asarray(bmp.posterior_quantiles(post.eps_l, (0.05,)))[0]
+    q_r = np.asarray(bmp.posterior_quantiles(post.eps_r, (0.05,)))[0]
+    rates = np.mean(q_l <= eps_l), np.mean(q_r <= eps_r)
+    med_l = np.median(np.asarray(bmp.posterior_quantiles(post.eps_l, (0.5,))))
+    med_r = np.median(np.asarray(bmp.posterior_quantiles(post.eps_r, (0.5,))))
+    print(f"optimal prior, optimal attack at (1, 2): 5% quantile below truth {rates}; "
+          f"median posterior median ({med_l:.3f}, {med_r:.3f})")
+    assert min(rates) >= 0.90
+    # not vacuous: the posterior medians sit near the truth
+    assert abs(med_l - eps_l) < 0.15 and abs(med_r - eps_r) < 0.25
+    assert np.all(np.asarray(post.rhat) <= 1.05) and int(np.sum(post.divergences)) == 0
+
+
 def test_jeffreys_estimate_is_centred_on_the_operating_point():
     counts = bmp.ErrorCounts(np.array([10.0, 300.0]), np.array([100.0, 1000.0]),
                              np.array([30.0, 200.0]), np.array([100.0, 1000.0]))
@@ -138,7 +176,8 @@ def test_bad_options_raise():
     for bad in (0.0, 1.0, 1.5, float("nan")):
         with pytest.raises(ValueError, match="target_acceptance_rate"):
             bmp.posterior_nuts(jax.random.key(0), c, target_acceptance_rate=bad)
-    for bad in ((0.0, 1.0), (1.0, -2.0), "beta:1", "gamma:2,2", -0.1, (1.0, float("inf"))):
+    for bad in ((0.0, 1.0), (1.0, -2.0), "beta:1", "gamma:2,2", -0.1, (1.0, float("inf")),
+                "optimal:1", True):
         with pytest.raises(ValueError, match="attack_prior"):
             bmp.posterior_nuts(jax.random.key(0), c, attack_prior=bad)
     with pytest.raises(ValueError, match="num_samples"):
@@ -151,6 +190,13 @@ def test_bad_options_raise():
         bmp.posterior_nuts(jax.random.key(0), c, prior_variance=-1.0)
     with pytest.raises(ValueError, match="num_chains"):
         bmp.posterior_nuts(jax.random.key(0), c, num_chains=1)
+    with pytest.raises(ValueError, match="symmetric"):
+        bmp.posterior_nuts(jax.random.key(0), c, attack_prior="optimal", symmetric=True)
+    with pytest.raises(ValueError, match="parameterization"):
+        bmp.posterior_nuts(jax.random.key(0), c, attack_prior="optimal",
+                           parameterization="centered")
+    with pytest.raises(ValueError, match="parameterization"):
+        bmp.posterior_nuts(jax.random.key(0), c, parameterization="corner")
 
 
 def test_unmixed_chains_warn():
