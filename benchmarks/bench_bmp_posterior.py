@@ -79,7 +79,7 @@ def bench_jaxaudit(counts, args):
         t0 = time.perf_counter()
         post = posterior_nuts(jax.random.key(rep), c, num_warmup=500, num_samples=1000,
                               num_chains=4, deduplicate=not args.no_dedupe,
-                              max_num_doublings=args.max_num_doublings)
+                              max_num_doublings=args.max_num_doublings, min_ess=args.min_ess)
         jax.block_until_ready(post)
         dt = time.perf_counter() - t0
         rhat, ess = np.asarray(post.rhat), np.asarray(post.ess)
@@ -136,6 +136,9 @@ def main(argv=None):
     p.add_argument("--devices", type=int, default=0,
                    help="JAX CPU devices to shard the nodes over (0: one per core, what the "
                         "jaxaudit command uses; 1: a single device)")
+    p.add_argument("--min-ess", type=float, default=None,
+                   help="posterior_nuts's min_ess: rerun (thinned) the count sets whose bulk ESS "
+                        "is below it")
     p.add_argument("--max-num-doublings", type=int, default=None,
                    help="NUTS tree-depth cap (default: posterior_nuts's)")
     args = p.parse_args(argv)

@@ -76,7 +76,8 @@ def audit_from_scores(key, scores, masks, eta, *, eta_se=None, degree=None,
                       prior_variance: float = PRIOR_VARIANCE, confidence: float = 0.95,
                       num_warmup: int = 500, num_samples: int = 1000, num_chains: int = 4,
                       mp_baseline: bool = True, max_num_doublings: int | None = None,
-                      chunk_size: int | None = None, devices=None) -> BmpAudit:
+                      chunk_size: int | None = None, devices=None,
+                      min_ess: float | None = None) -> BmpAudit:
     """The audit from existing shadow runs: (R, N) scores and membership masks plus priors η.
 
     LOO LiRA log-likelihood ratios Λ_ri → Bayes decisions "member iff Λ_ri + logit η_i > 0" →
@@ -94,8 +95,8 @@ def audit_from_scores(key, scores, masks, eta, *, eta_se=None, degree=None,
       attack_prior: prior on the attack strength (:func:`jaxaudit.bmp.as_attack_prior`).
       prior_variance: half-normal prior variance of ε_L, ε_R.
       confidence: joint level of the certified bounds.
-      num_warmup, num_samples, num_chains, max_num_doublings, chunk_size, devices: NUTS settings
-        (:func:`jaxaudit.bmp.posterior_nuts`).
+      num_warmup, num_samples, num_chains, max_num_doublings, chunk_size, devices, min_ess: NUTS
+        settings (:func:`jaxaudit.bmp.posterior_nuts`).
       mp_baseline: also fit the symmetric MP model.
 
     Returns:
@@ -136,7 +137,7 @@ def audit_from_scores(key, scores, masks, eta, *, eta_se=None, degree=None,
         jeff_l[:, valid], jeff_r[:, valid] = jeff.eps_l, jeff.eps_r
         kw = dict(prior_variance=prior_variance, num_warmup=num_warmup, num_samples=num_samples,
                   num_chains=num_chains, max_num_doublings=max_num_doublings,
-                  chunk_size=chunk_size, devices=devices)
+                  chunk_size=chunk_size, devices=devices, min_ess=min_ess)
         post = posterior_nuts(k_post, sub, attack_prior=prior, **kw)
         eps_l[:, valid] = np.asarray(posterior_quantiles(post.eps_l, QUANTILES))
         eps_r[:, valid] = np.asarray(posterior_quantiles(post.eps_r, QUANTILES))
@@ -162,7 +163,8 @@ def audit_bmp(key, graph, sampler, model, num_models: int, *, epochs: int = 200,
               prior_variance: float = PRIOR_VARIANCE, confidence: float = 0.95,
               num_warmup: int = 500, num_samples: int = 1000, num_chains: int = 4,
               mp_baseline: bool = True, max_num_doublings: int | None = None,
-              chunk_size: int | None = None, devices=None) -> BmpAudit:
+              chunk_size: int | None = None, devices=None,
+              min_ess: float | None = None) -> BmpAudit:
     """Node-level BMP audit of a GNN training pipeline (sampler, model) on ``graph``.
 
     1. η_i = Pr(i ∈ S): :func:`jaxaudit.graph.inclusion_probabilities` (exact where the sampler
@@ -188,7 +190,7 @@ def audit_bmp(key, graph, sampler, model, num_models: int, *, epochs: int = 200,
       epochs, learning_rate, weight_decay, edge_access: shadow-training recipe.
       num_prior_draws: Monte Carlo draws for η when the sampler has no closed form.
       fix_variance, attack_prior, prior_variance, confidence, num_warmup, num_samples,
-        num_chains, mp_baseline, max_num_doublings, chunk_size, devices: see
+        num_chains, mp_baseline, max_num_doublings, chunk_size, devices, min_ess: see
         :func:`audit_from_scores`.
 
     Returns:
@@ -207,7 +209,7 @@ def audit_bmp(key, graph, sampler, model, num_models: int, *, epochs: int = 200,
         attack_prior=attack_prior, prior_variance=prior_variance, confidence=confidence,
         num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
         mp_baseline=mp_baseline, max_num_doublings=max_num_doublings, chunk_size=chunk_size,
-        devices=devices)
+        devices=devices, min_ess=min_ess)
 
 
 def audit_table(audit: BmpAudit) -> dict[str, np.ndarray]:

@@ -77,8 +77,8 @@ def _average_ranks(flat: jax.Array, order: jax.Array) -> jax.Array:
     ends = jnp.concatenate([differs, jnp.ones(1, bool)])
     first = jax.lax.cummax(jnp.where(starts, pos, 0), axis=0)
     last = jax.lax.cummin(jnp.where(ends, pos, n - 1), axis=0, reverse=True)
-    dtype = jnp.result_type(float)
-    return jnp.zeros(n, dtype).at[order].set((first + last) / 2.0 + 1.0)
+    dtype = flat.dtype if jnp.issubdtype(flat.dtype, jnp.floating) else jnp.result_type(float)
+    return jnp.zeros(n, dtype).at[order].set(((first + last) / 2 + 1).astype(dtype))
 
 
 def _normal_scores(flat: jax.Array, order: jax.Array) -> jax.Array:

@@ -62,6 +62,9 @@ def register(subparsers) -> None:
     p.add_argument("--num-warmup", type=count, default=500, help="NUTS warm-up steps per chain")
     p.add_argument("--num-samples", type=count, default=1000, help="NUTS draws per chain")
     p.add_argument("--num-chains", type=count, default=4, help="NUTS chains per node (>= 2)")
+    p.add_argument("--min-ess", type=positive, default=None,
+                   help="resample (thinned) the nodes whose bulk ESS is below this (e.g. 400; "
+                   "default: no second pass)")
     p.add_argument("--no-mp", action="store_true", help="skip the symmetric MP baseline")
     p.add_argument("--node-chunk", type=count, default=1024,
                    help="nodes per vmapped NUTS chunk (bounds memory; default 1024)")
@@ -189,6 +192,8 @@ def run(args: argparse.Namespace) -> int:
         "prior_draws", "fix_variance", "attack_prior", "confidence", "prior_variance",
         "num_warmup", "num_samples", "num_chains", "node_chunk")})
     cfg["mp_baseline"] = not args.no_mp
+    if args.min_ess is not None:  # only when given: older run folders' configs stay valid
+        cfg["min_ess"] = args.min_ess
     run_dir = RunDir.open(args.out, kind="bmp", config=cfg)
     graph, sampler = _graph_and_sampler(cfg, args.data_dir)
     root = jax.random.key(cfg["seed"])
@@ -229,7 +234,8 @@ def run(args: argparse.Namespace) -> int:
             attack_prior=cfg["attack_prior"], prior_variance=cfg["prior_variance"],
             confidence=cfg["confidence"], num_warmup=cfg["num_warmup"],
             num_samples=cfg["num_samples"], num_chains=cfg["num_chains"],
-            mp_baseline=cfg["mp_baseline"], chunk_size=cfg["node_chunk"])
+            mp_baseline=cfg["mp_baseline"], chunk_size=cfg["node_chunk"],
+            min_ess=cfg.get("min_ess"))
         return _audit_arrays(audit)
 
     arrays = run_chunks(run_dir, ["audit"], audit_chunk, progress=progress,

@@ -173,6 +173,8 @@ def test_bad_options_raise():
     for bad in (0, -1, 2.5):
         with pytest.raises(ValueError, match="max_num_doublings"):
             bmp.posterior_nuts(jax.random.key(0), c, max_num_doublings=bad)
+        with pytest.raises(ValueError, match="warmup_max_num_doublings"):
+            bmp.posterior_nuts(jax.random.key(0), c, warmup_max_num_doublings=bad)
     for bad in (0.0, 1.0, 1.5, float("nan")):
         with pytest.raises(ValueError, match="target_acceptance_rate"):
             bmp.posterior_nuts(jax.random.key(0), c, target_acceptance_rate=bad)
@@ -208,3 +210,24 @@ def test_unmixed_chains_warn():
         post = bmp.posterior_nuts(jax.random.key(0), c, num_warmup=2, num_samples=4)
     assert np.any(np.asarray(post.rhat) > 1.05)
     assert post.eps_l.shape == (2, 4, 4)
+
+
+def test_min_ess_reruns_only_the_hard_count_sets():
+    """A degenerate count set (the attack wrong on every run: its posterior hugs the axes, with
+    a low bulk ESS) is resampled once, with the thinning sized to reach min_ess, and reaches it;
+    the easy one keeps its first-pass draws exactly."""
+    c = bmp.ErrorCounts(np.array([10.0, 32.0]), np.array([100.0, 32.0]),
+                        np.array([30.0, 32.0]), np.array([100.0, 32.0]))
+    kw = dict(num_warmup=200, num_samples=300)
+    first = bmp.posterior_nuts(jax.random.key(2), c, **kw)
+    ess = np.asarray(first.ess)
+    target = float(np.clip(1.5 * ess[1], ess[1] + 1, ess[0] - 1))
+    assert ess[1] < target < ess[0], ess  # the degenerate set is the hard one
+    post = bmp.posterior_nuts(jax.random.key(2), c, min_ess=target, **kw)
+    assert np.all(np.asarray(post.ess) >= target), (np.asarray(post.ess), target)
+    assert post.eps_l.shape == first.eps_l.shape
+    np.testing.assert_array_equal(np.asarray(post.eps_l[0]), np.asarray(first.eps_l[0]))
+    assert not np.array_equal(np.asarray(post.eps_l[1]), np.asarray(first.eps_l[1]))
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="min_ess"):
+            bmp.posterior_nuts(jax.random.key(0), c, min_ess=bad)
