@@ -279,7 +279,8 @@ def _check_nuts_settings(num_warmup, num_samples, num_chains, max_num_doublings,
 def posterior_nuts(key, counts, *, attack_prior=None, num_warmup: int = 500,
                    num_samples: int = 1000, num_chains: int = 4,
                    prior_variance: float = PRIOR_VARIANCE, max_num_doublings: int | None = None,
-                   warmup_max_num_doublings: int | None = None, parameterization: str | None = None, target_acceptance_rate: float = 0.8,
+                   warmup_max_num_doublings: int | None = None,
+                   parameterization: str | None = None, target_acceptance_rate: float = 0.8,
                    symmetric: bool = False, deduplicate: bool = True,
                    chunk_size: int | None = None, devices=None,
                    min_ess: float | None = None) -> NutsPosterior:
@@ -307,7 +308,7 @@ def posterior_nuts(key, counts, *, attack_prior=None, num_warmup: int = 500,
     quantiles sit above the truth more often than their level. Priors on s concentrated near 1
     raise that coverage but cannot bring the smaller side to 90% (the model cannot tell which
     side of R(ε) is tight), and NUTS mixes poorly under them; for an attack believed optimal use
-    ``attack_prior="optimal"``, whose 5% quantiles cover at about 95% per side under optimal
+    ``attack_prior="optimal"``, whose 5% quantiles cover at 0.91–0.96 per side under optimal
     attacks. :func:`jaxaudit.bmp.certified_epsilons` carries the guarantee (docs/bmp.md:
     coverage tables, calibration).
 
@@ -329,7 +330,7 @@ def posterior_nuts(key, counts, *, attack_prior=None, num_warmup: int = 500,
         transition; the nodes move in lock-step, so the cap bounds the cost of the slowest lane).
         None: 3 (≤ 7 steps) for the centered coordinates, 4 for the non-centered ones (whose
         funnel needs longer trajectories). Centered, on a Cora audit (2017 count tuples), cap 3
-        gives the same smallest bulk ESS as cap 4 (≥ 480) in half the time: the trajectories
+        gives the same smallest ESS as cap 4 (≥ 480, raw draws) in half the time: the trajectories
         average 6.4 steps either way, but with cap 4 every transition waits for the lane that
         doubles a fourth time (docs/bmp.md, section 5). The corner model's 2-d posterior: 3.
       warmup_max_num_doublings: the cap during warm-up (None: 2 for the centered and corner
