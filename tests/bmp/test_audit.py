@@ -92,3 +92,20 @@ def test_bmp_r_versus_mp(audits):
           f"BMP-R <= MP there for {np.mean(below[ok][left_heavy]):.2%}")
     assert left_heavy.sum() >= 5
     assert np.mean(below[ok][left_heavy]) >= 0.9
+
+
+def test_optimal_attack_prior_end_to_end():
+    """audit_from_scores with attack_prior="optimal": no MP baseline (NaN), and the posterior
+    medians track the Jeffreys estimate — both read the counts at the corner of R(ε), with
+    different priors (half-normal on ε vs Jeffreys on the error rates)."""
+    rng = np.random.default_rng(0)
+    masks = rng.random((40, 60)) < 0.5
+    scores = masks * np.linspace(0.0, 3.0, 60)[None] + rng.normal(size=(40, 60))
+    res = bmp.audit_from_scores(jax.random.key(0), scores, masks, np.full(60, 0.5),
+                                attack_prior="optimal", **AUDIT_NUTS)
+    assert np.all(np.isnan(np.asarray(res.eps_mp)))
+    assert bmp.audit_summary(res)["mp_eps_median"] is None
+    for post, jeff in ((res.eps_l, res.jeffreys_l), (res.eps_r, res.jeffreys_r)):
+        med, jmed = np.asarray(post)[1], np.asarray(jeff)[1]
+        assert np.corrcoef(med, jmed)[0, 1] > 0.95
+        assert np.mean(np.abs(med - jmed)) < 0.3
