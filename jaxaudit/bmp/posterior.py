@@ -576,7 +576,8 @@ def posterior_grid(counts, *, attack_prior=None, prior_variance: float = PRIOR_V
     :func:`jaxaudit.bmp.log_marginal_likelihood`: the α-integral on Beta(X+1, N0−X+1) quantile
     nodes (the binomial weight becomes uniform), the β-integral from the Beta(Y+1, N1−Y+1)
     logit-CDF interpolated on a uniform β grid. Runs in float64; the returned arrays are in the
-    default float dtype.
+    default float dtype. The grid is shared by both axes: when a marginal's central 90% spans
+    fewer than 8 cells a RuntimeWarning says so (raise ``num_eps`` or lower ``eps_max``).
     """
     counts = validate_counts(counts)
     if counts.fp.ndim != 0:
@@ -593,7 +594,26 @@ def posterior_grid(counts, *, attack_prior=None, prior_variance: float = PRIOR_V
                               alpha_order=int(alpha_order),
                               num_alpha_segments=int(num_alpha_segments),
                               num_knots=int(num_knots))
+    _warn_unresolved(out)
     return GridPosterior(*(jnp.asarray(x) for x in out))
+
+
+def _warn_unresolved(grid, min_cells: int = 8) -> None:
+    """RuntimeWarning when a marginal's central 90% spans fewer than ``min_cells`` grid cells:
+    the grid is shared by both axes, so a posterior concentrated on one axis (e.g. ε_R ≈ 0.02
+    while ε_L spreads to 6) is not resolved and its quantiles are off by up to a cell."""
+    eps, _, marginal_l, marginal_r = grid
+    h = eps[1] - eps[0]
+    for name, dens in (("eps_l", marginal_l), ("eps_r", marginal_r)):
+        cdf = np.cumsum(dens) * h
+        cdf = cdf / cdf[-1]
+        cells = np.searchsorted(cdf, 0.95) - np.searchsorted(cdf, 0.05) + 1
+        if cells < min_cells:
+            warnings.warn(
+                f"posterior_grid: the central 90% of the {name} marginal spans {cells} grid "
+                f"cell(s) of width {h:.3g}, too few to resolve the posterior (both marginals' "
+                "quantiles can be off). Pass a larger num_eps or a smaller eps_max",
+                RuntimeWarning, stacklevel=3)
 
 
 def _strength_nodes(prior: AttackPrior, num_s: int):
@@ -611,6 +631,14 @@ def _posterior_grid(counts, *, prior, prior_variance, eps_max, num_eps, num_s, a
         a = (counts.fp + 0.5) / (counts.n0 + 1)
         b = (counts.fn + 0.5) / (counts.n1 + 1)
         eps_max = float(np.max(epsilons_from_errors(a, b))) + 4.5 * float(np.sqrt(prior_variance))
+        if prior.optimal:
+            # no prior-driven upper tail: the data bound ε (its largest plausible value is at the
+            # smallest plausible error rates), so a tighter range resolves concentrated posteriors
+            fp, n0, fn, n1 = (float(c) for c in counts)
+            a_lo = sp_special.betaincinv(fp + 0.5, n0 - fp + 0.5, 1e-9)
+            b_lo = sp_special.betaincinv(fn + 0.5, n1 - fn + 0.5, 1e-9)
+            eps_hi = float(np.max(epsilons_from_errors(a_lo, b_lo)))
+            eps_max = min(eps_max, max(eps_hi, 0.5))
     h = eps_max / num_eps
     eps = (np.arange(num_eps) + 0.5) * h
     eps_l, eps_r = jnp.meshgrid(jnp.asarray(eps), jnp.asarray(eps), indexing="ij")

@@ -1,6 +1,8 @@
 """NUTS posterior vs the deterministic grid posterior, soundness of the lower quantile, the
 Jeffreys baseline, input validation."""
 
+import warnings
+
 import jax
 import numpy as np
 import pytest
@@ -231,3 +233,18 @@ def test_min_ess_reruns_only_the_hard_count_sets():
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="min_ess"):
             bmp.posterior_nuts(jax.random.key(0), c, min_ess=bad)
+
+
+def test_grid_warns_when_it_cannot_resolve_the_posterior():
+    """The grid is shared by both axes: an attack that is always wrong on the OUT runs and
+    always right on the IN runs pins ε_R near 0.02 while ε_L spreads to 6, so at 400 cells ε_R's
+    central 90% spans 2 cells and the grid says so; the default range of the optimal model
+    resolves a posterior concentrated near 0 (it matches NUTS there, see docs/bmp.md)."""
+    with pytest.warns(RuntimeWarning, match="eps_r marginal spans"):
+        bmp.posterior_grid(bmp.ErrorCounts(50.0, 50.0, 0.0, 50.0), attack_prior="optimal",
+                           num_eps=400)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        g = bmp.posterior_grid(bmp.ErrorCounts(32.0, 32.0, 32.0, 32.0), attack_prior="optimal",
+                               num_eps=400)
+    assert g.quantile("l", 0.95) < 0.2
