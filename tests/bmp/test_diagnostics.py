@@ -11,6 +11,8 @@ from scipy import stats
 
 from jaxaudit.bmp import diagnostics
 
+_diagnose = jax.jit(diagnostics.diagnose)  # one compilation per shape, not one per operation
+
 
 def _ar1(key, rho, num_chains, num_samples):
     """Stationary Gaussian AR(1) chains x_t = ρ x_{t−1} + √(1 − ρ²) e_t."""
@@ -61,7 +63,7 @@ def test_bulk_ess_matches_ar1_closed_form():
     for rho, key in ((0.0, 0), (0.5, 1), (0.9, 2)):
         x = _ar1(jax.random.key(key), rho, 8, 4000)
         want = x.size * (1 - rho) / (1 + rho)
-        got = float(diagnostics.bulk_ess(x))
+        got = float(_diagnose(x).ess)
         assert abs(got / want - 1) < 0.15, (rho, got, want)
 
 
@@ -69,9 +71,9 @@ def test_invariant_under_monotone_maps():
     """Rank-based: exp(x) and x³ + 2 have the same R̂ and bulk ESS as x; the raw-draw ESS of the
     heavy-tailed exp(3x) differs (so the test can tell the two apart)."""
     x = _ar1(jax.random.key(3), 0.6, 4, 1000)
-    base = diagnostics.diagnose(x)
+    base = _diagnose(x)
     for y in (jnp.exp(x), x**3 + 2.0):
-        d = diagnostics.diagnose(y)
+        d = _diagnose(y)
         np.testing.assert_allclose(float(d.ess), float(base.ess), rtol=1e-5)
         np.testing.assert_allclose(float(d.rhat), float(base.rhat), rtol=1e-5)
     raw = float(blackjax.diagnostics.effective_sample_size(jnp.exp(3 * x)))
@@ -96,15 +98,22 @@ def test_split_rhat_sees_what_the_classic_rhat_misses():
     noise = 0.3 * jax.random.normal(jax.random.key(5), (4, 1000))
     drift = jnp.linspace(-1.0, 1.0, 1000) + noise
     assert float(blackjax.diagnostics.potential_scale_reduction(drift)) < 1.01
-    assert float(diagnostics.rhat(drift)) > 1.1
+    assert float(_diagnose(drift).rhat) > 1.1
     scales = jnp.asarray([0.2, 1.0, 1.0, 5.0])[:, None] * jax.random.normal(
         jax.random.key(6), (4, 1000))
-    assert float(diagnostics.rhat(scales)) > 1.05
+    assert float(_diagnose(scales).rhat) > 1.05
     iid = jax.random.normal(jax.random.key(7), (4, 1000))
-    assert float(diagnostics.rhat(iid)) < 1.01
+    assert float(_diagnose(iid).rhat) < 1.01
 
 
 def test_split_chains_halves():
     x = jnp.arange(14.0).reshape(2, 7)
     np.testing.assert_array_equal(np.asarray(diagnostics.split_chains(x)),
                                   [[0, 1, 2], [7, 8, 9], [3, 4, 5], [10, 11, 12]])
+
+
+def test_bulk_ess_and_rhat_are_the_fields_of_diagnose():
+    x = _ar1(jax.random.key(9), 0.3, 3, 64)
+    d = _diagnose(x)
+    np.testing.assert_allclose(float(diagnostics.bulk_ess(x)), float(d.ess), rtol=1e-5)
+    np.testing.assert_allclose(float(diagnostics.rhat(x)), float(d.rhat), rtol=1e-5)
