@@ -403,36 +403,33 @@ def posterior_nuts(key, counts, *, attack_prior=None, num_warmup: int = 500,
         table, inverse = _deduplicate(table)
     num_rows = table.shape[0]
     table = _pad_rows(table, _size_bucket(num_rows, chunk_size))
-    dtype = jnp.result_type(float)
-    rows = ErrorCounts(*(jnp.asarray(table[:, j], dtype) for j in range(4)))
-    prior_ab = (jnp.full(table.shape[0], prior.a, dtype), jnp.full(table.shape[0], prior.b, dtype))
-    run = _runner(prior.fixed, float(prior_variance), int(num_warmup), int(num_samples),
-                  int(num_chains), int(max_num_doublings), int(warmup_max_num_doublings),
-                  parameterization,
-                  float(target_acceptance_rate), None if chunk_size is None else int(chunk_size),
-                  None if devices is None else tuple(devices), bool(symmetric))
-    out = _diagnose(run((jax.random.split(key, table.shape[0]), rows, prior_ab)))
+    settings = (prior.fixed, float(prior_variance), int(num_warmup), int(num_samples),
+                int(num_chains), int(max_num_doublings), int(warmup_max_num_doublings),
+                parameterization, float(target_acceptance_rate))
+    devices = None if devices is None else tuple(devices)
+
+    def sample(key, table, chunk, thin=1):
+        """One compiled, node-vmapped run over the rows of ``table``, diagnosed."""
+        dtype = jnp.result_type(float)
+        rows = ErrorCounts(*(jnp.asarray(table[:, j], dtype) for j in range(4)))
+        prior_ab = tuple(jnp.full(table.shape[0], x, dtype) for x in (prior.a, prior.b))
+        run = _runner(*settings, chunk, devices, bool(symmetric), thin)
+        return _diagnose(run((jax.random.split(key, table.shape[0]), rows, prior_ab)))
+
+    out = sample(key, table, None if chunk_size is None else int(chunk_size))
     if min_ess is not None:
         low = np.flatnonzero(np.asarray(out.ess[:num_rows]) < min_ess)
         if low.size:
             smallest = max(float(np.nanmin(np.asarray(out.ess)[low])), 1.0)
-            thin = int(min(MAX_THIN, np.ceil(1.25 * min_ess / smallest)))
-            rerun = _runner(prior.fixed, float(prior_variance), int(num_warmup),
-                            int(num_samples), int(num_chains), int(max_num_doublings),
-                            int(warmup_max_num_doublings), parameterization, float(target_acceptance_rate), None,
-                            None if devices is None else tuple(devices), bool(symmetric),
-                            max(thin, 2))
+            thin = int(np.clip(np.ceil(1.25 * min_ess / smallest), 2, MAX_THIN))
             sub = _pad_rows(table[low], _size_bucket(low.size, None))
-            more = _diagnose(rerun((
-                jax.random.split(jax.random.fold_in(key, 1), sub.shape[0]),
-                ErrorCounts(*(jnp.asarray(sub[:, j], dtype) for j in range(4))),
-                tuple(x[:sub.shape[0]] for x in prior_ab))))
+            more = sample(jax.random.fold_in(key, 1), sub, None, thin)
             out = jax.tree.map(lambda a, b: a.at[low].set(b[:low.size].astype(a.dtype)), out,
                                more)
             still = int(np.sum(np.asarray(out.ess[:num_rows]) < min_ess))
             if still:
                 warnings.warn(f"{still} of {num_rows} distinct count sets stay below "
-                              f"min_ess={min_ess:g} after a rerun thinned by {max(thin, 2)}",
+                              f"min_ess={min_ess:g} after a rerun thinned by {thin}",
                               RuntimeWarning, stacklevel=2)
     _warn_unmixed(np.asarray(out.rhat[:num_rows]), prior)
     out = jax.tree.map(lambda x: x[inverse] if inverse is not None else x[:num_rows], out)
