@@ -42,9 +42,20 @@ class Diagnostics(NamedTuple):
     ess: jax.Array
 
 
+def _check_draws(draws) -> jax.Array:
+    """(num_chains, num_samples) draws with at least 4 samples (2 per split half); shapes are
+    static, so this also holds under jit and vmap."""
+    draws = jnp.asarray(draws)
+    if draws.ndim != 2 or draws.shape[1] < 4:
+        raise ValueError(f"draws must have shape (num_chains, num_samples) with num_samples >= 4, "
+                         f"got {draws.shape}")
+    return draws
+
+
 def split_chains(draws: jax.Array) -> jax.Array:
     """(M, S) draws → (2M, ⌊S/2⌋): the first and second halves of every chain (an odd S drops
     the last draw, as blackjax does)."""
+    draws = _check_draws(draws)
     half = draws.shape[1] // 2
     return jnp.concatenate([draws[:, :half], draws[:, half:2 * half]], axis=0)
 
@@ -104,7 +115,7 @@ def diagnose(draws: jax.Array) -> Diagnostics:
       >>> bool(d.rhat < 1.01), bool(3000 < d.ess < 5000)  # independent draws: about 4000
       (True, True)
     """
-    split = split_chains(jnp.asarray(draws))
+    split = split_chains(draws)
     flat = split.reshape(-1)
     order = _argsort(flat)
     z = _normal_scores(flat, order).reshape(split.shape)

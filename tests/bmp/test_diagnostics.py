@@ -117,3 +117,9 @@ def test_bulk_ess_and_rhat_are_the_fields_of_diagnose():
     d = _diagnose(x)
     np.testing.assert_allclose(float(jax.jit(diagnostics.bulk_ess)(x)), float(d.ess), rtol=1e-5)
     np.testing.assert_allclose(float(jax.jit(diagnostics.rhat)(x)), float(d.rhat), rtol=1e-5)
+
+
+def test_bad_shapes_raise():
+    for bad in (jnp.ones(10), jnp.ones((4, 3)), jnp.ones((2, 4, 10))):
+        with pytest.raises(ValueError, match="draws must have shape"):
+            diagnostics.diagnose(bad)
