@@ -199,7 +199,12 @@ def check_chunk_size(chunk_size, name: str = "chunk_size") -> int | None:
 
 
 def as_vector(name: str, value) -> np.ndarray:
-    """A concrete 1-D float64 array (a scalar becomes length 1); ValueError on other ranks."""
+    """A concrete 1-D float64 array (a scalar becomes length 1); ValueError on other ranks.
+    A traced value is returned as a 1-D ``jnp`` array of its own dtype (nothing to check)."""
+    if is_traced(value):
+        import jax.numpy as jnp
+
+        return jnp.atleast_1d(value)
     arr = _as_array(name, value)
     if arr.ndim == 0:
         arr = arr.reshape(1)
@@ -210,7 +215,9 @@ def as_vector(name: str, value) -> np.ndarray:
 
 def as_scalar(name: str, value) -> float:
     """A concrete scalar as a Python float; ValueError naming ``name`` for arrays, TypeError for
-    strings and other non-numbers."""
+    strings and other non-numbers. A traced value is returned unchanged (nothing to check)."""
+    if is_traced(value):
+        return value
     arr = _as_array(name, value)
     if arr.ndim != 0 and arr.size != 1:
         raise ValueError(f"{name} must be a scalar, got shape {arr.shape}")
@@ -233,12 +240,15 @@ def check_key(name: str, key) -> None:
 
 
 def check_scores_and_masks(scores, masks, *, scores_name="scores", masks_name="masks"):
-    """(R, N) finite-or-inf float scores without NaN and (R, N) boolean masks of that shape."""
+    """(R, N) finite-or-inf float scores without NaN and (R, N) boolean masks of that shape.
+    Shapes are checked under a transform too; values only when concrete."""
     s_shape, m_shape = np.shape(scores), np.shape(masks)
     if len(s_shape) != 2:
         raise ValueError(f"{scores_name} must have shape (R, N), got {s_shape}")
     if m_shape != s_shape:
         raise ValueError(f"{masks_name} must have the shape of {scores_name} {s_shape}, got {m_shape}")
+    if is_traced(scores, masks):
+        return
     m = np.asarray(masks)
     if m.dtype != bool and not np.isin(m, (0, 1)).all():
         raise ValueError(f"{masks_name} must be boolean (0/1)")
@@ -286,7 +296,10 @@ def check_graph(graph) -> None:
 
 def check_labels(name: str, labels, num_classes: int | None = None) -> np.ndarray:
     """Integer class labels (integral floats accepted, fractions refused) in [0, num_classes)
-    when ``num_classes`` is known (else >= 0); returned as an int64 array."""
+    when ``num_classes`` is known (else >= 0); returned as an int64 array (unchecked and
+    unchanged when traced)."""
+    if is_traced(labels):
+        return labels
     arr = _as_array(name, labels)
     if not np.isfinite(arr).all() or (arr != np.round(arr)).any():
         bad = arr[~np.isfinite(arr) | (arr != np.round(arr))].ravel()[0]
@@ -356,7 +369,8 @@ def check_broadcast(**arrays) -> tuple:
 
 
 def check_score_vector(name: str, value, minimum: int = 4) -> np.ndarray:
-    """A finite 1-D array of at least ``minimum`` scores (one per run), as float64."""
+    """A finite 1-D array of at least ``minimum`` scores (one per run), as float64 (a traced
+    value: only its shape is checked)."""
     arr = check_finite(name, value)
     if arr.ndim != 1 or arr.size < minimum:
         raise ValueError(f"{name} must be a 1-D array of at least {minimum} scores, got shape "
@@ -366,6 +380,8 @@ def check_score_vector(name: str, value, minimum: int = 4) -> np.ndarray:
 
 def check_orders(name: str, orders) -> np.ndarray:
     """Rényi orders: a non-empty 1-D array (a scalar becomes length 1) of finite α > 1."""
+    if is_traced(orders):
+        return orders
     arr = np.atleast_1d(check_finite(name, orders))
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D sequence, got shape {arr.shape}")
