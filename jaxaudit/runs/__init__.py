@@ -1,6 +1,7 @@
-"""Resumable run folders (manifest, atomic chunk files, checksums), progress bars, and parameter
-pytrees stored as named arrays."""
+"""Resumable run folders (manifest, atomic chunk files, run-bound checksums), progress bars,
+parameter pytrees stored as named arrays, and the checked loader of ``.npy``/``.npz`` files."""
 
+from jaxaudit.runs.arrays import describe_npz, load_arrays, load_npy, load_npz
 from jaxaudit.runs.params import params_from_arrays, params_to_arrays
 from jaxaudit.runs.progress import progress_bar, run_chunks
 from jaxaudit.runs.rundir import (
@@ -8,11 +9,14 @@ from jaxaudit.runs.rundir import (
     RunResults,
     atomic_write_bytes,
     config_hash,
+    dumps_strict,
     load_results,
     read_manifest,
+    scan_run_folder,
 )
 
 __all__ = [
-    "RunDir", "RunResults", "atomic_write_bytes", "config_hash", "load_results",
-    "params_from_arrays", "params_to_arrays", "progress_bar", "read_manifest", "run_chunks",
+    "RunDir", "RunResults", "atomic_write_bytes", "config_hash", "describe_npz", "dumps_strict",
+    "load_arrays", "load_npy", "load_npz", "load_results", "params_from_arrays",
+    "params_to_arrays", "progress_bar", "read_manifest", "run_chunks", "scan_run_folder",
 ]

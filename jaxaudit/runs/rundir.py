@@ -2,9 +2,10 @@
 
 Layout of a run folder::
 
-    manifest.json          kind, config, config_hash, version, created, planned_chunks
+    manifest.json          kind, config, config_hash, version, created, planned_chunks,
+                           manifest_hash
     chunks/<name>.npz      one finished chunk of results (numpy arrays)
-    chunks/<name>.npz.sha256   "<SHA-256 of the file>  <name>.npz" (the digest bound to the name)
+    chunks/<name>.npz.sha256   "<SHA-256 of the file>  <name>.npz" and "run <config_hash>"
     ...                    tables (*.json, *.csv), summaries (*.md), figures (*.png)
 
 Every file is written to a temporary file in the same folder and renamed into place (with the
@@ -12,20 +13,43 @@ permissions the umask gives a new file), so a run killed mid-way loses at most t
 flight. The manifest is created exclusively (a hard link that fails if one exists): of two
 processes opening the same new folder at once, one creates the run and the other resumes it when
 its configuration is the same, or is refused. Re-opening the folder with the same configuration
-resumes; a different configuration is refused; a manifest whose configuration no longer matches
-its own hash (edited by hand) is refused; a chunk whose checksum does not match is removed and
-recomputed, never silently used, and a chunk stored under another chunk's name is refused.
-:func:`load_results` says how many of the planned chunks are finished.
+resumes; a different configuration is refused.
+
+Integrity (what is refused, never silently used):
+
+* ``config_hash`` is the SHA-256 of the canonical configuration (it identifies the run: resuming
+  compares it); ``manifest_hash`` is the SHA-256 of every other field of the manifest, so the
+  run's ``kind`` and ``planned_chunks`` (a shortened plan would hide a partial run) cannot be
+  edited unnoticed. A manifest that does not match either hash, is not a JSON object, or is
+  nested deeper than :data:`MAX_JSON_DEPTH` is a ``ValueError`` naming it. Manifests written by
+  jaxaudit 0.x before ``manifest_hash`` existed are still read (:func:`load_results` warns that
+  their kind and plan are unprotected) and resumed as they are.
+* a chunk's checksum record names the chunk *and the run* (its ``config_hash``): a chunk whose
+  digest does not match, one moved under another chunk's name, and one copied from another run
+  (e.g. another seed) are refused; :meth:`RunDir.has_chunk` removes them so they are recomputed.
+  :meth:`RunDir.save_file` / :meth:`RunDir.load_file` give any other reusable file (a cached
+  model) the same run-bound checksum.
+* arrays are read through :mod:`jaxaudit.runs.arrays` (sizes checked before anything is
+  allocated or decompressed; never unpickled).
+* reading never follows a symbolic link inside the run folder and reads only regular files
+  (:func:`scan_run_folder` lists what it skipped): a link to a file elsewhere (credentials) or a
+  FIFO/device is not read.
+
+JSON: every JSON file written here is strict JSON (RFC 8259, ``allow_nan=False``): a non-finite
+number (NaN, ±inf) is written as ``null``. :func:`load_results` says how many of the planned
+chunks are finished.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import hashlib
-import io
 import json
+import math
 import os
 import re
+import stat
 import tempfile
 import warnings
 from collections.abc import Sequence
@@ -34,30 +58,176 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["RunDir", "RunResults", "load_results", "read_manifest", "config_hash", "atomic_write_bytes"]
+from jaxaudit.runs.arrays import describe_npz, load_npz
+
+__all__ = ["RunDir", "RunResults", "load_results", "read_manifest", "config_hash",
+           "atomic_write_bytes", "dumps_strict", "scan_run_folder", "MAX_JSON_DEPTH"]
 
 _CHUNK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 MANIFEST = "manifest.json"
+#: Deepest nesting of lists/objects accepted in a manifest or a JSON table (a deeper one is
+#: refused before anything recurses into it).
+MAX_JSON_DEPTH = 64
+_MAX_MANIFEST_BYTES = 64 << 20
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
-def _jsonable(obj):
+def _jsonable(obj, strict: bool = True):
+    """``obj`` with numpy/JAX values as Python ones, paths as strings and (``strict``)
+    non-finite floats as None (JSON ``null``)."""
     if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): _jsonable(v, strict) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return obj.item()
+        return [_jsonable(v, strict) for v in obj]
     if isinstance(obj, np.ndarray):
-        return obj.tolist()
+        return _jsonable(obj.tolist(), strict)
+    if isinstance(obj, np.generic):
+        return _jsonable(obj.item(), strict)
     if isinstance(obj, Path):
         return str(obj)
+    if hasattr(obj, "__array__") and not isinstance(obj, str | bytes | int | float):
+        return _jsonable(np.asarray(obj), strict)  # a JAX array
+    if strict and isinstance(obj, float) and not math.isfinite(obj):
+        return None
     return obj
 
 
+def dumps_strict(obj, **kwargs) -> str:
+    """``json.dumps`` of ``obj`` as strict JSON: numpy/JAX values converted, every non-finite
+    number written as ``null`` (``allow_nan=False``: nothing else can produce a bare ``NaN`` or
+    ``Infinity``). ``kwargs`` go to :func:`json.dumps` (``indent``, ``sort_keys``, ...)."""
+    return json.dumps(_jsonable(obj), allow_nan=False, **kwargs)
+
+
 def config_hash(config: dict) -> str:
-    """SHA-256 of the canonical JSON form of ``config`` (sorted keys, no whitespace)."""
-    text = json.dumps(_jsonable(config), sort_keys=True, separators=(",", ":"))
+    """SHA-256 of the canonical JSON form of ``config`` (sorted keys, no whitespace, non-finite
+    numbers as ``null``)."""
+    return hashlib.sha256(
+        dumps_strict(config, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _legacy_config_hash(config) -> str:
+    """The hash of earlier versions (non-finite numbers as ``NaN``/``Infinity``)."""
+    text = json.dumps(_jsonable(config, strict=False), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _manifest_digest(manifest: dict) -> str:
+    """SHA-256 of every field of the manifest except ``manifest_hash`` itself."""
+    body = {k: v for k, v in manifest.items() if k != "manifest_hash"}
+    return hashlib.sha256(
+        dumps_strict(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _depth_exceeds(obj, limit: int) -> bool:
+    """True when lists/dicts nest deeper than ``limit`` (iterative: no recursion)."""
+    stack = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > limit:
+                return True
+            items = value.values() if isinstance(value, dict) else value
+            stack.extend((v, depth + 1) for v in items if isinstance(v, dict | list))
+    return False
+
+
+def parse_json(data: bytes, what) -> Any:
+    """JSON from ``data``; ``ValueError`` naming ``what`` when it is not UTF-8 JSON or nests
+    deeper than :data:`MAX_JSON_DEPTH`."""
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{what} is corrupt ({err})") from None
+    except RecursionError:
+        raise ValueError(f"{what} is nested too deeply to be read (more than "
+                         f"{MAX_JSON_DEPTH} levels)") from None
+    if _depth_exceeds(obj, MAX_JSON_DEPTH):
+        raise ValueError(f"{what} is nested too deeply to be read (more than "
+                         f"{MAX_JSON_DEPTH} levels)")
+    return obj
+
+
+def _read_regular(path: Path, max_bytes: int | None = None) -> bytes:
+    """The bytes of ``path`` when it is a regular file and not a symbolic link (a FIFO, a device
+    or a link is refused with ``ValueError`` without being read or followed)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+    except OSError as err:
+        if err.errno == errno.ELOOP or (Path(path).is_symlink() and
+                                        not isinstance(err, FileNotFoundError)):
+            raise ValueError(f"{path} is a symbolic link; not followed") from None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{path} is not a regular file; not read")
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise ValueError(f"{path} holds {st.st_size:,} bytes, more than {max_bytes:,}; "
+                             "not read")
+        return f.read()
+
+
+def _symlink_below(root: Path, path: Path) -> Path | None:
+    """The first folder between ``root`` (excluded) and ``path`` (excluded) that is a symbolic
+    link; None when there is none."""
+    rel = path.relative_to(root)
+    current = root
+    for part in rel.parts[:-1]:
+        current = current / part
+        if current.is_symlink():
+            return current
+    return None
+
+
+def scan_run_folder(path: str | Path) -> tuple[list[str], list[tuple[str, str]]]:
+    """The regular files of a run folder, without following any symbolic link.
+
+    Hidden names (starting with ``.``: temporary files) are ignored. Symbolic links (to files or
+    folders, inside or outside the folder), FIFOs, sockets, devices and unreadable folders are
+    not read and not descended into.
+
+    Returns:
+      ``(files, skipped)``: the files' paths relative to ``path`` (POSIX, sorted) and
+      ``(relative path, reason)`` for everything skipped.
+    """
+    root = Path(path)
+    files, skipped = [], []
+
+    def onerror(err: OSError) -> None:
+        where = Path(err.filename) if err.filename else root
+        rel = where.relative_to(root).as_posix() if where != root else "."
+        skipped.append((rel, f"cannot be read ({err.strerror or err})"))
+
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=onerror):
+        here = Path(dirpath)
+        rel_dir = here.relative_to(root)
+        keep = []
+        for d in sorted(dirnames):
+            if d.startswith("."):
+                continue
+            if (here / d).is_symlink():
+                skipped.append(((rel_dir / d).as_posix(), "symbolic link (not followed)"))
+            else:
+                keep.append(d)
+        dirnames[:] = keep
+        for name in filenames:
+            if name.startswith("."):
+                continue
+            rel = (rel_dir / name).as_posix()
+            try:
+                mode = os.lstat(here / name).st_mode
+            except OSError as err:
+                skipped.append((rel, f"cannot be read ({err.strerror or err})"))
+                continue
+            if stat.S_ISLNK(mode):
+                skipped.append((rel, "symbolic link (not followed)"))
+            elif not stat.S_ISREG(mode):
+                skipped.append((rel, "not a regular file"))
+            else:
+                files.append(rel)
+    return sorted(files), sorted(skipped)
 
 
 def _umask() -> int:
@@ -83,12 +253,35 @@ def _write_temp(path: Path, data: bytes) -> str:
     return tmp
 
 
+def _write_error(path: Path, err: OSError) -> OSError:
+    """An ``OSError`` of the same kind whose message names ``path`` and the remedy."""
+    reason = err.strerror or str(err)
+    hint = {errno.ENOSPC: "free some space or choose another folder",
+            errno.EDQUOT: "free some space or choose another folder",
+            errno.EROFS: "the file system is read-only: choose another folder",
+            errno.EACCES: "choose a folder you can write to",
+            errno.EPERM: "choose a folder you can write to"}.get(err.errno, "")
+    new = type(err)(err.errno, f"cannot write {path}: {reason}" + (f" ({hint})" if hint else ""))
+    return new
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
+
+    Raises:
+      OSError: the folder cannot be written (read-only, full disk, ...): the message names
+        ``path`` and the reason; nothing is left behind.
+    """
     path = Path(path)
-    tmp = _write_temp(path, data)
+    try:
+        tmp = _write_temp(path, data)
+    except OSError as err:
+        raise _write_error(path, err) from err
     try:
         os.replace(tmp, path)
+    except OSError as err:
+        Path(tmp).unlink(missing_ok=True)
+        raise _write_error(path, err) from err
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -116,33 +309,63 @@ def _create_exclusive(path: Path, data: bytes) -> bool:
 
 
 def read_manifest(path: str | Path) -> dict:
-    """The manifest of run folder ``path``, checked against its own hash.
+    """The manifest of run folder ``path``, checked against its own hashes.
 
     Raises:
       FileNotFoundError: no manifest.
-      ValueError: the manifest is not valid JSON, lacks its fields, or its configuration does
-        not match its ``config_hash`` (edited by hand): its results cannot be trusted to be what
-        it says.
+      ValueError: the manifest is a symbolic link or not a regular file, is not valid JSON, is
+        not a JSON object, nests deeper than :data:`MAX_JSON_DEPTH`, lacks its fields, or does
+        not match its ``config_hash`` or ``manifest_hash`` (edited by hand): its results cannot be
+        trusted to be what it says.
     """
     manifest_path = Path(path) / MANIFEST
-    if not manifest_path.is_file():
+    if not os.path.lexists(manifest_path):
         raise FileNotFoundError(f"{manifest_path} not found: {path} is not a jaxaudit run folder")
     try:
-        manifest = json.loads(manifest_path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{manifest_path} is corrupt ({err}); the run cannot be read") from err
-    if not isinstance(manifest, dict) or not {"kind", "config", "config_hash"} <= set(manifest):
+        raw = _read_regular(manifest_path, _MAX_MANIFEST_BYTES)
+    except OSError as err:
+        raise ValueError(f"{manifest_path} cannot be read ({err.strerror or err})") from err
+    manifest = parse_json(raw, f"{manifest_path}")
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{manifest_path} holds a JSON {type(manifest).__name__}, not an "
+                         "object: not a jaxaudit manifest")
+    if not {"kind", "config", "config_hash"} <= set(manifest):
         raise ValueError(f"{manifest_path} lacks kind/config/config_hash: not a jaxaudit manifest")
-    if config_hash(manifest["config"]) != manifest["config_hash"]:
-        raise ValueError(
-            f"{manifest_path}: the configuration does not match its config_hash (the manifest "
-            "was edited by hand); its results were made with another configuration. Restore the "
-            "manifest or use a new folder")
+    if not isinstance(manifest["kind"], str) or not isinstance(manifest["config"], dict) \
+            or not isinstance(manifest["config_hash"], str):
+        raise ValueError(f"{manifest_path}: kind and config_hash must be strings and config an "
+                         "object: not a jaxaudit manifest")
+    planned = manifest.get("planned_chunks", [])
+    if not isinstance(planned, list) or not all(
+            isinstance(n, str) and _CHUNK_NAME.match(n) for n in planned):
+        raise ValueError(f"{manifest_path}: planned_chunks must be a list of chunk names")
+    edited = (f"{manifest_path}: the {{}} does not match its {{}} (the manifest was edited by "
+              "hand); its results cannot be trusted to be what it says. Restore the manifest or "
+              "use a new folder")
+    stored = manifest["config_hash"]
+    if "manifest_hash" in manifest:
+        if config_hash(manifest["config"]) != stored:
+            raise ValueError(edited.format("configuration", "config_hash"))
+        if _manifest_digest(manifest) != manifest["manifest_hash"]:
+            raise ValueError(edited.format("kind, plan or provenance", "manifest_hash"))
+    elif stored not in (config_hash(manifest["config"]), _legacy_config_hash(manifest["config"])):
+        raise ValueError(edited.format("configuration", "config_hash"))
     return manifest
 
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _write_manifest(path: Path, manifest: dict) -> None:
+    atomic_write_bytes(path / MANIFEST, dumps_strict(manifest, indent=2).encode())
+
+
+def _safe_relpath(relpath) -> Path:
+    rel = Path(relpath)
+    if rel.is_absolute() or not rel.parts or any(p in ("", ".", "..") for p in rel.parts):
+        raise ValueError(f"relpath must be a relative path inside the run folder, got {relpath!r}")
+    return rel
 
 
 class RunDir:
@@ -160,6 +383,12 @@ class RunDir:
     def config(self) -> dict:
         return self.manifest["config"]
 
+    @property
+    def legacy(self) -> bool:
+        """True for a manifest written before ``manifest_hash`` existed (its kind and plan are
+        not protected; its checksum records need not name the run)."""
+        return "manifest_hash" not in self.manifest
+
     @classmethod
     def open(cls, path, *, kind: str, config: dict) -> RunDir:
         """Create the run folder, or resume it when it holds a run with the same configuration.
@@ -167,20 +396,26 @@ class RunDir:
         Raises:
           ValueError: the folder holds a run of another kind or configuration (also when another
             process created it at the same instant), its manifest is corrupt or edited, or it is
-            not empty and holds no manifest; ``path`` is a file or cannot be written.
+            not empty and holds no manifest; ``path`` is a file or cannot be written (read-only,
+            full disk: the message names the folder and the reason).
         """
         from jaxaudit import __version__
 
         path = Path(path)
         if path.exists() and not path.is_dir():
             raise ValueError(f"run folder {path} is a file, not a folder")
-        config = _jsonable(dict(config))
+        raw_config = dict(config)
+        config = _jsonable(raw_config)
         digest = config_hash(config)
         manifest_path = path / MANIFEST
-        if not manifest_path.exists():
-            others = path.exists() and any(
-                not p.name.startswith(".") and p.name != MANIFEST for p in path.iterdir())
-            if others and not manifest_path.exists():
+        if not os.path.lexists(manifest_path):
+            try:
+                others = path.exists() and any(
+                    not p.name.startswith(".") and p.name != MANIFEST for p in path.iterdir())
+            except OSError as err:
+                raise ValueError(f"run folder {path} cannot be read "
+                                 f"({err.strerror or err})") from err
+            if others:
                 raise ValueError(f"{path} is not empty and holds no {MANIFEST}; use a new folder")
             manifest = {
                 "kind": kind,
@@ -190,18 +425,22 @@ class RunDir:
                 "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
                 "planned_chunks": [],
             }
+            manifest["manifest_hash"] = _manifest_digest(manifest)
             try:
-                created = _create_exclusive(manifest_path, json.dumps(manifest, indent=2).encode())
-            except PermissionError as err:
-                raise ValueError(f"run folder {path} cannot be written ({err})") from err
+                created = _create_exclusive(manifest_path,
+                                            dumps_strict(manifest, indent=2).encode())
+            except OSError as err:
+                raise ValueError(f"run folder {path} cannot be written ({err.strerror or err}); "
+                                 "choose a folder you can write to") from err
             if created:
                 return cls(path, manifest)
             # another process created the run between our check and our write: join or refuse
         manifest = read_manifest(path)
-        if manifest.get("kind") != kind or manifest.get("config_hash") != digest:
-            diff = _describe_diff(manifest.get("config", {}), config)
+        same = manifest["config_hash"] in (digest, _legacy_config_hash(raw_config))
+        if manifest["kind"] != kind or not same:
+            diff = _describe_diff(manifest["config"], config)
             raise ValueError(
-                f"{path} already holds a {manifest.get('kind')!r} run with a different "
+                f"{path} already holds a {manifest['kind']!r} run with a different "
                 f"configuration ({diff}); choose another output folder or repeat the "
                 "original command to resume it"
             )
@@ -214,7 +453,8 @@ class RunDir:
 
     def plan(self, names) -> None:
         """Record chunk names the run will hold (kept in the manifest, in order, without
-        duplicates), so that :func:`load_results` can tell a finished run from a partial one."""
+        duplicates, covered by ``manifest_hash``), so that :func:`load_results` can tell a
+        finished run from a partial one."""
         planned = list(self.manifest.get("planned_chunks", []))
         new = [n for n in names if n not in planned]
         if not new:
@@ -224,66 +464,134 @@ class RunDir:
         fresh = read_manifest(self.path)  # another writer may have planned chunks meanwhile
         planned = list(fresh.get("planned_chunks", []))
         planned += [n for n in names if n not in planned]
-        self.manifest = fresh | {"planned_chunks": planned}
-        atomic_write_bytes(self.path / MANIFEST, json.dumps(self.manifest, indent=2).encode())
+        manifest = fresh | {"planned_chunks": planned}
+        if "manifest_hash" in fresh:  # a manifest of an older version stays as it was
+            manifest["manifest_hash"] = _manifest_digest(manifest)
+        self.manifest = manifest
+        _write_manifest(self.path, manifest)
 
     def missing_chunks(self) -> list[str]:
         """Planned chunks not (validly) finished, in plan order."""
         return [n for n in self.manifest.get("planned_chunks", [])
                 if self._verified_bytes(n) is None]
 
+    # -- checksummed files --------------------------------------------------------------------
+    def _record(self, path: Path, data: bytes) -> bytes:
+        return f"{_sha256(data)}  {path.name}\nrun {self.manifest['config_hash']}\n".encode()
+
+    def _checked_bytes(self, path: Path) -> tuple[bytes | None, str]:
+        """``(bytes, "")`` when ``path`` and its checksum record ``path.sha256`` are regular files
+        inside the folder (no symbolic link on the way) and the record holds the file's SHA-256,
+        its name and this run's ``config_hash`` (a record without the run line is accepted for a
+        legacy manifest only); ``(None, reason)`` otherwise."""
+        sidecar = path.with_name(path.name + ".sha256")
+        link = _symlink_below(self.path, path)
+        if link is not None:
+            return None, f"{link} is a symbolic link (not followed)"
+        try:
+            data = _read_regular(path)
+            text = _read_regular(sidecar, 1 << 16).decode("ascii")
+        except FileNotFoundError as err:
+            return None, f"{Path(err.filename).name if err.filename else path.name} is missing"
+        except (OSError, ValueError) as err:  # a link, a FIFO, not ASCII, unreadable
+            return None, str(err)
+        lines = [line.split() for line in text.splitlines() if line.strip()]
+        if not lines or _sha256(data) != lines[0][0]:
+            return None, "its SHA-256 does not match its checksum record (corrupt)"
+        if len(lines[0]) > 1 and lines[0][1:] != [path.name]:
+            return None, f"its checksum record names {' '.join(lines[0][1:])!r} (moved or swapped)"
+        if lines[1:] != [["run", self.manifest["config_hash"]]] and not (
+                self.legacy and not lines[1:]):
+            return None, ("its checksum record does not bind it to this run (copied from another "
+                          "run, e.g. another seed)")
+        return data, ""
+
+    def save_file(self, relpath: str, data: bytes) -> Path:
+        """Write ``data`` to ``relpath`` with a checksum record bound to this run
+        (``relpath + ".sha256"``): for a file the run reuses when resumed (e.g. a cached
+        pretrained model), read back with :meth:`load_file`."""
+        rel = _safe_relpath(relpath)
+        path = self.path / rel
+        atomic_write_bytes(path, data)
+        atomic_write_bytes(path.with_name(path.name + ".sha256"), self._record(path, data))
+        return path
+
+    def load_file(self, relpath: str) -> bytes | None:
+        """The bytes written by :meth:`save_file` when they still match their run-bound
+        checksum record; None when the file is absent, corrupt, a symbolic link, or was copied
+        from another run (then recompute it and :meth:`save_file` it again)."""
+        data, _ = self._checked_bytes(self.path / _safe_relpath(relpath))
+        return data
+
     # -- chunks -------------------------------------------------------------------------------
     def _chunk_path(self, name: str) -> Path:
-        if not _CHUNK_NAME.match(name):
+        if not isinstance(name, str) or not _CHUNK_NAME.match(name):
             raise ValueError(f"chunk name must match {_CHUNK_NAME.pattern}, got {name!r}")
         return self.path / "chunks" / f"{name}.npz"
 
     def save_chunk(self, name: str, arrays: dict) -> None:
-        """Write one chunk of results atomically, then its checksum."""
+        """Write one chunk of results atomically, then its checksum record (digest, chunk name
+        and this run's ``config_hash``)."""
+        import io
+
+        arrays = {k: np.asarray(v) for k, v in arrays.items()}
+        objects = [k for k, v in arrays.items() if v.dtype.hasobject]
+        if objects:
+            raise ValueError(f"chunk {name!r}: arrays {objects} hold Python objects; a chunk holds "
+                             "numeric arrays only (it is never unpickled)")
         buf = io.BytesIO()
-        np.savez(buf, **{k: np.asarray(v) for k, v in arrays.items()})
+        np.savez(buf, **arrays)
         data = buf.getvalue()
         path = self._chunk_path(name)
         atomic_write_bytes(path, data)
-        atomic_write_bytes(path.with_suffix(".npz.sha256"),
-                           f"{_sha256(data)}  {path.name}\n".encode())
+        atomic_write_bytes(path.with_suffix(".npz.sha256"), self._record(path, data))
 
     def _verified_bytes(self, name: str) -> bytes | None:
-        """The chunk's bytes when its checksum file holds their SHA-256 *and names this chunk*
-        (a chunk and its checksum moved under another chunk's name are refused); None otherwise.
-        A checksum file without a name (older runs) is checked on the digest alone."""
-        path = self._chunk_path(name)
-        sidecar = path.with_suffix(".npz.sha256")
-        if not path.exists() or not sidecar.exists():
-            return None
-        data = path.read_bytes()
-        fields = sidecar.read_text().split()
-        if not fields or _sha256(data) != fields[0]:
-            return None
-        if len(fields) > 1 and fields[1] != path.name:
-            return None
-        return data
+        """The chunk's bytes when its checksum record matches them, names this chunk and this
+        run; None otherwise."""
+        return self._checked_bytes(self._chunk_path(name))[0]
 
     def has_chunk(self, name: str) -> bool:
-        """True when the chunk exists and its checksum matches; a corrupt chunk is removed."""
+        """True when the chunk exists and its checksum record matches; a corrupt chunk (or one
+        from another run) is removed."""
         path = self._chunk_path(name)
-        if self._verified_bytes(name) is not None:
+        data, reason = self._checked_bytes(path)
+        if data is not None:
             return True
-        if path.exists():
-            warnings.warn(f"chunk {name!r} in {self.path} is corrupt; it will be recomputed",
-                          stacklevel=2)
+        if _symlink_below(self.path, path) is not None:
+            raise ValueError(f"{self.path}: {reason}; refusing to write through it")
+        if os.path.lexists(path):
+            warnings.warn(f"chunk {name!r} in {self.path} is not usable ({reason}); it will be "
+                          "recomputed", stacklevel=2)
             path.unlink(missing_ok=True)
             path.with_suffix(".npz.sha256").unlink(missing_ok=True)
         return False
 
     def load_chunk(self, name: str) -> dict[str, np.ndarray]:
-        """Load a verified chunk. Raises ValueError when it is missing or corrupt."""
-        data = self._verified_bytes(name)
+        """Load a verified chunk (sizes checked before loading, see :mod:`jaxaudit.runs.arrays`).
+
+        Raises:
+          ValueError: the chunk is missing, corrupt, moved, copied from another run, or not a
+            safe ``.npz`` (the message says which).
+        """
+        path = self._chunk_path(name)
+        data, reason = self._checked_bytes(path)
         if data is None:
-            raise ValueError(f"chunk {name!r} in {self.path} is missing, corrupt, or not the "
-                             "chunk its checksum file names")
-        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            return {k: npz[k] for k in npz.files}
+            raise ValueError(f"run folder {self.path} is inconsistent: chunk {name!r} is not "
+                             f"usable: {reason}. Repeat the run's command to recompute it")
+        return load_npz(data, name=f"chunk {name!r} in {self.path}")
+
+    def describe_chunk(self, name: str) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+        """``{array name: (shape, dtype)}`` of a verified chunk, from its headers alone.
+
+        Raises:
+          ValueError: as :meth:`load_chunk`.
+        """
+        path = self._chunk_path(name)
+        data, reason = self._checked_bytes(path)
+        if data is None:
+            raise ValueError(f"chunk {name!r} is not usable: {reason}")
+        return describe_npz(data, name=f"chunk {name!r} in {self.path}")
 
     def chunk_names(self) -> list[str]:
         """Names of the chunks present (not yet verified), sorted; a checksum file whose chunk
@@ -291,18 +599,24 @@ class RunDir:
         folder = self.path / "chunks"
         if not folder.is_dir():
             return []
-        names = {p.name[: -len(".npz")] for p in folder.glob("*.npz")}
-        names |= {p.name[: -len(".npz.sha256")] for p in folder.glob("*.npz.sha256")}
+        names = set()
+        for p in folder.iterdir():
+            for suffix in (".npz", ".npz.sha256"):
+                stem = p.name[: -len(suffix)]
+                if p.name.endswith(suffix) and _CHUNK_NAME.match(stem or "-"):
+                    names.add(stem)
         return sorted(names)
 
     # -- other outputs ------------------------------------------------------------------------
     def write_json(self, relpath: str, obj) -> Path:
-        path = self.path / relpath
-        atomic_write_bytes(path, json.dumps(_jsonable(obj), indent=2).encode())
+        """Write ``obj`` as strict JSON (non-finite numbers as ``null``, see
+        :func:`dumps_strict`)."""
+        path = self.path / _safe_relpath(relpath)
+        atomic_write_bytes(path, dumps_strict(obj, indent=2).encode())
         return path
 
     def write_text(self, relpath: str, text: str) -> Path:
-        path = self.path / relpath
+        path = self.path / _safe_relpath(relpath)
         atomic_write_bytes(path, text.encode())
         return path
 
@@ -370,6 +684,10 @@ class RunResults(NamedTuple):
 def load_results(path: str | Path) -> RunResults:
     """Load a run folder written through :class:`RunDir`.
 
+    Symbolic links, FIFOs and devices inside the folder are neither followed nor read (each is
+    skipped with a warning); so is a manifest of an older version, whose kind and plan are not
+    protected by a hash, read with a warning.
+
     Returns:
       :class:`RunResults` (``kind``, ``config``, ``manifest``, ``chunks``, ``planned``,
       ``missing``, ``tables``, ``files``); ``len(chunks)`` of ``len(planned)`` are done, and
@@ -377,26 +695,33 @@ def load_results(path: str | Path) -> RunResults:
 
     Raises:
       FileNotFoundError: no manifest in ``path``.
-      ValueError: a corrupt or hand-edited manifest, a chunk whose checksum does not match or
-        names another chunk, or a checksum file whose chunk was deleted (corrupt results are
-        never returned).
+      ValueError: a corrupt, hand-edited or deeply nested manifest; a chunk whose checksum
+        record does not match, names another chunk or another run; a checksum file whose chunk
+        was deleted; a chunk whose arrays are unsafe to load (sizes that do not add up, a
+        possible zip bomb, pickled objects); a corrupt or deeply nested JSON table (corrupt
+        results are never returned).
     """
     path = Path(path)
     manifest = read_manifest(path)
     run = RunDir(path, manifest)
+    if run.legacy:
+        warnings.warn(f"{path / MANIFEST} was written by an older jaxaudit without manifest_hash: "
+                      "its kind and planned chunks are not protected against editing",
+                      stacklevel=2)
     chunks = {name: run.load_chunk(name) for name in run.chunk_names()}
     planned = list(manifest.get("planned_chunks", []))
     missing = [n for n in planned if n not in chunks]
-    tables, files = {}, []
-    for p in sorted(path.rglob("*")):
-        if not p.is_file() or p.name.startswith("."):
-            continue
-        rel = p.relative_to(path).as_posix()
-        files.append(rel)
-        if p.suffix == ".json" and p.name != MANIFEST:
+    files, skipped = scan_run_folder(path)
+    for rel, reason in skipped:
+        warnings.warn(f"{path / rel} skipped: {reason}", stacklevel=2)
+    tables = {}
+    for rel in files:
+        if rel.endswith(".json") and rel != MANIFEST:
+            p = path / rel
             try:
-                tables[rel] = json.loads(p.read_text())
-            except (UnicodeDecodeError, json.JSONDecodeError) as err:
-                raise ValueError(f"{p} is corrupt ({err})") from err
+                raw = _read_regular(p)
+            except OSError as err:
+                raise ValueError(f"{p} cannot be read ({err.strerror or err})") from err
+            tables[rel] = parse_json(raw, p)
     return RunResults(kind=manifest["kind"], config=manifest["config"], manifest=manifest,
                       chunks=chunks, planned=planned, missing=missing, tables=tables, files=files)
