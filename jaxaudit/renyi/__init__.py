@@ -38,6 +38,7 @@ from jaxaudit.renyi.estimate import (
 )
 from jaxaudit.renyi.objective import dv_objective, log_mean_exp
 from jaxaudit.renyi.planning import RunsNeeded, format_runs_needed, runs_needed
+from jaxaudit.renyi.reconcile import ReconciledEstimate, reconcile_estimate  # noqa: F401
 from jaxaudit.renyi.threshold_tests import (
     GdpLowerBound,
     ThresholdTest,
