@@ -4,16 +4,27 @@ The report is generic over run kinds (bounds, shadow, bmp, rdp, ...) and is laid
 reading it top to bottom — what was found first, how it was configured last:
 
 1. **Findings**: every ``*.md`` summary the run wrote (its markdown tables become HTML tables;
-   verbatim in the markdown report);
+   in the markdown report as written, with raw HTML and link syntax neutralised);
 2. **Figures**: every ``*.png``, embedded in the HTML as a base64 ``data:`` URI (no server and no
    other file is needed to view it) and referenced by relative path in the markdown;
-3. **Tables**: every ``*.json`` table (a list of records, a dict of columns, a dict of records or a
-   flat dict) and every ``*.csv``, shortest first (e.g. a run's top-20 table before its full
-   per-node table); a table longer than ``max_rows`` shows its first rows, a note, and a link to
-   the file itself (the full table);
+3. **Tables**: every ``*.json`` table and every ``*.csv``, shortest first (e.g. a run's top-20
+   table before its full per-node table). A list of records is a table of their scalar fields, a
+   dict of columns or a dict of records is a table, an object is a key/value table of its scalar
+   fields, and every nested list or object becomes a sub-table below (e.g. the ``records`` of an
+   audit's ``results.json``); numbers are shown to 6 significant digits. A table longer than
+   ``max_rows`` shows its first rows, a note, and a link to the file itself (the full table);
 4. **Configuration and provenance**: the configuration as a key/value table (nested keys joined
    with dots), the run's kind, library version, creation time, configuration hash and folder,
-   the result chunks (array names, shapes, dtypes) with their checksum status, other files.
+   the result chunks (array names, shapes, dtypes, read from their headers) with their checksum
+   status, other files, and what was skipped.
+
+Hostile run folders: the manifest is read through :func:`jaxaudit.runs.read_manifest` (a
+non-object, deeply nested or hand-edited manifest is a ``ValueError`` naming it); no symbolic
+link inside the folder is followed and only regular files are read (what was skipped is listed
+at the top); every text is escaped in the HTML (which also carries a Content-Security-Policy
+allowing no script and no remote resource) and in the markdown (raw HTML, link and image syntax
+neutralised); links are relative paths with every segment percent-encoded (no scheme, e.g.
+``javascript:``, can appear).
 
 The report files are written atomically (``report.html`` and ``report.md`` in the run folder by
 default) and are themselves skipped when the report is rendered again.
@@ -24,13 +35,25 @@ from __future__ import annotations
 import base64
 import csv
 import html
+import io
 import json
 import os
+import re
 from pathlib import Path
+from urllib.parse import quote
 
 import numpy as np
 
-from jaxaudit.runs.rundir import MANIFEST, RunDir, atomic_write_bytes
+from jaxaudit.runs.arrays import describe_npz
+from jaxaudit.runs.rundir import (
+    MANIFEST,
+    RunDir,
+    _read_regular,
+    atomic_write_bytes,
+    parse_json,
+    read_manifest,
+    scan_run_folder,
+)
 
 __all__ = ["render_report"]
 
@@ -38,6 +61,12 @@ HTML_NAME = "report.html"
 MD_NAME = "report.md"
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _MAX_JSON_CHARS = 20_000
+#: Files larger than this are listed, not read into the report.
+_MAX_FILE_BYTES = 64 << 20
+#: Most sub-tables shown for one JSON file (the rest are counted in a note).
+_MAX_SUBTABLES = 40
+_CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; "
+        "form-action 'none'")
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
@@ -54,6 +83,36 @@ pre { background: #f7f7f7; border: 1px solid #ddd; padding: .8em; overflow-x: au
 figure { margin: 1em 0; } figcaption { color: #555; font-size: 90%; }
 img { max-width: 100%; height: auto; border: 1px solid #eee; }
 """
+
+# -- escaping -----------------------------------------------------------------------------------
+_MD_INLINE = re.compile(r"([\\`\[\]])")
+
+
+def _md_neutral(text: str) -> str:
+    """Markdown with raw HTML (``<script>``, ``<img onerror>``), autolinks, link/image syntax and
+    code spans neutralised: ``& < >`` as entities, ``\\ ` [ ]`` backslash-escaped. Headings,
+    tables and emphasis still render."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_INLINE.sub(r"\\\1", text)
+
+
+def _md_text(value) -> str:
+    """One line of markdown text (a heading, a table cell, a caption), neutralised."""
+    text = " ".join(str(value).splitlines())
+    return _md_neutral(text).replace("|", "\\|")
+
+
+def _href(path: Path, base: Path) -> str:
+    """A relative link from folder ``base`` to ``path``, every segment percent-encoded: no
+    scheme (``javascript:``, ``data:``) or query can appear in it."""
+    rel = os.path.relpath(path, base)
+    return "/".join(quote(part, safe="") for part in Path(rel).parts)
+
+
+def _fence(text: str) -> str:
+    """A markdown code fence longer than any run of backticks in ``text``."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
 
 
 # -- tables -----------------------------------------------------------------------------------
@@ -72,25 +131,67 @@ def _is_number(value) -> bool:
     return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
 
 
-def _table_from_json(obj) -> tuple[list[str], list[list]] | None:
-    """Columns and rows for the JSON shapes that are tables; None for anything else."""
+def _is_scalar(value) -> bool:
+    return not isinstance(value, dict | list)
+
+
+def _inline(value) -> bool:
+    """Shown in a cell: a scalar, or a short list of scalars (``[1, 2]``)."""
+    return _is_scalar(value) or (isinstance(value, list) and len(value) <= 8
+                                 and all(_is_scalar(v) for v in value))
+
+
+def _json_tables(obj, caption: str = "") -> list[tuple[str, list, list]] | None:
+    """``[(caption, columns, rows), ...]``: the main table of a JSON value (caption ``""``) and
+    one sub-table per nested list or object (caption: its key path); None when the value is not
+    table-like (then it is shown as JSON)."""
+    def sub(value, path):
+        return _json_tables(value, path) or [(path, ["value"], [[value]])]
+
+    def join(key):
+        return f"{caption}.{key}" if caption else str(key)
+
     if isinstance(obj, list) and obj and all(isinstance(r, dict) for r in obj):
-        columns = list(dict.fromkeys(k for r in obj for k in r))
-        return columns, [[r.get(c, "") for c in columns] for r in obj]
-    if isinstance(obj, list) and obj and all(isinstance(r, list) for r in obj):
+        columns = list(dict.fromkeys(k for r in obj for k, v in r.items() if _inline(v)))
+        rows = [[r.get(c, "") if _inline(r.get(c, "")) else "(below)" for c in columns]
+                for r in obj]
+        out = [(caption, columns, rows)] if columns else []
+        for i, r in enumerate(obj):
+            for k, v in r.items():
+                if not _inline(v):
+                    out += sub(v, f"{caption}[{i}].{k}")
+        return out
+    if isinstance(obj, list) and obj and all(isinstance(r, list) for r in obj) \
+            and all(_is_scalar(v) for r in obj for v in r):
         width = max(len(r) for r in obj)
-        return [str(i) for i in range(width)], [r + [""] * (width - len(r)) for r in obj]
-    if isinstance(obj, list) and obj and not any(isinstance(r, dict | list) for r in obj):
-        return ["value"], [[v] for v in obj]
+        return [(caption, [str(i) for i in range(width)],
+                 [r + [""] * (width - len(r)) for r in obj])]
+    if isinstance(obj, list) and obj and all(_is_scalar(v) for v in obj):
+        return [(caption, ["value"], [[v] for v in obj])]
     if isinstance(obj, dict) and obj:
         values = list(obj.values())
-        if all(isinstance(v, list) for v in values) and len({len(v) for v in values}) == 1:
-            columns = list(obj)
-            return columns, [list(row) for row in zip(*values, strict=True)]
+        if all(isinstance(v, list) and all(_is_scalar(x) for x in v) for v in values) \
+                and len({len(v) for v in values}) == 1 and len(values[0]) > 0:
+            return [(caption, list(obj), [list(row) for row in zip(*values, strict=True)])]
         if all(isinstance(v, dict) for v in values):
-            inner = list(dict.fromkeys(k for v in values for k in v))
-            return ["key", *inner], [[k, *(v.get(c, "") for c in inner)] for k, v in obj.items()]
-        return ["key", "value"], [[k, v] for k, v in obj.items()]
+            inner = list(dict.fromkeys(k for v in values for k, x in v.items() if _inline(x)))
+            rows = [[k, *(v.get(c, "") if _inline(v.get(c, "")) else "(below)" for c in inner)]
+                    for k, v in obj.items()]
+            out = [(caption, ["key", *inner], rows)] if inner else []
+            for k, v in obj.items():
+                for c, x in v.items():
+                    if not _inline(x):
+                        out += sub(x, f"{join(k)}.{c}")
+            return out
+        out = [(caption, ["key", "value"], [[k, v] for k, v in obj.items() if _inline(v)])]
+        if not out[0][2]:
+            out = []
+        for k, v in obj.items():
+            if not _inline(v):
+                out += sub(v, join(k))
+        return out
+    if _is_scalar(obj):
+        return [(caption, ["value"], [[obj]])]
     return None
 
 
@@ -121,16 +222,12 @@ def _html_table(columns, rows, max_rows: int) -> str:
     return out
 
 
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def _md_table(columns, rows, max_rows: int) -> str:
     lines = [
-        "| " + " | ".join(_md_escape(str(c)) for c in columns) + " |",
+        "| " + " | ".join(_md_text(c) for c in columns) + " |",
         "|" + "---|" * len(columns),
     ]
-    lines += ["| " + " | ".join(_md_escape(_cell(v)) for v in r) + " |" for r in rows[:max_rows]]
+    lines += ["| " + " | ".join(_md_text(_cell(v)) for v in r) + " |" for r in rows[:max_rows]]
     if len(rows) > max_rows:
         lines.append(f"\n*Showing the first {max_rows} of {len(rows)} rows.*")
     return "\n".join(lines)
@@ -180,7 +277,7 @@ class _Report:
 
     def heading(self, text: str, level: int = 2) -> None:
         self.html.append(f"<h{level}>{html.escape(text)}</h{level}>")
-        self.md.append("#" * level + " " + text)
+        self.md.append("#" * level + " " + _md_text(text))
 
     def table(self, columns, rows) -> None:
         self.html.append(_html_table(columns, rows, self.max_rows))
@@ -189,15 +286,17 @@ class _Report:
     def note(self, text: str, bad: bool = False) -> None:
         cls = "bad" if bad else "note"
         self.html.append(f'<p class="{cls}">{html.escape(text)}</p>')
-        self.md.append(f"**{text}**" if bad else f"*{text}*")
+        self.md.append(f"**{_md_text(text)}**" if bad else f"*{_md_text(text)}*")
 
     def link(self, text: str, href: str) -> None:
+        """``href`` must come from :func:`_href` (relative, percent-encoded)."""
         self.html.append(f'<p class="note"><a href="{html.escape(href)}">{html.escape(text)}</a>'
                          "</p>")
-        self.md.append(f"[{text}]({href})")
+        self.md.append(f"[{_md_text(text)}]({href})")
 
     def summary(self, text: str) -> None:
-        """A markdown summary: HTML headings, tables and paragraphs; verbatim in the markdown."""
+        """A markdown summary: HTML headings, tables and paragraphs; in the markdown as written,
+        neutralised (:func:`_md_neutral`)."""
         for block in _markdown_blocks(text):
             if block[0] == "heading":
                 self.html.append(f"<h{block[1]}>{html.escape(block[2])}</h{block[1]}>")
@@ -205,33 +304,39 @@ class _Report:
                 self.html.append(_html_table(block[1], block[2], len(block[2]) + 1))
             else:
                 self.html.append(f"<p>{html.escape(block[1])}</p>")
-        self.md.append(text.rstrip())
+        self.md.append(_md_neutral(text.rstrip()))
 
-    def pre(self, text: str, md_verbatim: bool) -> None:
+    def pre(self, text: str) -> None:
         self.html.append(f"<pre>{html.escape(text)}</pre>")
-        self.md.append(text.rstrip() if md_verbatim else "```\n" + text.rstrip() + "\n```")
+        fence = _fence(text)
+        self.md.append(f"{fence}\n{text.rstrip()}\n{fence}")
 
 
 def _chunk_rows(run: RunDir) -> list[list]:
+    """(name, arrays from the headers, status) per chunk; no array is loaded."""
     rows = []
     for name in run.chunk_names():
-        try:
-            arrays = run.load_chunk(name)
-        except ValueError:
-            rows.append([name, "", "checksum mismatch (not used)"])
+        data, reason = run._checked_bytes(run._chunk_path(name))
+        if data is None:
+            status = ("checksum mismatch (not used)" if "SHA-256" in reason
+                      else f"not used: {reason}")
+            rows.append([name, "", status])
             continue
-        desc = ", ".join(f"{k} {v.dtype}{list(v.shape)}" for k, v in arrays.items())
+        try:
+            arrays = describe_npz(data, name="the chunk")
+        except ValueError as err:
+            rows.append([name, "", f"not used: {err}"])
+            continue
+        desc = ", ".join(f"{k} {dtype}{list(shape)}" for k, (shape, dtype) in arrays.items())
         rows.append([name, desc, "ok"])
     return rows
 
 
-def _read_csv(path: Path) -> tuple[list[str], list[list]]:
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f))
+def _read_csv(data: bytes) -> tuple[list[str], list[list]]:
+    rows = list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
     if not rows:
         return ["(empty)"], []
-    columns, body = rows[0], rows[1:]
-    return columns, body
+    return rows[0], rows[1:]
 
 
 def _png_size(data: bytes) -> tuple[int, int]:
@@ -252,45 +357,46 @@ def render_report(run_dir, out_dir=None, *, max_rows: int = 50) -> tuple[Path, P
 
     Raises:
       FileNotFoundError: ``run_dir`` has no manifest.
-      ValueError: ``max_rows`` < 1 or an unreadable manifest.
+      ValueError: ``max_rows`` < 1, or a manifest that is unreadable, not a JSON object, nested
+        too deeply, or does not match its hashes (edited by hand); the message names the file.
+      OSError: the report cannot be written (the message names the file and the reason).
     """
     if isinstance(max_rows, bool) or int(max_rows) != max_rows or max_rows < 1:
         raise ValueError(f"max_rows must be an integer >= 1, got {max_rows!r}")
     run_dir = Path(run_dir)
-    manifest_path = run_dir / MANIFEST
-    if not manifest_path.is_file():
-        raise FileNotFoundError(
-            f"{manifest_path} not found: {run_dir} is not a jaxaudit run folder"
-        )
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{manifest_path} is not valid JSON ({err})") from err
+    manifest = read_manifest(run_dir)
+    run = RunDir(run_dir, manifest)
     out_dir = Path(out_dir) if out_dir is not None else run_dir
     html_path, md_path = out_dir / HTML_NAME, out_dir / MD_NAME
-    skip = {html_path.resolve(), md_path.resolve(), manifest_path.resolve()}
+    report_files = {html_path.resolve(), md_path.resolve()}
 
-    kind = str(manifest.get("kind", "unknown"))
+    kind = manifest["kind"]
     version = str(manifest.get("version", "unknown"))
     title = f"jaxaudit {kind} run (jaxaudit {version})"
     rep = _Report(int(max_rows))
     rep.heading(title, 1)
     planned = list(manifest.get("planned_chunks", []))
-    missing = RunDir(run_dir, manifest).missing_chunks() if planned else []
+    missing = run.missing_chunks() if planned else []
     if missing:
         shown = ", ".join(missing[:5]) + (", …" if len(missing) > 5 else "")
         rep.note(f"Partial run: {len(planned) - len(missing)} of {len(planned)} planned chunks "
                  f"finished (missing: {shown}); everything below uses the finished ones.",
                  bad=True)
+    if run.legacy:
+        rep.note("This manifest was written by an older jaxaudit without manifest_hash: its kind "
+                 "and planned chunks are not protected against editing.", bad=True)
 
-    files = sorted(
-        p
-        for p in run_dir.rglob("*")
-        if p.is_file()
-        and not any(part.startswith(".") for part in p.relative_to(run_dir).parts)
-        and p.resolve() not in skip
-        and p.relative_to(run_dir).parts[0] != "chunks"
-    )
+    names, skipped = scan_run_folder(run_dir)
+    files = [
+        run_dir / rel for rel in names
+        if rel != MANIFEST and rel.split("/")[0] != "chunks"
+        and (run_dir / rel).resolve() not in report_files
+    ]
+    if skipped:
+        shown = ", ".join(rel for rel, _ in skipped[:5]) + (", …" if len(skipped) > 5 else "")
+        rep.note(f"{len(skipped)} entries of the run folder were skipped, not read (symbolic "
+                 f"links are never followed; only regular files are read): {shown}. See "
+                 "'Skipped' below.", bad=True)
     by_kind: dict[str, list[Path]] = {".json": [], ".csv": [], ".md": [], ".png": []}
     others = []
     for p in files:
@@ -299,25 +405,34 @@ def render_report(run_dir, out_dir=None, *, max_rows: int = 50) -> tuple[Path, P
     def rel(p: Path) -> str:
         return p.relative_to(run_dir).as_posix()
 
-    def link_from_out(p: Path) -> str:
-        return Path(os.path.relpath(p.resolve(), out_dir.resolve())).as_posix()
+    def read(p: Path) -> bytes | str:
+        """The file's bytes, or why it is not read (a str)."""
+        try:
+            return _read_regular(p, _MAX_FILE_BYTES)
+        except (OSError, ValueError) as err:
+            return f"not read: {err}"
 
     # 1. findings
     if by_kind[".md"]:
         rep.heading("Findings")
     for p in by_kind[".md"]:
         rep.heading(rel(p), 3)
-        rep.summary(p.read_text(errors="replace"))
+        data = read(p)
+        if isinstance(data, str):
+            rep.note(data, bad=True)
+        else:
+            rep.summary(data.decode("utf-8", errors="replace"))
 
     # 2. figures
     if by_kind[".png"]:
         rep.heading("Figures")
     for p in by_kind[".png"]:
-        data = p.read_bytes()
+        data = read(p)
         name = rel(p)
-        if not data.startswith(_PNG_SIGNATURE) or len(data) < 24:
+        if isinstance(data, str) or not data.startswith(_PNG_SIGNATURE) or len(data) < 24:
             rep.heading(name, 3)
-            rep.note("not a valid PNG file; not embedded", bad=True)
+            rep.note(data if isinstance(data, str) else "not a valid PNG file; not embedded",
+                     bad=True)
             continue
         width, height = _png_size(data)
         uri = "data:image/png;base64," + base64.b64encode(data).decode("ascii")
@@ -326,31 +441,39 @@ def render_report(run_dir, out_dir=None, *, max_rows: int = 50) -> tuple[Path, P
             f'height="{height}"><figcaption>{html.escape(name)} ({width}&times;{height})'
             "</figcaption></figure>"
         )
-        rep.md.append(f"![{name}]({link_from_out(p)})")
+        rep.md.append(f"![{_md_text(name)}]({_href(p, out_dir)})")
 
     # 3. tables, shortest first
     tables = []
     for p in by_kind[".json"]:
+        data = read(p)
+        if isinstance(data, str):
+            tables.append((0, p, ("bad", data)))
+            continue
         try:
-            obj = json.loads(p.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            obj = parse_json(data, "the file")
+        except ValueError as err:
             tables.append((0, p, ("bad", f"unreadable JSON: {err}")))
             continue
-        table = _table_from_json(obj)
-        if table is None:
+        found = _json_tables(obj)
+        if not found:
             text = json.dumps(obj, indent=2, default=str)
             if len(text) > _MAX_JSON_CHARS:
                 text = text[:_MAX_JSON_CHARS] + f"\n... ({len(text)} characters in all)"
             tables.append((0, p, ("pre", text)))
         else:
-            tables.append((len(table[1]), p, ("table", table)))
+            tables.append((len(found[0][2]), p, ("tables", found)))
     for p in by_kind[".csv"]:
+        data = read(p)
+        if isinstance(data, str):
+            tables.append((0, p, ("bad", data)))
+            continue
         try:
-            table = _read_csv(p)
+            table = _read_csv(data)
         except (csv.Error, UnicodeDecodeError) as err:
             tables.append((0, p, ("bad", f"unreadable CSV: {err}")))
             continue
-        tables.append((len(table[1]), p, ("table", table)))
+        tables.append((len(table[1]), p, ("tables", [("", *table)])))
     if tables:
         rep.heading("Tables")
     for num_rows, p, (what, content) in sorted(tables, key=lambda t: (t[0], rel(t[1]))):
@@ -358,40 +481,51 @@ def render_report(run_dir, out_dir=None, *, max_rows: int = 50) -> tuple[Path, P
         if what == "bad":
             rep.note(content, bad=True)
         elif what == "pre":
-            rep.pre(content, md_verbatim=False)
+            rep.pre(content)
         else:
-            rep.table(*content)
+            for k, (caption, columns, rows) in enumerate(content):
+                if k == _MAX_SUBTABLES:
+                    rep.note(f"{len(content) - k} more nested tables are not shown; see the "
+                             "file.")
+                    break
+                if caption:
+                    rep.heading(caption, 4)
+                rep.table(columns, rows)
             if num_rows > rep.max_rows:
-                rep.link(f"full table: {rel(p)} ({num_rows} rows)", link_from_out(p))
+                rep.link(f"full table: {rel(p)} ({num_rows} rows)", _href(p, out_dir))
 
     # 4. configuration and provenance
     rep.heading("Configuration")
-    config = manifest.get("config", {})
+    config = manifest["config"]
     rep.table(["parameter", "value"], [[k, v] for k, v in _flatten(config)] if config else [])
     rep.heading("Provenance")
     meta = [
         ["kind", kind],
         ["version", version],
         ["created", manifest.get("created", "")],
-        ["config hash", manifest.get("config_hash", "")],
+        ["config hash", manifest["config_hash"]],
         ["folder", str(run_dir.resolve())],
     ]
     if planned:
         meta.append(["chunks finished", f"{len(planned) - len(missing)} of {len(planned)}"])
     rep.table(["run", ""], meta)
-    run = RunDir(run_dir, manifest)
     chunk_rows = _chunk_rows(run)
     if chunk_rows:
         rep.heading("Result chunks", 3)
         bad = sum(r[2] != "ok" for r in chunk_rows)
-        rep.note(f"{len(chunk_rows)} chunks, {bad} with a checksum mismatch.", bad=bool(bad))
+        rep.note(f"{len(chunk_rows)} chunks, {bad} not usable (corrupt, moved, from another run "
+                 "or unsafe to load).", bad=bool(bad))
         rep.table(["chunk", "arrays", "checksum"], chunk_rows)
     if others:
         rep.heading("Other files", 3)
         rep.table(["file", "bytes"], [[rel(p), p.stat().st_size] for p in others])
+    if skipped:
+        rep.heading("Skipped", 3)
+        rep.table(["entry", "why"], [list(s) for s in skipped])
 
     page = (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
         f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
         + "\n".join(rep.html)
         + "\n</body>\n</html>\n"

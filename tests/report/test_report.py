@@ -43,7 +43,7 @@ class _Page(html.parser.HTMLParser):
             self.tables.append([])
         elif tag == "tr":
             self._row = []
-        elif tag in ("td", "th", "h1", "h2", "h3", "pre", "p"):
+        elif tag in ("td", "th", "h1", "h2", "h3", "h4", "pre", "p"):
             self._text = []
             self._stack.append((tag, attrs))
         elif tag == "img":
@@ -54,7 +54,7 @@ class _Page(html.parser.HTMLParser):
             self._text.append(data)
 
     def handle_endtag(self, tag):
-        if tag in ("td", "th", "h1", "h2", "h3", "pre", "p") and self._stack:
+        if tag in ("td", "th", "h1", "h2", "h3", "h4", "pre", "p") and self._stack:
             _, attrs = self._stack.pop()
             text = "".join(self._text or [])
             self._text = None
@@ -143,9 +143,11 @@ def _table_after_h2(page: _Page, caption: str, html_text: str):
     return page.tables[tables_before]
 
 
-def _table_after(page: _Page, caption: str, html_text: str):
-    """The table following the <h3> with ``caption`` (tables appear in document order)."""
-    tables_before = html_text[: html_text.index(f"<h3>{caption}</h3>")].count("<table>")
+def _table_after(page: _Page, caption: str, html_text: str, level: int = 3):
+    """The table following the <h3> (<h``level``>) with ``caption`` (tables appear in document
+    order)."""
+    tag = f"h{level}"
+    tables_before = html_text[: html_text.index(f"<{tag}>{caption}</{tag}>")].count("<table>")
     return page.tables[tables_before]
 
 
@@ -266,11 +268,9 @@ def test_rdp_records_other_files_and_nested_json(runs):
     ]
     other = page.tables[-1]
     assert other == [["file", "bytes"], ["log.txt", "5"]]
-    assert _table_after(page, "notes.json", text) == [
-        ["key", "value"],
-        ["nested", '{"deep": {"x": 1}}'],
-        ["other", "[1, 2]"],
-    ]
+    # scalar fields (and short lists) in the key/value table, a nested object as a sub-table
+    assert _table_after(page, "notes.json", text) == [["key", "value"], ["other", "[1, 2]"]]
+    assert _table_after(page, "nested", text, level=4) == [["key", "x"], ["deep", "1"]]
     assert any('"unusual": "shape"' in p for p in page.pres)  # not a table: shown as JSON
     # Re-rendering does not list the report files themselves.
     render_report(folder)
@@ -288,7 +288,8 @@ def test_corrupt_chunk_and_other_out_dir(tmp_path):
     text = html_path.read_text()
     assert _table_after(page, "Result chunks", text)[2] == [
         "shadow-001", "", "checksum mismatch (not used)"]
-    assert "2 chunks, 1 with a checksum mismatch." in page.notes
+    assert "2 chunks, 1 not usable (corrupt, moved, from another run or unsafe to load)." in (
+        page.notes)
     assert "Showing the first 2 of 3 rows." in page.notes
     for link in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md_path.read_text()):
         assert (md_path.parent / link).is_file()
@@ -350,7 +351,9 @@ def test_figures_load_in_headless_chromium(runs, tmp_path):
         "document.body.appendChild(d); });</script></body>"
     )
     page_path = tmp_path / "probe.html"
-    page_path.write_text(html_path.read_text().replace("</body>", probe))
+    # the probe is a script: the report's Content-Security-Policy (no script) is left out
+    text = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html_path.read_text())
+    page_path.write_text(text.replace("</body>", probe))
     with tempfile.TemporaryDirectory() as profile:
         result = subprocess.run(
             [
