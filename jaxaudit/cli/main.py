@@ -80,8 +80,8 @@ def main(argv: list[str] | None = None, *, all_cpu_cores: bool | None = None) ->
 
     Returns:
       The exit status: 0 on success (and after ``--help``), 2 on a usage error (argparse's
-      message names the flag) or a ``ValueError``/``FileNotFoundError`` (printed to stderr,
-      prefixed with the command).
+      message names the flag) or a ``ValueError``/``OSError`` such as ``FileNotFoundError`` or a
+      full disk (printed to stderr, prefixed with the command; no traceback).
     """
     if all_cpu_cores or (all_cpu_cores is None and argv is None):
         _use_all_cpu_cores()
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None, *, all_cpu_cores: bool | None = None) ->
         return 0 if args.command is None else 2
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, OSError) as err:  # OSError: FileNotFoundError, read-only, disk full
         print(f"jaxaudit {args.command}: error: {err}", file=sys.stderr)
         return 2
 
