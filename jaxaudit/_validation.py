@@ -256,6 +256,18 @@ def check_scores_and_masks(scores, masks, *, scores_name="scores", masks_name="m
         raise ValueError(f"{scores_name} must not contain NaN")
 
 
+def check_binary(name: str, value):
+    """Boolean values, or numbers that are all 0 or 1 (labels, hard decisions); anything else
+    (a score, 0.5, 2, NaN) is refused. Returned unchanged; skipped when traced."""
+    if is_traced(value):
+        return value
+    arr = _as_array(name, value)
+    bad = (arr != 0) & (arr != 1)
+    if bad.any():
+        raise ValueError(f"{name} must be boolean (0/1), got {_describe(arr, bad)}")
+    return value
+
+
 def check_graph(graph) -> None:
     """A node-classification graph whose arrays agree: features (N, F) finite, labels (N,)
     integers in [0, num_classes), senders/receivers (E,) integers in [0, N) of equal length,
@@ -387,4 +399,16 @@ def check_orders(name: str, orders) -> np.ndarray:
         raise ValueError(f"{name} must be a non-empty 1-D sequence, got shape {arr.shape}")
     if (arr <= 1).any():
         raise ValueError(f"{name} must all be > 1, got {float(arr[arr <= 1][0])!r}")
+    return arr
+
+
+def check_order_limits(name: str, value) -> np.ndarray:
+    """Rényi order(s) α ∈ [1, ∞] for a closed form that has the limits (α = 1: KL, α = ∞: the
+    max-divergence): NaN and α < 1 refused, +inf allowed; any shape. Skipped when traced."""
+    if is_traced(value):
+        return value
+    arr = _as_array(name, value)
+    bad = np.isnan(arr) | (arr < 1)
+    if bad.any():
+        raise ValueError(f"{name} must be >= 1 (1 and inf are the limits), got {_describe(arr, bad)}")
     return arr

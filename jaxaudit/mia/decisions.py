@@ -1,6 +1,11 @@
 """Membership decisions from attack scores (docs/gnn_mia.md).
 
 Convention: H0 = "not a member"; a decision ``True`` declares "member".
+
+Each public function checks concrete arguments, then calls an unvalidated ``jax.numpy`` core;
+inside ``jax.jit``/``jax.vmap``/``jax.grad`` the checks are skipped (values are not known) and the
+core just computes, so e.g. ``jax.vmap(bayes_decision, in_axes=(None, 0))(llr, etas)`` gives the
+decisions for a vector of priors.
 """
 
 from __future__ import annotations
@@ -10,7 +15,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from jaxaudit._validation import check_finite, check_probability, check_scores_and_masks
+from jaxaudit._validation import (
+    check_finite,
+    check_numeric,
+    check_probability,
+    check_scores_and_masks,
+    is_traced,
+)
 
 __all__ = ["bayes_decision", "fixed_fpr_decision", "threshold_decision"]
 
@@ -29,8 +40,13 @@ def bayes_decision(llr: ArrayLike, eta: ArrayLike) -> jax.Array:
       bool array of ``llr``'s shape (η = 1: always member, η = 0: never).
     """
     check_probability("eta", eta)
-    if np.isnan(np.asarray(llr, dtype=np.float64)).any():
+    if not is_traced(llr) and np.isnan(check_numeric("llr", llr)).any():
         raise ValueError("llr must not contain NaN")
+    return _bayes_decision(llr, eta)
+
+
+def _bayes_decision(llr, eta):
+    """Unvalidated, traceable core of :func:`bayes_decision`."""
     eta = jnp.asarray(eta, jnp.float32)
     logit_eta = jnp.log(eta) - jnp.log1p(-eta)
     # η ∈ {0, 1} decides alone (avoids ∓inf ± inf when the likelihood ratio is infinite too)
@@ -40,6 +56,13 @@ def bayes_decision(llr: ArrayLike, eta: ArrayLike) -> jax.Array:
 def threshold_decision(scores: ArrayLike, threshold: ArrayLike = 0.0) -> jax.Array:
     """Global threshold: declare member iff ``score > threshold`` (one threshold for all nodes)."""
     check_finite("threshold", threshold)
+    if not is_traced(scores) and np.isnan(check_numeric("scores", scores)).any():
+        raise ValueError("scores must not contain NaN")
+    return _threshold_decision(scores, threshold)
+
+
+def _threshold_decision(scores, threshold=0.0):
+    """Unvalidated, traceable core of :func:`threshold_decision`."""
     return jnp.asarray(scores) > threshold
 
 
@@ -64,6 +87,11 @@ def fixed_fpr_decision(
     """
     check_scores_and_masks(llr, masks, scores_name="llr")
     check_probability("fpr", fpr)
+    return _fixed_fpr_decision(llr, masks, fpr, per_node=bool(per_node))
+
+
+def _fixed_fpr_decision(llr, masks, fpr, *, per_node=True):
+    """Unvalidated, traceable core of :func:`fixed_fpr_decision` (``per_node`` static)."""
     llr = jnp.asarray(llr, jnp.float32)
     out = ~jnp.asarray(masks, bool)
     if per_node:

@@ -17,11 +17,18 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from jaxaudit._validation import check_finite, check_scores_and_masks
+from jaxaudit._validation import check_finite, check_scores_and_masks, is_traced
 
 __all__ = ["lira_loo"]
 
 _VAR_FLOOR = 1e-6
+# Scores are rescaled by a power of two (exact) so that max |s| < 2^40 before any moment is
+# formed: the squares stay far below float32's 3.4e38 (Λ is invariant under s -> s / k, so only
+# the round-off changes). Ordinary scores (|s| < 2^40) are not rescaled at all.
+_MAX_EXPONENT = 40
+# the variance floor in rescaled units never drops below 2^-38 (an sd of 2^-19: below float32's
+# resolution of scores near 2^40), so (s - μ)/σ stays finite
+_SCALED_VAR_FLOOR = 2.0 ** -38
 
 
 def _loo_moments(x, w):
@@ -34,9 +41,20 @@ def _loo_moments(x, w):
     return n, mean, jnp.maximum(var, 0.0)
 
 
+def _power_of_two_scale(x):
+    """k = 2^-e with max |x| k < 2^_MAX_EXPONENT, and k = 1 when max |x| is already below it."""
+    _, exponent = jnp.frexp(jnp.max(jnp.abs(x)))  # max |x| = m 2^exponent, m in [0.5, 1)
+    shift = jnp.maximum(exponent - _MAX_EXPONENT, 0)
+    return jax.lax.stop_gradient(jnp.ldexp(jnp.ones((), x.dtype), -shift))
+
+
 @jax.jit(static_argnames=("fix_variance",))
-def _lira_loo(scores, masks, fix_variance):
-    x = scores.astype(jnp.float32)
+def _lira_loo(scores, masks, fix_variance=False):
+    """Unvalidated, traceable core of :func:`lira_loo` ((R, N) scores, (R, N) bool masks)."""
+    x = jnp.asarray(scores).astype(jnp.float32)
+    masks = jnp.asarray(masks).astype(bool)
+    scale = _power_of_two_scale(x)
+    x = x * scale
     # centre per node for numerically stable moment sums
     x = x - jnp.mean(x, axis=0)
     m_in = masks.astype(jnp.float32)
@@ -62,8 +80,9 @@ def _lira_loo(scores, masks, fix_variance):
 
         var_in = fallback(n_in, var_in)
         var_out = fallback(n_out, var_out)
-    var_in = jnp.maximum(var_in, _VAR_FLOOR)
-    var_out = jnp.maximum(var_out, _VAR_FLOOR)
+    floor = jnp.maximum(_VAR_FLOOR * scale * scale, _SCALED_VAR_FLOOR)  # 1e-6 when unscaled
+    var_in = jnp.maximum(var_in, floor)
+    var_out = jnp.maximum(var_out, floor)
     llr = (distrax.Normal(mu_in, jnp.sqrt(var_in)).log_prob(x)
            - distrax.Normal(mu_out, jnp.sqrt(var_out)).log_prob(x))
     # without IN or without OUT shadows there is no evidence: Λ = 0 (the prior decides)
@@ -78,6 +97,14 @@ def lira_loo(scores: ArrayLike, masks: ArrayLike, *, fix_variance: bool = False)
     OUT variance pooled over all nodes (LiRA's fixed-variance variant, better with few shadows).
     Nodes with fewer than 2 IN (OUT) shadows use the pooled variance; nodes with no IN or no OUT
     shadow get Λ = 0 (no evidence).
+
+    Λ does not change when every score is multiplied by one constant, so scores of any finite
+    magnitude are rescaled by a power of two first (only when max |s| ≥ 2^40; exact, and it keeps
+    the squared moments finite in float32); the variance floor (1e−6 in the scores' units) never
+    falls below float32 resolution at that scale.
+
+    Traceable: inside ``jax.jit``/``jax.vmap``/``jax.grad`` (e.g. Λ's gradient with respect to
+    the scores) the checks below are skipped and the core just computes.
 
     Args:
       scores: (R, N) per-model per-node scores (e.g. the true-class logit).
@@ -95,8 +122,10 @@ def lira_loo(scores: ArrayLike, masks: ArrayLike, *, fix_variance: bool = False)
       True
     """
     check_scores_and_masks(scores, masks)
-    # one inf score would reach every node's column through the pooled variance
-    check_finite("scores", scores)
     if jnp.shape(scores)[0] < 2:
         raise ValueError(f"scores needs at least 2 models (R >= 2), got {jnp.shape(scores)[0]}")
-    return _lira_loo(jnp.asarray(scores), jnp.asarray(masks, bool), bool(fix_variance))
+    if not is_traced(scores, masks):
+        # one inf score would reach every node's column through the pooled variance
+        check_finite("scores", scores)
+        scores, masks = jnp.asarray(scores), jnp.asarray(masks, bool)
+    return _lira_loo(scores, masks, bool(fix_variance))

@@ -1,7 +1,12 @@
 """Attack metrics: ROC AUC, TPR at low FPR, membership advantage (docs/gnn_mia.md).
 
-``labels`` True = member (positive). Every metric is computed over ``axis`` (None: all entries
-pooled — the global figure; ``axis=0`` on (R, N) arrays: one figure per node).
+``labels`` True = member (positive; booleans or 0/1, anything else is refused). Every metric is
+computed over ``axis`` (None: all entries pooled — the global figure; ``axis=0`` on (R, N) arrays:
+one figure per node).
+
+Each public function checks concrete arguments (shapes always, as they are static), then calls an
+unvalidated ``jax.numpy`` core, so it also runs inside ``jax.jit`` and ``jax.vmap`` (``axis`` and
+``fpr``'s role are unchanged; ``axis`` must be a Python int or None).
 """
 
 from __future__ import annotations
@@ -11,17 +16,22 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from jaxaudit._validation import check_probability
+from jaxaudit._validation import check_binary, check_numeric, check_probability, is_traced
 
 __all__ = ["roc_auc", "tpr_at_fpr", "membership_advantage"]
 
 
-def _prepare(scores, labels, axis):
+def _check(scores, labels, *, scores_name="scores"):
+    """Shapes (static, checked under a transform too); NaN scores and non-0/1 labels (concrete)."""
     s, lab = np.shape(scores), np.shape(labels)
     if s != lab:
-        raise ValueError(f"labels must have the shape of scores {s}, got {lab}")
-    if np.isnan(np.asarray(scores, dtype=np.float64)).any():
-        raise ValueError("scores must not contain NaN")
+        raise ValueError(f"labels must have the shape of {scores_name} {s}, got {lab}")
+    check_binary("labels", labels)
+    if not is_traced(scores) and np.isnan(check_numeric(scores_name, scores)).any():
+        raise ValueError(f"{scores_name} must not contain NaN")
+
+
+def _prepare(scores, labels, axis):
     scores = jnp.asarray(scores, jnp.float32)
     labels = jnp.asarray(labels, bool)
     if axis is None:
@@ -55,6 +65,12 @@ def roc_auc(scores: ArrayLike, labels: ArrayLike, axis: int | None = None) -> ja
 
     NaN where a column has no positive or no negative.
     """
+    _check(scores, labels)
+    return _roc_auc(scores, labels, axis)
+
+
+def _roc_auc(scores, labels, axis=None):
+    """Unvalidated, traceable core of :func:`roc_auc` (``axis`` static)."""
     s, y = _prepare(scores, labels, axis)
     return _finish(_auc_columns(s, y), np.shape(scores), axis)
 
@@ -78,15 +94,33 @@ def tpr_at_fpr(
 ) -> jax.Array:
     """Largest TPR of a threshold test ``score > t`` whose empirical FPR is at most ``fpr``."""
     check_probability("fpr", fpr)
+    _check(scores, labels)
+    return _tpr_at_fpr(scores, labels, fpr if is_traced(fpr) else float(fpr), axis)
+
+
+def _tpr_at_fpr(scores, labels, fpr=1e-3, axis=None):
+    """Unvalidated, traceable core of :func:`tpr_at_fpr` (``axis`` static)."""
     s, y = _prepare(scores, labels, axis)
-    return _finish(_tpr_columns(s, y, float(fpr)), np.shape(scores), axis)
+    return _finish(_tpr_columns(s, y, fpr), np.shape(scores), axis)
 
 
 def membership_advantage(
     decisions: ArrayLike, labels: ArrayLike, axis: int | None = None,
 ) -> jax.Array:
-    """Membership advantage ``TPR − FPR`` of hard decisions (Yeom et al., CSF 2018)."""
-    d, y = _prepare(np.asarray(decisions, np.float32), labels, axis)
+    """Membership advantage ``TPR − FPR`` of hard decisions (Yeom et al., CSF 2018,
+    arXiv 1709.01604).
+
+    ``decisions`` must be booleans or 0/1 (scores are refused: threshold them first, e.g. with
+    :func:`jaxaudit.mia.threshold_decision`). NaN where a column has no positive or no negative.
+    """
+    _check(decisions, labels, scores_name="decisions")
+    check_binary("decisions", decisions)
+    return _membership_advantage(decisions, labels, axis)
+
+
+def _membership_advantage(decisions, labels, axis=None):
+    """Unvalidated, traceable core of :func:`membership_advantage` (``axis`` static)."""
+    d, y = _prepare(jnp.asarray(decisions) != 0, labels, axis)
     d = d > 0.5
     tpr = jnp.sum(d & y, 0) / jnp.maximum(jnp.sum(y, 0), 1)
     fpr = jnp.sum(d & ~y, 0) / jnp.maximum(jnp.sum(~y, 0), 1)

@@ -141,3 +141,36 @@ def test_empty_counts_refused():
         validate_counts(empty)
     with pytest.raises(ValueError, match="counts must hold at least one node"):
         posterior_nuts(jax.random.key(0), empty, num_warmup=10, num_samples=10)
+
+
+def test_membership_advantage_refuses_scores_as_decisions():
+    """Hostile: float scores were thresholded at 0.5 silently and taken as decisions."""
+    labels = np.array([1, 1, 0, 0], bool)
+    with pytest.raises(ValueError, match="decisions must be boolean"):
+        membership_advantage(np.array([0.7, 0.2, 0.6, 0.1]), labels)
+    with pytest.raises(ValueError, match="decisions"):
+        membership_advantage(np.array([2, 0, 1, 0]), labels)
+    # 0/1 numbers are decisions: TPR − FPR = 1/2 − 1/2 by hand
+    assert float(membership_advantage(np.array([1.0, 0.0, 1.0, 0.0]), labels)) == 0.0
+    assert float(membership_advantage(np.array([1, 1, 0, 1]), labels)) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("bad", [[1, 0, 2, 0], [1, 0, 0.5, 0], [1, 0, np.nan, 0]])
+def test_metrics_refuse_labels_outside_zero_one(bad):
+    """Hostile: labels 2 or 0.5 were cast to True silently."""
+    scores = np.array([3.0, 1.0, 2.0, 0.0])
+    with pytest.raises(ValueError, match="labels must be boolean"):
+        roc_auc(scores, np.array(bad))
+    with pytest.raises(ValueError, match="labels must be boolean"):
+        tpr_at_fpr(scores, np.array(bad), 0.5)
+    with pytest.raises(ValueError, match="labels must be boolean"):
+        membership_advantage(np.array([1, 0, 1, 0]), np.array(bad))
+    # 0/1 integers and floats are labels: AUC by hand (positives 3.0, 1.0 vs negatives 2.0, 0.0)
+    assert float(roc_auc(scores, np.array([1.0, 1.0, 0.0, 0.0]))) == pytest.approx(0.75)
+
+
+def test_decisions_refuse_nan_scores():
+    with pytest.raises(ValueError, match="scores must not contain NaN"):
+        threshold_decision(np.array([0.1, np.nan]))
+    with pytest.raises(ValueError, match="llr must not contain NaN"):
+        bayes_decision(np.array([0.1, np.nan]), 0.5)

@@ -84,3 +84,20 @@ def test_infinite_score_refused_not_spread():
     scores[2, 1] = np.inf
     with pytest.raises(ValueError, match="scores must be finite"):
         lira_loo(scores, masks)
+
+
+@pytest.mark.parametrize("magnitude", [1e19, 1e30, 1e37])
+def test_huge_finite_scores_give_the_rescaled_llr(magnitude):
+    """Hostile: scores >= 1e19 (float32) overflowed the squared moments (inf / NaN Λ). Λ is
+    invariant under s -> k s + c, so huge scores must give the Λ of the unit-scale scores."""
+    scores, masks = _synthetic(jax.random.key(5), 16, 6, 1.0, 0.7, -0.5, 1.3)
+    ref = np.asarray(lira_loo(scores, masks))
+    for fix_variance in (False, True):
+        ref = np.asarray(lira_loo(scores, masks, fix_variance=fix_variance))
+        big = np.asarray(lira_loo(np.asarray(scores, np.float32) * np.float32(magnitude), masks,
+                                  fix_variance=fix_variance))
+        assert np.all(np.isfinite(big))
+        np.testing.assert_allclose(big, ref, rtol=1e-3, atol=1e-3)
+    # a shift far beyond the spread: float32 resolves nothing at 1e30, every score is equal
+    flat = np.asarray(lira_loo(np.full((8, 3), magnitude, np.float32), masks[:8, :3]))
+    assert np.all(np.isfinite(flat))
