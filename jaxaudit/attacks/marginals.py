@@ -39,6 +39,7 @@ References:
 from __future__ import annotations
 
 import itertools
+import math
 from typing import NamedTuple
 
 import jax
@@ -50,7 +51,10 @@ from jaxaudit.attacks.result import AttackResult, attack_result
 from jaxaudit.attacks.tabular import Table, load_fair
 
 __all__ = [
+    "MAX_MEMORY_BYTES",
     "MarginalsGame",
+    "check_marginals_arguments",
+    "marginals_memory",
     "marginals_game",
     "release_marginals",
     "marginals_posterior",
@@ -59,6 +63,12 @@ __all__ = [
 ]
 
 PRIOR_SMOOTHING = 1.0
+
+#: Largest working memory (bytes) of one attack (:func:`marginals_memory`); larger games are
+#: refused before any work. The posterior compares every pair of hidden values for every
+#: target, so memory grows as n·H² with H the number of hidden combinations: five or more
+#: hidden attributes of the Fair table reach tens to hundreds of GiB.
+MAX_MEMORY_BYTES = 4 * 2**30
 
 
 class MarginalsGame(NamedTuple):
@@ -98,6 +108,62 @@ def _cells(codes: np.ndarray, sizes, subsets, offsets) -> np.ndarray:
     return np.stack(out, axis=-1)
 
 
+def marginals_memory(sizes, num_hidden: int, way: int, num_targets: int,
+                     hidden_values: int) -> int:
+    """Estimated peak working memory (bytes) of one attack: the (n, H, H) comparison and its
+    float64 cast in :func:`marginals_posterior` (9nH²), the (n, H, m) cells and their expected
+    values (16nHm), the (n, H, A) records (8nHA) and the (H, H) Hamming balls (H²(h + 16)),
+    with n targets, H hidden combinations, h hidden attributes, A released attributes and m
+    marginals."""
+    a = len(sizes)
+    m = math.comb(a, int(way))
+    n, big_h = int(num_targets), int(hidden_values)
+    return (9 * n * big_h**2 + 16 * n * big_h * m + 8 * n * big_h * a
+            + big_h**2 * (int(num_hidden) + 16))
+
+
+def check_marginals_arguments(table: Table, *, attributes, hidden, way: int = 2,
+                              num_targets: int = 100, distance: int = 0) -> None:
+    """Every check of the game's arguments, before any work (no game is built): the names,
+    ``way``, ``num_targets``, ``distance`` and the working memory
+    (:func:`marginals_memory` ≤ :data:`MAX_MEMORY_BYTES`).
+
+    Raises:
+      ValueError: naming the argument.
+    """
+    if isinstance(attributes, str) or isinstance(hidden, str):
+        raise ValueError("attributes and hidden must be sequences of column names, not strings")
+    attributes, hidden = list(attributes), list(hidden)
+    for name in attributes:
+        if name not in table.columns:
+            raise ValueError(f"attributes: unknown column {name!r}; columns are {table.columns}")
+    if len(set(attributes)) != len(attributes):
+        raise ValueError(f"attributes must be distinct, got {attributes}")
+    if not hidden or not set(hidden) <= set(attributes) or len(set(hidden)) != len(hidden):
+        raise ValueError(f"hidden must be a non-empty set of distinct released columns, "
+                         f"got {hidden} (attributes: {attributes})")
+    way = check_integer("way", way, minimum=1)
+    if way > len(attributes):
+        raise ValueError(f"way must be an integer in [1, {len(attributes)}], got {way!r}")
+    n_rows = table.codes.shape[0]
+    num_targets = check_integer("num_targets", num_targets, minimum=1)
+    if num_targets >= n_rows:
+        raise ValueError(f"num_targets must be an integer in [1, {n_rows - 1}], got {num_targets!r}")
+    distance = check_integer("distance", distance, minimum=0)
+    if distance >= len(hidden):
+        raise ValueError(f"distance must be below the number of hidden columns "
+                         f"({len(hidden)}), got {distance}: every guess would succeed")
+    sizes = [len(table.levels[table.columns.index(a)]) for a in attributes]
+    combos = math.prod(len(table.levels[table.columns.index(h)]) for h in hidden)
+    need = marginals_memory(sizes, len(hidden), way, num_targets, combos)
+    if need > MAX_MEMORY_BYTES:
+        raise ValueError(
+            f"hidden {hidden} has {combos} value combinations: the attack on {num_targets} "
+            f"targets needs about {need / 2**30:.1f} GiB (the limit is "
+            f"{MAX_MEMORY_BYTES / 2**30:g} GiB; memory grows as num_targets x combinations^2); "
+            "hide fewer columns or lower num_targets")
+
+
 def marginals_game(key, table: Table, *, attributes, hidden, way: int = 2,
                    num_targets: int = 100) -> MarginalsGame:
     """Pick n target rows, draw their hidden values from D_i, and set up the release.
@@ -114,21 +180,10 @@ def marginals_game(key, table: Table, *, attributes, hidden, way: int = 2,
       :class:`MarginalsGame`.
     """
     attributes, hidden = list(attributes), list(hidden)
-    for name in attributes:
-        if name not in table.columns:
-            raise ValueError(f"attributes: unknown column {name!r}; columns are {table.columns}")
-    if len(set(attributes)) != len(attributes):
-        raise ValueError(f"attributes must be distinct, got {attributes}")
-    if not hidden or not set(hidden) <= set(attributes) or len(set(hidden)) != len(hidden):
-        raise ValueError(f"hidden must be a non-empty set of distinct released attributes, "
-                         f"got {hidden} (attributes: {attributes})")
-    way = check_integer("way", way, minimum=1)
-    if way > len(attributes):
-        raise ValueError(f"way must be an integer in [1, {len(attributes)}], got {way!r}")
+    check_marginals_arguments(table, attributes=attributes, hidden=hidden, way=way,
+                              num_targets=num_targets)
+    way, num_targets = int(way), int(num_targets)
     n_rows = table.codes.shape[0]
-    num_targets = check_integer("num_targets", num_targets, minimum=1)
-    if num_targets >= n_rows:
-        raise ValueError(f"num_targets must be an integer in [1, {n_rows - 1}], got {num_targets!r}")
     col = [table.columns.index(a) for a in attributes]
     codes = table.codes[:, col].astype(np.int64)
     sizes = np.array([len(table.levels[c]) for c in col])
@@ -281,11 +336,10 @@ def marginals_reconstruction(key, *, rho: float, attributes, hidden, distance: i
     check_positive("rho", rho)
     check_probability("delta", delta, open_low=True, open_high=True)
     check_probability("gamma", gamma, open_low=True, open_high=True)
-    distance = check_integer("distance", distance, minimum=0)
-    if int(distance) >= len(list(hidden)):
-        raise ValueError(f"distance must be below the number of hidden attributes "
-                         f"({len(list(hidden))}), got {distance}: every guess would succeed")
     table = load_fair() if table is None else table
+    check_marginals_arguments(table, attributes=attributes, hidden=hidden, way=way,
+                              num_targets=num_targets, distance=distance)
+    distance = int(distance)
     k_game, k_noise = jax.random.split(key)
     game = marginals_game(k_game, table, attributes=attributes, hidden=hidden, way=way,
                           num_targets=num_targets)

@@ -25,6 +25,7 @@ References:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -36,6 +37,7 @@ from jaxaudit._validation import (
     check_integer,
     check_nonnegative_finite,
     check_positive,
+    check_positive_finite,
     check_probability,
 )
 from jaxaudit.attacks.char_model import CharGRU, candidate_trie, score_candidates
@@ -159,12 +161,17 @@ def secret_ranks(scores, secrets) -> np.ndarray:
     """Rank (0 = best) of each user's true secret under ``scores`` (n, K): (n,) int.
 
     Ties are broken against the attacker (a tied candidate counts as ranked above the secret);
-    the attack with k guesses succeeds iff rank < k.
+    the attack with k guesses succeeds iff rank < k. Scores that are not numbers never help the
+    attacker: a NaN candidate counts as ranked above the secret, and a secret whose own score is
+    NaN or ±inf (a diverged model: log-likelihoods are finite and ≤ 0) gets rank K, below every
+    candidate, so it is never an extraction with k ≤ K guesses.
     """
     scores = np.asarray(scores)
     secrets = np.asarray(secrets)
     own = scores[np.arange(scores.shape[0]), secrets]
-    return (scores >= own[:, None]).sum(axis=1) - 1
+    above = (scores >= own[:, None]) | np.isnan(scores)
+    ranks = above.sum(axis=1) - 1
+    return np.where(np.isfinite(own), ranks, scores.shape[1])
 
 
 def rank_secrets(model, params, prior: SecretPrior, num_users: int, secrets) -> np.ndarray:
@@ -215,6 +222,8 @@ def train_and_score(key, *, prior: SecretPrior, num_secrets: int, epsilon: float
     """
     check_positive("epsilon", epsilon)
     check_probability("delta", delta, open_low=True, open_high=True)
+    check_positive_finite("learning_rate", learning_rate)
+    check_positive_finite("clip_norm", clip_norm)
     if not isinstance(prior, SecretPrior):
         raise TypeError(f"prior must be a SecretPrior, got {type(prior).__name__}")
     num_secrets = check_integer("num_secrets", num_secrets, minimum=1)
@@ -232,6 +241,13 @@ def train_and_score(key, *, prior: SecretPrior, num_secrets: int, epsilon: float
                          noise_multiplier=profile.noise, clip_norm=clip_norm,
                          learning_rate=learning_rate, init_params=init, on_chunk=on_progress)
     scores = secret_scores(model, params, prior, num_secrets)
+    bad = int(np.size(scores) - np.isfinite(scores).sum())
+    if bad:
+        raise ValueError(
+            f"the training diverged: {bad} of the {np.size(scores)} log-likelihoods of the "
+            f"fine-tuned model are NaN or infinite (learning_rate={float(learning_rate)!r}, "
+            f"clip_norm={float(clip_norm)!r}); lower learning_rate. A diverged model's scores "
+            "are not an attack")
     reference = None if init is None else secret_scores(model, init, prior, num_secrets)
     return SecretScores(scores, reference, np.asarray(corpus.secrets), profile)
 
@@ -243,6 +259,11 @@ def extraction_result(scored: SecretScores, prior: SecretPrior, *, scoring: str 
     baseline and the bound (:func:`jaxaudit.attacks.attack_result`)."""
     guesses = check_integer("guesses", guesses, minimum=1)
     check_probability("gamma", gamma, open_low=True, open_high=True)
+    bad = int(np.size(scored.scores) - np.isfinite(np.asarray(scored.scores, np.float64)).sum())
+    if bad:
+        warnings.warn(f"{bad} of the model's log-likelihoods are NaN or infinite (a diverged "
+                      "model): those secrets count as not extracted", RuntimeWarning,
+                      stacklevel=2)
     s = attack_scores(scored.scores, prior, scoring, reference=scored.reference, weight=weight)
     hits = secret_ranks(s, scored.secrets) < guesses
     p_star = float(top_k_mass(prior.probs, guesses))

@@ -16,8 +16,12 @@ values; bounds are level-γ upper bounds.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import re
 import time
+
+from jaxaudit.cli._types import count, nonnegative_int, positive
 
 _MARGINAL_ATTRIBUTES = "age,yrs_married,children,educ,religious,occupation,rate_marriage"
 _MARGINAL_HIDDEN = "religious,occupation,rate_marriage"
@@ -26,11 +30,73 @@ _MARGINAL_HIDDEN = "religious,occupation,rate_marriage"
 SCORINGS = ("calibrated", "likelihood", "prior", "reference")
 
 
-def _floats(text: str) -> list[float]:
+# Limits refused before any work (each flag's --help says its own).
+MAX_SEEDS = 1000            # --seeds: one trained model / release per (level, seed)
+MAX_LEVELS = 100            # values in --epsilons / --rhos
+MAX_EPSILON = 100.0         # finite --epsilons (jaxaudit.attacks.privacy.MAX_DPSGD_EPSILON)
+MAX_STEPS = 1_000_000       # --steps, --pretrain-steps
+MAX_LEARNING_RATE = 1.0     # --learning-rate (Adam's step; larger ones diverge)
+MAX_HIDDEN = 4096           # --hidden (GRU width)
+MAX_SECRETS = 100_000       # --num-secrets
+MAX_SCORE_BYTES = 4 * 2**30  # n x K candidate scores of one run, all scorings
+_SCORE_BYTES_PER_PAIR = 48  # float32 model and reference scores, float64 attack scores, ...
+MARGINALS_MAX_GIB = 4       # jaxaudit.attacks.marginals.MAX_MEMORY_BYTES (checked by a test)
+
+
+def _levels(text: str) -> list[float]:
+    """Comma-separated privacy levels > 0, distinct, inf allowed (no noise); NaN, empty items
+    and repeats refused (a repeated level would be one run reported twice)."""
+    items = [v.strip() for v in text.split(",")]
+    if not text.strip() or any(not v for v in items):
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers > 0 without empty "
+                                         f"items, got {text!r}")
     try:
-        return [float(v) for v in text.split(",") if v.strip()]
+        values = [float(v) for v in items]
     except ValueError as err:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from err
+    for v in values:
+        if not v > 0:  # also NaN
+            raise argparse.ArgumentTypeError(f"every value must be > 0 (inf: no noise), got {v!r}")
+    seen = set()
+    for v in values:
+        if v in seen:
+            raise argparse.ArgumentTypeError(f"{v!r} is listed twice in {text!r}; give each value "
+                                             "once (--seeds repeats runs)")
+        seen.add(v)
+    if len(values) > MAX_LEVELS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_LEVELS} values, got {len(values)}")
+    return values
+
+
+def _bounded(kind, limit: int):
+    """``kind`` (an argparse type) with an upper limit."""
+    def parse(text: str):
+        value = kind(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"at most {limit}, got {value}")
+        return value
+    return parse
+
+
+def _learning_rate(text: str) -> float:
+    value = positive(text)
+    if value > MAX_LEARNING_RATE:
+        raise argparse.ArgumentTypeError(f"expected a step size in (0, {MAX_LEARNING_RATE:g}] "
+                                         f"(Adam diverges with larger ones), got {text!r}")
+    return value
+
+
+@contextlib.contextmanager
+def _flags(**names: str):
+    """Re-raise a library ``ValueError`` with its argument names replaced by the flags
+    (``num_targets`` -> ``--num-targets``)."""
+    try:
+        yield
+    except ValueError as err:
+        msg = str(err)
+        for name, flag in names.items():
+            msg = re.sub(rf"(?<![\w'-]){name}(?![\w'])", flag, msg)
+        raise ValueError(msg) from err
 
 
 def _names(text: str) -> list[str]:
@@ -49,49 +115,70 @@ def register(subparsers) -> None:
     s = sub.add_parser("secrets", help="extract secrets from a DP-fine-tuned character LM")
     s.add_argument("--prior", choices=("digits", "passwords"), default="passwords",
                    help="secret prior: uniform digit strings or Zipf over zxcvbn's passwords")
-    s.add_argument("--digits", type=int, default=4, help="length of digit secrets")
-    s.add_argument("--candidates", type=int, default=2000,
+    s.add_argument("--digits", type=count, default=4, help="length of digit secrets, 1 to 6")
+    s.add_argument("--candidates", type=count, default=2000,
                    help="password candidates kept (Zipf support)")
-    s.add_argument("--epsilons", type=_floats, default=[1.0, 4.0, 8.0, math.inf],
-                   help="comma-separated ε values, inf = no noise (default: 1,4,8,inf)")
-    s.add_argument("--delta", type=float, default=1e-5, help="δ of the (ε, δ) target")
-    s.add_argument("--num-secrets", type=int, default=100, help="n users, one secret each")
-    s.add_argument("--guesses", type=int, default=1, help="guesses per secret k")
-    s.add_argument("--num-filler", type=int, default=1000, help="filler records (real text)")
-    s.add_argument("--steps", type=int, default=200, help="DP-SGD steps")
-    s.add_argument("--batch-size", type=int, default=64, help="expected Poisson batch size")
-    s.add_argument("--clip", type=float, default=1.0, help="per-example clipping norm C")
-    s.add_argument("--learning-rate", type=float, default=1e-3, help="fine-tuning Adam step")
-    s.add_argument("--pretrain-steps", type=int, default=200,
-                   help="public pretraining steps (0: train from scratch)")
-    s.add_argument("--hidden", type=int, default=96, help="GRU width")
-    s.add_argument("--pretrain-seed", type=int, default=0,
+    s.add_argument("--epsilons", type=_levels, default=[1.0, 4.0, 8.0, math.inf],
+                   help=f"comma-separated distinct ε values, each > 0 and at most "
+                        f"{MAX_EPSILON:g} (finite) or inf = no noise; at most {MAX_LEVELS} "
+                        "values (default: 1,4,8,inf)")
+    s.add_argument("--delta", type=float, default=1e-5, help="δ of the (ε, δ) target, in (0, 1)")
+    s.add_argument("--num-secrets", type=_bounded(count, MAX_SECRETS), default=100,
+                   help=f"n users, one secret each, 2 to {MAX_SECRETS} (n x candidates at most "
+                        f"{MAX_SCORE_BYTES // _SCORE_BYTES_PER_PAIR:.3g}: "
+                        f"{MAX_SCORE_BYTES / 2**30:g} GiB of scores)")
+    s.add_argument("--guesses", type=count, default=1, help="guesses per secret k")
+    s.add_argument("--num-filler", type=count, default=1000,
+                   help="filler records (real text; at most the sentences available, less 1000 "
+                        "public ones when pretraining)")
+    s.add_argument("--steps", type=_bounded(count, MAX_STEPS), default=200,
+                   help=f"DP-SGD steps, at most {MAX_STEPS}")
+    s.add_argument("--batch-size", type=count, default=64, help="expected Poisson batch size")
+    s.add_argument("--clip", type=positive, default=1.0, help="per-example clipping norm C")
+    s.add_argument("--learning-rate", type=_learning_rate, default=1e-3,
+                   help=f"fine-tuning Adam step, in (0, {MAX_LEARNING_RATE:g}]")
+    s.add_argument("--pretrain-steps", type=_bounded(nonnegative_int, MAX_STEPS), default=200,
+                   help=f"public pretraining steps, at most {MAX_STEPS} (0: train from scratch)")
+    s.add_argument("--hidden", type=_bounded(count, MAX_HIDDEN), default=96,
+                   help=f"GRU width, at most {MAX_HIDDEN}")
+    s.add_argument("--pretrain-seed", type=nonnegative_int, default=0,
                    help="seed of the public pretraining (one public model for every run)")
     s.add_argument("--scoring", choices=SCORINGS, default=SCORINGS[0],
                    help="ranking of the main table: prior x user-calibrated likelihood ratio "
                         "(calibrated), prior x ratio to the public model (reference), model "
                         "likelihood (likelihood) or prior only (prior); every scoring is "
                         "computed on the same models and stored")
-    s.add_argument("--seeds", type=int, default=1, help="repetitions per ε")
-    s.add_argument("--gamma", type=float, default=0.05, help="level γ of the count bound")
+    s.add_argument("--seeds", type=_bounded(count, MAX_SEEDS), default=1,
+                   help=f"repetitions per ε, at most {MAX_SEEDS}")
+    s.add_argument("--gamma", type=float, default=0.05,
+                   help="level γ of the count bound, in (0, 1)")
     s.add_argument("--out", required=True, help="run folder (created; resumed if it exists)")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.set_defaults(func=run_secrets)
 
     m = sub.add_parser("marginals", help="reconstruct hidden attributes from noisy marginals")
-    m.add_argument("--rhos", type=_floats, default=[0.01, 0.1, 1.0, 10.0],
-                   help="comma-separated ρ values of ρ-zCDP (default: 0.01,0.1,1,10)")
+    m.add_argument("--rhos", type=_levels, default=[0.01, 0.1, 1.0, 10.0],
+                   help=f"comma-separated distinct ρ values of ρ-zCDP, each > 0 (inf: no "
+                        f"noise); at most {MAX_LEVELS} values (default: 0.01,0.1,1,10)")
     m.add_argument("--attributes", default=_MARGINAL_ATTRIBUTES,
                    help=f"released attributes (default: {_MARGINAL_ATTRIBUTES})")
     m.add_argument("--hidden", default=_MARGINAL_HIDDEN,
-                   help=f"attributes to reconstruct (default: {_MARGINAL_HIDDEN})")
-    m.add_argument("--distance", type=int, default=0,
-                   help="Hamming distance d of a success (0: exact)")
-    m.add_argument("--way", type=int, default=2, help="k of the k-way marginals")
-    m.add_argument("--num-targets", type=int, default=100, help="n target rows")
-    m.add_argument("--delta", type=float, default=1e-5, help="δ of the reported (ε, δ) point")
-    m.add_argument("--seeds", type=int, default=1, help="repetitions per ρ")
-    m.add_argument("--gamma", type=float, default=0.05, help="level γ of the count bound")
+                   help=f"attributes to reconstruct; the attack's memory grows as n x H^2 "
+                        f"with H the number of their value combinations, and a run needing "
+                        f"more than {MARGINALS_MAX_GIB:g} GiB is refused (4 hidden attributes "
+                        f"of Fair at n = 100 fit, 5 do not) (default: {_MARGINAL_HIDDEN})")
+    m.add_argument("--distance", type=nonnegative_int, default=0,
+                   help="Hamming distance d of a success (0: exact), below the hidden count")
+    m.add_argument("--way", type=count, default=2,
+                   help="k of the k-way marginals, at most the attribute count")
+    m.add_argument("--num-targets", type=count, default=100,
+                   help="n target rows, fewer than the table's rows")
+    m.add_argument("--delta", type=float, default=1e-5,
+                   help="δ of the reported (ε, δ) point, in (0, 1)")
+    m.add_argument("--seeds", type=_bounded(count, MAX_SEEDS), default=1,
+                   help=f"repetitions per ρ, at most {MAX_SEEDS}")
+    m.add_argument("--gamma", type=float, default=0.05,
+                   help="level γ of the count bound, in (0, 1)")
     m.add_argument("--out", required=True, help="run folder (created; resumed if it exists)")
     m.add_argument("--quiet", action="store_true", help="no progress bar")
     m.set_defaults(func=run_marginals)
@@ -130,7 +217,7 @@ def _finish(rundir, rows: list[dict], level_name: str, title: str,
         bound = min(r["bound"] for r in sel)
         exceed = int(sum(r["successes"] >= r["bound"] for r in sel))
         agg.append((lv, sel[0]["epsilon"], succ.mean(), sel[0]["baseline"], bound))
-        lines.append(f"| {lv:g} | {sel[0]['epsilon']:.3g} | {len(sel)} | {succ.mean():.2f} | "
+        lines.append(f"| {_level_text(lv)} | {sel[0]['epsilon']:.3g} | {len(sel)} | {succ.mean():.2f} | "
                      f"{succ.max()} | {np.mean([r['baseline'] for r in sel]):.2f} | {bound} | "
                      f"{exceed} |")
     if scorings:
@@ -146,7 +233,7 @@ def _finish(rundir, rows: list[dict], level_name: str, title: str,
                 over = sum(r[f"successes_{sc}"] >= r["bound"] for r in sel
                            if f"successes_{sc}" in r)
                 cells.append(f"{np.mean(got):.2f} / {max(got)} ({over})" if got else "—")
-            lines.append(f"| {lv:g} | " + " | ".join(cells) + " |")
+            lines.append(f"| {_level_text(lv)} | " + " | ".join(cells) + " |")
     rundir.write_text("summary.md", "\n".join(lines) + "\n")
     finite = [a for a in agg if math.isfinite(a[1])]
     if finite:
@@ -184,8 +271,20 @@ def _rows(results: dict, names_levels: list, level_name: str) -> list[dict]:
     return rows
 
 
+def _level_text(value: float) -> str:
+    """``value`` as short as it stays exact: ``%g`` when that reads back as the same float
+    (``2``, ``0.1``, ``1e+06``), else ``repr`` (``2.0000001``), so distinct values never share a
+    text."""
+    if math.isinf(value):
+        return "inf"
+    text = f"{value:g}"
+    return text if float(text) == value else repr(float(value))
+
+
 def _level_name(value: float) -> str:
-    return "inf" if math.isinf(value) else f"{value:g}".replace(".", "p").replace("-", "m")
+    """A chunk-name-safe form of :func:`_level_text`, one-to-one (``.`` -> ``p``, ``-`` ->
+    ``m``, ``+`` dropped: ``1e+06`` -> ``1e06``, ``1e-05`` -> ``1em05``)."""
+    return _level_text(value).replace(".", "p").replace("-", "m").replace("+", "")
 
 
 def _load_pretrained(rundir, args, prior):
@@ -210,30 +309,75 @@ def _load_pretrained(rundir, args, prior):
     return model, params
 
 
+_SECRETS_FLAGS = dict(
+    num_secrets="--num-secrets", num_filler="--num-filler", steps="--steps",
+    batch_size="--batch-size", clip_norm="--clip", learning_rate="--learning-rate",
+    hidden_dim="--hidden", guesses="--guesses", gamma="--gamma", delta="--delta",
+    epsilon="--epsilons", length="--digits", size="--candidates")
+
+
+def _check_common(args, level_flag: str) -> None:
+    """--out, --delta, --gamma and the levels: refused before any work."""
+    from jaxaudit._validation import check_output_dir, check_probability
+
+    check_output_dir("--out", args.out)
+    check_probability("--delta", args.delta, open_low=True, open_high=True)
+    check_probability("--gamma", args.gamma, open_low=True, open_high=True)
+    levels = getattr(args, level_flag.lstrip("-"))
+    if not levels:
+        raise ValueError(f"{level_flag} must list at least one value")
+
+
+def _check_secrets(args):
+    """Every argument of ``attack secrets``, before the run folder is written or anything is
+    trained; returns the secret prior."""
+    from jaxaudit.attacks import digit_prior, dpsgd_privacy, password_prior
+    from jaxaudit.attacks.corpus import filler_sentences
+
+    _check_common(args, "--epsilons")
+    too_big = [e for e in args.epsilons if math.isfinite(e) and e > MAX_EPSILON]
+    if too_big:
+        raise ValueError(f"--epsilons: finite values must be at most {MAX_EPSILON:g} (use inf "
+                         f"for no noise), got {too_big[0]!r}")
+    if args.num_secrets < 2:
+        raise ValueError("--num-secrets must be >= 2: the calibrated scoring compares each "
+                         f"user with the others, got {args.num_secrets}")
+    if args.scoring == "reference" and not args.pretrain_steps:
+        raise ValueError("--scoring reference needs a public pretrained model "
+                         "(--pretrain-steps > 0)")
+    with _flags(**_SECRETS_FLAGS):
+        prior = (digit_prior(args.digits) if args.prior == "digits"
+                 else password_prior(args.candidates))
+    pairs = args.num_secrets * len(prior.candidates)
+    if pairs * _SCORE_BYTES_PER_PAIR > MAX_SCORE_BYTES:
+        raise ValueError(
+            f"--num-secrets {args.num_secrets} x {len(prior.candidates)} candidates = {pairs} "
+            f"scores need about {pairs * _SCORE_BYTES_PER_PAIR / 2**30:.1f} GiB (the limit is "
+            f"{MAX_SCORE_BYTES / 2**30:g} GiB); lower --num-secrets or the candidates")
+    available = len(filler_sentences()[0])
+    public = ", less the 1000 public ones of the pretraining" if args.pretrain_steps else ""
+    if args.pretrain_steps:
+        available -= 1000  # pretrain_public's public filler follows the private one
+    if args.num_filler > available:
+        raise ValueError(f"--num-filler must be at most {available} (the filler sentences "
+                         f"available{public}), got {args.num_filler}")
+    # The noise calibration of every ε (seconds each, cached for the runs), so that an ε that
+    # no noise reaches is refused now and not after the first runs.
+    q = min(1.0, args.batch_size / (args.num_secrets + args.num_filler))
+    with _flags(**_SECRETS_FLAGS):
+        for eps in args.epsilons:
+            dpsgd_privacy(epsilon=eps, delta=args.delta, steps=args.steps, sampling_rate=q)
+    return prior
+
+
 def run_secrets(args: argparse.Namespace) -> int:
     import jax
     import numpy as np
 
-    from jaxaudit._validation import check_integer
-    from jaxaudit.attacks import (
-        digit_prior,
-        extraction_result,
-        password_prior,
-        train_and_score,
-    )
+    from jaxaudit.attacks import extraction_result, train_and_score
     from jaxaudit.runs import RunDir, run_chunks
 
-    for name in ("num_secrets", "guesses", "num_filler", "steps", "batch_size", "hidden",
-                 "seeds"):
-        check_integer(f"--{name.replace('_', '-')}", getattr(args, name), minimum=1)
-    check_integer("--pretrain-steps", args.pretrain_steps, minimum=0)
-    check_integer("--pretrain-seed", args.pretrain_seed, minimum=0)
-    if not args.epsilons or any(not e > 0 for e in args.epsilons):
-        raise ValueError(f"--epsilons must be > 0, got {args.epsilons}")
-    if args.scoring == "reference" and not args.pretrain_steps:
-        raise ValueError("--scoring reference needs a public pretrained model "
-                         "(--pretrain-steps > 0)")
-    prior = digit_prior(args.digits) if args.prior == "digits" else password_prior(args.candidates)
+    prior = _check_secrets(args)
     config = {k: v for k, v in vars(args).items() if k not in ("func", "out", "quiet")}
     config["epsilons"] = [str(e) for e in args.epsilons]
     rundir = RunDir.open(args.out, kind="attack-secrets", config=config)
@@ -248,11 +392,13 @@ def run_secrets(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         if args.pretrain_steps and not pretrained:
             pretrained.append(_load_pretrained(rundir, args, prior))
-        scored = train_and_score(
-            jax.random.key(seed), prior=prior, num_secrets=args.num_secrets, epsilon=eps,
-            delta=args.delta, num_filler=args.num_filler, steps=args.steps,
-            batch_size=args.batch_size, clip_norm=args.clip, learning_rate=args.learning_rate,
-            pretrained=pretrained[0] if pretrained else None, hidden_dim=args.hidden)
+        with _flags(**_SECRETS_FLAGS):
+            scored = train_and_score(
+                jax.random.key(seed), prior=prior, num_secrets=args.num_secrets, epsilon=eps,
+                delta=args.delta, num_filler=args.num_filler, steps=args.steps,
+                batch_size=args.batch_size, clip_norm=args.clip,
+                learning_rate=args.learning_rate,
+                pretrained=pretrained[0] if pretrained else None, hidden_dim=args.hidden)
         out = _arrays(extraction_result(scored, prior, scoring=args.scoring,
                                         guesses=args.guesses, gamma=args.gamma))
         for sc in scorings:
@@ -276,18 +422,24 @@ def run_secrets(args: argparse.Namespace) -> int:
     return 0
 
 
+_MARGINALS_FLAGS = dict(
+    attributes="--attributes", hidden="--hidden", way="--way", num_targets="--num-targets",
+    distance="--distance", rho="--rhos", delta="--delta", gamma="--gamma")
+
+
 def run_marginals(args: argparse.Namespace) -> int:
     import jax
 
-    from jaxaudit._validation import check_integer
-    from jaxaudit.attacks import marginals_reconstruction
+    from jaxaudit.attacks import load_fair, marginals_reconstruction
+    from jaxaudit.attacks.marginals import check_marginals_arguments
     from jaxaudit.runs import RunDir, run_chunks
 
-    for name in ("num_targets", "way", "seeds"):
-        check_integer(f"--{name.replace('_', '-')}", getattr(args, name), minimum=1)
-    if not args.rhos or any(not r > 0 for r in args.rhos):
-        raise ValueError(f"--rhos must be > 0, got {args.rhos}")
+    _check_common(args, "--rhos")
     args.attributes, args.hidden = _names(args.attributes), _names(args.hidden)
+    with _flags(**_MARGINALS_FLAGS):
+        check_marginals_arguments(load_fair(), attributes=args.attributes, hidden=args.hidden,
+                                  way=args.way, num_targets=args.num_targets,
+                                  distance=args.distance)
     config = {k: v for k, v in vars(args).items() if k not in ("func", "out", "quiet")}
     config["rhos"] = [str(r) for r in args.rhos]
     rundir = RunDir.open(args.out, kind="attack-marginals", config=config)
@@ -296,10 +448,11 @@ def run_marginals(args: argparse.Namespace) -> int:
 
     def compute(name):
         rho, seed = dict(plan)[name]
-        result = marginals_reconstruction(
-            jax.random.key(seed), rho=rho, attributes=args.attributes, hidden=args.hidden,
-            distance=args.distance, way=args.way, num_targets=args.num_targets,
-            delta=args.delta, gamma=args.gamma)
+        with _flags(**_MARGINALS_FLAGS):
+            result = marginals_reconstruction(
+                jax.random.key(seed), rho=rho, attributes=args.attributes, hidden=args.hidden,
+                distance=args.distance, way=args.way, num_targets=args.num_targets,
+                delta=args.delta, gamma=args.gamma)
         return _arrays(result)
 
     results = run_chunks(rundir, [n for n, _ in plan], compute, progress=not args.quiet,
