@@ -1,5 +1,6 @@
 """Resumable run folders: resume, refusal of a changed config, corruption detection."""
 
+import hashlib
 import json
 import os
 import signal
@@ -284,3 +285,268 @@ def test_results_are_a_typed_tuple_with_concat_and_dict_access(tmp_path):
         res.concat("scores", NAMES)
     with pytest.raises(ValueError, match="no array"):
         res.concat("nothing")
+
+
+# -- hostile run folders (issue 24) ------------------------------------------------------------
+def _edit_manifest(folder, **changes):
+    path = folder / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest.update(changes)
+    path.write_text(json.dumps(manifest))
+
+
+def test_manifest_not_an_object_or_nested_too_deeply_is_a_clear_error(tmp_path):
+    """A manifest holding a JSON list gave an AttributeError in the report, a deeply nested
+    one a RecursionError: both are ValueErrors naming the file."""
+    RunDir.open(tmp_path / "r", kind="test", config={"a": 1})
+    manifest = tmp_path / "r" / "manifest.json"
+    for text, match in (("[1, 2]", "not an object"), ("[" * 100_000 + "]" * 100_000, "deeply"),
+                        ('{"kind": "x", "config": ' + "[" * 200 + "]" * 200 + "}", "deeply")):
+        manifest.write_text(text)
+        with pytest.raises(ValueError, match=match) as info:
+            load_results(tmp_path / "r")
+        assert "manifest.json" in str(info.value)
+
+
+@pytest.mark.parametrize("edit", ["kind", "plan"])
+def test_relabelled_kind_or_shortened_plan_is_refused(tmp_path, edit):
+    """The manifest's hash covered only the configuration: a bmp run relabelled 'shadow' broke
+    `bmp --shadow` with a KeyError, and a plan shortened to the finished chunks hid a partial
+    run. Both are now covered by manifest_hash."""
+    run = RunDir.open(tmp_path / "r", kind="bmp", config={"a": 1})
+
+    def stop_at_third(name):
+        if name == NAMES[2]:
+            raise KeyboardInterrupt
+        return compute(name)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_chunks(run, NAMES[:4], stop_at_third)
+    assert load_results(tmp_path / "r").missing == NAMES[2:4]
+    if edit == "kind":
+        _edit_manifest(tmp_path / "r", kind="shadow")
+    else:
+        _edit_manifest(tmp_path / "r", planned_chunks=NAMES[:2])
+    with pytest.raises(ValueError, match="edited by hand"):
+        load_results(tmp_path / "r")
+    with pytest.raises(ValueError, match="edited by hand"):
+        RunDir.open(tmp_path / "r", kind="shadow" if edit == "kind" else "bmp", config={"a": 1})
+
+
+def test_manifest_of_the_previous_version_is_still_read(tmp_path):
+    """Folders written before manifest_hash (checksum records without the run line, a
+    configuration holding inf hashed as 'Infinity') are read, with a warning, and resumed."""
+    run = RunDir.open(tmp_path / "r", kind="test", config={"a": 1})
+    run_chunks(run, NAMES[:2], compute)
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    del manifest["manifest_hash"]
+    manifest["config"] = {"a": 1, "eps": [1.0, float("inf")]}
+    manifest["config_hash"] = hashlib.sha256(
+        json.dumps(manifest["config"], sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    (tmp_path / "r" / "manifest.json").write_text(json.dumps(manifest))  # "Infinity", as before
+    for name in NAMES[:2]:
+        sidecar = tmp_path / "r" / "chunks" / f"{name}.npz.sha256"
+        sidecar.write_text(sidecar.read_text().splitlines()[0] + "\n")
+    with pytest.warns(UserWarning, match="not protected"):
+        res = load_results(tmp_path / "r")
+    assert_same({n: res.chunks[n] for n in NAMES[:2]}, {n: compute(n) for n in NAMES[:2]})
+    resumed = RunDir.open(tmp_path / "r", kind="test", config={"a": 1, "eps": [1.0, np.inf]})
+    assert resumed.has_chunk(NAMES[0]) and resumed.legacy
+
+
+def test_chunk_copied_from_another_run_is_refused(tmp_path):
+    """A chunk (with its checksum file) copied from a run with another seed was accepted: the
+    checksum bound the content to the chunk's name only, not to the run."""
+    import shutil
+
+    for seed in (1, 2):
+        run = RunDir.open(tmp_path / f"seed{seed}", kind="test", config={"seed": seed})
+        run_chunks(run, NAMES[:2], lambda n, s=seed: {"x": np.full(3, 10.0 * s + int(n[-2:]))})
+    for suffix in (".npz", ".npz.sha256"):
+        shutil.copy(tmp_path / "seed2" / "chunks" / f"chunk01{suffix}",
+                    tmp_path / "seed1" / "chunks" / f"chunk01{suffix}")
+    with pytest.raises(ValueError, match="chunk01.*another run"):
+        load_results(tmp_path / "seed1")
+    run = RunDir.open(tmp_path / "seed1", kind="test", config={"seed": 1})
+    with pytest.warns(UserWarning, match="another run"):
+        assert not run.has_chunk("chunk01")  # removed, so that it is recomputed
+    out = run_chunks(run, NAMES[:2], lambda n: {"x": np.full(3, 10.0 + int(n[-2:]))})
+    np.testing.assert_array_equal(out["chunk01"]["x"], np.full(3, 11.0))
+
+
+def _declare_size(npz: bytes, size: int) -> bytes:
+    """``npz`` (stored members) with every member's uncompressed size declared as ``size`` in
+    its local header and central-directory entry (what a zip bomb declares)."""
+    data = bytearray(npz)
+    for sig, offset in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):
+        start = 0
+        while (start := data.find(sig, start)) >= 0:
+            data[start + offset: start + offset + 4] = size.to_bytes(4, "little")
+            start += 4
+    return bytes(data)
+
+
+def _forged_npy(shape=(10**6, 10**6)) -> bytes:
+    """A ~200-byte .npy whose header claims ``shape`` of float64."""
+    import io
+
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        head, {"descr": "<f8", "fortran_order": False, "shape": shape})
+    return head.getvalue() + bytes(80)
+
+
+def _plant_chunk(run, name, data):
+    """``data`` as chunk ``name`` of ``run`` with a valid run-bound checksum record (an attacker
+    who can write the folder can write that too: the loader must not trust the content)."""
+    path = run.path / "chunks" / f"{name}.npz"
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(data)
+    digest = hashlib.sha256(data).hexdigest()
+    path.with_suffix(".npz.sha256").write_text(
+        f"{digest}  {path.name}\nrun {run.manifest['config_hash']}\n")
+
+
+def test_zip_bomb_and_forged_header_chunks_are_refused_before_loading(tmp_path):
+    """An .npz declaring 4 GB of members (a zip bomb) and a 209-byte .npy whose header claims
+    8 TB crashed load_results (memory); now ValueErrors before anything is allocated."""
+    import io
+    import zipfile
+
+    run = RunDir.open(tmp_path / "r", kind="test", config={"a": 1})
+    buf = io.BytesIO()
+    np.savez(buf, x=np.zeros(64))
+    _plant_chunk(run, "bomb", _declare_size(buf.getvalue(), 0xF000_0000))
+    with pytest.raises(ValueError, match="chunk 'bomb'.*zip bomb"):
+        load_results(tmp_path / "r")
+    (run.path / "chunks" / "bomb.npz").unlink()
+    (run.path / "chunks" / "bomb.npz.sha256").unlink()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("x.npy", _forged_npy())
+    _plant_chunk(run, "forged", buf.getvalue())
+    with pytest.raises(ValueError, match=r"chunk 'forged'.*claims shape \(1000000, 1000000\)"):
+        load_results(tmp_path / "r")
+
+
+def test_npy_loader_checks_the_header_against_the_file(tmp_path):
+    from jaxaudit.runs import load_arrays, load_npy, load_npz
+
+    forged = tmp_path / "scores.npy"
+    forged.write_bytes(_forged_npy())
+    assert forged.stat().st_size < 250
+    with pytest.raises(ValueError, match="scores.npy.*8,000,000,000,000 bytes.*80 bytes"):
+        load_npy(forged)
+    good = np.random.default_rng(0).normal(size=(7, 3)).astype(np.float32)
+    np.save(tmp_path / "good.npy", good)
+    np.testing.assert_array_equal(load_npy(tmp_path / "good.npy"), good)
+    np.testing.assert_array_equal(load_arrays(tmp_path / "good.npy"), good)
+    truncated = (tmp_path / "good.npy").read_bytes()[:-4]
+    with pytest.raises(ValueError, match="claims shape"):
+        load_npy(truncated)
+    np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(ValueError, match="Python objects"):
+        load_npy(tmp_path / "objects.npy")
+    np.savez_compressed(tmp_path / "both.npz", a=good, b=np.arange(5))
+    both = load_arrays(tmp_path / "both.npz")
+    np.testing.assert_array_equal(both["a"], good)
+    np.testing.assert_array_equal(both["b"], np.arange(5))
+    with pytest.raises(ValueError, match="zip bomb"):
+        load_npz(tmp_path / "both.npz", max_bytes=100)
+    with pytest.raises(ValueError, match="npz archive"):
+        load_npy(tmp_path / "both.npz")
+
+
+def test_symlinks_and_fifos_in_a_run_folder_are_not_followed(tmp_path):
+    """A chunk replaced by a symbolic link (to its own bytes moved elsewhere) was read through
+    the link; a linked table was parsed. Links are never followed; FIFOs never opened."""
+    from jaxaudit.runs import scan_run_folder
+
+    run = RunDir.open(tmp_path / "r", kind="test", config={"a": 1})
+    run_chunks(run, NAMES[:2], compute)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "r" / "chunks" / "chunk01.npz").rename(elsewhere / "chunk01.npz")
+    (tmp_path / "r" / "chunks" / "chunk01.npz").symlink_to(elsewhere / "chunk01.npz")
+    with pytest.raises(ValueError, match="chunk01.*symbolic link"):
+        load_results(tmp_path / "r")
+    (tmp_path / "r" / "chunks" / "chunk01.npz").unlink()
+    (elsewhere / "chunk01.npz").rename(tmp_path / "r" / "chunks" / "chunk01.npz")
+    (elsewhere / "secret.json").write_text('{"password": "hunter2"}')
+    (tmp_path / "r" / "creds.json").symlink_to(elsewhere / "secret.json")
+    (tmp_path / "r" / "linked").symlink_to(elsewhere, target_is_directory=True)
+    os.mkfifo(tmp_path / "r" / "pipe.json")
+    files, skipped = scan_run_folder(tmp_path / "r")
+    assert dict(skipped) == {"creds.json": "symbolic link (not followed)",
+                             "linked": "symbolic link (not followed)",
+                             "pipe.json": "not a regular file"}
+    assert "creds.json" not in files and "manifest.json" in files
+    with pytest.warns(UserWarning, match="skipped"):
+        res = load_results(tmp_path / "r")
+    assert res.tables == {} and "password" not in json.dumps(res.tables)
+    (tmp_path / "r" / "manifest.json").rename(elsewhere / "manifest.json")
+    (tmp_path / "r" / "manifest.json").symlink_to(elsewhere / "manifest.json")
+    with pytest.raises(ValueError, match="manifest.json is a symbolic link"):
+        load_results(tmp_path / "r")
+
+
+def test_json_written_is_strict_with_non_finite_as_null(tmp_path):
+    """results.json could hold a bare Infinity (not JSON): every JSON file is strict now."""
+    def strict(text):
+        return json.loads(text, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+
+    config = {"eps": [1.0, float("inf")], "sigma": np.float32(np.nan)}
+    run = RunDir.open(tmp_path / "r", kind="test", config=config)
+    path = run.write_json("results.json", {
+        "a": float("inf"), "b": [float("nan"), 1.5], "c": np.float64(-np.inf),
+        "d": np.array([1.0, np.inf]), "e": {"f": np.float32(2.5)}})
+    assert strict(path.read_text()) == {"a": None, "b": [None, 1.5], "c": None,
+                                        "d": [1.0, None], "e": {"f": 2.5}}
+    manifest = strict((tmp_path / "r" / "manifest.json").read_text())
+    assert manifest["config"] == {"eps": [1.0, None], "sigma": None}
+    again = RunDir.open(tmp_path / "r", kind="test", config=config)  # resumes: same hash
+    assert again.manifest["config_hash"] == manifest["config_hash"]
+
+
+def test_unwritable_run_folder_is_a_clear_error(tmp_path, monkeypatch):
+    """A read-only --out (EROFS, not only EACCES) and a full disk gave raw tracebacks."""
+    import errno
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    with pytest.raises(ValueError, match="run folder .*ro cannot be written.*Read-only"):
+        RunDir.open(tmp_path / "ro", kind="test", config={})
+    monkeypatch.undo()
+    run = RunDir.open(tmp_path / "r", kind="test", config={})
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match="cannot write .*results.json: No space left.*free some"):
+        run.write_json("results.json", {"a": 1})
+    assert [p.name for p in (tmp_path / "r").iterdir()] == ["manifest.json"]  # no debris
+
+
+def test_save_file_and_load_file_bind_a_cache_to_the_run(tmp_path):
+    """The helper for caches a run reuses (the attack's pretrained model): the bytes come back
+    only from this run, unchanged, and not through a link."""
+    import shutil
+
+    a = RunDir.open(tmp_path / "a", kind="test", config={"seed": 1})
+    b = RunDir.open(tmp_path / "b", kind="test", config={"seed": 2})
+    blob = np.random.default_rng(0).bytes(1000)
+    a.save_file("pretrained_seed_0.msgpack", blob)
+    assert a.load_file("pretrained_seed_0.msgpack") == blob
+    assert b.load_file("pretrained_seed_0.msgpack") is None  # absent
+    for suffix in ("", ".sha256"):
+        shutil.copy(tmp_path / "a" / f"pretrained_seed_0.msgpack{suffix}",
+                    tmp_path / "b" / f"pretrained_seed_0.msgpack{suffix}")
+    assert b.load_file("pretrained_seed_0.msgpack") is None  # copied from another run
+    (tmp_path / "a" / "pretrained_seed_0.msgpack").write_bytes(blob[:-1] + b"x")
+    assert a.load_file("pretrained_seed_0.msgpack") is None  # corrupt
+    with pytest.raises(ValueError, match="relpath"):
+        a.save_file("../outside", blob)
