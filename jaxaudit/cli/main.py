@@ -11,15 +11,25 @@ jax), so JAX has one CPU device per core and the runs of every command are shard
 (:mod:`jaxaudit.sharding`). Nothing is changed when ``XLA_FLAGS`` already holds that flag (set
 ``XLA_FLAGS=--xla_force_host_platform_device_count=1`` for one device), when
 ``JAX_NUM_CPU_DEVICES`` is set, or when ``JAX_PLATFORMS`` names a platform other than ``cpu``.
+
+Quiet dependencies: unless ``--verbose`` is given (before the command: ``jaxaudit --verbose rdp
+...``), warnings raised by other packages (e.g. dp_accounting's absl message "Excluding this
+order from the epsilon computation") are kept out of the terminal while the command runs;
+jaxaudit's own warnings always show. Ctrl-C ends a command with a one-line message and exit
+status 130 (what a shell reports for SIGINT); the finished chunks of a run folder are kept, so
+the same command resumes.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
+import logging
 import os
 import sys
+import warnings
 
 import jaxaudit
 from jaxaudit.cli._types import Parser
@@ -59,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
         "Bayesian membership privacy for GNNs, and Rényi-DP auditing.",
     )
     parser.add_argument("--version", action="version", version=f"jaxaudit {jaxaudit.__version__}")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show the warnings and log messages of the packages jaxaudit uses "
+                        "(absl, dp_accounting, jax), kept out of the terminal otherwise")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         module_name = f"jaxaudit.cli.{name}"
@@ -66,6 +79,27 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         importlib.import_module(module_name).register(subparsers)
     return parser
+
+
+@contextlib.contextmanager
+def _quiet_dependencies(verbose: bool):
+    """Without ``verbose``: hide other packages' warnings and absl/log messages below ERROR
+    while the command runs (restored afterwards; jaxaudit's own warnings still show)."""
+    if verbose:
+        yield
+        return
+    loggers = [logging.getLogger(name) for name in ("absl", "jax", "jax._src.xla_bridge")]
+    levels = [lg.level for lg in loggers]
+    with warnings.catch_warnings():
+        # a warning attributed to a module outside jaxaudit (the regex must match from the start)
+        warnings.filterwarnings("ignore", module=r"(?!jaxaudit)")
+        for lg in loggers:
+            lg.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            for lg, level in zip(loggers, levels, strict=True):
+                lg.setLevel(level)
 
 
 def main(argv: list[str] | None = None, *, all_cpu_cores: bool | None = None) -> int:
@@ -81,7 +115,8 @@ def main(argv: list[str] | None = None, *, all_cpu_cores: bool | None = None) ->
     Returns:
       The exit status: 0 on success (and after ``--help``), 2 on a usage error (argparse's
       message names the flag) or a ``ValueError``/``OSError`` such as ``FileNotFoundError`` or a
-      full disk (printed to stderr, prefixed with the command; no traceback).
+      full disk (printed to stderr, prefixed with the command; no traceback), 130 after Ctrl-C
+      (a one-line message, no traceback).
     """
     if all_cpu_cores or (all_cpu_cores is None and argv is None):
         _use_all_cpu_cores()
@@ -94,10 +129,15 @@ def main(argv: list[str] | None = None, *, all_cpu_cores: bool | None = None) ->
         parser.print_help()
         return 0 if args.command is None else 2
     try:
-        return int(args.func(args) or 0)
+        with _quiet_dependencies(args.verbose):
+            return int(args.func(args) or 0)
     except (ValueError, OSError) as err:  # OSError: FileNotFoundError, read-only, disk full
         print(f"jaxaudit {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"\njaxaudit {args.command}: interrupted (finished chunks are kept; run the same "
+              "command again to resume)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

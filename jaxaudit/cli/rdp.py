@@ -50,7 +50,8 @@ def _orders(text: str) -> list[float]:
     if any(not t for t in tokens):
         raise argparse.ArgumentTypeError(f"orders must be comma-separated numbers without empty "
                                          f"entries, got {text!r}")
-    return [finite(t) for t in tokens]
+    # a repeated order is one row of the table (and one configuration): keep the first
+    return list(dict.fromkeys(finite(t) for t in tokens))
 
 
 #: ``jaxaudit.cli.rdp_steps.DATASETS`` / ``jaxaudit.dpsgd.MODELS``, spelled out so that building the parser
@@ -89,8 +90,9 @@ def register(subparsers: Any) -> None:
                    help="label of the blank canary: an integer (default 9, as in the published "
                    "code) or 'worst' (the label the pretrained model finds least likely)")
     p.add_argument("--accountant", choices=("pld", "rdp"), default="pld",
-                   help="accountant that calibrates σ from --epsilon/--delta (default pld, tight; "
-                   "the reported ε_α is the RDP accountant's at that σ either way)")
+                   help="accountant that calibrates σ from --epsilon/--delta and gives the "
+                   "ε-at-δ upper bound (default pld, tight; the reported ε_α is the RDP "
+                   "accountant's at that σ either way)")
     p.add_argument("--epsilon", type=positive, default=None,
                    help="target ε at --delta, calibrates σ (default 10 when training)")
     p.add_argument("--delta", type=finite, default=1e-5, help="δ of the (ε, δ) target, in (0, 1)")
@@ -109,7 +111,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--runs", type=int, default=64, help="runs per world R (>= 2)")
     p.add_argument("--chunk", type=int, default=32, help="runs per world per saved chunk")
     p.add_argument("--orders", type=_orders, default=[1.25, 1.5, 2.0, 3.0],
-                   help="Rényi orders α > 1, comma-separated (default: 1.25,1.5,2,3)")
+                   help="Rényi orders α > 1, comma-separated, repeats dropped (default: "
+                   "1.25,1.5,2,3)")
     p.add_argument("--vmap-chunk", type=count, default=None,
                    help="runs computed simultaneously inside a chunk (default: all; CPU: 2)")
     p.add_argument("--unroll", type=count, default=10,
@@ -135,6 +138,13 @@ _TRAINING_DEFAULTS = {"epsilon": 10.0, "steps": 100, "sampling_rate": 1.0}
 _SPLIT_SIZES = {"mnist": 10_000, "cifar10": 50_000, "synthetic": None}
 #: The published step on the noisy sum: η = 4 over |D| = 30,000 (MNIST).
 _LR_ON_SUM = 4.0 / 30_000
+
+
+#: What the scores mode stores in its run configuration: every option that changes one of its
+#: numbers (``--accountant`` calibrates σ from --epsilon and gives the ε-at-δ upper bound). The
+#: training-only options are ignored in that mode; tests/cli/test_config_options.py checks both.
+_SCORES_CONFIG = ("accountant", "epsilon", "delta", "noise_multiplier", "steps", "sampling_rate",
+                  "orders", "significance", "seed")
 
 
 def _config(args: argparse.Namespace) -> dict:
@@ -168,7 +178,7 @@ def _noise_multiplier(args: argparse.Namespace) -> float:
 def _audit_and_report(args, rundir, key, in_s, out_s, sigma, *, info, title, header) -> int:
     """The step after the scores exist, shared by both modes: audit, results.json, the plot and
     the printed table."""
-    from jaxaudit.cli.rdp_steps import audit_to_rundir, records_table
+    from jaxaudit.cli.rdp_steps import RAISED, audit_to_rundir, records_table
     from jaxaudit.renyi import format_runs_needed, runs_needed
 
     acc = dict(noise_multiplier=sigma, sampling_rate=args.sampling_rate, steps=args.steps)
@@ -176,25 +186,85 @@ def _audit_and_report(args, rundir, key, in_s, out_s, sigma, *, info, title, hea
     records, summary = audit_to_rundir(
         rundir, key, in_s, out_s, orders=args.orders, accountant_params=acc,
         significance=args.significance, delta=args.delta, info=info, title=title,
+        accountant=args.accountant,
     )
+    level = f"{1 - args.significance:.0%}"
     print(header)
-    print(records_table(records))
-    print(f"accountant: upper bound; DV point ± SE: an estimate (held-out standard error); "
-          f"DV/GDP/thr lower: lower confidence bounds at {1 - args.significance:.0%} each")
+    print(records_table(summary["rows"]))
+    print(f"accountant: upper bound; DV/GDP/thr lower: lower confidence bounds at {level} each; "
+          "DV point ± SE(samp.): an estimate and its held-out sampling standard error (the "
+          "spread of the estimate given the critic, not its bias: the DV estimate is biased "
+          "downwards); DV estimate: the DV point raised to the best valid lower bound (DV or "
+          f"thr lower) when below it, marked {RAISED}")
+    raised = [f"{r['order']:g}" for r in summary["rows"] if r["raised_to_bound"]]
+    if raised:
+        print(f"note: at α = {', '.join(raised)} the DV point estimate is below a valid lower "
+              "bound, so it is too low; the DV estimate column shows the bound instead")
+    print(f"ε at δ = {args.delta:g}:")
+    for row in summary["epsilon_at_delta"]:
+        eps = row["epsilon"]
+        shown = f"{eps:.4f}" if eps == eps and abs(eps) != float("inf") else str(eps)
+        print(f"  {row['statement']:<32} {shown:>10}  ({row['kind']})")
     if summary["violation"]:
         print("WARNING: a lower bound exceeds the accountant (privacy violation or a bug)")
     # How many runs would make the rigorous DV bound informative (Gaussian model of the scores).
     need = runs_needed(in_s, out_s, args.orders, delta=args.significance)
     print("DV lower bound (Gaussian model of these scores): "
           + format_runs_needed(need, min(len(in_s), len(out_s))))
-    print(f"wrote {rundir.path / 'results.json'} and {rundir.path / 'rdp_audit.png'}")
+    print(f"wrote {rundir.path / 'results.json'}, {rundir.path / 'summary.md'} and "
+          f"{rundir.path / 'rdp_audit.png'}")
     return 0
 
 
+#: Library argument names that error messages may carry, as the rdp flags they come from.
+_FLAG_NAMES = {
+    "noise_multiplier": "--noise-multiplier", "sampling_rate": "--sampling-rate",
+    "dataset_size": "--dataset-size", "public_size": "--public-size",
+    "learning_rate": "--learning-rate", "clip_norm": "--clip", "num_runs": "--runs",
+    "chunk_size": "--vmap-chunk", "in_scores": "--scores IN", "out_scores": "--scores OUT",
+    "accountant_params": "--noise-multiplier/--sampling-rate/--steps",
+}
+
+
+def _cli_message(text: str) -> str:
+    """``text`` with the library's argument names replaced by the rdp flags they come from."""
+    import re
+
+    return re.sub(r"(?<![-\w])(" + "|".join(_FLAG_NAMES) + r")(?!\w)",
+                  lambda m: _FLAG_NAMES[m.group(1)], text)
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.scores is not None:
-        return run_scores(args)
-    return run_training(args)
+    try:
+        if args.scores is not None:
+            return run_scores(args)
+        return run_training(args)
+    except ValueError as err:
+        message = _cli_message(str(err))
+        if message == str(err):
+            raise
+        raise ValueError(message) from err
+
+
+def _check_score_files(args, in_path, out_path, in_s, out_s, digests) -> None:
+    """The two score files are different files and each holds enough scores for the bounds."""
+    from pathlib import Path
+
+    from jaxaudit.cli.rdp_steps import min_scores_per_world
+
+    same_path = Path(in_path).resolve() == Path(out_path).resolve()
+    if same_path or digests["in_sha256"] == digests["out_sha256"]:
+        same = "the same file" if same_path else "files with identical contents"
+        raise ValueError(f"--scores IN and OUT are {same} ({in_path}, {out_path}): the audit "
+                         "compares runs with the canary to runs without it; give one file per "
+                         "world")
+    need = min_scores_per_world(args.significance)
+    for flag, path, scores in (("--scores IN", in_path, in_s), ("--scores OUT", out_path, out_s)):
+        if scores.shape[0] < need:
+            raise ValueError(f"{flag}: {path} holds {scores.shape[0]} scores; at --significance "
+                             f"{args.significance:g} the lower bounds need at least {need} per "
+                             "world (with fewer they show nothing even when the worlds are "
+                             "perfectly separated); train more runs")
 
 
 def run_scores(args: argparse.Namespace) -> int:
@@ -215,9 +285,8 @@ def run_scores(args: argparse.Namespace) -> int:
     in_s = load_scores(in_path, "--scores IN")
     out_s = load_scores(out_path, "--scores OUT")
     digests = {"in_sha256": file_sha256(in_path), "out_sha256": file_sha256(out_path)}
-    config = {"scores": digests, **{k: getattr(args, k) for k in (
-        "epsilon", "delta", "noise_multiplier", "steps", "sampling_rate", "orders",
-        "significance", "seed")}}
+    _check_score_files(args, in_path, out_path, in_s, out_s, digests)
+    config = {"scores": digests, **{k: getattr(args, k) for k in _SCORES_CONFIG}}
     rundir = RunDir.open(args.out, kind="rdp", config=config)
     sigma = _noise_multiplier(args)
     k_audit = jax.random.split(jax.random.key(args.seed), 3)[2]  # as in training mode
@@ -244,6 +313,10 @@ def _training_args(args: argparse.Namespace) -> None:
     if args.canary_label != "worst" and not args.canary_label.isdigit():
         raise ValueError(f"--canary-label must be a non-negative integer or 'worst', "
                          f"got {args.canary_label!r}")
+    if args.model == "cifar_cnn" and args.dataset != "cifar10":
+        raise ValueError(f"--model cifar_cnn takes 32×32×3 images: use it with --dataset cifar10 "
+                         f"(--dataset {args.dataset} has 28×28 images; use --model cnn, mlp or "
+                         "logreg)")
     if args.public_size is None:
         total = _SPLIT_SIZES[args.dataset]
         args.public_size = 2000 if total is None else max(total - args.dataset_size, 0)
@@ -330,6 +403,11 @@ def run_training(args: argparse.Namespace) -> int:
     data, public = audit_data(args.dataset, args.dataset_size, args.public_size,
                               seed=args.seed, data_dir=args.data_dir)
     k_init, k_runs, k_audit = jax.random.split(jax.random.key(args.seed), 3)
+    try:  # a model that cannot take these images fails here, in words, not deep inside JAX
+        jax.eval_shape(model.init, k_init, data[0][:1])
+    except (TypeError, ValueError, ZeroDivisionError) as err:
+        raise ValueError(f"--model {args.model} cannot take --dataset {args.dataset} images of "
+                         f"shape {data[0].shape[1:]} ({type(err).__name__}: {err})") from None
     init = _initial_params(args, rundir, model, data, public, k_init)
     canary, label = _canary(args, model, init, data[0])
     in_s, out_s = _canary_scores(args, rundir, model, init, data, (canary, label), sigma, k_runs)
