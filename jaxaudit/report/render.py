@@ -103,10 +103,11 @@ def _md_text(value) -> str:
 
 
 def _href(path: Path, base: Path) -> str:
-    """A relative link from folder ``base`` to ``path``, every segment percent-encoded: no
-    scheme (``javascript:``, ``data:``) or query can appear in it."""
-    rel = os.path.relpath(path, base)
-    return "/".join(quote(part, safe="") for part in Path(rel).parts)
+    """A relative link from folder ``base`` to ``path``, every segment percent-encoded and the
+    first one ``.`` or ``..``: no scheme (``javascript:``, ``data:``), host or query can appear in
+    it, even for a renderer that decodes the percent-escapes."""
+    parts = [quote(part, safe="") for part in Path(os.path.relpath(path, base)).parts]
+    return "/".join(parts if parts[0] == ".." else [".", *parts])
 
 
 def _fence(text: str) -> str:
@@ -279,9 +280,11 @@ class _Report:
         self.html.append(f"<h{level}>{html.escape(text)}</h{level}>")
         self.md.append("#" * level + " " + _md_text(text))
 
-    def table(self, columns, rows) -> None:
-        self.html.append(_html_table(columns, rows, self.max_rows))
-        self.md.append(_md_table(columns, rows, self.max_rows))
+    def table(self, columns, rows, *, whole: bool = False) -> None:
+        """A table of its first ``max_rows`` rows (every row with ``whole``)."""
+        limit = max(len(rows), 1) if whole else self.max_rows
+        self.html.append(_html_table(columns, rows, limit))
+        self.md.append(_md_table(columns, rows, limit))
 
     def note(self, text: str, bad: bool = False) -> None:
         cls = "bad" if bad else "note"
@@ -508,7 +511,7 @@ def render_report(run_dir, out_dir=None, *, max_rows: int = 50) -> tuple[Path, P
     ]
     if planned:
         meta.append(["chunks finished", f"{len(planned) - len(missing)} of {len(planned)}"])
-    rep.table(["run", ""], meta)
+    rep.table(["run", ""], meta, whole=True)
     chunk_rows = _chunk_rows(run)
     if chunk_rows:
         rep.heading("Result chunks", 3)
@@ -521,7 +524,7 @@ def render_report(run_dir, out_dir=None, *, max_rows: int = 50) -> tuple[Path, P
         rep.table(["file", "bytes"], [[rel(p), p.stat().st_size] for p in others])
     if skipped:
         rep.heading("Skipped", 3)
-        rep.table(["entry", "why"], [list(s) for s in skipped])
+        rep.table(["entry", "why"], [list(s) for s in skipped], whole=True)
 
     page = (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'

@@ -248,7 +248,7 @@ def test_layout_findings_first_provenance_last(runs):
     assert "The tightest bound is **0.31** at n = 1000." in "".join(page.notes)
     # shortest table first: sweep.csv (2 rows) before bounds.json (120 rows, linked in full)
     assert text.index("<h3>sweep.csv</h3>") < text.index("<h3>bounds.json</h3>")
-    assert re.search(r'<a href="bounds.json">full table: bounds.json \(120 rows\)</a>', text)
+    assert re.search(r'<a href="./bounds.json">full table: bounds.json \(120 rows\)</a>', text)
     # a markdown table in a summary becomes an HTML table
     run = RunDir.open(folder.parent / "md_table", kind="bmp", config={"x": 1})
     run.write_text("summary.md", "# Audit\n\n| finding | value |\n|---|---|\n| AUC | 0.61 |\n")
@@ -405,3 +405,157 @@ def test_screenshot_shows_findings_and_figures_first(runs, tmp_path):
     non_white = np.mean(pixels.min(axis=-1) < 0.9)
     coloured = np.mean(pixels.max(axis=-1) - pixels.min(axis=-1) > 0.2)  # the plot's line
     assert non_white > 0.01 and coloured > 1e-4, (non_white, coloured)
+
+
+# -- hostile run folders (issue 24) ------------------------------------------------------------
+def _md_to_html(md: str) -> str:
+    markdown_it = pytest.importorskip("markdown_it")
+    return markdown_it.MarkdownIt("commonmark", {"html": True}).enable("table").render(md)
+
+
+def test_symlinks_out_of_the_run_folder_are_not_followed(tmp_path):
+    """A symbolic link to a credentials file (and to /etc/hostname) was read and embedded in
+    report.html; a linked folder was walked. Nothing behind a link is read; the report says what
+    was skipped."""
+    folder = _rdp_run(tmp_path)
+    secret = tmp_path / "outside"
+    secret.mkdir()
+    (secret / "credentials.json").write_text('{"aws_secret": "TOPSECRET-1"}')
+    (secret / "notes.md").write_text("TOPSECRET-2\n")
+    (secret / "table.csv").write_text("k\nTOPSECRET-3\n")
+    (folder / "creds.json").symlink_to(secret / "credentials.json")
+    (folder / "summary.md").symlink_to(secret / "notes.md")
+    (folder / "linked").symlink_to(secret, target_is_directory=True)
+    os.mkfifo(folder / "pipe.csv")  # reading it would block forever
+    html_path, md_path = render_report(folder)
+    for path in (html_path, md_path):
+        assert "TOPSECRET" not in path.read_text()
+    page = _Page()
+    page.feed(html_path.read_text())
+    skipped = _table_after(page, "Skipped", html_path.read_text())
+    assert skipped[1:] == [["creds.json", "symbolic link (not followed)"],
+                           ["linked", "symbolic link (not followed)"],
+                           ["pipe.csv", "not a regular file"],
+                           ["summary.md", "symbolic link (not followed)"]]
+    assert any(n.startswith("4 entries of the run folder were skipped") for n in page.notes)
+
+
+def test_hostile_names_and_values_are_escaped_and_links_have_no_scheme(tmp_path):
+    """A table file named 'javascript:…%2F%2F.json' became a clickable javascript: link in
+    report.html; report.md carried raw <img onerror>/<script> from paths, config and summaries."""
+    from urllib.parse import unquote, urlsplit
+
+    run = RunDir.open(tmp_path / "r", kind="bounds",
+                      config={"label": '<img src=x onerror="alert(1)">', "n": 3})
+    name = "javascript:alert(document.domain)%2F%2F.json"
+    run.write_json(name, [{"x": i, "tag": "<script>alert(2)</script>"} for i in range(5)])
+    run.write_text("summary.md", "# Audit <script>alert(3)</script>\n\n"
+                   "See [this](javascript:alert(4)) and <img src=y onerror=alert(5)>.\n\n"
+                   "| finding | value |\n|---|---|\n| <b>AUC</b> | 0.61 |\n")
+    run.write_text("<svg onload=alert(6)>.csv", "a\n1\n")
+    html_path, md_path = render_report(run.path, max_rows=2)
+    text = html_path.read_text()
+    hrefs = re.findall(r"""href\s*=\s*["']([^"']*)""", text)
+    assert hrefs, "the long table is linked"
+    for href in hrefs:
+        assert urlsplit(href).scheme == "" and not href.startswith("/"), href
+        assert (html_path.parent / unquote(href)).is_file(), href
+    page = _Page()
+    page.feed(text)
+    assert "script" not in page.tags and "svg" not in page.tags and "b" not in page.tags
+    assert all(i["src"].startswith("data:") for i in page.imgs)  # no <img> but figures
+    assert "Content-Security-Policy" in text and "script-src" not in text  # default-src 'none'
+    rendered = _md_to_html(md_path.read_text())
+    for bad in ("<script", "<img", "<svg", 'href="javascript'):
+        assert bad not in rendered, bad
+    for href in re.findall(r'href="([^"]*)"', rendered):
+        assert urlsplit(href).scheme == "", href
+    assert "alert(3)" in rendered and "onerror" in rendered  # shown as text, not dropped
+
+
+def test_report_refuses_non_object_deep_or_edited_manifests(tmp_path):
+    """report crashed with AttributeError (a JSON list) or RecursionError (deep nesting), and
+    rendered a run whose kind or plan was edited by hand."""
+    folder = _rdp_run(tmp_path)
+    manifest = folder / "manifest.json"
+    original = manifest.read_text()
+    cases = ["[1, 2, 3]", "[" * 50_000 + "]" * 50_000,
+             original.replace('"kind": "rdp"', '"kind": "shadow"')]
+    for text in cases:
+        manifest.write_text(text)
+        with pytest.raises(ValueError, match="manifest.json"):
+            render_report(folder)
+    manifest.write_text("[1]")
+    assert main(["report", str(folder)]) == 2
+
+
+def test_results_records_are_markdown_tables(tmp_path):
+    """report.md printed an audit's records as one JSON blob: now a key/value table of the
+    scalar fields and a table of the records (numbers to 6 significant digits), nested objects
+    as sub-tables, in the HTML too."""
+    run = RunDir.open(tmp_path / "r", kind="rdp", config={"sigma": 1.0})
+    records = [{"order": a, "accountant": 1 / 3 * a, "dv_lower": 0.1 * a, "violation": False}
+               for a in (2, 8)]
+    run.write_json("results.json", {"noise_multiplier": 1.1, "delta": 1e-5,
+                                    "score_files": {"in": "in.npy", "out": "out.npy"},
+                                    "records": records, "violation": False})
+    html_path, md_path = render_report(run.path)
+    md = md_path.read_text()
+    assert '"records"' not in md and "{" not in md.split("## Configuration")[0]
+    assert "| order | accountant | dv_lower | violation |" in md
+    assert "| 2 | 0.666667 | 0.2 | False |" in md and "| 8 | 2.66667 | 0.8 | False |" in md
+    assert "| noise_multiplier | 1.1 |" in md and "| delta | 1e-05 |" in md
+    assert "#### records" in md and "#### score\\_files" not in md and "#### score_files" in md
+    page = _Page()
+    text = html_path.read_text()
+    page.feed(text)
+    assert _table_after(page, "records", text, level=4) == [
+        ["order", "accountant", "dv_lower", "violation"],
+        ["2", "0.666667", "0.2", "False"], ["8", "2.66667", "0.8", "False"]]
+    assert _table_after(page, "score_files", text, level=4) == [
+        ["key", "value"], ["in", "in.npy"], ["out", "out.npy"]]
+
+
+def test_zip_bomb_chunk_is_listed_not_loaded(tmp_path):
+    """An .npz chunk declaring gigabytes (a zip bomb, with a valid checksum record) crashed the
+    report; now its row says why it is not used."""
+    import hashlib
+    import zipfile
+
+    run = RunDir.open(tmp_path / "r", kind="bmp", config={"a": 1})
+    run.save_chunk("ok", {"x": np.arange(3)})
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        head = io.BytesIO()
+        np.lib.format.write_array_header_1_0(
+            head, {"descr": "<f8", "fortran_order": False, "shape": (400_000_000,)})
+        zf.writestr("x.npy", head.getvalue() + bytes(1 << 20))  # 1 MiB of the 3.2 GB it claims
+    data = buf.getvalue()
+    path = run.path / "chunks" / "bomb.npz"
+    path.write_bytes(data)
+    path.with_suffix(".npz.sha256").write_text(
+        f"{hashlib.sha256(data).hexdigest()}  bomb.npz\nrun {run.manifest['config_hash']}\n")
+    html_path, _ = render_report(run.path)
+    page = _Page()
+    text = html_path.read_text()
+    page.feed(text)
+    rows = {r[0]: r for r in _table_after(page, "Result chunks", text)[1:]}
+    assert rows["ok"] == ["ok", "x int64[3]", "ok"]
+    assert rows["bomb"][2].startswith("not used:") and "claims shape (400000000,)" in rows["bomb"][2]
+
+
+def test_unwritable_out_is_a_one_line_error(tmp_path, monkeypatch, capsys):
+    """Writing report.html into a read-only or full folder gave a traceback."""
+    import errno
+
+    from jaxaudit.runs import rundir
+
+    folder = _rdp_run(tmp_path)
+
+    def full(path, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(rundir, "_write_temp", full)
+    assert main(["report", str(folder), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "report.html" in err and "No space left" in err
