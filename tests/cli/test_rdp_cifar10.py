@@ -89,3 +89,15 @@ def test_end_to_end_on_generated_batches(tmp_path):
     scores = np.concatenate([in_s, out_s])
     assert in_s.shape == (2,) and out_s.shape == (2,)
     assert np.isfinite(scores).all() and len(set(scores.tolist())) == 4
+
+
+@pytest.mark.parametrize("dataset", ["synthetic", "mnist"])
+def test_cifar_cnn_on_28x28_images_is_a_clean_error(tmp_path, capsys, dataset):
+    """Issue 24: `rdp --model cifar_cnn --dataset synthetic` was a ZeroDivisionError traceback
+    from inside JAX's reshape; now exit 2 naming both flags, before any data or run folder."""
+    out = tmp_path / "run"
+    assert main(["rdp", "--model", "cifar_cnn", "--dataset", dataset, "--steps", "2", "--runs",
+                 "2", "--quiet", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--model cifar_cnn" in err and "--dataset cifar10" in err and "Traceback" not in err
+    assert not out.exists()

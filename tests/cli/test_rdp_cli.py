@@ -70,3 +70,43 @@ def test_parser_choices_match_the_library_and_help_does_not_import_jax():
             "print('jax' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip().splitlines()[-1] == "False", out.stdout[-2000:] + out.stderr[-2000:]
+
+
+def test_ctrl_c_is_one_line_and_exit_130(tmp_path, capsys, monkeypatch):
+    import jaxaudit.cli.rdp as rdp
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rdp, "run_training", interrupted)
+    assert main(ARGS + ["--out", str(tmp_path / "run")]) == 130
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("jaxaudit rdp: interrupted") and len(err.splitlines()) == 1
+
+
+def test_dependency_warnings_only_with_verbose(tmp_path, caplog, monkeypatch):
+    """absl's "Excluding this order" (dp_accounting) and other packages' warnings stay out of
+    the terminal unless --verbose; jaxaudit's own warnings always show."""
+    import logging
+    import warnings
+
+    import jaxaudit.cli.rdp as rdp
+
+    def noisy(args):
+        logging.getLogger("absl").warning("Excluding this order from the epsilon computation.")
+        for module in ("dp_accounting.rdp", "jaxaudit.cli.rdp"):
+            warnings.warn_explicit(f"warning of {module}", UserWarning, "x.py", 1, module=module)
+        return 0
+
+    monkeypatch.setattr(rdp, "run_training", noisy)
+    for verbose, out in ((False, "a"), (True, "b")):
+        caplog.clear()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            argv = (["--verbose"] if verbose else []) + ARGS + ["--out", str(tmp_path / out)]
+            assert main(argv) == 0
+        shown = [str(w.message) for w in caught]
+        assert "warning of jaxaudit.cli.rdp" in shown
+        assert ("warning of dp_accounting.rdp" in shown) is verbose
+        assert ("Excluding this order" in caplog.text) is verbose
+    assert logging.getLogger("absl").level == logging.NOTSET  # restored after the command
