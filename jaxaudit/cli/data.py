@@ -7,7 +7,9 @@ named data sets (all of them by default) from their canonical locations and veri
 ``jaxaudit data verify`` checks every known file found in the data directory against its
 published digest (SHA-256; MD5 for the CIFAR-10 batches, see :mod:`jaxaudit.datasets.cifar10`),
 reports the files missing from a partly present data set, and exits with status 1 if any file is
-bad or missing (2 if the folder does not exist).
+bad or missing (2 if the folder does not exist or holds no known file). Errors of the file system
+(a read-only data folder, a file where a folder should be, a full disk) are one-line messages with
+exit status 2.
 """
 
 from __future__ import annotations
@@ -125,6 +127,11 @@ def run_verify(args: argparse.Namespace) -> int:
     for path in missing:
         print(f"{'missing':9s} {path.relative_to(root)}")
     found = [r for r in results if r.status != "missing"]
+    if not found:
+        raise FileNotFoundError(
+            f"no known data file found in {root} (expected sub-folders planetoid/, mnist/, "
+            "cifar10/cifar-10-batches-py/); nothing was verified. Point --data-dir or "
+            "$JAXAUDIT_DATA at the data, or run `jaxaudit data download`")
     bad = [r for r in results if r.status == "bad"]
     print(f"{len(found)} known files found, {len(bad)} bad, {len(missing)} missing from a "
           "partly present data set")
@@ -133,7 +140,8 @@ def run_verify(args: argparse.Namespace) -> int:
 
 def run_download(args: argparse.Namespace) -> int:
     from jaxaudit.datasets import resolve_data_dir
-    from jaxaudit.datasets.fetch import download_dataset
+    from jaxaudit.datasets._files import prepare_folder
+    from jaxaudit.datasets.fetch import download_dataset, missing_files
 
     for name in args.names:
         if name not in FILE_DATASETS:
@@ -141,6 +149,8 @@ def run_download(args: argparse.Namespace) -> int:
     root = resolve_data_dir(args.data_dir)
     print(f"data directory: {root}")
     for name in args.names or FILE_DATASETS:
+        for folder in dict.fromkeys(p.parent for p in missing_files(name, root)):
+            prepare_folder(folder)  # a file in the way, read-only: one clear error, no traceback
         fetched = download_dataset(name, root)
         state = f"fetched {len(fetched)} file(s)" if fetched else "already present"
         print(f"{name}: {state}, verified")

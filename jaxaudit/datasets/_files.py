@@ -12,11 +12,15 @@ temporary file in the target folder, are verified, and only then renamed into pl
 
 from __future__ import annotations
 
+import errno
 import gzip
 import hashlib
+import http.client
 import os
 import shutil
+import ssl
 import tempfile
+import urllib.error
 import urllib.request
 import zlib
 from collections.abc import Iterable
@@ -146,26 +150,74 @@ def fetch_url(url: str, dest: Path) -> None:
         shutil.copyfileobj(response, out, _CHUNK)
 
 
+#: Errors of a mirror (unreachable, refused, a broken transfer): the next mirror is tried.
+_REMOTE_ERRORS = (urllib.error.URLError, http.client.HTTPException, TimeoutError,
+                  ConnectionError, ssl.SSLError)
+
+
+def _local_error(folder: Path, err: OSError) -> OSError:
+    """An ``OSError`` of the same kind saying that the data folder cannot be written, and how
+    to fix it (a read-only folder, a full disk, ...)."""
+    hint = ("free some space or choose another data directory"
+            if err.errno in (errno.ENOSPC, errno.EDQUOT)
+            else "choose a writable data directory")
+    return OSError(err.errno, f"cannot write to the data folder {folder}: "
+                              f"{err.strerror or err} ({hint}: --data-dir or ${ENV_VAR})")
+
+
+def prepare_folder(folder: Path) -> None:
+    """Create ``folder`` (and its parents) for downloads.
+
+    Raises:
+      ValueError: ``folder`` or one of its parents is a file, not a folder.
+      OSError: it cannot be created or written (read-only, full disk): the message names it.
+    """
+    for part in (folder, *folder.parents):
+        if part.exists() and not part.is_dir():
+            raise ValueError(f"cannot download into {folder}: {part} is a file, not a folder "
+                             f"(move it away, or choose another data directory: --data-dir or "
+                             f"${ENV_VAR})")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise _local_error(folder, err) from err
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise _local_error(folder, PermissionError(errno.EACCES, os.strerror(errno.EACCES)))
+
+
 def fetch_first(urls: Iterable[str], folder: Path, label: str, use) -> None:
     """Fetch the first of ``urls`` that answers into a temporary file in ``folder`` and call
     ``use(tmp)`` on it (verify, then rename or extract); the temporary file is always removed.
 
     Raises ``FileNotFoundError`` naming ``label`` and every URL's error when none answers; errors
-    raised by ``use`` (a checksum mismatch: ``ValueError``) propagate.
+    raised by ``use`` (a checksum mismatch: ``ValueError``) propagate. A folder that cannot be
+    written (read-only, full disk: ``OSError``) or is a file (``ValueError``) stops at once with
+    a message naming it, instead of being blamed on the mirrors.
     """
-    folder.mkdir(parents=True, exist_ok=True)
+    prepare_folder(folder)
     errors = []
     for url in urls:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{Path(label).name}.", suffix=".part", dir=folder)
-        os.close(fd)
+        try:
+            fd, tmp_name = tempfile.mkstemp(prefix=f".{Path(label).name}.", suffix=".part",
+                                            dir=folder)
+            os.close(fd)
+        except OSError as err:
+            raise _local_error(folder, err) from err
         tmp = Path(tmp_name)
         try:
             try:
                 fetch_url(url, tmp)
-            except OSError as err:
+            except _REMOTE_ERRORS as err:
                 errors.append(f"{url}: {err}")
                 continue
-            use(tmp)
+            except OSError as err:  # writing the temporary file: the folder, not the mirror
+                raise _local_error(folder, err) from err
+            try:
+                use(tmp)
+            except FileNotFoundError:
+                raise
+            except OSError as err:  # the rename or extraction into the folder
+                raise _local_error(folder, err) from err
             return
         finally:
             if tmp.exists():

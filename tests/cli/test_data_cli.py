@@ -134,3 +134,47 @@ def test_data_check_skips_or_fails(tmp_path, monkeypatch):
     run = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert run.returncode == 1 and "1 error" in run.stdout  # failed in set-up
     assert "JAXAUDIT_REQUIRE_DATA=1" in run.stdout
+
+
+def test_download_file_system_errors_are_one_line(tmp_path, monkeypatch, capsys):
+    """Issue 24: `data download` where planetoid/ is a file, into a read-only folder, or onto a
+    full disk ended in a traceback (or blamed the mirrors); now one line naming the folder, exit
+    2. The mirrors are never reached (an unreachable URL stands for them)."""
+    import errno
+    import tempfile
+
+    from jaxaudit.datasets import _files
+
+    monkeypatch.setitem(_files.BASE_URLS, "planetoid", ((tmp_path / "nowhere").as_uri() + "/",))
+    (tmp_path / "file" / "planetoid").parent.mkdir()
+    (tmp_path / "file" / "planetoid").write_text("not a folder")
+    assert main(["data", "download", "cora", "--data-dir", str(tmp_path / "file")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "planetoid is a file, not a folder" in err
+
+    def read_only(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    assert main(["data", "download", "cora", "--data-dir", str(tmp_path / "ro")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot write to the data folder" in err
+    assert "Permission denied" in err and "--data-dir" in err
+    monkeypatch.undo()
+
+    def full(url, dest):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_files, "fetch_url", full)
+    assert main(["data", "download", "cora", "--data-dir", str(tmp_path / "full")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No space left on device" in err and "free some space" in err
+    assert "could not download" not in err  # the disk, not the mirror
+
+
+def test_verify_on_an_empty_folder_is_an_error(tmp_path, capsys):
+    """Issue 24: `data verify` on an empty data folder said '0 known files found' and exit 0."""
+    (tmp_path / "empty").mkdir()
+    assert main(["data", "verify", "--data-dir", str(tmp_path / "empty")]) == 2
+    err = capsys.readouterr().err
+    assert "no known data file found" in err and "jaxaudit data download" in err

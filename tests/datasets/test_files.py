@@ -90,3 +90,38 @@ def test_download_falls_back_to_next_mirror(monkeypatch, tmp_path):
         load_mnist(data_dir=tmp_path / "other", download=True)
     assert not any((tmp_path / "other" / "mnist").iterdir())
     assert np.bincount(labels).sum() == 10000
+
+
+def test_fetch_errors_of_the_folder_are_not_blamed_on_the_mirrors(monkeypatch, tmp_path):
+    """Issue 24: a full disk was reported as 'could not download' after trying every mirror (a
+    FileNotFoundError); a folder in the way of a file was a raw FileExistsError; a broken HTTP
+    transfer (IncompleteRead, not an OSError) escaped the mirror fallback."""
+    import errno
+    import http.client
+
+    calls = []
+
+    def full(url, dest):
+        calls.append(url)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_files, "fetch_url", full)
+    with pytest.raises(OSError, match="cannot write to the data folder .*No space left") as info:
+        _files.fetch_first(["a://1", "a://2"], tmp_path / "d", "x", lambda tmp: None)
+    assert not isinstance(info.value, FileNotFoundError) and calls == ["a://1"]
+    assert list((tmp_path / "d").iterdir()) == []  # the temporary file is removed
+
+    (tmp_path / "blocked").write_text("a file")
+    with pytest.raises(ValueError, match="blocked is a file, not a folder"):
+        _files.fetch_first(["a://1"], tmp_path / "blocked" / "planetoid", "x", lambda tmp: None)
+
+    def flaky(url, dest):
+        if url == "a://1":
+            raise http.client.IncompleteRead(b"partial", 10)
+        Path(dest).write_bytes(b"payload")
+
+    got = []
+    monkeypatch.setattr(_files, "fetch_url", flaky)
+    _files.fetch_first(["a://1", "a://2"], tmp_path / "e", "x",
+                       lambda tmp: got.append(tmp.read_bytes()))
+    assert got == [b"payload"]
