@@ -1,27 +1,51 @@
-"""Rényi-DP accounting of the (Poisson-subsampled) Gaussian mechanism via dp_accounting.
+"""Rényi-DP accounting of the (Poisson-subsampled) Gaussian mechanism.
 
-These are thin wrappers over Google's ``dp_accounting`` (``RdpAccountant`` and its mechanism
-calibration); the subsampled-Gaussian RDP is never re-derived here.
+Which computation is whose:
+
+* the RDP ε_α of T steps (:func:`rdp_epsilons`) is **ours**: the exact, traceable jnp
+  computation of :func:`jaxaudit.accounting.sampled_gaussian.sampled_gaussian_rdp` (Mironov,
+  Talwar, Zhang, arXiv 1908.10530, §3.3), times T. dp_accounting's fractional-order RDP for
+  q < 1 sums the absolute values of an alternating series: 47–57% high at α ∈ {1.1, 1.25} for
+  q = 0.1, σ = 2, and infinite at α ≤ 1.5 for q = 0.5, σ = 2.62 (``docs/renyi.md``, Accountant).
+* the conversion to (ε, δ) (:func:`epsilon_for_delta`) is dp_accounting's formula
+  (``rdp_privacy_accountant.compute_epsilon``: the KL shortcut and Canonne, Kamath, Steinke,
+  arXiv 2004.00010, Prop. 12), re-written in jnp so it jits, and applied to our ε_α;
+* the noise calibration (:func:`noise_for_epsilon`) is ours for ``accountant="rdp"`` (bisection
+  on :func:`epsilon_for_delta`) and dp_accounting's ``PLDAccountant`` with
+  ``calibrate_dp_mechanism`` for ``accountant="pld"`` (host only; its absl warnings are silenced).
 
 References:
   Mironov, "Rényi Differential Privacy", CSF 2017 (arXiv 1702.07476).
   Mironov, Talwar, Zhang, "Rényi Differential Privacy of the Sampled Gaussian Mechanism",
   arXiv 1908.10530 (2019).
+  Canonne, Kamath, Steinke, "The Discrete Gaussian for Differential Privacy", arXiv 2004.00010.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import math
 from collections.abc import Sequence
 
-import dp_accounting
+import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
 from jaxaudit._validation import (
+    as_scalar,
     check_integer,
+    check_numeric,
     check_orders,
     check_positive,
     check_probability,
+    is_traced,
+)
+from jaxaudit.accounting.sampled_gaussian import (
+    DEFAULT_NUM_TERMS,
+    TAIL_TERMS,
+    sampled_gaussian_rdp,
 )
 
 __all__ = ["DEFAULT_ORDERS", "rdp_epsilons", "epsilon_for_delta", "noise_for_epsilon"]
@@ -32,18 +56,66 @@ DEFAULT_ORDERS: tuple[float, ...] = (
     16.0, 20.0, 24.0, 28.0, 32.0, 64.0, 128.0, 256.0,
 )
 
-
-def _check_mechanism(noise_multiplier, sampling_rate, steps) -> tuple[float, float, int]:
-    sigma = float(check_positive("noise_multiplier", noise_multiplier))
-    q = float(check_probability("sampling_rate", sampling_rate, open_low=True))
-    steps_int = check_integer("steps", steps, minimum=1)
-    return sigma, q, steps_int
+#: Largest finite order a concrete call accepts (the series then holds 2^17 terms per order).
+MAX_ORDER = 100_000.0
 
 
-def _event(sigma: float, q: float, steps: int) -> dp_accounting.DpEvent:
-    gaussian = dp_accounting.GaussianDpEvent(sigma)
-    step = gaussian if q == 1.0 else dp_accounting.PoissonSampledDpEvent(q, gaussian)
-    return dp_accounting.SelfComposedDpEvent(step, steps)
+@contextlib.contextmanager
+def _quiet_absl():
+    """Raise absl's verbosity to ERROR for the duration (dp_accounting logs warnings such as
+    "Excluding this order from the epsilon computation" through absl), then restore it."""
+    from absl import logging as absl_logging
+
+    before = absl_logging.get_verbosity()
+    absl_logging.set_verbosity(absl_logging.ERROR)
+    try:
+        yield
+    finally:
+        absl_logging.set_verbosity(before)
+
+
+def _check_mechanism(noise_multiplier, sampling_rate, steps):
+    """Concrete σ > 0 (∞ allowed), q ∈ (0, 1], integer T ≥ 1; traced values pass through."""
+    sigma = check_positive("noise_multiplier", as_scalar("noise_multiplier", noise_multiplier))
+    q = check_probability("sampling_rate", as_scalar("sampling_rate", sampling_rate),
+                          open_low=True)
+    steps = steps if is_traced(steps) else check_integer("steps", steps, minimum=1)
+    return sigma, q, steps
+
+
+def _check_rdp_orders(name: str, orders):
+    """Orders α > 1, +∞ allowed (ε_∞ = ∞), at most :data:`MAX_ORDER` otherwise (1-D)."""
+    if is_traced(orders):
+        return jnp.atleast_1d(orders)
+    arr = np.atleast_1d(check_numeric(name, orders))
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D sequence, got shape {arr.shape}")
+    finite = arr[~(np.isposinf(arr))]
+    if finite.size:
+        check_orders(name, finite)  # NaN, −∞ and α ≤ 1 (including the KL limit α = 1) refused
+    if (finite > MAX_ORDER).any():
+        raise ValueError(f"{name} must be at most {MAX_ORDER:g} (or inf), got "
+                         f"{float(finite.max())!r}")
+    return arr
+
+
+def _num_terms(orders) -> int:
+    """Series length for concrete orders: a power of two ≥ max finite α + TAIL_TERMS."""
+    if is_traced(orders):
+        return DEFAULT_NUM_TERMS
+    arr = np.asarray(orders, dtype=np.float64)
+    finite = arr[np.isfinite(arr)]
+    top = float(finite.max()) if finite.size else 0.0
+    return max(DEFAULT_NUM_TERMS, 1 << math.ceil(math.log2(top + TAIL_TERMS + 1)))
+
+
+def _as_float64(value):
+    return jnp.asarray(np.asarray(value, dtype=np.float64))
+
+
+@functools.partial(jax.jit, static_argnames="num_terms")
+def _rdp_epsilons(sigma, q, steps, orders, num_terms=DEFAULT_NUM_TERMS):
+    return steps * sampled_gaussian_rdp(sigma, q, orders, num_terms=num_terms)
 
 
 def rdp_epsilons(
@@ -51,36 +123,78 @@ def rdp_epsilons(
 ) -> np.ndarray:
     """RDP guarantee ε_α of ``steps`` rounds of the Poisson-subsampled Gaussian mechanism.
 
-    Composes ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(σ)), T)`` in
-    ``dp_accounting.rdp.RdpAccountant(orders)`` (add/remove neighbours) and reads ``.rdp``. At
-    ``sampling_rate = 1`` this is exactly ε_α = α T / (2 σ²) = α μ² / 2 with μ = √T / σ.
+    ε_α(T) = T · log A_α / (α − 1) with A_α = E_{z∼N(0,σ²)}[(1 − q + q·exp((2z − 1)/(2σ²)))^α]
+    (add/remove neighbours; Mironov, Talwar, Zhang, arXiv 1908.10530, §3.3), computed exactly at
+    every real order by :func:`jaxaudit.accounting.sampled_gaussian.sampled_gaussian_rdp` (ours,
+    in jnp — not dp_accounting, whose fractional orders are loose or infinite for q < 1). At
+    ``sampling_rate = 1`` this is ε_α = α T / (2 σ²) = α μ² / 2 with μ = √T / σ.
+
+    Concrete arguments are validated and computed in float64 (x64 scoped to the call), with
+    enough series terms for the largest order. Under ``jax.jit``/``jax.vmap``/``jax.grad`` (any
+    argument traced) nothing is checked, the caller's precision applies (use
+    ``jax.enable_x64(True)``) and orders above 512 give NaN.
 
     Args:
       noise_multiplier: σ, the noise standard deviation in units of the clipping norm (> 0).
       sampling_rate: q ∈ (0, 1], the Poisson sampling probability of each example.
       steps: T ≥ 1, the number of composed rounds.
-      orders: one order α > 1 or a sequence of them (Mironov's D_α units).
+      orders: one order α > 1 or a sequence of them (Mironov's D_α units; ``inf`` gives ∞;
+        α = 1, the KL limit, is refused).
 
     Returns:
-      float64 array of ε_α with the shape of ``np.atleast_1d(orders)``.
+      float64 array of ε_α with the shape of ``np.atleast_1d(orders)`` (a ``jax.Array`` when
+      traced).
 
     Examples:
       >>> float(rdp_epsilons(noise_multiplier=2.0, sampling_rate=1.0, steps=8, orders=[2.0])[0])
       2.0
+      >>> rdp_epsilons(noise_multiplier=2.62, sampling_rate=0.5, steps=100,
+      ...              orders=[1.25, 1.5]).round(3)
+      array([2.338, 2.831])
 
     References:
-      Mironov, Talwar, Zhang (2019), arXiv 1908.10530; dp_accounting ``RdpAccountant``.
+      Mironov, Talwar, Zhang (2019), arXiv 1908.10530, §3.3.
     """
     sigma, q, steps = _check_mechanism(noise_multiplier, sampling_rate, steps)
-    alphas = check_orders("orders", orders)
-    accountant = dp_accounting.rdp.RdpAccountant(list(map(float, alphas)))
-    accountant.compose(_event(sigma, q, steps))
-    return np.asarray(accountant.rdp, dtype=np.float64)
+    alphas = _check_rdp_orders("orders", orders)
+    num_terms = _num_terms(alphas)
+    if is_traced(sigma, q, steps, alphas):
+        return steps * sampled_gaussian_rdp(sigma, q, alphas, num_terms=num_terms)
+    with jax.enable_x64(True):
+        eps = _rdp_epsilons(*map(_as_float64, (sigma, q, steps, alphas)), num_terms=num_terms)
+        return np.asarray(eps, dtype=np.float64)
+
+
+def _epsilon_from_rdp(orders, rdp, delta):
+    """(ε, δ) from RDP values: dp_accounting's ``compute_epsilon`` in jnp (traceable).
+
+    Per order: ε = 0 when δ² + expm1(−ε_α) > 0 (the KL bound δ ≤ √(1 − e^{−ε_α}) already holds);
+    else, for α > 1.01, ε = ε_α + log(1 − 1/α) − log(δ α)/(α − 1) (Canonne, Kamath, Steinke,
+    arXiv 2004.00010, Prop. 12); else ∞. The result is max(0, min over orders).
+    """
+    finite = jnp.isfinite(orders)
+    a = jnp.where(finite, orders, 2.0)
+    converted = rdp + jnp.log1p(-1.0 / a) - jnp.log(delta * a) / (a - 1.0)
+    converted = jnp.where(finite & (a > 1.01), converted, jnp.inf)
+    per_order = jnp.where(delta**2 + jnp.expm1(-rdp) > 0, 0.0, converted)
+    return jnp.maximum(jnp.min(per_order, axis=-1), 0.0)
+
+
+@functools.partial(jax.jit, static_argnames="num_terms")
+def _epsilon_for_delta(sigma, q, steps, delta, orders, num_terms=DEFAULT_NUM_TERMS):
+    rdp = steps * sampled_gaussian_rdp(sigma, q, orders, num_terms=num_terms)
+    return _epsilon_from_rdp(orders, rdp, delta)
 
 
 def epsilon_for_delta(*, noise_multiplier: float, sampling_rate: float, steps: int,
                       delta: ArrayLike, orders: Sequence[float] | None = None) -> float:
-    """(ε, δ)-DP guarantee of the same mechanism by RDP conversion (dp_accounting's own).
+    """(ε, δ)-DP guarantee of the same mechanism by RDP conversion.
+
+    ε = max(0, min_α ε̃_α) over ``orders``, with ε_α = :func:`rdp_epsilons` (ours) and
+    ε̃_α = ε_α + log(1 − 1/α) − log(δ α)/(α − 1) (α > 1.01; Canonne, Kamath, Steinke,
+    arXiv 2004.00010, Prop. 12), or 0 when δ² > 1 − exp(−ε_α) — dp_accounting's
+    ``compute_epsilon`` rule, written in jnp so this function jits, vmaps and differentiates
+    (w.r.t. σ, q, δ) like :func:`rdp_epsilons`.
 
     Args:
       noise_multiplier: σ > 0.
@@ -90,25 +204,90 @@ def epsilon_for_delta(*, noise_multiplier: float, sampling_rate: float, steps: i
       orders: orders to optimise the conversion over (default :data:`DEFAULT_ORDERS`).
 
     Returns:
-      ε such that the mechanism is (ε, δ)-DP, from ``RdpAccountant.get_epsilon(delta)``.
+      ε (float; a ``jax.Array`` scalar when traced) such that the mechanism is (ε, δ)-DP.
+
+    Examples:
+      >>> round(epsilon_for_delta(noise_multiplier=1.0, sampling_rate=1.0, steps=1,
+      ...                         delta=1e-5), 3)
+      4.221
     """
     sigma, q, steps = _check_mechanism(noise_multiplier, sampling_rate, steps)
-    delta = float(check_probability("delta", delta, open_low=True, open_high=True))
-    alphas = check_orders("orders", DEFAULT_ORDERS if orders is None else orders)
-    accountant = dp_accounting.rdp.RdpAccountant(list(map(float, alphas)))
-    accountant.compose(_event(sigma, q, steps))
-    return float(accountant.get_epsilon(delta))
+    delta = check_probability("delta", as_scalar("delta", delta), open_low=True,
+                              open_high=True)
+    alphas = _check_rdp_orders("orders", DEFAULT_ORDERS if orders is None else orders)
+    num_terms = _num_terms(alphas)
+    if is_traced(sigma, q, steps, delta, alphas):
+        return _epsilon_for_delta(sigma, q, steps, delta, alphas, num_terms=num_terms)
+    with jax.enable_x64(True):
+        eps = _epsilon_for_delta(*map(_as_float64, (sigma, q, steps, delta, alphas)),
+                                 num_terms=num_terms)
+        return float(eps)
 
 
 ACCOUNTANTS = ("rdp", "pld")
+
+#: Bracket of the ``accountant="rdp"`` calibration: σ ∈ [1e−3, 1e6], bisected in log σ.
+SIGMA_RANGE = (1e-3, 1e6)
+_BISECTIONS = 64  # log(1e9) / 2^64 ≈ 1e−18: σ to float64 resolution
+
+
+def _calibrate_rdp(epsilon, delta, steps, q, orders, num_terms):
+    """Smallest σ in :data:`SIGMA_RANGE` with ε(σ) ≤ ``epsilon`` (bisection in log σ; returns
+    the upper end of the last bracket, so the target always holds); ∞ when even σ = 1e6 fails."""
+    def eps_of(log_sigma):
+        rdp = steps * sampled_gaussian_rdp(jnp.exp(log_sigma), q, orders, num_terms=num_terms)
+        return _epsilon_from_rdp(orders, rdp, delta)
+
+    lo, hi = (jnp.log(jnp.asarray(v, dtype=jnp.result_type(float))) for v in SIGMA_RANGE)
+
+    def halve(_, bracket):
+        lo, hi = bracket
+        mid = 0.5 * (lo + hi)
+        ok = eps_of(mid) <= epsilon
+        return jnp.where(ok, lo, mid), jnp.where(ok, mid, hi)
+
+    lo_ok = eps_of(lo) <= epsilon
+    hi_ok = eps_of(hi) <= epsilon
+    _, hi_end = jax.lax.fori_loop(0, _BISECTIONS, halve, (lo, hi))
+    return jnp.where(lo_ok, jnp.exp(lo), jnp.where(hi_ok, jnp.exp(hi_end), jnp.inf))
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(5,))
+def _noise_for_epsilon_rdp(epsilon, delta, steps, q, orders, num_terms):
+    return _calibrate_rdp(epsilon, delta, steps, q, orders, num_terms)
+
+
+@_noise_for_epsilon_rdp.defjvp
+def _noise_for_epsilon_rdp_jvp(num_terms, primals, tangents):
+    """Implicit function theorem on ε(σ, δ, q) = ε_target: dσ = (dε − ∂ε/∂θ·dθ) / (∂ε/∂σ)."""
+    epsilon, delta, steps, q, orders = primals
+    d_epsilon, d_delta, _, d_q, _ = tangents
+    sigma = _noise_for_epsilon_rdp(epsilon, delta, steps, q, orders, num_terms)
+    interior = jnp.isfinite(sigma) & (sigma > SIGMA_RANGE[0])
+    sigma_s = jnp.where(interior, sigma, 1.0)
+
+    def eps_of(s, d, qq):
+        rdp = steps * sampled_gaussian_rdp(s, qq, orders, num_terms=num_terms)
+        return _epsilon_from_rdp(orders, rdp, d)
+
+    _, slope = jax.jvp(lambda s: eps_of(s, delta, q), (sigma_s,), (jnp.ones_like(sigma_s),))
+    _, moved = jax.jvp(lambda d, qq: eps_of(sigma_s, d, qq), (delta, q), (d_delta, d_q))
+    return sigma, jnp.where(interior, (d_epsilon - moved) / slope, 0.0)
+
+
+_noise_for_epsilon_rdp_jit = jax.jit(_noise_for_epsilon_rdp, static_argnums=5)
 
 
 def noise_for_epsilon(epsilon: ArrayLike, delta: ArrayLike, steps: int, sampling_rate: float, *,
                       orders: ArrayLike = None, accountant: str = "rdp") -> float:
     """Smallest noise multiplier σ for which T rounds are (ε, δ)-DP.
 
-    Uses ``dp_accounting.calibrate_dp_mechanism`` (bracketing + bisection) with fresh
-    ``RdpAccountant`` (``accountant="rdp"``) or ``PLDAccountant`` (``"pld"``) instances.
+    ``accountant="rdp"`` (ours): bisection in log σ on :func:`epsilon_for_delta` (exact RDP of
+    the sampled Gaussian, dp_accounting's conversion rule) over σ ∈ [1e−3, 1e6]; the returned σ
+    always meets the target. It jits and vmaps (over ε, δ, q), and its gradient is the implicit
+    one, dσ/dε = 1 / (∂ε/∂σ). ``accountant="pld"``: dp_accounting's ``PLDAccountant`` with
+    ``calibrate_dp_mechanism`` (host only, not traceable).
+
     The RDP conversion to (ε, δ) is loose: at full batch, T = 100, (10, 1e−5) it gives
     σ = 5.30 (μ = √T/σ = 1.887) where the privacy-loss-distribution accountant gives the nearly
     exact σ = 5.00 (μ = 2.000, the μ-GDP value). Annamalai & De Cristofaro (arXiv 2405.14106)
@@ -124,29 +303,57 @@ def noise_for_epsilon(epsilon: ArrayLike, delta: ArrayLike, steps: int, sampling
       accountant: "rdp" (default, the bound the RDP audit compares with) or "pld" (tight).
 
     Returns:
-      σ (float) at which the chosen accountant certifies (ε, δ) (up to the calibration
-      tolerance of dp_accounting).
+      σ (float; a ``jax.Array`` scalar when traced) at which the chosen accountant certifies
+      (ε, δ) (``"pld"``: up to dp_accounting's calibration tolerance).
+
+    Raises:
+      ValueError: bad arguments, an unknown accountant, ``"pld"`` under a JAX transform, or a
+        target no σ ≤ 1e6 reaches.
 
     Example:
       >>> round(noise_for_epsilon(10.0, 1e-5, 100, 1.0, accountant="pld"), 2)
       5.0
+      >>> round(noise_for_epsilon(10.0, 1e-5, 100, 1.0), 2)
+      5.3
     """
     if accountant not in ACCOUNTANTS:
         raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}")
-    epsilon = float(check_positive("epsilon", epsilon))
-    delta = float(check_probability("delta", delta, open_low=True, open_high=True))
+    epsilon = check_positive("epsilon", as_scalar("epsilon", epsilon))
+    delta = check_probability("delta", as_scalar("delta", delta), open_low=True, open_high=True)
     _, q, steps = _check_mechanism(1.0, sampling_rate, steps)
-    alphas = list(map(float, check_orders("orders", DEFAULT_ORDERS if orders is None else orders)))
-    make = ((lambda: dp_accounting.rdp.RdpAccountant(alphas)) if accountant == "rdp" else
-            (lambda: dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-3)))
+    alphas = _check_rdp_orders("orders", DEFAULT_ORDERS if orders is None else orders)
+    traced = is_traced(epsilon, delta, q, steps, alphas)
+    if accountant == "rdp":
+        num_terms = _num_terms(alphas)
+        if traced:
+            return _noise_for_epsilon_rdp(epsilon, delta, steps, q, alphas, num_terms)
+        with jax.enable_x64(True):
+            sigma = float(_noise_for_epsilon_rdp_jit(
+                *map(_as_float64, (epsilon, delta, steps, q, alphas)), num_terms))
+        if not math.isfinite(sigma):
+            raise ValueError(f"no noise multiplier up to {SIGMA_RANGE[1]:g} reaches epsilon="
+                             f"{float(epsilon)!r} at delta={float(delta)!r} over these orders")
+        return sigma
+    if traced:
+        raise ValueError("accountant='pld' runs dp_accounting on the host and cannot be traced "
+                         "(jit/vmap/grad); use accountant='rdp' or call it outside the transform")
+    import dp_accounting
+
+    steps, q = int(steps), float(q)
+
+    def event(sigma: float) -> dp_accounting.DpEvent:
+        gaussian = dp_accounting.GaussianDpEvent(sigma)
+        step = gaussian if q == 1.0 else dp_accounting.PoissonSampledDpEvent(q, gaussian)
+        return dp_accounting.SelfComposedDpEvent(step, steps)
+
     # The PLD discretisation blows up for σ ≪ 1 (a grid of 10^12 losses at σ = 10^-3).
-    lowest = 1e-3 if accountant == "rdp" else 0.2
-    return float(
-        dp_accounting.calibrate_dp_mechanism(
-            make,
-            lambda sigma: _event(sigma, q, steps),
-            epsilon,
-            delta,
-            bracket_interval=dp_accounting.LowerEndpointAndGuess(lowest, 1.0),
+    with _quiet_absl():
+        return float(
+            dp_accounting.calibrate_dp_mechanism(
+                lambda: dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-3),
+                event,
+                float(epsilon),
+                float(delta),
+                bracket_interval=dp_accounting.LowerEndpointAndGuess(0.2, 1.0),
+            )
         )
-    )

@@ -1,4 +1,5 @@
-"""Tests of the dp_accounting wrappers (jaxaudit.accounting)."""
+"""Tests of the public accounting functions (jaxaudit.accounting): our RDP against
+dp_accounting where dp_accounting is exact (integer orders, q = 1, the (ε, δ) conversion rule)."""
 
 import dp_accounting
 import numpy as np
@@ -15,34 +16,56 @@ def test_full_batch_equals_gaussian_closed_form(sigma, steps):
     np.testing.assert_allclose(eps, np.asarray(ORDERS) * steps / (2 * sigma**2), rtol=1e-12)
 
 
-def test_subsampled_matches_accountant_and_is_smaller():
+def test_subsampled_matches_accountant_at_integer_orders_and_is_below_it_elsewhere():
+    # dp_accounting's integer-order sum is exact; its fractional orders sum |terms| (too high).
     q, sigma, steps = 0.01, 1.1, 500
     eps = rdp_epsilons(noise_multiplier=sigma, sampling_rate=q, steps=steps, orders=ORDERS)
     acc = dp_accounting.rdp.RdpAccountant(ORDERS)
     event = dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma))
     acc.compose(dp_accounting.SelfComposedDpEvent(event, steps))
-    np.testing.assert_allclose(eps, acc.rdp, rtol=1e-12)
+    integer = np.asarray(ORDERS) == np.round(ORDERS)
+    np.testing.assert_allclose(eps[integer], np.asarray(acc.rdp)[integer], rtol=1e-10)
+    assert np.all(eps[~integer] < np.asarray(acc.rdp)[~integer])
     full = rdp_epsilons(noise_multiplier=sigma, sampling_rate=1.0, steps=steps, orders=ORDERS)
     assert np.all(eps < full) and np.all(np.diff(eps) > 0)
 
 
-def test_epsilon_for_delta_agrees_with_dp_accounting_and_rdp_conversion():
+def test_epsilon_for_delta_is_dp_accountings_conversion_of_our_rdp():
     q, sigma, steps, delta = 0.02, 1.3, 300, 1e-5
     acc = dp_accounting.rdp.RdpAccountant()
     event = dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma))
     acc.compose(dp_accounting.SelfComposedDpEvent(event, steps))
+    orders = np.asarray(acc._orders, dtype=float)
     ours = epsilon_for_delta(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta,
-                             orders=acc._orders)
-    assert ours == pytest.approx(acc.get_epsilon(delta), rel=1e-12)
+                             orders=orders)
+    eps = rdp_epsilons(noise_multiplier=sigma, sampling_rate=q, steps=steps, orders=orders)
+    reference, _ = dp_accounting.rdp.compute_epsilon(orders, eps, delta)
+    assert ours == pytest.approx(reference, rel=1e-12)
+    # tighter RDP, same rule: never above dp_accounting's own answer
+    assert ours <= acc.get_epsilon(delta) * (1 + 1e-12)
     # Independent check: the conversion of Balle et al. (2020, Thm 21),
     # ε = min_α ε_α + log((α−1)/α) − (log δ + log α)/(α−1), and Mironov's looser one.
-    eps = rdp_epsilons(noise_multiplier=sigma, sampling_rate=q, steps=steps, orders=acc._orders)
-    orders = np.asarray(acc._orders)
-    balle = np.min(eps + np.log((orders - 1) / orders) - (np.log(delta) + np.log(orders))
-                   / (orders - 1))
+    keep = orders > 1.01
+    balle = np.min(eps[keep] + np.log((orders[keep] - 1) / orders[keep])
+                   - (np.log(delta) + np.log(orders[keep])) / (orders[keep] - 1))
     classic = np.min(eps + np.log(1 / delta) / (orders - 1))
-    assert ours == pytest.approx(balle, rel=1e-6)
+    assert ours == pytest.approx(balle, rel=1e-12)
     assert ours < classic
+
+
+def test_epsilon_for_delta_uses_the_kl_shortcut_only_when_it_applies():
+    # Full batch, σ = 50: ε_α = α/(2σ²). At δ = 0.3, δ² > 1 − exp(−ε_α) at α = 1.1, so the KL
+    # bound δ ≤ √(1 − e^{−KL}) gives ε = 0; at δ = 1e−5 it does not, and the closed-form
+    # conversion over the default orders applies.
+    from jaxaudit.accounting import DEFAULT_ORDERS
+
+    sigma, orders = 50.0, np.asarray(DEFAULT_ORDERS)
+    assert 0.3**2 > -np.expm1(-1.1 / (2 * sigma**2))
+    assert epsilon_for_delta(noise_multiplier=sigma, sampling_rate=1.0, steps=1, delta=0.3) == 0
+    eps = orders / (2 * sigma**2)
+    expected = max(0.0, np.min(eps + np.log1p(-1 / orders) - np.log(1e-5 * orders) / (orders - 1)))
+    ours = epsilon_for_delta(noise_multiplier=sigma, sampling_rate=1.0, steps=1, delta=1e-5)
+    assert ours == pytest.approx(expected, rel=1e-12) and ours > 0
 
 
 def test_noise_for_epsilon_round_trip():
