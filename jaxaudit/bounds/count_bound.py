@@ -20,14 +20,19 @@ output-dependent bound (which needs several runs of the mechanism to estimate); 
 conditionally on a single output.
 
 Numerics: the Poisson-binomial tails come from :mod:`jaxaudit.bounds.poisson_binomial` (float64,
-relative accuracy in deep tails). ``success_count_bound_exact`` is the jit/vmap-able form (exact
-recursion, O(n²)); the other functions validate their arguments and pick the recursion or the
-tilted-FFT engine.
+relative accuracy in deep tails). Every function here is a validated entry in front of a pure
+``jax.numpy`` core: concrete calls validate and compute in float64 (x64 scoped to the call);
+inside the caller's ``jit``/``vmap`` they just compute, in the caller's precision (enable x64
+there: float32 flushes priors below ≈ 1.2e−38 to 0 and loses the tails' relative accuracy,
+either of which can make v_γ too small). The count bounds are integers found by a bracketing
+search on the tail inside ``lax.while_loop``, so they vmap over ε, δ, γ or prior vectors, e.g.
+``jax.vmap(lambda e: success_count_bound(p, e))(eps_grid)`` under ``jax.enable_x64(True)``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -37,21 +42,24 @@ from jax.typing import ArrayLike
 from jaxaudit._validation import (
     as_scalar,
     as_vector,
-    check_finite,
+    check_choice,
     check_integer,
     check_nonnegative,
     check_probability,
     is_traced,
 )
 from jaxaudit.bounds.poisson_binomial import (
+    _METHODS,
     ISF_LOG_MARGIN,
     RECURSION_MAX_N,
-    _pad_to_bucket,
-    poisson_binomial_isf,
+    _check_counts,
+    _padded_counts,
+    _x64,
+    isf_core,
+    logsf_core,
     poisson_binomial_logsf_exact,
-    poisson_binomial_tail,
 )
-from jaxaudit.bounds.success import posterior_success
+from jaxaudit.bounds.success import _posterior_success
 
 __all__ = [
     "count_bound_exact",
@@ -65,15 +73,90 @@ __all__ = [
 ]
 
 
-def _priors(priors) -> np.ndarray:
+def _priors(priors):
     p = as_vector("priors", priors)
     check_probability("priors", p)
     return p
 
 
-def _betas(p: np.ndarray, epsilon: float) -> np.ndarray:
-    with jax.enable_x64(True):
-        return np.asarray(posterior_success(jnp.asarray(p), jnp.asarray(float(epsilon))))
+def _check_method(method: str) -> None:
+    check_choice("method", method, _METHODS)
+
+
+# --------------------------------------------------------------------------------------------
+# Cores (pure jnp, no validation)
+# --------------------------------------------------------------------------------------------
+
+
+@partial(jax.jit, static_argnames="method")
+def _beta_logsf(priors, epsilon, v, method: str = "auto") -> jax.Array:
+    """log Pr[PoiBin(β(ε, p)) ≥ v] (shape of v)."""
+    return logsf_core(_posterior_success(jnp.asarray(priors), epsilon), v, method=method)
+
+
+def _add_delta(xp, log_tail, v, n, delta):
+    """min(1, tail + n·δ), 1 for v ≤ 0, with ``xp`` = jnp (traced) or np (concrete: numpy's
+    exp keeps a subnormal tail, which XLA on CPU would flush to 0)."""
+    v = xp.asarray(v)
+    return xp.where(v <= 0, 1.0, xp.minimum(1.0, xp.exp(log_tail) + n * delta))
+
+
+def success_tail_core(priors, epsilon, v, delta=0.0, method: str = "auto") -> jax.Array:
+    """min(1, Pr[PoiBin(β(ε, p)) ≥ v] + n·δ), 1 for v ≤ 0 (shape of v; no validation)."""
+    n = jnp.shape(priors)[0]
+    return _add_delta(jnp, _beta_logsf(priors, epsilon, v, method=method), v, n, delta)
+
+
+@partial(jax.jit, static_argnames="method")
+def success_count_bound_core(priors, epsilon, delta=0.0, gamma=0.05, n=None,
+                             method: str = "auto") -> jax.Array:
+    """v_γ = min{v : Pr[PoiBin(β(ε, p)) ≥ v] + n·δ ≤ γ} (int32; n + 1 when none; no
+    validation; ``n`` as in :func:`success_tail_core`)."""
+    priors = jnp.asarray(priors)
+    n = priors.shape[0] if n is None else n
+    beta = _posterior_success(priors, epsilon)
+    budget = gamma - n * delta
+    log_budget = jnp.log(jnp.maximum(budget, jnp.finfo(beta.dtype).tiny))
+    v = isf_core(beta, log_budget, method=method)
+    return jnp.where(budget > 0, v, n + 1).astype(jnp.int32)
+
+
+def _over_grid(fn, epsilons, deltas, method: str, size: int):
+    """fn(ε, δ) for every grid point: one vmapped call for the recursion, a sequential
+    ``lax.map`` in small batches for the FFT path (its work arrays are O(n) per ε)."""
+    if method == "recursion" or (method == "auto" and size <= RECURSION_MAX_N):
+        return jax.vmap(fn)(epsilons, deltas)
+    return jax.lax.map(lambda ed: fn(*ed), (epsilons, deltas), batch_size=4)
+
+
+@partial(jax.jit, static_argnames="method")
+def _beta_logsf_grid(priors, epsilons, v, method: str = "auto") -> jax.Array:
+    """log Pr[PoiBin(β(ε_j, p)) ≥ v] for every ε_j of the grid: shape (grid,) + v's shape."""
+    zeros = jnp.zeros_like(jnp.asarray(epsilons))
+    return _over_grid(lambda e, _: _beta_logsf(priors, e, v, method=method),
+                      jnp.asarray(epsilons), zeros, method, jnp.shape(priors)[0])
+
+
+def success_tail_fdp_core(priors, epsilons, deltas, v, method: str = "auto") -> jax.Array:
+    """min over the grid of min(1, Pr[PoiBin(β(ε_j, p)) ≥ v] + n·δ_j), 1 for v ≤ 0."""
+    n = jnp.shape(priors)[0]
+    logs = _beta_logsf_grid(priors, epsilons, v, method=method)
+    deltas = jnp.reshape(jnp.asarray(deltas), (-1,) + (1,) * jnp.ndim(v))
+    return jnp.min(_add_delta(jnp, logs, v, n, deltas), axis=0)
+
+
+@partial(jax.jit, static_argnames="method")
+def success_count_bound_fdp_core(priors, epsilons, deltas, gamma=0.05, n=None,
+                                 method: str = "auto") -> jax.Array:
+    """min over the grid of the (ε_j, δ_j) count bounds (int32; n + 1 when none)."""
+    vs = _over_grid(lambda e, d: success_count_bound_core(priors, e, d, gamma, n, method=method),
+                    jnp.asarray(epsilons), jnp.asarray(deltas), method, jnp.shape(priors)[0])
+    return jnp.min(vs)
+
+
+# --------------------------------------------------------------------------------------------
+# Public functions
+# --------------------------------------------------------------------------------------------
 
 
 def success_tail(priors: ArrayLike, epsilon: ArrayLike, v: ArrayLike, delta: ArrayLike = 0.0, *,
@@ -84,7 +167,7 @@ def success_tail(priors: ArrayLike, epsilon: ArrayLike, v: ArrayLike, delta: Arr
       priors: (n,) baseline success probabilities p_i ∈ [0, 1] (see the module docstring for
         which p to use).
       epsilon: ε ≥ 0.
-      v: scalar or array of success counts.
+      v: scalar or array of integer success counts.
       delta: δ ∈ [0, 1) of (ε, δ)-DP.
       method: Poisson-binomial engine (``"auto"``, ``"recursion"``, ``"fft"``).
 
@@ -92,7 +175,7 @@ def success_tail(priors: ArrayLike, epsilon: ArrayLike, v: ArrayLike, delta: Arr
       float64 JAX array shaped like ``v``.
 
     Raises:
-      ValueError: priors outside [0, 1] or NaN, ε < 0, δ outside [0, 1), NaN in v.
+      ValueError: priors outside [0, 1] or NaN, ε < 0, δ outside [0, 1), v not integers.
 
     Examples:
       >>> round(float(success_tail([0.5] * 100, 1.0, 80)), 6)  # Pr[Bin(100, e/(1+e)) ≥ 80]
@@ -102,21 +185,24 @@ def success_tail(priors: ArrayLike, epsilon: ArrayLike, v: ArrayLike, delta: Arr
     epsilon, delta = as_scalar("epsilon", epsilon), as_scalar("delta", delta)
     check_nonnegative("epsilon", epsilon)
     check_probability("delta", delta, open_high=True)
-    check_finite("v", v)
-    tail = np.asarray(poisson_binomial_tail(_betas(p, epsilon), v, method=method))
-    out = np.minimum(1.0, tail + p.size * float(delta))
-    out = np.where(np.asarray(v) <= 0, 1.0, out)
+    v = _check_counts("v", v)
+    _check_method(method)
+    if is_traced(p, epsilon, v, delta):
+        return success_tail_core(jnp.asarray(p), epsilon, v, delta, method=method)
+    padded, unpad = _padded_counts(v)
+    log_tail = unpad(np.asarray(_x64(_beta_logsf, p, epsilon, padded, method=method)))
     with jax.enable_x64(True):
-        return jnp.asarray(out)
+        return jnp.asarray(_add_delta(np, log_tail, v, p.size, delta))
 
 
 def success_count_bound(priors: ArrayLike, epsilon: ArrayLike, delta: ArrayLike = 0.0,
-                        gamma: float = 0.05, *, method: str = "auto") -> int:
+                        gamma: ArrayLike = 0.05, *, method: str = "auto"):
     """v_γ = min{v : Pr[PoiBin(β(ε, p)) ≥ v] + n·δ ≤ γ}; n + 1 when none (vacuous).
 
     With probability ≥ 1 − γ fewer than v_γ targets are attacked successfully. Round-off is
     resolved conservatively: a tail within a relative 1e−9 of the budget counts as above it
-    (``poisson_binomial.ISF_LOG_MARGIN``), so v_γ is never one too small.
+    (``poisson_binomial.ISF_LOG_MARGIN``), so v_γ is never one too small. vmaps over ε, δ, γ
+    and priors (enable x64 in the caller, see the module docstring).
 
     Args:
       priors: (n,) baseline success probabilities.
@@ -126,7 +212,7 @@ def success_count_bound(priors: ArrayLike, epsilon: ArrayLike, delta: ArrayLike 
       method: Poisson-binomial engine.
 
     Returns:
-      Python int in 1..n + 1.
+      Python int in 1..n + 1 (an int32 array inside ``jit``/``vmap``).
 
     Raises:
       ValueError: bad priors, ε, δ or γ.
@@ -141,13 +227,12 @@ def success_count_bound(priors: ArrayLike, epsilon: ArrayLike, delta: ArrayLike 
     check_nonnegative("epsilon", epsilon)
     check_probability("delta", delta, open_high=True)
     check_probability("gamma", gamma, open_low=True, open_high=True)
-    budget = float(gamma) - p.size * float(delta)
-    if budget <= 0.0:
-        return p.size + 1
-    return poisson_binomial_isf(_betas(p, epsilon), budget, method=method)
+    _check_method(method)
+    out = _x64(success_count_bound_core, p, epsilon, delta, gamma, n=p.shape[0], method=method)
+    return out if is_traced(p, epsilon, delta, gamma) else int(out)
 
 
-def aggregate_gain(priors: ArrayLike, count_bound: int) -> float:
+def aggregate_gain(priors: ArrayLike, count_bound: ArrayLike):
     """Aggregate gain of a count bound over the prior: (min(v_γ, n) − Σ_i p_i) / n.
 
     The fraction of the n targets that an attack may get right, beyond the Σ_i p_i successes
@@ -159,17 +244,25 @@ def aggregate_gain(priors: ArrayLike, count_bound: int) -> float:
       count_bound: v_γ, e.g. from :func:`success_count_bound`.
 
     Returns:
-      Python float in [−1, 1] (an upper bound on the gain, since v_γ is one).
+      Python float in [−1, 1] (an upper bound on the gain, since v_γ is one); a JAX scalar
+      inside ``jit``/``vmap``.
 
     Examples:
       >>> aggregate_gain([0.1] * 1000, 255)
       0.155
     """
     p = _priors(priors)
-    if p.size == 0:
+    if p.shape[0] == 0:
         raise ValueError("priors must hold at least one target")
+    if is_traced(p, count_bound):
+        return _aggregate_gain(jnp.asarray(p), count_bound)
     v = check_integer("count_bound", count_bound)
     return (min(v, p.size) - float(p.sum())) / p.size
+
+
+def _aggregate_gain(p, v):
+    n = p.shape[0]
+    return (jnp.minimum(v, n) - jnp.sum(p)) / n
 
 
 @jax.jit
@@ -193,41 +286,33 @@ def count_bound_exact(probs: jax.Array, log_gamma: jax.Array) -> jax.Array:
 
 
 def success_count_bound_exact(priors: ArrayLike, epsilon: ArrayLike, delta: ArrayLike = 0.0,
-                              gamma: float = 0.05) -> jax.Array:
-    """jit/vmap-able v_γ by the exact O(n²) recursion (no validation).
+                              gamma: ArrayLike = 0.05) -> jax.Array:
+    """:func:`success_count_bound` by the exact O(n²) recursion, always as a JAX int32 scalar.
 
-    Same value as :func:`success_count_bound` (for n up to a few thousand). Useful to vmap over
-    ε or over prior vectors, e.g. ``jax.vmap(success_count_bound_exact, (None, 0))(p, eps_grid)``.
-
-    Precision: a direct call with concrete arguments runs in float64 (x64 scoped to the call).
-    Under ``jit``/``vmap`` the caller's precision applies: call it inside
-    ``jax.enable_x64(True)``, because in float32 priors below ≈ 1.2e−38 are flushed to 0 (e.g.
-    p = 3e−39 at ε = 100 has β ≈ 1 but would count as 0) and tails carry float32 rounding, either
-    of which can make v_γ too small.
+    Same value as :func:`success_count_bound` (for n up to a few thousand). Concrete arguments
+    are validated and run in float64 (x64 scoped to the call). Under ``jit``/``vmap`` the
+    caller's precision applies: call it inside ``jax.enable_x64(True)``, because in float32
+    priors below ≈ 1.2e−38 are flushed to 0 and tails carry float32 rounding, either of which can
+    make v_γ too small.
 
     Args:
       priors: (n,) p_i.
-      epsilon, delta, gamma: scalars.
+      epsilon, delta, gamma: scalars (ε ≥ 0, δ ∈ [0, 1), γ ∈ (0, 1)).
 
     Returns:
       int32 scalar v_γ (n + 1 when vacuous).
+
+    Raises:
+      ValueError: bad priors, ε, δ or γ (concrete arguments).
     """
-    if is_traced(priors, epsilon, delta, gamma):
-        return _success_count_bound_exact(priors, epsilon, delta, gamma)
-    with jax.enable_x64(True):
-        args = [jnp.asarray(np.asarray(a, dtype=np.float64)) for a in (priors, epsilon, delta, gamma)]
-        return _success_count_bound_exact(*args)
-
-
-@jax.jit
-def _success_count_bound_exact(priors, epsilon, delta, gamma) -> jax.Array:
-    priors = jnp.asarray(priors)
-    n = priors.shape[0]
-    beta = posterior_success(priors, epsilon)
-    budget = gamma - n * delta
-    log_budget = jnp.log(jnp.maximum(budget, jnp.finfo(beta.dtype).tiny))
-    v = count_bound_exact(beta, log_budget)
-    return jnp.where(budget > 0, v, n + 1).astype(jnp.int32)
+    p = _priors(priors)
+    epsilon, delta = as_scalar("epsilon", epsilon), as_scalar("delta", delta)
+    gamma = as_scalar("gamma", gamma)
+    check_nonnegative("epsilon", epsilon)
+    check_probability("delta", delta, open_high=True)
+    check_probability("gamma", gamma, open_low=True, open_high=True)
+    return _x64(success_count_bound_core, p, epsilon, delta, gamma, n=p.shape[0],
+                method="recursion")
 
 
 def fdp_epsilon_grid(delta_of_epsilon: Callable, n: int, gamma: float = 0.05,
@@ -235,10 +320,12 @@ def fdp_epsilon_grid(delta_of_epsilon: Callable, n: int, gamma: float = 0.05,
     """Default ε grid for the f-DP bound: ``num`` points evenly spaced on [0, ε_max].
 
     ε_max is the smallest ε (to 1e−4, searched on [0, 200]; 200 if none) with
-    n·δ_f(ε) ≤ γ/100; ``delta_of_epsilon`` is called twice, on vectors. Larger ε cannot help much: there the additive term is already below γ/100
-    while β(ε, p), hence the Poisson-binomial tail, keeps growing. For μ-GDP this gives
+    n·δ_f(ε) ≤ γ/100; ``delta_of_epsilon`` is called twice, on vectors. Larger ε cannot help
+    much: there the additive term is already below γ/100 while β(ε, p), hence the
+    Poisson-binomial tail, keeps growing. For μ-GDP this gives
     ε_max ≈ μ²/2 + μ·sqrt(2 ln(100 n/γ)). Any grid gives a *valid* bound (each ε does); the
-    grid only affects how tight it is.
+    grid only affects how tight it is. A host function (the grid's size is a shape): inside
+    ``jit``/``vmap`` pass the grid to the f-DP bounds as ``epsilons``.
 
     Raises:
       ValueError: n < 0, γ outside (0, 1) or num < 1.
@@ -270,9 +357,12 @@ def _fdp_setup(priors, delta_of_epsilon, gamma, epsilons):
     if not callable(delta_of_epsilon):
         raise ValueError("delta_of_epsilon must be a callable ε ↦ δ_f(ε)")
     if epsilons is None:
-        epsilons = fdp_epsilon_grid(delta_of_epsilon, p.size, gamma)
+        epsilons = fdp_epsilon_grid(delta_of_epsilon, p.shape[0], gamma)
     eps = as_vector("epsilons", epsilons)
     check_nonnegative("epsilons", eps)
+    if is_traced(p, eps):
+        deltas = jnp.broadcast_to(delta_of_epsilon(eps), eps.shape)
+        return p, eps, deltas
     with jax.enable_x64(True):
         deltas = np.asarray(delta_of_epsilon(jnp.asarray(eps)), dtype=np.float64)
     deltas = np.broadcast_to(deltas, eps.shape)
@@ -291,9 +381,11 @@ def success_tail_fdp(
 
     Args:
       priors: (n,) p_i.
-      delta_of_epsilon: callable ε ↦ δ_f(ε), e.g. ``lambda e: gdp_delta(e, mu)``.
-      v: scalar or array of counts.
-      epsilons: ε grid (default :func:`fdp_epsilon_grid` with ``gamma``).
+      delta_of_epsilon: callable ε ↦ δ_f(ε) (jnp, vectorised), e.g.
+        ``lambda e: gdp_delta(e, mu)``.
+      v: scalar or array of integer counts.
+      epsilons: ε grid (default :func:`fdp_epsilon_grid` with ``gamma``; required inside
+        ``jit``/``vmap`` when ``gamma`` is traced).
       gamma: level used only to build the default grid.
       method: Poisson-binomial engine.
 
@@ -302,25 +394,25 @@ def success_tail_fdp(
     """
     check_probability("gamma", gamma, open_low=True, open_high=True)
     p, eps, deltas = _fdp_setup(priors, delta_of_epsilon, gamma, epsilons)
-    check_finite("v", v)
-    best = np.ones(np.shape(v))
-    for e, d in zip(eps, deltas, strict=True):
-        if p.size * d >= 1.0:
-            continue
-        tail = np.asarray(poisson_binomial_tail(_betas(p, e), v, method=method))
-        best = np.minimum(best, tail + p.size * d)
-    best = np.where(np.asarray(v) <= 0, 1.0, np.minimum(best, 1.0))
+    v = _check_counts("v", v)
+    _check_method(method)
+    if is_traced(p, eps, deltas, v):
+        return success_tail_fdp_core(jnp.asarray(p), eps, deltas, v, method=method)
+    padded, unpad = _padded_counts(v)
+    logs = np.asarray(_x64(_beta_logsf_grid, p, eps, padded, method=method))
+    log_tail = np.stack([unpad(row) for row in logs])
+    deltas = np.reshape(deltas, (-1,) + (1,) * np.ndim(v))
     with jax.enable_x64(True):
-        return jnp.asarray(best)
+        return jnp.asarray(np.min(_add_delta(np, log_tail, v, p.size, deltas), axis=0))
 
 
 def success_count_bound_fdp(priors: ArrayLike, delta_of_epsilon: Callable, gamma: float = 0.05,
-                            epsilons: ArrayLike = None, *, method: str = "auto") -> int:
+                            epsilons: ArrayLike = None, *, method: str = "auto"):
     """f-DP count bound: v_γ = min{v : inf_ε Pr[PoiBin(β(ε, p)) ≥ v] + n·δ_f(ε) ≤ γ}.
 
     Equivalently the minimum over the grid of the (ε, δ_f(ε)) count bounds, since
-    "bound(v) ≤ γ for some ε" is what the infimum asks. For n ≤ ``RECURSION_MAX_N`` (and
-    ``method`` auto/recursion) the whole grid runs as one vmapped jit call.
+    "bound(v) ≤ γ for some ε" is what the infimum asks. The grid runs as one vmapped call
+    (recursion) or a ``lax.map`` (FFT path).
 
     Args:
       priors: (n,) p_i.
@@ -330,7 +422,7 @@ def success_count_bound_fdp(priors: ArrayLike, delta_of_epsilon: Callable, gamma
       method: Poisson-binomial engine.
 
     Returns:
-      Python int in 1..n + 1.
+      Python int in 1..n + 1 (an int32 array inside ``jit``/``vmap``).
 
     Examples:
       >>> from jaxaudit.bounds import gdp_delta
@@ -340,20 +432,6 @@ def success_count_bound_fdp(priors: ArrayLike, delta_of_epsilon: Callable, gamma
     gamma = as_scalar("gamma", gamma)
     check_probability("gamma", gamma, open_low=True, open_high=True)
     p, eps, deltas = _fdp_setup(priors, delta_of_epsilon, gamma, epsilons)
-    n = p.size
-    keep = n * deltas < gamma
-    if not keep.any():
-        return n + 1
-    eps, deltas = eps[keep], deltas[keep]
-    if method in ("auto", "recursion") and (method == "recursion" or n <= RECURSION_MAX_N):
-        padded = _pad_to_bucket(p)
-        budgets = gamma - n * deltas
-        with jax.enable_x64(True):
-            beta = jax.vmap(posterior_success, (None, 0))(jnp.asarray(padded), jnp.asarray(eps))
-            beta = jnp.where(jnp.arange(padded.size) < n, beta, 0.0)
-            vs = jax.vmap(count_bound_exact)(beta, jnp.log(jnp.asarray(budgets)))
-        return int(np.min(np.asarray(vs)))
-    return min(poisson_binomial_isf(_betas(p, e), gamma - n * d, method=method)
-               for e, d in zip(eps, deltas, strict=True))
-
-
+    _check_method(method)
+    out = _x64(success_count_bound_fdp_core, p, eps, deltas, gamma, n=p.shape[0], method=method)
+    return out if is_traced(p, eps, deltas, gamma) else int(out)

@@ -1,36 +1,40 @@
-"""Exact Poisson-binomial distribution with relative accuracy in deep tails.
+"""Exact Poisson-binomial distribution with relative accuracy in deep tails, as XLA code.
 
-S = Σ_i B_i with independent B_i ~ Bernoulli(q_i), i = 1..n. Two exact algorithms:
+S = Σ_i B_i with independent B_i ~ Bernoulli(q_i), i = 1..n. Two exact algorithms, both pure
+``jax.numpy`` (they run inside ``jax.jit``/``jax.vmap``; no host round trip):
 
-* **recursion** (small n, jit-compiled JAX): the pmf recursion
-  ``dp ← dp·(1 − q) + shift(dp)·q`` run in log space with ``logaddexp``. Every step adds
-  non-negative terms, so every entry of the pmf keeps relative accuracy (≈ n·1e−16) however small
-  it is, down to the smallest float64 logarithm; tails are reverse cumulative log-sum-exps, summed
-  from the top. O(n²) work (one scan step per Bernoulli): ``method="auto"`` uses it for
-  n ≤ ``RECURSION_MAX_N`` = 256, beyond which the FFT path is faster and, for tails, equally
-  accurate (both are tested against mpmath).
-* **fft** (large n, host numpy/scipy): ShiftConvolve-style divide and conquer (Peres, Lee and
-  Keich 2020). To evaluate Pr[S ≥ v] the distribution is *exponentially tilted* so that its mean
-  sits at v: tilting every Bernoulli by e^{θk} gives again a Poisson-binomial, with
+* **recursion** (small n): the pmf recursion ``dp ← dp·(1 − q) + shift(dp)·q`` run in log space
+  with ``logaddexp``. Every step adds non-negative terms, so every entry of the pmf keeps relative
+  accuracy (≈ n·1e−16) however small it is, down to the smallest float64 logarithm; tails are
+  reverse cumulative log-sum-exps, summed from the top. O(n²) work (one scan step per Bernoulli):
+  ``method="auto"`` uses it for n ≤ ``RECURSION_MAX_N`` = 256, beyond which the FFT path is faster
+  and, for tails, equally accurate (both are tested against mpmath).
+* **fft** (large n): ShiftConvolve-style divide and conquer (Peres, Lee and Keich 2020). To
+  evaluate Pr[S ≥ v] the distribution is *exponentially tilted* so that its mean sits at v:
+  tilting every Bernoulli by e^{θk} gives again a Poisson-binomial, with
   q_i(θ) = sigmoid(logit q_i + θ), and
 
       Pr[S = k] = Pr[S_θ = k] · exp(log M(θ) − θ k),   log M(θ) = Σ_i log(1 − q_i + q_i e^θ).
 
-  The tilted pmf is computed with exact float64 recursions on blocks of ``LEAF`` Bernoullis
-  combined pairwise by FFT convolution (scipy.fft, float64). FFT round-off is ≈ 1e−16 *relative
-  to the peak* of the tilted pmf, and the peak sits at v, so the terms that make up the tail keep
-  a relative accuracy ≈ 1e−13 after un-tilting; the tail is then summed from the top,
-  Σ_{k ≥ v} Pr[S_θ = k] e^{−θ(k−v)}, never as 1 − cdf. Each tilt is accurate in a window of
-  k around v (where the tilted pmf is ≥ ``WINDOW`` × its peak); several requested v share a tilt
+  The tilted pmf is computed with exact recursions on blocks of ``LEAF`` Bernoullis combined
+  pairwise by FFT convolution (``jnp.fft``, float64). FFT round-off is ≈ 1e−16 *relative to the
+  peak* of the tilted pmf, and the peak sits at v, so the terms that make up the tail keep a
+  relative accuracy ≈ 1e−13 after un-tilting; the tail is then summed from the top,
+  Σ_{k ≥ v} Pr[S_θ = k] e^{−θ(k−μ_θ)}, never as 1 − cdf. Each tilt is accurate in a window of k
+  around v (where the tilted pmf is ≥ ``WINDOW`` × its peak); several requested v share a tilt
   when they fall in its window. O(n log² n) per tilt.
 
-Why host code: the FFT path runs a data-dependent number of tilts, with block sizes that change
-level by level; numpy/scipy.fft in float64 on the host does this with no recompilation and is
-faster than ``jnp.fft`` on CPU (benchmarks/README.md). The results are returned as JAX arrays, and the
-O(n²) recursion — the form to call inside ``jax.jit`` — is :func:`poisson_binomial_logpmf_exact`.
+Static shapes: the data-dependent parts (how many tilts, where) are ``lax.while_loop`` s over
+fixed-shape states; q is padded with zeros to a power of two (a q = 0 Bernoulli never adds to S),
+so every level of the divide and conquer pairs blocks of equal length and one compiled program
+serves every n in a bucket. Certain (q = 1) and impossible (q = 0) Bernoullis need no special
+case: they tilt to themselves.
 
-Precision: everything runs in float64 (numpy float64 on the host; the JAX recursion inside a
-``jax.enable_x64(True)`` scope in the public wrappers). float32 inputs are accepted and upcast.
+Precision: the public functions validate concrete inputs and compute in float64 (x64 scoped to
+the call; float32 and bfloat16 inputs are upcast). Inside the caller's ``jit``/``vmap``/``grad``
+the cores follow the caller's precision: enable x64 there (``jax.enable_x64(True)``), since in
+float32 the FFT round-off floor is ≈ 1e−7 of the peak and tails lose their relative accuracy.
+Subnormal q are kept (their logarithms are read from their bits, not flushed to 0 by XLA).
 Results are non-negative (probabilities) or ≤ 0 (their logarithms).
 
 References:
@@ -43,22 +47,23 @@ References:
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.fft
-import scipy.signal
 from jax.typing import ArrayLike
-from scipy.special import expit, log_expit, logit
 
 from jaxaudit._validation import (
+    as_scalar,
     as_vector,
     check_bool,
     check_choice,
     check_finite,
     check_probability,
+    is_traced,
 )
+from jaxaudit.bounds._numerics import safe_log
 
 __all__ = [
     "RECURSION_MAX_N",
@@ -69,7 +74,7 @@ __all__ = [
     "poisson_binomial_isf",
 ]
 
-#: Largest n (after removing q = 0 and q = 1) for which ``method="auto"`` uses the recursion.
+#: Largest n for which ``method="auto"`` uses the recursion.
 RECURSION_MAX_N = 256
 #: Bernoullis per exact leaf block of the FFT path.
 LEAF = 16
@@ -77,7 +82,6 @@ LEAF = 16
 #: round-off floor (measured from the most negative raw FFT value: ≈ 4e−16 × peak at n = 10^3,
 #: 2e−14 × peak at n = 10^6); the relative error there is ≲ 1e−10.
 WINDOW = 1e-3
-_LOG_WINDOW = math.log(WINDOW)
 #: Safety margin of the count bounds, on the log scale: v_γ is the smallest v whose *computed*
 #: tail is ≤ γ·e^{−ISF_LOG_MARGIN}. The engines' tails carry a relative error ≲ 1e−10 in either
 #: direction, so without a margin a γ within that error of Pr[S ≥ v] (e.g. γ = 11/1024 − 1 ulp for
@@ -85,11 +89,14 @@ _LOG_WINDOW = math.log(WINDOW)
 #: below the exact definition's value and exceeds it only when γ lies within a relative 1e−9 of a
 #: tail value (ties, too, are resolved upward).
 ISF_LOG_MARGIN = 1e-9
+#: The tilt θ is searched in [−THETA_MAX, THETA_MAX]: |logit q| ≤ 745 for every float64 q in
+#: (0, 1), and a tilted mean within 1/2 of either end of 1..n (n ≤ 10^8) needs |θ| ≤ 745 + 20.
+THETA_MAX = 800.0
 _METHODS = ("auto", "recursion", "fft")
 
 
 # --------------------------------------------------------------------------------------------
-# JAX recursion (jit-able)
+# Recursion (O(n²))
 # --------------------------------------------------------------------------------------------
 
 
@@ -116,7 +123,7 @@ def poisson_binomial_logpmf_exact(probs: jax.Array) -> jax.Array:
     """
     probs = jnp.asarray(probs)
     n = probs.shape[0]
-    log_q = jnp.log(probs)
+    log_q = safe_log(probs)
     log_1mq = jnp.log1p(-probs)
     init = jnp.full((n + 1,), -jnp.inf, dtype=log_q.dtype).at[0].set(0.0)
     neg_inf = jnp.full((1,), -jnp.inf, dtype=log_q.dtype)
@@ -144,252 +151,382 @@ def poisson_binomial_logsf_exact(probs: jax.Array) -> jax.Array:
     return jnp.minimum(logsf, 0.0)
 
 
+# --------------------------------------------------------------------------------------------
+# Tilted divide and conquer (O(n log² n) per tilt)
+# --------------------------------------------------------------------------------------------
+
+
 def _bucket(n: int) -> int:
-    """Padded length (a power of two ≥ 16) so that the jit cache is reused across n."""
-    return max(16, 1 << max(0, (n - 1).bit_length()))
+    """Padded length (a power of two ≥ LEAF) so that the jit cache is reused across n."""
+    return max(LEAF, 1 << max(0, (n - 1).bit_length()))
 
 
-def _pad_to_bucket(q: np.ndarray) -> np.ndarray:
-    """q followed by zeros up to its bucket length (a q = 0 Bernoulli never adds to S)."""
-    padded = np.zeros(_bucket(q.size))
-    padded[: q.size] = q
-    return padded
+def _pad(x: jax.Array, size: int, value=0.0) -> jax.Array:
+    """x followed by ``value`` up to ``size`` (static)."""
+    return jnp.concatenate([x, jnp.full((size - x.shape[0],), value, dtype=x.dtype)])
 
 
-def _recursion_on_host(fn, q: np.ndarray) -> np.ndarray:
-    """Host entry to a jitted recursion ``fn`` (logpmf or logsf): pad q to its bucket, call in
-    float64 (x64 scoped to the call), return the (n + 1,) float64 entries for S over q."""
-    with jax.enable_x64(True):
-        out = fn(jnp.asarray(_pad_to_bucket(q), dtype=jnp.float64))
-        return np.asarray(out)[: q.size + 1]
+def _pmf_divide_conquer(q: jax.Array) -> jax.Array:
+    """pmf of PoiBin(q) for q of power-of-two length N ≥ LEAF (absolute error ≈ 1e−16 × peak).
 
-
-# --------------------------------------------------------------------------------------------
-# Host divide and conquer with exponential tilting
-# --------------------------------------------------------------------------------------------
-
-
-def _pmf_divide_conquer(q: np.ndarray) -> np.ndarray:
-    """pmf of PoiBin(q) (float64, absolute error ≈ 1e−16 × peak), length q.size + 1.
-
-    Exact float64 recursions on blocks of LEAF Bernoullis (vectorised over blocks), then
-    pairwise FFT convolutions level by level, all blocks of a level in one batched rfft.
+    Exact recursions on blocks of LEAF Bernoullis (vectorised over blocks), then pairwise FFT
+    convolutions level by level, all blocks of a level in one batched rfft. Two pmfs of length L
+    convolve to length 2L − 1; the FFT has length 2(L − 1), a power of two, so the top entry
+    wraps onto entry 0: both are the exact products a_0·b_0 and a_top·b_top, set directly.
     """
-    m = q.size
-    if m == 0:
-        return np.ones(1)
-    blocks = -(-m // LEAF)
-    qq = np.zeros(blocks * LEAF)
-    qq[:m] = q
-    qq = qq.reshape(blocks, LEAF)
-    dp = np.zeros((blocks, LEAF + 1))
-    dp[:, 0] = 1.0
-    for j in range(LEAF):
-        c = qq[:, j : j + 1]
-        dp[:, 1 : j + 2] = dp[:, 1 : j + 2] * (1.0 - c) + dp[:, 0 : j + 1] * c
-        dp[:, 0] *= 1.0 - c[:, 0]
+    blocks = q.shape[0] // LEAF
+    qq = q.reshape(blocks, LEAF)
+    zero = jnp.zeros((blocks, 1), q.dtype)
+
+    def leaf_step(j, dp):
+        c = jax.lax.dynamic_slice_in_dim(qq, j, 1, axis=1)
+        return dp * (1.0 - c) + jnp.concatenate([zero, dp[:, :-1]], axis=1) * c
+
+    dp = jax.lax.fori_loop(0, LEAF, leaf_step,
+                           jnp.zeros((blocks, LEAF + 1), q.dtype).at[:, 0].set(1.0))
     while dp.shape[0] > 1:
-        if dp.shape[0] % 2:
-            identity = np.zeros((1, dp.shape[1]))
-            identity[0, 0] = 1.0
-            dp = np.concatenate([dp, identity])
-        length = dp.shape[1]
-        out = 2 * length - 1
-        nfft = scipy.fft.next_fast_len(out, real=True)
-        fa = scipy.fft.rfft(dp[0::2], nfft, axis=1)
-        fa *= scipy.fft.rfft(dp[1::2], nfft, axis=1)
-        dp = scipy.fft.irfft(fa, nfft, axis=1)[:, :out]
-    return dp[0, : m + 1]
+        a, b = dp[0::2], dp[1::2]
+        nfft = 2 * (dp.shape[1] - 1)
+        conv = jnp.fft.irfft(jnp.fft.rfft(a, nfft, axis=1) * jnp.fft.rfft(b, nfft, axis=1),
+                             nfft, axis=1)
+        conv = conv.at[:, 0].set(a[:, 0] * b[:, 0])
+        dp = jnp.concatenate([conv, (a[:, -1] * b[:, -1])[:, None]], axis=1)
+    return dp[0]
 
 
-def _denoise(raw: np.ndarray) -> np.ndarray:
+def _denoise(raw: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Zero the FFT round-off outside the pmf's bulk; clip the rest to be non-negative.
 
     The most negative raw entry measures the round-off floor (true values are ≥ 0). A
     Poisson-binomial pmf is log-concave, hence unimodal: outside the run around the mode where the
     raw pmf exceeds 10 × floor the true values are below that and decay geometrically, while the
     round-off there would otherwise pile up in undamped tail sums (≈ n × floor).
+
+    Returns:
+      (pmf, floor).
     """
-    peak_at = int(np.argmax(raw))
-    floor = max(-float(raw.min()), 1e-300)
-    big = raw > 10.0 * floor
-    low = peak_at - int(np.argmin(big[peak_at::-1])) + 1 if not big[: peak_at + 1].all() else 0
-    high = peak_at + int(np.argmin(big[peak_at:])) if not big[peak_at:].all() else raw.size
-    pmf = np.zeros_like(raw)
-    pmf[low:high] = np.maximum(raw[low:high], 0.0)
-    return pmf
+    idx = jnp.arange(raw.shape[0])
+    peak_at = jnp.argmax(raw)
+    floor = jnp.maximum(-jnp.min(raw), 1e-300)
+    small = raw <= 10.0 * floor
+    low = jnp.max(jnp.where(small & (idx < peak_at), idx + 1, 0))
+    high = jnp.min(jnp.where(small & (idx > peak_at), idx, raw.shape[0]))
+    pmf = jnp.where((idx >= low) & (idx < high), jnp.maximum(raw, 0.0), 0.0)
+    return pmf, floor
 
 
 class _Tilt:
-    """One exponential tilt θ of PoiBin(q): the tilted pmf and where it is trustworthy."""
+    """One exponential tilt θ of PoiBin(q): the tilted pmf and where it is trustworthy.
 
-    def __init__(self, logit_q: np.ndarray, log_1mq: np.ndarray, theta: float):
-        self.theta = float(theta)
-        self.log_m = float(np.sum(log_1mq + np.logaddexp(0.0, logit_q + theta)))
-        raw = _pmf_divide_conquer(expit(logit_q + theta))
-        self.pmf = _denoise(raw)
-        peak = self.pmf.max()
-        floor = max(-float(raw.min()), 1e-16 * peak)
+    Un-tilting uses the tilted mean μ_θ as reference so that no term of size θ·n is formed:
+    log Pr[S = k] = log pmf_θ(k) − θ(k − μ_θ) − Σ_i KL_i, with
+    KL_i = θ q_i(θ) − log(1 − q_i + q_i e^θ) ≥ 0 (the tilt's Kullback–Leibler divergence per
+    Bernoulli, summed without cancellation).
+    """
+
+    def __init__(self, log_q, log_1mq, theta):
+        self.theta = theta
+        log_mi = jnp.logaddexp(log_1mq, log_q + theta)
+        q_theta = jnp.exp(log_q + theta - log_mi)
+        self.mu = jnp.sum(q_theta)
+        self.neg_kl = jnp.sum(log_mi - theta * q_theta)
+        raw = _pmf_divide_conquer(q_theta)
+        self.pmf, floor = _denoise(raw)
+        peak = jnp.max(self.pmf)
         # Round-off near the bulk is ≈ 10 × the floor seen in the far tails (measured), so a
         # relative accuracy of 1e−10 (with a 10× margin) needs pmf ≥ 1e12 × floor; never wider
         # than WINDOW × peak.
-        good = np.nonzero(self.pmf >= max(WINDOW * peak, 1e12 * floor))[0]
-        self.lo, self.hi = int(good[0]), int(good[-1])
+        good = self.pmf >= jnp.maximum(WINDOW * peak, 1e12 * jnp.maximum(floor, 1e-16 * peak))
+        size = self.pmf.shape[0]
+        self.lo = jnp.argmax(good).astype(jnp.int32)
+        self.hi = (size - 1 - jnp.argmax(good[::-1])).astype(jnp.int32)
+        self.ks = jnp.arange(size, dtype=self.pmf.dtype)
 
-    def logpmf(self, ks: np.ndarray) -> np.ndarray:
-        with np.errstate(divide="ignore"):
-            return np.log(self.pmf[ks]) + self.log_m - self.theta * ks
+    def logpmf(self):
+        """log Pr[S = k] for every k (trusted on [lo, hi])."""
+        return safe_log(self.pmf) - self.theta * (self.ks - self.mu) + self.neg_kl
 
-    def logsf(self) -> np.ndarray:
-        """log Pr[S ≥ v] for all v = 0..m, trusted for v in [lo, hi] when θ ≥ 0.
-
-        S(v) = Σ_{k ≥ v} pmf_θ(k) e^{−θ(k−v)} obeys S(v) = pmf_θ(v) + e^{−θ} S(v + 1): a stable
-        first-order filter run from the top (no cancellation: all terms are non-negative).
-        """
-        decay = math.exp(-self.theta)
-        s = scipy.signal.lfilter([1.0], [1.0, -decay], self.pmf[::-1])[::-1]
-        ks = np.arange(self.pmf.size)
-        with np.errstate(divide="ignore"):
-            out = np.log(np.maximum(s, 0.0)) + self.log_m - self.theta * ks
-        return np.minimum(out, 0.0)
-
-
-def _solve_tilt(logit_q: np.ndarray, target: float) -> float:
-    """θ with Σ sigmoid(logit q_i + θ) ≈ target (safeguarded Newton; 0 < target < m).
-
-    Only the *location* of the tilt depends on θ (the un-tilting uses the same θ exactly), so a
-    tolerance of a fraction of a standard deviation is enough.
-    """
-    def mean_var(theta):
-        s = expit(logit_q + theta)
-        return float(s.sum()), float((s * (1.0 - s)).sum())
-
-    lo, hi = -1.0, 1.0
-    while mean_var(lo)[0] > target:
-        lo *= 2.0
-    while mean_var(hi)[0] < target:
-        hi *= 2.0
-    theta = 0.0 if lo < 0.0 < hi else 0.5 * (lo + hi)
-    for _ in range(100):
-        mean, var = mean_var(theta)
-        if abs(mean - target) <= max(0.05, 0.02 * math.sqrt(var)):
-            break
-        if mean < target:
-            lo = theta
-        else:
-            hi = theta
-        step = theta + (target - mean) / max(var, 1e-300)
-        theta = step if lo < step < hi else 0.5 * (lo + hi)
-    return theta
+    def logsf(self):
+        """log Pr[S ≥ v] for every v, trusted for v in [lo, hi] when θ ≥ 0 (summed from the top:
+        every term is non-negative, no cancellation)."""
+        terms = safe_log(self.pmf) - self.theta * (self.ks - self.mu)
+        return jnp.minimum(jax.lax.cumlogsumexp(terms, reverse=True) + self.neg_kl, 0.0)
 
 
 class _Prepared:
-    """PoiBin(q) with the certain (q = 1) and impossible (q = 0) Bernoullis removed."""
+    """PoiBin(q) for q padded to a power of two: logs, certain and possible counts, mean."""
 
-    def __init__(self, probs):
-        q = as_vector("probs", probs)
-        check_probability("probs", q)
-        self.n = q.size
-        self.n_one = int(np.sum(q == 1.0))
-        self.q = q[(q > 0.0) & (q < 1.0)]
-        self.m = self.q.size
-        with np.errstate(divide="ignore"):
-            self.logit_q = logit(self.q)
-        self.log_1mq = np.log1p(-self.q)
-        self.mean = float(self.q.sum())
+    def __init__(self, q):
+        self.q = _pad(q, _bucket(q.shape[0]))
+        self.log_q = safe_log(self.q)
+        self.log_1mq = jnp.log1p(-self.q)
+        self.logit_q = self.log_q - self.log_1mq
+        inner = (self.q > 0.0) & (self.q < 1.0)
+        self.n_one = jnp.sum(self.q == 1.0, dtype=jnp.int32)
+        self.top = self.n_one + jnp.sum(inner, dtype=jnp.int32)  # largest possible count
+        self.mean = jnp.sum(self.q)
+        self.log_prob_top = jnp.sum(jnp.where(inner, self.log_q, 0.0))  # log Pr[S = top], exact
 
-    def tilt_at(self, v: float) -> _Tilt:
-        theta = 0.0 if v <= self.mean else _solve_tilt(self.logit_q, min(v, self.m - 0.5))
-        return _Tilt(self.logit_q, self.log_1mq, theta)
+    def theta_for(self, target):
+        """θ with Σ sigmoid(logit q_i + θ) ≈ target, n_one < target < top (safeguarded Newton
+        in a bracket; only the tilt's location depends on θ, the un-tilting uses the same θ
+        exactly, so a fraction of a standard deviation is enough)."""
+        def mean_var(theta):
+            s = jax.nn.sigmoid(self.logit_q + theta)
+            return jnp.sum(s), jnp.sum(s * (1.0 - s))
 
-    def log_prob_all(self) -> float:
-        """log Pr[S' = m] = Σ log q_i (exact)."""
-        return float(np.sum(log_expit(self.logit_q)))
+        def cond(state):
+            _, _, _, it, done = state
+            return ~done & (it < 200)
+
+        def body(state):
+            theta, lo, hi, it, _ = state
+            mean, var = mean_var(theta)
+            done = jnp.abs(mean - target) <= jnp.maximum(0.05, 0.02 * jnp.sqrt(var))
+            lo = jnp.where(mean < target, theta, lo)
+            hi = jnp.where(mean < target, hi, theta)
+            step = theta + (target - mean) / jnp.maximum(var, 1e-300)
+            new = jnp.where((lo < step) & (step < hi), step, 0.5 * (lo + hi))
+            return jnp.where(done, theta, new), lo, hi, it + 1, done
+
+        zero = jnp.zeros((), self.q.dtype)
+        state = (zero, zero - THETA_MAX, zero + THETA_MAX, 0, jnp.array(False))
+        return jax.lax.while_loop(cond, body, state)[0]
+
+    def tilt_at(self, v) -> _Tilt:
+        """The tilt whose mean sits at v (θ = 0 for v at or below the mean)."""
+        target = jnp.clip(v, self.n_one + 0.5, self.top - 0.5)
+        theta = jnp.where(v <= self.mean, 0.0, self.theta_for(target))
+        return _Tilt(self.log_q, self.log_1mq, theta)
 
 
-def _logsf_fft(prep: _Prepared, vs: np.ndarray) -> np.ndarray:
-    """log Pr[S' ≥ v] for integer v in 1..m, grouping v's by shared tilts."""
-    out = np.full(vs.shape, np.nan)
-    todo = np.unique(vs)
-    while todo.size:
-        v0 = int(todo[0])
-        if v0 >= prep.m:
-            out[vs == v0] = prep.log_prob_all()
-            todo = todo[1:]
-            continue
+def _logsf_fft(q, v):
+    """log Pr[S ≥ v] for integer-valued v (any shape) by tilts, v's sharing a tilt when they fall
+    in its trusted window (a ``lax.while_loop`` over the smallest v not yet served)."""
+    prep = _Prepared(q)
+    flat = jnp.ravel(v).astype(prep.q.dtype)
+    exact = jnp.where(flat <= prep.n_one, 0.0,
+                      jnp.where(flat > prep.top, -jnp.inf, prep.log_prob_top))
+    done = (flat <= prep.n_one) | (flat >= prep.top)
+
+    def body(state):
+        out, done = state
+        v0 = jnp.min(jnp.where(done, jnp.inf, flat))
         tilt = prep.tilt_at(v0)
-        logsf = tilt.logsf()
-        upper = max(tilt.hi, v0)
-        served = todo[todo <= upper]
-        for v in served:
-            out[vs == v] = logsf[int(v)]
-        todo = np.setdiff1d(todo, served)
-    return out
+        upper = jnp.maximum(tilt.hi, v0)
+        served = ~done & (flat <= upper)
+        idx = jnp.clip(flat, 0, prep.q.shape[0]).astype(jnp.int32)
+        return jnp.where(served, tilt.logsf()[idx], out), done | served
+
+    out, _ = jax.lax.while_loop(lambda s: jnp.any(~s[1]), body, (exact, done))
+    return out.reshape(jnp.shape(v))
 
 
-def _logpmf_fft(prep: _Prepared) -> np.ndarray:
-    """log pmf of S' for k = 0..m: tilts placed so that their trusted windows cover 0..m."""
-    m = prep.m
-    out = np.full(m + 1, np.nan)
-    out[0] = float(prep.log_1mq.sum())
-    out[m] = prep.log_prob_all()
+def _logpmf_fft(q):
+    """log pmf for k = 0..n (n = q's length): tilts placed so that their trusted windows cover
+    the possible counts n_one..top, upwards then downwards from the untilted one."""
+    n = q.shape[0]
+    prep = _Prepared(q)
+    ks = jnp.arange(prep.q.shape[0] + 1, dtype=jnp.int32)
+    out = jnp.where((ks < prep.n_one) | (ks > prep.top), -jnp.inf, jnp.nan)
+    out = jnp.where(ks == prep.n_one, jnp.sum(jnp.where(prep.q < 1.0, prep.log_1mq, 0.0)), out)
+    out = jnp.where(ks == prep.top, prep.log_prob_top, out)
     base = prep.tilt_at(prep.mean)
-    ks = np.arange(base.lo, base.hi + 1)
-    out[ks] = base.logpmf(ks)
-    # Upward: each new tilt centred at the upper edge of the covered range.
-    edge = base.hi
-    while edge < m - 1:
-        tilt = _Tilt(prep.logit_q, prep.log_1mq, _solve_tilt(prep.logit_q, min(edge, m - 0.5)))
-        ks = np.arange(edge, max(tilt.hi, edge) + 1)
-        out[ks] = tilt.logpmf(ks)
-        edge = max(tilt.hi, edge + 1)
-    edge = base.lo
-    while edge > 1:
-        tilt = _Tilt(prep.logit_q, prep.log_1mq, _solve_tilt(prep.logit_q, max(edge, 0.5)))
-        ks = np.arange(min(tilt.lo, edge), edge + 1)
-        out[ks] = tilt.logpmf(ks)
-        edge = min(tilt.lo, edge - 1)
-    return np.minimum(out, 0.0)
+    fill = (ks >= base.lo) & (ks <= base.hi) & (ks > prep.n_one) & (ks < prep.top)
+    out = jnp.where(fill, base.logpmf(), out)
+
+    def up(state):
+        out, edge = state
+        tilt = prep.tilt_at(jnp.minimum(edge, prep.top - 0.5).astype(prep.q.dtype))
+        fill = (ks >= edge) & (ks <= jnp.maximum(tilt.hi, edge)) & (ks < prep.top)
+        return jnp.where(fill, tilt.logpmf(), out), jnp.maximum(tilt.hi, edge + 1)
+
+    def down(state):
+        out, edge = state
+        theta = prep.theta_for(jnp.maximum(edge, prep.n_one + 0.5).astype(prep.q.dtype))
+        tilt = _Tilt(prep.log_q, prep.log_1mq, theta)
+        fill = (ks <= edge) & (ks >= jnp.minimum(tilt.lo, edge)) & (ks > prep.n_one)
+        return jnp.where(fill, tilt.logpmf(), out), jnp.minimum(tilt.lo, edge - 1)
+
+    out, _ = jax.lax.while_loop(lambda s: s[1] < prep.top - 1, up, (out, base.hi))
+    out, _ = jax.lax.while_loop(lambda s: s[1] > prep.n_one + 1, down, (out, base.lo))
+    return jnp.minimum(out, 0.0)[: n + 1]
 
 
-def _bahadur_rao_crossing(prep: _Prepared, log_gamma: float) -> float:
-    """Approximate v with log Pr[S' ≥ v] = log γ (upper tail), to place the first tilt.
+def _bahadur_rao_crossing(prep: _Prepared, log_gamma):
+    """Approximate v with log Pr[S ≥ v] = log γ (upper tail), to place the first tilt.
 
     Bahadur–Rao for a lattice variable tilted to mean v = μ(θ):
-    log Pr[S' ≥ v] ≈ log M(θ) − θ μ(θ) − log((1 − e^{−θ}) σ(θ) sqrt(2π)). Solved for θ by
+    log Pr[S ≥ v] ≈ log M(θ) − θ μ(θ) − log((1 − e^{−θ}) σ(θ) sqrt(2π)). Solved for θ by
     safeguarded Newton (the leading term has derivative −θ σ²(θ)); only a starting point.
     """
     def parts(theta):
-        s = expit(prep.logit_q + theta)
-        mean, var = float(s.sum()), float((s * (1.0 - s)).sum())
-        log_m = float(np.sum(prep.log_1mq + np.logaddexp(0.0, prep.logit_q + theta)))
-        approx = (log_m - theta * mean
-                  - math.log(-math.expm1(-theta) * math.sqrt(2.0 * math.pi * max(var, 1e-300))))
+        log_mi = jnp.logaddexp(prep.log_1mq, prep.log_q + theta)
+        s = jnp.exp(prep.log_q + theta - log_mi)
+        mean, var = jnp.sum(s), jnp.sum(s * (1.0 - s))
+        approx = (jnp.sum(log_mi - theta * s)
+                  - jnp.log(-jnp.expm1(-theta) * jnp.sqrt(2.0 * jnp.pi * jnp.maximum(var, 1e-300))))
         return approx - log_gamma, mean, var
 
-    var0 = float((prep.q * (1.0 - prep.q)).sum())
-    lo, hi = 1e-12, max(1e-6, math.sqrt(-2.0 * log_gamma / max(var0, 1e-300)))
-    while parts(hi)[0] > 0 and hi < 1e4:
-        lo, hi = hi, 2.0 * hi
-    theta = 0.5 * (lo + hi)
-    for _ in range(60):
-        g, mean, var = parts(theta)
-        if abs(g) < 1e-3:
-            break
-        if g > 0:
-            lo = theta
-        else:
-            hi = theta
-        step = theta + g / max(theta * var, 1e-300)
-        theta = step if lo < step < hi else 0.5 * (lo + hi)
+    var0 = jnp.sum(prep.q * (1.0 - prep.q))
+    hi0 = jnp.maximum(1e-6, jnp.sqrt(-2.0 * log_gamma / jnp.maximum(var0, 1e-300)))
+
+    def widen(state):
+        lo, hi = state
+        return hi, 2.0 * hi
+
+    lo, hi = jax.lax.while_loop(lambda s: (parts(s[1])[0] > 0) & (s[1] < 1e4), widen,
+                                (jnp.asarray(1e-12, prep.q.dtype), hi0.astype(prep.q.dtype)))
+
+    def body(state):
+        theta, lo, hi, it, _ = state
+        g, _, var = parts(theta)
+        done = jnp.abs(g) < 1e-3
+        lo, hi = jnp.where(g > 0, theta, lo), jnp.where(g > 0, hi, theta)
+        step = theta + g / jnp.maximum(theta * var, 1e-300)
+        new = jnp.where((lo < step) & (step < hi), step, 0.5 * (lo + hi))
+        return jnp.where(done, theta, new), lo, hi, it + 1, done
+
+    theta = jax.lax.while_loop(lambda s: ~s[4] & (s[3] < 60), body,
+                               (0.5 * (lo + hi), lo, hi, 0, jnp.array(False)))[0]
     return parts(theta)[1]
 
 
-def _choose(method: str, m: int) -> str:
+def _isf_fft(q, log_gamma):
+    """v_γ = min{v : log Pr[S ≥ v] ≤ log γ} by tilted evaluations that bracket the crossing.
+
+    The bracket a < v_γ ≤ b starts as (n_one, top) (Pr[S ≥ n_one] = 1 > γ; Pr[S ≥ top] is exact);
+    each tilt gives trusted log sf on its window [lo, hi], which tightens the bracket; the next
+    tilt is placed by a secant step on log sf from the window's edge (log sf is concave for the
+    log-concave Poisson binomial, so the step overshoots at worst and the next window brackets),
+    the first one beyond the untilted window by Bahadur–Rao. Every b is a v whose tail is known to
+    be ≤ γ, so the result is sound even if the loop stopped at its iteration cap.
+    """
+    prep = _Prepared(q)
+    dtype = prep.q.dtype
+    size = prep.q.shape[0] + 1
+    ks = jnp.arange(size, dtype=jnp.int32)
+
+    def cond(state):
+        a, b, _, it = state
+        return (b > a + 1) & (it < 400)
+
+    def body(state):
+        a, b, v_guess, it = state
+        tilt = prep.tilt_at(v_guess)
+        logsf = tilt.logsf()
+        lo = jnp.where(tilt.theta == 0.0, 0,
+                       jnp.minimum(tilt.lo, jnp.floor(v_guess).astype(jnp.int32)))
+        hi = jnp.minimum(jnp.maximum(tilt.hi, jnp.ceil(v_guess).astype(jnp.int32)), prep.top)
+        window = (ks >= lo) & (ks <= hi)
+        above, below = window & (logsf > log_gamma), window & (logsf <= log_gamma)
+        a = jnp.maximum(a, jnp.max(jnp.where(above, ks, -1))).astype(jnp.int32)
+        b = jnp.minimum(b, jnp.min(jnp.where(below, ks, size))).astype(jnp.int32)
+        any_below = jnp.any(below)
+        at = lambda k: logsf[jnp.clip(k, 0, size - 1)]  # noqa: E731
+        up_slope = jnp.where(hi > lo, at(hi) - at(hi - 1), -1.0)
+        down_slope = jnp.where(hi > lo, at(lo + 1) - at(lo), -1.0)
+        guess = jnp.where(
+            any_below,
+            lo + (log_gamma - at(lo)) / jnp.minimum(down_slope, -1e-12),
+            jnp.where(it == 0, _bahadur_rao_crossing(prep, log_gamma),
+                      hi + (log_gamma - at(hi)) / jnp.minimum(up_slope, -1e-12)))
+        guess = jnp.clip(guess, a + 1.0, b - 1.0)
+        v_next = jnp.where(jnp.abs(guess - v_guess) >= 0.5, guess, 0.5 * (a + b))
+        return a, b, v_next.astype(dtype), it + 1
+
+    state = (prep.n_one, prep.top, prep.mean, 0)
+    _, b, _, _ = jax.lax.while_loop(cond, body, state)
+    return jnp.where(prep.log_prob_top > log_gamma, prep.top + 1, b).astype(jnp.int32)
+
+
+# --------------------------------------------------------------------------------------------
+# Cores (pure jnp; the public functions below validate, then call them)
+# --------------------------------------------------------------------------------------------
+
+
+def _choose(method: str, n: int) -> str:
     check_choice("method", method, _METHODS)
     if method == "auto":
-        return "recursion" if m <= RECURSION_MAX_N else "fft"
+        return "recursion" if n <= RECURSION_MAX_N else "fft"
     return method
+
+
+@partial(jax.jit, static_argnames="method")
+def logpmf_core(probs: jax.Array, method: str = "auto") -> jax.Array:
+    """log Pr[S = k], k = 0..n, with no validation (jit/vmap-able; the precision of ``probs``)."""
+    probs = jnp.asarray(probs)
+    n = probs.shape[0]
+    if _choose(method, n) == "recursion":
+        return poisson_binomial_logpmf_exact(_pad(probs, _bucket(n)))[: n + 1]
+    return _logpmf_fft(probs)
+
+
+@partial(jax.jit, static_argnames="method")
+def logsf_core(probs: jax.Array, v: jax.Array, method: str = "auto") -> jax.Array:
+    """log Pr[S ≥ v] (shape of ``v``; v ≤ 0 gives 0, v > n gives −inf, a fractional v is read
+    as ceil(v)), with no validation (jit/vmap-able)."""
+    probs = jnp.asarray(probs)
+    n = probs.shape[0]
+    v = jnp.ceil(jnp.asarray(v, dtype=jnp.result_type(probs, float)))
+    if _choose(method, n) == "recursion":
+        logsf = poisson_binomial_logsf_exact(_pad(probs, _bucket(n)))
+        inner = logsf[jnp.clip(v, 0, logsf.shape[0] - 1).astype(jnp.int32)]
+        return jnp.where(v <= 0, 0.0, jnp.where(v > n, -jnp.inf, inner))
+    return jnp.where(v > n, -jnp.inf, _logsf_fft(probs, v))
+
+
+@partial(jax.jit, static_argnames="method")
+def isf_core(probs: jax.Array, log_gamma: jax.Array, method: str = "auto") -> jax.Array:
+    """v_γ = min{v ∈ 0..n : log Pr[S ≥ v] ≤ log γ − ISF_LOG_MARGIN} (int32; n + 1 if none;
+    log γ = −inf for γ = 0), with no validation (jit/vmap-able)."""
+    probs = jnp.asarray(probs)
+    n = probs.shape[0]
+    log_gamma = jnp.asarray(log_gamma, dtype=jnp.result_type(probs, float)) - ISF_LOG_MARGIN
+    if _choose(method, n) == "recursion":
+        # v_γ = #{v ∈ 0..n : log Pr[S ≥ v] > log γ} (the tail is non-increasing in v)
+        logsf = poisson_binomial_logsf_exact(_pad(probs, _bucket(n)))
+        return jnp.sum(logsf[: n + 1] > log_gamma).astype(jnp.int32)
+    return _isf_fft(probs, log_gamma)
+
+
+def _x64(fn, probs, *args, **kwargs):
+    """Call the core ``fn(probs, *args, **kwargs)``: traced arguments go straight through;
+    concrete ones run in float64 (x64 scoped to the call) with probs padded with zeros to its
+    bucket (a q = 0 Bernoulli never adds to S), so that one compiled program serves every n of
+    a bucket and a call under the caller's transform (which pads inside the core) computes the
+    same arrays."""
+    if is_traced(probs, *args, *kwargs.values()):
+        return fn(jnp.asarray(probs), *args, **kwargs)
+    with jax.enable_x64(True):
+        q = np.asarray(probs, dtype=np.float64)
+        q = jnp.asarray(np.concatenate([q, np.zeros(_bucket(q.size) - q.size)]))
+        to64 = lambda a: a if isinstance(a, str) else jnp.asarray(np.asarray(a, np.float64))  # noqa: E731
+        return fn(q, *[to64(a) for a in args], **{k: to64(a) for k, a in kwargs.items()})
+
+
+def _padded_counts(v):
+    """Concrete counts v flattened and padded with zeros to a bucket length (zeros are served
+    at once), and the function that undoes it on the result."""
+    v = np.asarray(v, dtype=np.float64)
+    flat = v.ravel()
+    padded = np.concatenate([flat, np.zeros(_bucket(flat.size) - flat.size)])
+    return padded, lambda out: out[: flat.size].reshape(v.shape)
+
+
+def _check_probs(probs):
+    q = as_vector("probs", probs)
+    check_probability("probs", q)
+    return q
+
+
+def _check_counts(name: str, v):
+    """Finite integer-valued counts (a fractional count has no meaning for S)."""
+    arr = check_finite(name, v)
+    if not is_traced(arr) and (arr != np.round(arr)).any():
+        bad = arr[arr != np.round(arr)].ravel()[0]
+        raise ValueError(f"{name} must hold integer counts, got {float(bad)!r}")
+    return arr
 
 
 # --------------------------------------------------------------------------------------------
@@ -400,13 +537,15 @@ def _choose(method: str, m: int) -> str:
 def poisson_binomial_logpmf(probs: ArrayLike, *, method: str = "auto") -> jax.Array:
     """log Pr[S = k] for k = 0..n, S ~ PoiBin(probs), each entry to relative accuracy.
 
+    Works inside ``jit``/``vmap`` (then no validation; enable x64 for float64).
+
     Args:
-      probs: (n,) success probabilities in [0, 1] (float32 accepted; computed in float64).
-      method: ``"recursion"`` (exact log-space recursion, O(n²), JAX), ``"fft"`` (tilted divide
-        and conquer on the host, O(n log² n) per tilt; the whole pmf needs tilts covering
-        0..n, about 2·sqrt(n) of them for spread-out probabilities, so prefer
-        :func:`poisson_binomial_tail` when only tails are needed) or ``"auto"`` (recursion for
-        n ≤ ``RECURSION_MAX_N``).
+      probs: (n,) success probabilities in [0, 1] (float32 and bfloat16 accepted; computed in
+        float64).
+      method: ``"recursion"`` (exact log-space recursion, O(n²)), ``"fft"`` (tilted divide and
+        conquer, O(n log² n) per tilt; the whole pmf needs tilts covering 0..n, about
+        2·sqrt(n) of them for spread-out probabilities, so prefer :func:`poisson_binomial_tail`
+        when only tails are needed) or ``"auto"`` (recursion for n ≤ ``RECURSION_MAX_N``).
 
     Returns:
       (n + 1,) float64 JAX array of log-probabilities (−inf for impossible counts).
@@ -420,18 +559,11 @@ def poisson_binomial_logpmf(probs: ArrayLike, *, method: str = "auto") -> jax.Ar
       >>> np.round(np.exp(np.asarray(lp)), 6).tolist()
       [0.576, 0.352, 0.068, 0.004]
     """
-    prep = _Prepared(probs)
-    how = _choose(method, prep.m)
-    if prep.m == 0:
-        core = np.zeros(1)
-    elif how == "recursion":
-        core = _recursion_on_host(poisson_binomial_logpmf_exact, prep.q)
-    else:
-        core = _logpmf_fft(prep)
-    full = np.full(prep.n + 1, -np.inf)
-    full[prep.n_one : prep.n_one + prep.m + 1] = core
-    with jax.enable_x64(True):
-        return jnp.asarray(full)
+    q = _check_probs(probs)
+    check_choice("method", method, _METHODS)
+    if is_traced(q):
+        return logpmf_core(q, method=method)
+    return _x64(logpmf_core, q, method=method)[: q.size + 1]
 
 
 def poisson_binomial_tail(probs: ArrayLike, v: ArrayLike, *, log: bool = False,
@@ -439,12 +571,12 @@ def poisson_binomial_tail(probs: ArrayLike, v: ArrayLike, *, log: bool = False,
     """Pr[S ≥ v] (or its log) for S ~ PoiBin(probs), with relative accuracy in deep tails.
 
     The tail is summed from the top (never 1 − cdf), so values down to ≈ 1e−300 (and far below,
-    with ``log=True``) keep ≈ 1e−12 relative accuracy. v ≤ 0 gives 1, v > n gives 0; a
-    non-integer v means Pr[S ≥ ceil(v)].
+    with ``log=True``) keep ≈ 1e−12 relative accuracy. v ≤ 0 gives 1, v > n gives 0. Works
+    inside ``jit``/``vmap``/``grad`` (then no validation; enable x64 for float64).
 
     Args:
       probs: (n,) success probabilities in [0, 1].
-      v: scalar or array of thresholds (finite).
+      v: scalar or array of integer thresholds.
       log: return log Pr[S ≥ v] (−inf for v > n).
       method: ``"auto"``, ``"recursion"`` or ``"fft"`` (see :func:`poisson_binomial_logpmf`).
 
@@ -452,7 +584,8 @@ def poisson_binomial_tail(probs: ArrayLike, v: ArrayLike, *, log: bool = False,
       float64 JAX array with the shape of ``v``.
 
     Raises:
-      ValueError: bad probs (outside [0, 1], NaN, not 1-D), non-finite v, unknown method.
+      ValueError: bad probs (outside [0, 1], NaN, not 1-D), v not finite integers, unknown
+        method.
 
     Examples:
       >>> float(poisson_binomial_tail([0.5] * 10, 10))
@@ -460,25 +593,20 @@ def poisson_binomial_tail(probs: ArrayLike, v: ArrayLike, *, log: bool = False,
       >>> round(float(poisson_binomial_tail([1e-3] * 300, 300, log=True)), 9)  # 300 log(1e-3)
       -2072.326583695
     """
-    prep = _Prepared(probs)
-    check_finite("v", v)
+    q = _check_probs(probs)
+    v = _check_counts("v", v)
     log = check_bool("log", log)
-    v_arr = np.ceil(np.asarray(v, dtype=np.float64)) - prep.n_one
-    how = _choose(method, prep.m)
-    out = np.where(v_arr <= 0, 0.0, -np.inf)
-    inner = (v_arr >= 1) & (v_arr <= prep.m)
-    if inner.any():
-        vs = v_arr[inner].astype(np.int64)
-        if how == "recursion":
-            out[inner] = _recursion_on_host(poisson_binomial_logsf_exact, prep.q)[vs]
-        else:
-            out[inner] = _logsf_fft(prep, vs)
-    out = np.minimum(out, 0.0)
-    with jax.enable_x64(True):
+    check_choice("method", method, _METHODS)
+    if is_traced(q, v):
+        out = logsf_core(jnp.asarray(q), v, method=method)
+        return out if log else jnp.exp(out)
+    padded, unpad = _padded_counts(v)
+    out = unpad(np.asarray(_x64(logsf_core, q, padded, method=method)))
+    with jax.enable_x64(True):  # numpy's exp keeps subnormal tails (XLA on CPU flushes them)
         return jnp.asarray(out if log else np.exp(out))
 
 
-def poisson_binomial_isf(probs: ArrayLike, gamma: float, *, method: str = "auto") -> int:
+def poisson_binomial_isf(probs: ArrayLike, gamma: ArrayLike, *, method: str = "auto"):
     """v_γ = min{v ∈ 0..n : Pr[S ≥ v] ≤ γ}; n + 1 when no v ≤ n qualifies.
 
     Conservative at ties: the computed tail must be ≤ γ·e^{−1e−9} (``ISF_LOG_MARGIN``), so
@@ -491,7 +619,7 @@ def poisson_binomial_isf(probs: ArrayLike, gamma: float, *, method: str = "auto"
       method: ``"auto"``, ``"recursion"`` or ``"fft"``.
 
     Returns:
-      Python int.
+      Python int (an int32 array inside ``jit``/``vmap``).
 
     Raises:
       ValueError: bad probs, gamma outside [0, 1), unknown method.
@@ -500,58 +628,10 @@ def poisson_binomial_isf(probs: ArrayLike, gamma: float, *, method: str = "auto"
       >>> poisson_binomial_isf([0.5] * 10, 0.05)  # Pr[Bin(10, 1/2) ≥ 9] = 0.0107
       9
     """
-    prep = _Prepared(probs)
+    q = _check_probs(probs)
+    gamma = as_scalar("gamma", gamma)
     check_probability("gamma", gamma, open_high=True)
-    how = _choose(method, prep.m)
-    log_gamma = math.log(gamma) if gamma > 0 else -math.inf
-    # S = S' + n_one with S' over the q in (0, 1); Pr[S ≥ v] = 1 > γ for v ≤ n_one, so
-    # v_γ(S) = n_one + v_γ(S'), where v_γ(S') ∈ 1..m+1 (m + 1: no v' ≤ m qualifies).
-    if prep.m == 0:
-        return prep.n_one + 1
-    if how == "recursion":
-        # v_γ = #{v ∈ 0..m : log Pr[S' ≥ v] > log γ − margin} (the tail is non-increasing in v)
-        logsf = _recursion_on_host(poisson_binomial_logsf_exact, prep.q)
-        core = int(np.sum(logsf > log_gamma - ISF_LOG_MARGIN))
-    else:
-        core = _isf_fft(prep, log_gamma - ISF_LOG_MARGIN)
-    return prep.n_one + core
-
-
-def _isf_fft(prep: _Prepared, log_gamma: float) -> int:
-    """v_γ for S' by tilted evaluations that bracket the crossing.
-
-    v_γ is the smallest v with log sf(v) ≤ log γ. The bracket a < v_γ ≤ b starts as (0, m + 1);
-    each tilt gives trusted log sf on its window [lo, hi], which tightens the bracket; the next
-    tilt is placed by a secant step on log sf from the window's edge (log sf is concave for the
-    log-concave Poisson binomial, so the step overshoots at worst and the next window brackets).
-    """
-    m = prep.m
-    if prep.log_prob_all() > log_gamma:
-        return m + 1
-    a, b = 0, m
-    v_guess = prep.mean
-    for iteration in range(400):
-        tilt = prep.tilt_at(v_guess)
-        logsf = tilt.logsf()
-        lo = 0 if tilt.theta == 0.0 else min(tilt.lo, int(math.floor(v_guess)))
-        hi = min(max(tilt.hi, int(math.ceil(v_guess))), m)
-        seg = logsf[lo : hi + 1]
-        above = np.nonzero(seg > log_gamma)[0]
-        below = np.nonzero(seg <= log_gamma)[0]
-        if above.size:
-            a = max(a, lo + int(above[-1]))
-        if below.size:
-            b = min(b, lo + int(below[0]))
-        if b <= a + 1:
-            return b
-        if below.size == 0 and iteration == 0:
-            guess = _bahadur_rao_crossing(prep, log_gamma)
-        elif below.size == 0:
-            slope = seg[-1] - seg[-2] if seg.size > 1 else -1.0
-            guess = hi + (log_gamma - seg[-1]) / min(slope, -1e-12)
-        else:
-            slope = seg[1] - seg[0] if seg.size > 1 else -1.0
-            guess = lo + (log_gamma - seg[0]) / min(slope, -1e-12)
-        guess = min(max(guess, a + 1.0), b - 1.0)
-        v_guess = guess if abs(guess - v_guess) >= 0.5 else 0.5 * (a + b)
-    raise RuntimeError("poisson_binomial_isf did not converge")  # pragma: no cover
+    check_choice("method", method, _METHODS)
+    if is_traced(q, gamma):
+        return isf_core(q, jnp.log(gamma), method=method)
+    return int(_x64(isf_core, q, math.log(gamma) if gamma > 0 else -math.inf, method=method))

@@ -11,8 +11,9 @@ pure ``jax.numpy`` code: they broadcast, jit and vmap, and compute in the promot
 inputs (float32 by default; the sigmoid-of-logit form is stable there, with p = 0 ↦ 0 and
 p = 1 ↦ 1 exactly). Arguments are validated when concrete (outside jit); concrete calls of
 :func:`posterior_success` are evaluated in float64 and rounded *up* into the returned dtype, so a
-float32 result is never below the exact bound. Inside ``jit`` with x64 off everything is float32,
-where priors below ≈ 1.2e−38 (subnormal) are flushed to 0 by XLA: enable x64 for such priors.
+float32 result is never below the exact bound. Subnormal priors keep their logarithm (XLA on CPU
+flushes subnormals to 0; ``_numerics.safe_log`` reads them from their bits); inside ``jit`` with
+x64 off everything is float32, where priors below ≈ 1.4e−45 underflow: enable x64 for such priors.
 
 References:
   Swanberg, Annamalai, Hayes, Balle, Smith. "A Unified Framework for Adversary-Aware
@@ -31,6 +32,7 @@ from jaxaudit._validation import (
     check_nonnegative,
     check_probability,
 )
+from jaxaudit.bounds._numerics import safe_logit
 
 __all__ = [
     "posterior_success",
@@ -39,10 +41,6 @@ __all__ = [
     "max_gain",
     "max_gain_prior",
 ]
-
-
-def _logit(p):
-    return jnp.log(p) - jnp.log1p(-p)
 
 
 def posterior_success(prior: ArrayLike, epsilon: ArrayLike) -> jax.Array:
@@ -73,7 +71,7 @@ def posterior_success(prior: ArrayLike, epsilon: ArrayLike) -> jax.Array:
 @jax.jit
 def _posterior_success(p, eps):
     p, eps = jnp.broadcast_arrays(p, eps)
-    beta = jax.nn.sigmoid(eps + _logit(p))
+    beta = jax.nn.sigmoid(eps + safe_logit(p))
     return jnp.where(p == 0, jnp.zeros_like(beta), jnp.where(p == 1, jnp.ones_like(beta), beta))
 
 

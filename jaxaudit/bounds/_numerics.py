@@ -1,0 +1,39 @@
+"""Small jnp helpers shared by the bounds' traceable cores.
+
+XLA on CPU runs with denormals flushed to zero: ``jnp.log(1e-310)`` is −inf there, although
+1e−310 is a valid float64 prior (and β(ε, 1e−310) ≈ 1e−6 at ε = 700). :func:`safe_log` reads the
+exponent and mantissa of a subnormal from its bits (integer operations are not flushed), so it
+returns the exact logarithm of every positive float, subnormal or not.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+_BITS = {jnp.dtype(jnp.float64): (jnp.int64, 1074), jnp.dtype(jnp.float32): (jnp.int32, 149)}
+
+
+def safe_log(x: jax.Array) -> jax.Array:
+    """log x for x ≥ 0 (−inf at 0) that keeps subnormal x (not flushed to 0 as in jnp.log).
+
+    A positive subnormal is ``mantissa · 2^−1074`` (float64; ``2^−149`` for float32), with the
+    integer mantissa equal to its bit pattern: log x = log(mantissa) − 1074·log 2, exact to
+    rounding. Other dtypes (bfloat16, float16) use ``jnp.log`` unchanged.
+    """
+    x = jnp.asarray(x)
+    if x.dtype not in _BITS:
+        return jnp.log(x)
+    int_dtype, scale = _BITS[x.dtype]
+    bits = jax.lax.bitcast_convert_type(x, int_dtype)
+    tiny = jnp.finfo(x.dtype).smallest_normal
+    subnormal = (bits > 0) & (bits < jax.lax.bitcast_convert_type(tiny, int_dtype))
+    from_bits = jnp.log(bits.astype(x.dtype)) - scale * math.log(2.0)
+    return jnp.where(subnormal, from_bits, jnp.log(x))
+
+
+def safe_logit(p: jax.Array) -> jax.Array:
+    """logit p = log p − log(1 − p) with :func:`safe_log` for p (±inf at p = 0, 1)."""
+    return safe_log(p) - jnp.log1p(-p)
