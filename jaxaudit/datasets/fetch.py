@@ -13,7 +13,7 @@ from pathlib import Path
 
 from jaxaudit._validation import check_choice
 from jaxaudit.datasets import cifar10
-from jaxaudit.datasets._files import check_file, require_files, resolve_data_dir
+from jaxaudit.datasets._files import check_file, prepare_folder, require_files, resolve_data_dir
 from jaxaudit.datasets.mnist import _FILES as _MNIST_FILES
 from jaxaudit.datasets.planetoid import _PARTS as _PLANETOID_PARTS
 
@@ -71,13 +71,16 @@ def download_dataset(name: str, data_dir=None) -> list[Path]:
 
     Raises:
       FileNotFoundError: no canonical location answered for a missing file.
-      ValueError: unknown name, or a file (downloaded or already present) fails its checksum.
+      ValueError: unknown name, a file (downloaded or already present) fails its checksum, or a
+        file stands where a folder of the data directory should be.
+      OSError: the data directory cannot be written (read-only, full disk); the message names it.
     """
     missing = missing_files(name, data_dir)
     root = resolve_data_dir(data_dir)
     if name == "cifar10":
         folder = cifar10.cifar10_folder(root)
         if missing:
+            prepare_folder(folder)  # a file in the way / read-only: one clear error
             cifar10._download([p.name for p in missing], folder, verify=True)
         for batch in cifar10.BATCH_MD5:
             cifar10._check_batch_digest(folder / batch, batch)

@@ -178,3 +178,15 @@ def test_verify_on_an_empty_folder_is_an_error(tmp_path, capsys):
     assert main(["data", "verify", "--data-dir", str(tmp_path / "empty")]) == 2
     err = capsys.readouterr().err
     assert "no known data file found" in err and "jaxaudit data download" in err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_download_into_a_read_only_folder_for_real(tmp_path, capsys):
+    """The same without mocks, as a user other than root: a read-only data directory."""
+    (tmp_path / "ro").mkdir(mode=0o500)
+    try:
+        assert main(["data", "download", "cifar10", "--data-dir", str(tmp_path / "ro")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "cannot write to the data folder" in err
+    finally:
+        (tmp_path / "ro").chmod(0o700)
