@@ -32,6 +32,14 @@ def test_ci_runs_the_readme_commands_against_the_lock():
     assert commands[0] == "uv run jaxaudit bounds --epsilon 1 --uniform 10 --targets 1000"
     ci = (README.parent / ".ci" / "run").read_text()
     ci_lines = [line.split("#")[0].strip() for line in ci.splitlines()]
-    assert commands[1] in ci_lines
+
+    def in_ci(command):
+        return any(line == command or line.endswith(" " + command) for line in ci_lines)
+
+    assert in_ci(commands[1])
+    # The long statistical studies: a second README command, which CI also runs.
+    tests_section = re.search(r"## Tests.*?```bash\n(.*?)```", text, flags=re.S).group(1)
+    slow = [line.split("#")[0].strip() for line in tests_section.splitlines() if "-m slow" in line]
+    assert slow == ["uv run pytest -q -n 2 -m slow tests"] and in_ci(slow[0])
     assert "export UV_LOCKED=1" in ci_lines and "export JAXAUDIT_REQUIRE_DATA=1" in ci_lines
     assert (README.parent / "uv.lock").is_file()
