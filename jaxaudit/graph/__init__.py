@@ -1,6 +1,13 @@
 """jraph GNN shadow models, graph samplers and the ``Graph`` type (Yıldırım & Khosla, arXiv
 2606.04069; our choices: docs/gnn_mia.md)."""
 
+from jaxaudit.graph.build import (
+    from_edge_index,
+    from_networkx,
+    from_pyg,
+    load_graph_npz,
+    save_graph_npz,
+)
 from jaxaudit.graph.models import GAT, GCN, GraphSAGE
 from jaxaudit.graph.propagation import SparseFeatures, sparse_features, sparse_matmul
 from jaxaudit.graph.samplers import (
@@ -35,14 +42,19 @@ __all__ = [
     "Sample",
     "Sampler",
     "ShadowModels",
+    "from_edge_index",
+    "from_networkx",
+    "from_pyg",
     "SparseFeatures",
     "gnn_logits",
     "inclusion_probabilities",
     "induced_edges",
+    "load_graph_npz",
     "node_degrees",
     "poisson_sampler",
     "random_walk_sampler",
     "snowball_sampler",
+    "save_graph_npz",
     "sparse_features",
     "sparse_matmul",
     "train_gnn",

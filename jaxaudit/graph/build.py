@@ -1,0 +1,221 @@
+"""A ``Graph`` from the user's own data: an edge index, a PyG ``Data`` object, a networkx graph,
+or an ``.npz`` file.
+
+The GNN engine expects an undirected simple graph stored in both directions: for every edge
+{i, j} with i ≠ j, the pairs (i, j) and (j, i) each once, and no self-loop (the GCN adds its own
+self-loops; an extra one would double-count the node). :func:`from_edge_index` turns any edge
+list into that form — it symmetrises, drops self-loops and duplicates, and sorts by (sender,
+receiver) — and validates every array, so an out-of-range index fails with a ``ValueError``
+naming the argument instead of being clipped by XLA's gathers.
+
+The ``.npz`` format read by :func:`load_graph_npz` (and ``jaxaudit shadow|bmp --graph FILE``):
+
+============== ============ ==============================================================
+array           shape        meaning
+============== ============ ==============================================================
+``features``    (N, F)       finite node features (float)
+``labels``      (N,)         integer classes in [0, num_classes)
+``edge_index``  (2, E)       integer endpoints in [0, N), any direction, duplicates allowed
+``train_mask``  (N,)         optional boolean split; likewise ``val_mask``, ``test_mask``
+``num_classes`` ()           optional integer (default: max(labels) + 1)
+``name``        ()           optional unicode string (default: the file's stem)
+============== ============ ==============================================================
+
+It is read without unpickling (``allow_pickle=False``) and with the declared sizes checked
+before anything is decompressed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxaudit._validation import (
+    ArgumentTypeError,
+    check_graph,
+    check_input_path,
+    check_integer,
+    check_labels,
+)
+from jaxaudit.graph.types import Graph
+
+__all__ = ["from_edge_index", "from_networkx", "from_pyg", "load_graph_npz", "save_graph_npz"]
+
+
+def _to_numpy(name: str, value) -> np.ndarray:
+    """numpy view of an array-like (a torch tensor through ``.detach().cpu().numpy()``)."""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        value = value.detach().cpu().numpy()
+    if isinstance(value, str | bytes):
+        raise ArgumentTypeError(f"{name} must be an array, got the string {value!r}")
+    arr = np.asarray(value)
+    if arr.dtype == object:
+        raise ArgumentTypeError(f"{name} must be a numeric array, got dtype object")
+    return arr
+
+
+def _mask(name: str, value, num_nodes: int) -> np.ndarray:
+    if value is None:
+        return np.zeros(num_nodes, dtype=bool)
+    arr = _to_numpy(name, value)
+    if arr.shape != (num_nodes,):
+        raise ValueError(f"{name} must have shape ({num_nodes},), got {arr.shape}")
+    if arr.dtype != bool and not np.isin(arr, (0, 1)).all():
+        raise ValueError(f"{name} must be boolean (0/1)")
+    return arr.astype(bool)
+
+
+def _edges(edge_index, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetrised, self-loop-free, duplicate-free (sender, receiver) pairs in sorted order."""
+    edges = _to_numpy("edge_index", edge_index)
+    if edges.ndim != 2 or edges.shape[0] != 2:
+        raise ValueError(f"edge_index must have shape (2, E), got {edges.shape}")
+    if edges.size and edges.dtype.kind not in "iu":
+        if edges.dtype.kind != "f" or not np.all(np.isfinite(edges)) or np.any(
+                edges != np.round(edges)):
+            raise ValueError(f"edge_index must hold integer node indices, got dtype {edges.dtype}")
+    edges = edges.astype(np.int64)
+    if edges.size and (edges.min() < 0 or edges.max() >= num_nodes):
+        bad = edges[(edges < 0) | (edges >= num_nodes)][0]
+        raise ValueError(f"edge_index must lie in [0, N={num_nodes}), got {int(bad)}")
+    both = np.concatenate([edges, edges[::-1]], axis=1)
+    both = both[:, both[0] != both[1]]
+    both = np.unique(both, axis=1) if both.size else both.reshape(2, 0)
+    return both[0].astype(np.int32), both[1].astype(np.int32)
+
+
+def from_edge_index(features, labels, edge_index, *, num_classes: int | None = None,
+                    train_mask=None, val_mask=None, test_mask=None, name: str = "graph") -> Graph:
+    """A :class:`~jaxaudit.graph.Graph` from node arrays and an edge list.
+
+    Args:
+      features: (N, F) finite node features (numpy, jax or torch).
+      labels: (N,) integer classes (integral floats accepted).
+      edge_index: (2, E) integer endpoints, in either or both directions; self-loops and
+        duplicates are dropped, every edge is stored in both directions.
+      num_classes: number of classes (default ``max(labels) + 1``).
+      train_mask, val_mask, test_mask: optional (N,) boolean split (default all False).
+      name: the data set's name, carried as static metadata.
+
+    Returns:
+      The validated ``Graph`` (float32 features, int32 labels and edges).
+
+    Raises:
+      ValueError: a shape that does not fit, a non-finite feature, a label outside
+        [0, num_classes), an edge endpoint outside [0, N).
+
+    Examples:
+      >>> import numpy as np
+      >>> g = from_edge_index(np.eye(3), [0, 1, 1], [[0, 1, 1], [1, 0, 2]])
+      >>> g.senders.tolist(), g.receivers.tolist()
+      ([0, 1, 1, 2], [1, 0, 2, 1])
+    """
+    x = _to_numpy("features", features)
+    if x.ndim != 2:
+        raise ValueError(f"features must have shape (N, F), got {x.shape}")
+    if x.dtype.kind not in "biuf":
+        raise ArgumentTypeError(f"features must be numeric, got dtype {x.dtype}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("features must be finite")
+    n = x.shape[0]
+    y = check_labels("labels", _to_numpy("labels", labels), num_classes)
+    if y.shape != (n,):
+        raise ValueError(f"labels must have shape ({n},), got {y.shape}")
+    k = (int(y.max()) + 1 if y.size else 1) if num_classes is None else check_integer(
+        "num_classes", num_classes, minimum=1)
+    if not isinstance(name, str):
+        raise ArgumentTypeError(f"name must be a string, got {name!r}")
+    senders, receivers = _edges(edge_index, n)
+    graph = Graph(
+        features=jnp.asarray(x, dtype=jnp.float32),
+        labels=jnp.asarray(y, dtype=jnp.int32),
+        senders=jnp.asarray(senders),
+        receivers=jnp.asarray(receivers),
+        train_mask=jnp.asarray(_mask("train_mask", train_mask, n)),
+        val_mask=jnp.asarray(_mask("val_mask", val_mask, n)),
+        test_mask=jnp.asarray(_mask("test_mask", test_mask, n)),
+        num_classes=k,
+        name=name,
+    )
+    check_graph(graph)
+    return graph
+
+
+def from_pyg(data, *, num_classes: int | None = None, name: str = "pyg") -> Graph:
+    """A ``Graph`` from a PyTorch Geometric ``Data`` object (``x``, ``y``, ``edge_index`` and the
+    masks it has). torch_geometric itself is not imported: any object with these attributes
+    works."""
+    for field in ("x", "y", "edge_index"):
+        if getattr(data, field, None) is None:
+            raise ValueError(f"data.{field} is missing: a PyG Data object needs x, y and edge_index")
+    return from_edge_index(
+        data.x, data.y, data.edge_index, num_classes=num_classes,
+        train_mask=getattr(data, "train_mask", None), val_mask=getattr(data, "val_mask", None),
+        test_mask=getattr(data, "test_mask", None), name=name)
+
+
+def from_networkx(nx_graph, *, features: str = "x", label: str = "y",
+                  num_classes: int | None = None, name: str = "networkx") -> Graph:
+    """A ``Graph`` from a networkx graph whose nodes carry a feature vector (attribute
+    ``features``) and a class (attribute ``label``). Nodes are numbered in ``nx_graph.nodes``
+    order; edge direction is ignored. networkx is not imported: only the graph's own methods are
+    used."""
+    nodes = list(nx_graph.nodes)
+    index = {node: i for i, node in enumerate(nodes)}
+    attrs = nx_graph.nodes
+    for attr in (features, label):
+        missing = [node for node in nodes if attr not in attrs[node]]
+        if missing:
+            raise ValueError(f"node {missing[0]!r} has no attribute {attr!r}")
+    x = np.stack([np.asarray(attrs[node][features], dtype=np.float64) for node in nodes]) \
+        if nodes else np.zeros((0, 1))
+    y = np.asarray([attrs[node][label] for node in nodes])
+    pairs = [(index[u], index[v]) for u, v in nx_graph.edges()]
+    edge_index = np.asarray(pairs, dtype=np.int64).T.reshape(2, -1)
+    return from_edge_index(x, y, edge_index, num_classes=num_classes, name=name)
+
+
+def save_graph_npz(path, graph: Graph) -> Path:
+    """Write ``graph`` in the ``.npz`` format of this module (read back by
+    :func:`load_graph_npz`)."""
+    path = Path(path)
+    np.savez(path, features=np.asarray(graph.features), labels=np.asarray(graph.labels),
+             edge_index=np.stack([np.asarray(graph.senders), np.asarray(graph.receivers)]),
+             train_mask=np.asarray(graph.train_mask), val_mask=np.asarray(graph.val_mask),
+             test_mask=np.asarray(graph.test_mask), num_classes=np.asarray(graph.num_classes),
+             name=np.asarray(graph.name))
+    return path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
+
+
+def load_graph_npz(path) -> Graph:
+    """A ``Graph`` from an ``.npz`` file in this module's format, read without unpickling and
+    validated by :func:`from_edge_index`.
+
+    Raises:
+      FileNotFoundError: no such file.
+      ValueError: not an ``.npz`` archive, a required array missing, or any check of
+        :func:`from_edge_index` failing (the message names the file).
+    """
+    from jaxaudit.runs.arrays import load_npz
+
+    path = check_input_path("graph", path)
+    arrays = load_npz(path, name=f"graph file {path}")
+    missing = [k for k in ("features", "labels", "edge_index") if k not in arrays]
+    if missing:
+        raise ValueError(f"graph file {path} lacks the array(s) {', '.join(missing)} "
+                         "(needs features, labels, edge_index)")
+    unknown = sorted(set(arrays) - {"features", "labels", "edge_index", "train_mask", "val_mask",
+                                    "test_mask", "num_classes", "name"})
+    if unknown:
+        raise ValueError(f"graph file {path} has unknown array(s) {', '.join(unknown)}")
+    name = str(arrays["name"]) if "name" in arrays else path.stem
+    num_classes = int(arrays["num_classes"]) if "num_classes" in arrays else None
+    try:
+        return from_edge_index(
+            arrays["features"], arrays["labels"], arrays["edge_index"], num_classes=num_classes,
+            train_mask=arrays.get("train_mask"), val_mask=arrays.get("val_mask"),
+            test_mask=arrays.get("test_mask"), name=name)
+    except ValueError as err:
+        raise type(err)(f"graph file {path}: {err}") from None
