@@ -93,18 +93,16 @@ def _read_checked(f, available: int, label: str) -> np.ndarray:
         raise ValueError(f"{label} could not be read ({err})") from None
 
 
-def _open(source):
-    """(file object, size in bytes, close it?) for a path or bytes."""
+def _open(source) -> tuple:
+    """(file object, size in bytes) for a path or bytes; the caller closes the file."""
     if isinstance(source, bytes | bytearray | memoryview):
         data = bytes(source)
-        return io.BytesIO(data), len(data), True
+        return io.BytesIO(data), len(data)
     path = Path(source)
-    try:
-        f = open(path, "rb")  # noqa: SIM115 (closed by the caller)
-        size = os.fstat(f.fileno()).st_size
-    except IsADirectoryError:
-        raise ValueError(f"{path} is a folder, not an array file") from None
-    return f, size, True
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder, not an array file")
+    f = open(path, "rb")  # noqa: SIM115 (closed by the caller)
+    return f, os.fstat(f.fileno()).st_size
 
 
 def load_npy(source, *, name: str | None = None) -> np.ndarray:
@@ -123,7 +121,7 @@ def load_npy(source, *, name: str | None = None) -> np.ndarray:
         a dtype holding Python objects, or a header whose shape needs more bytes than follow.
     """
     label = _label(source, name)
-    f, size, _ = _open(source)
+    f, size = _open(source)
     with f:
         head = f.read(len(_NPY_MAGIC))
         f.seek(0)
@@ -177,7 +175,7 @@ def load_npz(source, *, name: str | None = None, max_bytes: int | None = None,
         bytes than the member holds, a dtype holding Python objects, or a failed CRC.
     """
     label = _label(source, name)
-    f, size, _ = _open(source)
+    f, size = _open(source)
     with f, _zip(f, label) as zf:
         out = {}
         for info in _members(zf, size, max_bytes, label):
@@ -197,7 +195,7 @@ def describe_npz(source, *, name: str | None = None, max_bytes: int | None = Non
     """``{array name: (shape, dtype)}`` of an ``.npz`` from the member headers alone, with the
     checks of :func:`load_npz` on the declared sizes and headers (no array is loaded)."""
     label = _label(source, name)
-    f, size, _ = _open(source)
+    f, size = _open(source)
     with f, _zip(f, label) as zf:
         out = {}
         for info in _members(zf, size, max_bytes, label):

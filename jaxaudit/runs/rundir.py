@@ -23,7 +23,9 @@ Integrity (what is refused, never silently used):
   edited unnoticed. A manifest that does not match either hash, is not a JSON object, or is
   nested deeper than :data:`MAX_JSON_DEPTH` is a ``ValueError`` naming it. Manifests written by
   jaxaudit 0.x before ``manifest_hash`` existed are still read (:func:`load_results` warns that
-  their kind and plan are unprotected) and resumed as they are.
+  their kind and plan are unprotected) and resumed as they are (their chunks keep records
+  without the run line); a manifest without ``manifest_hash`` next to chunk records that have
+  one had it removed, and is refused.
 * a chunk's checksum record names the chunk *and the run* (its ``config_hash``): a chunk whose
   digest does not match, one moved under another chunk's name, and one copied from another run
   (e.g. another seed) are refused; :meth:`RunDir.has_chunk` removes them so they are recomputed.
@@ -350,7 +352,28 @@ def read_manifest(path: str | Path) -> dict:
             raise ValueError(edited.format("kind, plan or provenance", "manifest_hash"))
     elif stored not in (config_hash(manifest["config"]), _legacy_config_hash(manifest["config"])):
         raise ValueError(edited.format("configuration", "config_hash"))
+    elif _has_run_records(Path(path)):
+        raise ValueError(f"{manifest_path} has no manifest_hash but its chunks were written by "
+                         "a version that records one: it was removed (the manifest was edited "
+                         "by hand); its kind and plan cannot be trusted. Restore the manifest or "
+                         "use a new folder")
     return manifest
+
+
+def _has_run_records(path: Path) -> bool:
+    """True when a checksum record in ``path/chunks`` holds a ``run`` line (written only in
+    folders whose manifest has ``manifest_hash``)."""
+    folder = path / "chunks"
+    if folder.is_symlink() or not folder.is_dir():
+        return False
+    for sidecar in folder.glob("*.sha256"):
+        try:
+            text = _read_regular(sidecar, 1 << 16).decode("ascii", errors="replace")
+        except (OSError, ValueError):
+            continue
+        if any(line.split()[:1] == ["run"] for line in text.splitlines()[1:]):
+            return True
+    return False
 
 
 def _sha256(data: bytes) -> str:
@@ -465,8 +488,10 @@ class RunDir:
         planned = list(fresh.get("planned_chunks", []))
         planned += [n for n in names if n not in planned]
         manifest = fresh | {"planned_chunks": planned}
-        if "manifest_hash" in fresh:  # a manifest of an older version stays as it was
+        if "manifest_hash" in fresh:
             manifest["manifest_hash"] = _manifest_digest(manifest)
+        else:  # a manifest of the previous version stays one, in strict JSON (inf as null)
+            manifest["config_hash"] = config_hash(manifest["config"])
         self.manifest = manifest
         _write_manifest(self.path, manifest)
 
@@ -477,7 +502,13 @@ class RunDir:
 
     # -- checksummed files --------------------------------------------------------------------
     def _record(self, path: Path, data: bytes) -> bytes:
-        return f"{_sha256(data)}  {path.name}\nrun {self.manifest['config_hash']}\n".encode()
+        """The checksum record of ``data`` stored as ``path``: digest and name, then the run's
+        ``config_hash`` (not in a folder of the previous version, which must stay one: a run
+        line next to a manifest without ``manifest_hash`` means the hash was removed)."""
+        record = f"{_sha256(data)}  {path.name}\n"
+        if not self.legacy:
+            record += f"run {self.manifest['config_hash']}\n"
+        return record.encode()
 
     def _checked_bytes(self, path: Path) -> tuple[bytes | None, str]:
         """``(bytes, "")`` when ``path`` and its checksum record ``path.sha256`` are regular files

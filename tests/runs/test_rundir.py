@@ -308,11 +308,12 @@ def test_manifest_not_an_object_or_nested_too_deeply_is_a_clear_error(tmp_path):
         assert "manifest.json" in str(info.value)
 
 
-@pytest.mark.parametrize("edit", ["kind", "plan"])
+@pytest.mark.parametrize("edit", ["kind", "plan", "kind, hash removed"])
 def test_relabelled_kind_or_shortened_plan_is_refused(tmp_path, edit):
     """The manifest's hash covered only the configuration: a bmp run relabelled 'shadow' broke
     `bmp --shadow` with a KeyError, and a plan shortened to the finished chunks hid a partial
-    run. Both are now covered by manifest_hash."""
+    run. Both are now covered by manifest_hash, and removing manifest_hash is noticed too (the
+    chunk records name the run, which records of the previous version never do)."""
     run = RunDir.open(tmp_path / "r", kind="bmp", config={"a": 1})
 
     def stop_at_third(name):
@@ -323,14 +324,18 @@ def test_relabelled_kind_or_shortened_plan_is_refused(tmp_path, edit):
     with pytest.raises(KeyboardInterrupt):
         run_chunks(run, NAMES[:4], stop_at_third)
     assert load_results(tmp_path / "r").missing == NAMES[2:4]
-    if edit == "kind":
-        _edit_manifest(tmp_path / "r", kind="shadow")
-    else:
+    if edit == "plan":
         _edit_manifest(tmp_path / "r", planned_chunks=NAMES[:2])
+    else:
+        _edit_manifest(tmp_path / "r", kind="shadow")
+    if edit == "kind, hash removed":
+        manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+        del manifest["manifest_hash"]
+        (tmp_path / "r" / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(ValueError, match="edited by hand"):
         load_results(tmp_path / "r")
     with pytest.raises(ValueError, match="edited by hand"):
-        RunDir.open(tmp_path / "r", kind="shadow" if edit == "kind" else "bmp", config={"a": 1})
+        RunDir.open(tmp_path / "r", kind="bmp" if edit == "plan" else "shadow", config={"a": 1})
 
 
 def test_manifest_of_the_previous_version_is_still_read(tmp_path):
@@ -352,6 +357,9 @@ def test_manifest_of_the_previous_version_is_still_read(tmp_path):
     assert_same({n: res.chunks[n] for n in NAMES[:2]}, {n: compute(n) for n in NAMES[:2]})
     resumed = RunDir.open(tmp_path / "r", kind="test", config={"a": 1, "eps": [1.0, np.inf]})
     assert resumed.has_chunk(NAMES[0]) and resumed.legacy
+    run_chunks(resumed, NAMES[:3], compute)  # resumed as it is: still readable afterwards
+    with pytest.warns(UserWarning, match="not protected"):
+        assert load_results(tmp_path / "r").missing == []
 
 
 def test_chunk_copied_from_another_run_is_refused(tmp_path):
