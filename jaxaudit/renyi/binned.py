@@ -74,7 +74,6 @@ from typing import NamedTuple
 
 import numpy as np
 from jax.typing import ArrayLike
-from scipy import stats
 
 from jaxaudit._validation import (
     check_finite,
@@ -83,7 +82,13 @@ from jaxaudit._validation import (
     check_score_vector,
     plain,
 )
-from jaxaudit.renyi.threshold_tests import _split, binary_renyi
+from jaxaudit.renyi.threshold_tests import (
+    _binary_renyi_np,
+    _cp_lower_np,
+    _cp_upper_np,
+    _split,
+    refuse_traced,
+)
 
 __all__ = ["DEFAULT_BINS", "binned_renyi_lower_bound"]
 
@@ -132,21 +137,32 @@ def _rectangle_minima(log_u, log_w, box_q, box_p, alpha):
     return np.min(np.stack(values), axis=0), lam, mu, log_scale
 
 
+#: Most grid points × bins evaluated at once by :func:`_dual_log_values` (bounds its memory:
+#: about a dozen float64 arrays of this many entries, ~25 MB, whatever the number of bins).
+_CHUNK_ENTRIES = 2**18
+
+
 def _dual_log_values(log_u, log_w, box_q, box_p, alpha):
     """log d(λ, μ) ≤ log min f over the boxes ∩ simplices (weak duality), rounding removed.
 
-    Vectorised over 1-D ``log_u``, ``log_w`` (within [−40, 40]); −inf where d ≤ 0 or is not
-    finite. The float64 error of d is bounded and subtracted: every summed term (λ, μ and per
-    bin q^α p^{1−α}, λq, μp; their absolute values add up to at most
-    Σ_j |min_j| + (2k + 1)(|λ| + |μ|)) carries a relative error of at most
-    ε (|exponent| + 2|L| + k + 10), the exponent of q^α p^{1−α} e^{−L} being at most
-    (2α − 1)(G + 40) + |L| in size with G the largest |log| of a positive box entry; four times
-    this bound is subtracted.
+    Vectorised over 1-D ``log_u``, ``log_w`` (within [−40, 40]), in chunks of at most
+    ``_CHUNK_ENTRIES`` grid points × bins; −inf where d ≤ 0 or is not finite. The float64 error
+    of d is bounded and subtracted: every summed term (λ, μ and per bin q^α p^{1−α}, λq, μp;
+    their absolute values add up to at most Σ_j |min_j| + (2k + 1)(|λ| + |μ|)) carries a
+    relative error of at most ε (|exponent| + 2|L| + k + 10), the exponent of q^α p^{1−α} e^{−L}
+    being at most (2α − 1)(G + 40) + |L| in size with G the largest |log| of a positive box
+    entry; four times this bound is subtracted.
     """
-    log_u, log_w = np.atleast_1d(log_u)[:, None], np.atleast_1d(log_w)[:, None]
+    log_u, log_w = np.atleast_1d(log_u), np.atleast_1d(log_w)
+    k = box_q[0].size
+    rows = max(1, _CHUNK_ENTRIES // max(k, 1))
+    if log_u.size > rows:
+        return np.concatenate([
+            _dual_log_values(log_u[i:i + rows], log_w[i:i + rows], box_q, box_p, alpha)
+            for i in range(0, log_u.size, rows)])
+    log_u, log_w = log_u[:, None], log_w[:, None]
     minima, lam, mu, log_scale = _rectangle_minima(log_u, log_w, box_q, box_p, alpha)
     lam, mu, log_scale = lam[:, 0], mu[:, 0], log_scale[:, 0]
-    k = minima.shape[1]
     entries = np.concatenate([*box_q, *box_p])
     entries = entries[entries > 0]
     largest_log = float(np.max(np.abs(np.log(entries)))) if entries.size else 0.0
@@ -160,6 +176,29 @@ def _dual_log_values(log_u, log_w, box_q, box_p, alpha):
     return np.where(np.isnan(log_value) | (log_value == np.inf), -np.inf, log_value)
 
 
+def _clipped_sums(points, base, lo, hi):
+    """Σ_j clip(s · base_j, lo_j, hi_j) at every s in ``points`` (≥ 0), in O((k + m) log k).
+
+    Entries with base_j = 0 contribute lo_j. For base_j > 0, with L_j = lo_j/base_j ≤
+    H_j = hi_j/base_j: hi_j where H_j ≤ s, lo_j where L_j > s, s·base_j in between
+    (cumulative sums over the sorted L and H; memory linear in k, not k × m).
+    """
+    pos = base > 0
+    constant = float(np.sum(lo[~pos]))
+    b, lo, hi = base[pos], lo[pos], hi[pos]
+    by_h, by_l = np.argsort(hi / b), np.argsort(lo / b)
+    h_sorted, l_sorted = (hi / b)[by_h], (lo / b)[by_l]
+    zero = np.zeros(1)
+    hi_cum = np.concatenate([zero, np.cumsum(hi[by_h])])
+    b_by_h = np.concatenate([zero, np.cumsum(b[by_h])])
+    lo_cum = np.concatenate([zero, np.cumsum(lo[by_l])])
+    b_by_l = np.concatenate([zero, np.cumsum(b[by_l])])
+    n_h = np.searchsorted(h_sorted, points, side="right")   # H_j ≤ s
+    n_l = np.searchsorted(l_sorted, points, side="right")   # L_j ≤ s
+    return (constant + hi_cum[n_h] + (lo_cum[-1] - lo_cum[n_l])
+            + points * (b_by_l[n_l] - b_by_h[n_h]))
+
+
 def _water_fill(base, lo, hi):
     """x = clip(s · base, lo, hi) with Σ x = 1 (exact; base ≥ 0, Σ lo ≤ 1 ≤ Σ hi); (x, s).
 
@@ -168,7 +207,7 @@ def _water_fill(base, lo, hi):
     """
     pos = base > 0
     points = np.unique(np.concatenate([lo[pos] / base[pos], hi[pos] / base[pos]]))
-    sums = np.sum(np.clip(points[:, None] * base, lo, hi), axis=1)
+    sums = _clipped_sums(points, base, lo, hi)
     j = int(np.searchsorted(sums, 1.0))
     if j == 0 or j == points.size:
         s = points[min(j, points.size - 1)]
@@ -250,16 +289,8 @@ def _min_divergence(box_q, box_p, alpha, **search):
 # Confidence sets for the bin probabilities and the selection protocol.
 
 
-def _cp_lower(k, n, level):
-    k = np.asarray(k, dtype=np.float64)
-    safe = np.maximum(k, 1.0)
-    return np.where(k <= 0, 0.0, stats.beta.ppf(level, safe, n - safe + 1.0))
-
-
-def _cp_upper(k, n, level):
-    k = np.asarray(k, dtype=np.float64)
-    safe = np.minimum(k, n - 1.0)
-    return np.where(k >= n, 1.0, stats.beta.ppf(1.0 - level, safe + 1.0, n - safe))
+_cp_lower = _cp_lower_np
+_cp_upper = _cp_upper_np
 
 
 class _Partition(NamedTuple):
@@ -324,7 +355,7 @@ def _binary_bound(tpr_lo, fpr_hi, alpha):
     """max(d_α(TPR_lo‖FPR_hi), d_α(FPR_hi‖TPR_lo)) when TPR_lo > FPR_hi, else 0 (vectorised)."""
     powered = tpr_lo > fpr_hi
     p, q = np.where(powered, tpr_lo, 0.5), np.where(powered, fpr_hi, 0.5)
-    value = np.fmax(binary_renyi(p, q, alpha), binary_renyi(q, p, alpha))
+    value = np.fmax(_binary_renyi_np(p, q, alpha), _binary_renyi_np(q, p, alpha))
     return np.where(powered, np.nan_to_num(np.maximum(value, 0.0), posinf=np.inf), 0.0)
 
 
@@ -362,12 +393,18 @@ def _threshold_partition(in_sel, out_sel, alpha, significance, max_candidates=51
     return _Partition(low_edges[i_low:i_low + 1], np.array([True, False]), 1, right_closed=True)
 
 
-def _check_bins(bins) -> tuple[int, ...]:
+def _check_bins(bins, n_scores: int) -> tuple[int, ...]:
+    """Candidate numbers of bins: ints in [2, n_scores], n_scores the size of the smaller world
+    (more bins than scores leave bins empty by construction, and the dual search's cost grows
+    with the number of bins)."""
     arr = np.asarray(bins)
     if arr.ndim > 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer):
         raise ValueError(f"bins must be an int or a 1-D array of ints >= 2, got {plain(bins)}")
     if (arr < 2).any():
         raise ValueError(f"bins must be >= 2, got {plain(bins)}")
+    if (arr > n_scores).any():
+        raise ValueError(f"bins must be <= {n_scores}, the number of scores in the smaller "
+                         f"world, got {plain(int(arr.max()))}")
     return tuple(int(k) for k in np.unique(arr))
 
 
@@ -422,7 +459,8 @@ def binned_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, alpha:
       out_scores: 1-D scores of runs without (P), at least 4.
       alpha: order α > 1, or a 1-D array of orders (the partition is chosen per order).
       bins: number of bins k ≥ 2, or a 1-D int array of candidates (the one with the best bound
-        on the selection split is used, per order). k = 2 uses the best threshold; k ≥ 3 the
+        on the selection split is used, per order); at most the number of scores of the smaller
+        world (memory stays linear in k: the dual grid is evaluated in chunks). k = 2 uses the best threshold; k ≥ 3 the
         k-quantiles of the pooled selection scores (fewer bins when scores tie).
       significance: total failure probability in (0, 1).
       selection_fraction: fraction of each world used to choose the partition, in (0, 1).
@@ -438,11 +476,13 @@ def binned_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, alpha:
       >>> bool((lower > 0).all() and (lower <= [0.75, 1.0]).all())
       True
     """
+    refuse_traced("binned_renyi_lower_bound", in_scores=in_scores, out_scores=out_scores,
+                  alpha=alpha)
     in_scores = check_score_vector("in_scores", in_scores)
     out_scores = check_score_vector("out_scores", out_scores)
     alphas = check_finite("alpha", alpha)
     check_orders("alpha", alphas)  # a scalar keeps its 0-d shape (and a scalar result)
-    candidates = _check_bins(bins)
+    candidates = _check_bins(bins, min(in_scores.size, out_scores.size))
     significance = float(check_probability("significance", significance, open_low=True,
                                            open_high=True))
     selection_fraction = float(check_probability("selection_fraction", selection_fraction,

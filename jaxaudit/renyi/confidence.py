@@ -42,6 +42,20 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+from jaxaudit._validation import (
+    as_scalar,
+    check_broadcast,
+    check_choice,
+    check_finite,
+    check_nonnegative,
+    check_nonnegative_finite,
+    check_positive,
+    check_probability,
+    is_traced,
+    plain,
+)
+from jaxaudit.renyi.closed_forms import float_arrays
+
 __all__ = [
     "BOUNDS",
     "hoeffding_radius",
@@ -55,15 +69,41 @@ __all__ = [
 BOUNDS = ("bernstein", "hoeffding", "theory")
 
 
+def _hoeffding_radius(n, value_range, delta):
+    """range · sqrt(log(1/δ)/(2n)). Unvalidated, traceable."""
+    return value_range * jnp.sqrt(-jnp.log(delta) / (2.0 * n))
+
+
 def hoeffding_radius(n: ArrayLike, value_range: ArrayLike, delta: ArrayLike) -> jax.Array:
     """One-sided Hoeffding radius: P(mean − E ≥ r) ≤ δ for r = range·sqrt(log(1/δ)/(2n)).
 
+    Hoeffding (JASA 1963), Theorem 2. Works inside jit/vmap/grad (traced arguments are not
+    checked).
+
     Args:
-      n: sample size.
-      value_range: b − a for variables in [a, b].
-      delta: one-sided failure probability.
+      n: sample size > 0.
+      value_range: b − a ≥ 0 for variables in [a, b].
+      delta: one-sided failure probability in (0, 1] (the probability that the bound fails,
+        not DP's δ; 0 would need an infinite radius and is refused).
+
+    Examples:
+      >>> round(float(hoeffding_radius(100, 1.0, 0.05)), 4)   # sqrt(log 20 / 200)
+      0.1224
     """
-    return value_range * jnp.sqrt(jnp.log(1.0 / delta) / (2.0 * n))
+    if not is_traced(n, value_range, delta):
+        check_positive("n", n)
+        check_nonnegative_finite("value_range", value_range)
+        check_probability("delta", delta, open_low=True)
+        check_broadcast(n=n, value_range=value_range, delta=delta)
+    return _hoeffding_radius(*float_arrays(n, value_range, delta))
+
+
+def _bernstein_radius(sample_variance, n, value_range, delta):
+    """sqrt(2 V̂ log(2/δ)/n) + 7 R log(2/δ)/(3(n − 1)). Unvalidated, traceable."""
+    log_term = jnp.log(2.0) - jnp.log(delta)
+    return jnp.sqrt(2.0 * sample_variance * log_term / n) + 7.0 * value_range * log_term / (
+        3.0 * (n - 1.0)
+    )
 
 
 def bernstein_radius(sample_variance: ArrayLike, n: ArrayLike, value_range: ArrayLike,
@@ -71,25 +111,51 @@ def bernstein_radius(sample_variance: ArrayLike, n: ArrayLike, value_range: Arra
     """One-sided empirical Bernstein radius of Maurer & Pontil (2009), Theorem 4.
 
     With probability ≥ 1 − δ, E X ≤ mean + sqrt(2 V̂ log(2/δ)/n) + 7 R log(2/δ)/(3(n − 1)),
-    V̂ the unbiased sample variance and R the range (the theorem for [0, 1], rescaled).
+    V̂ the unbiased sample variance and R the range (the theorem for [0, 1], rescaled;
+    arXiv 0907.3740). Works inside jit/vmap/grad.
 
     Args:
-      sample_variance: V̂ (denominator n − 1).
-      n: sample size (≥ 2).
-      value_range: R.
-      delta: one-sided failure probability.
+      sample_variance: V̂ ≥ 0 (denominator n − 1).
+      n: sample size (> 1).
+      value_range: R ≥ 0.
+      delta: one-sided failure probability in (0, 1].
+
+    Examples:
+      >>> round(float(bernstein_radius(0.0, 101, 1.0, 0.1)), 4)   # 7 log 20 / 300
+      0.0699
     """
-    log_term = jnp.log(2.0 / delta)
-    return jnp.sqrt(2.0 * sample_variance * log_term / n) + 7.0 * value_range * log_term / (
-        3.0 * (n - 1.0)
-    )
+    if not is_traced(sample_variance, n, value_range, delta):
+        check_nonnegative_finite("sample_variance", sample_variance)
+        n_np = check_finite("n", n)
+        if (n_np <= 1).any():
+            raise ValueError(f"n must be > 1, got {plain(n_np[n_np <= 1].ravel()[0])}")
+        check_nonnegative_finite("value_range", value_range)
+        check_probability("delta", delta, open_low=True)
+        check_broadcast(sample_variance=sample_variance, n=n, value_range=value_range,
+                        delta=delta)
+    return _bernstein_radius(*float_arrays(sample_variance, n, value_range, delta))
 
 
 def _one_sided_radius(values, value_range, delta, method, n=None):
     n = values.shape[0] if n is None else n
     if method == "hoeffding":
-        return hoeffding_radius(n, value_range, delta)
-    return bernstein_radius(jnp.var(values, ddof=1), n, value_range, delta)
+        return _hoeffding_radius(n, value_range, delta)
+    return _bernstein_radius(jnp.var(values, ddof=1), n, value_range, delta)
+
+
+def _check_order(name, value):
+    """A finite order α > 1 (concrete values only)."""
+    arr = check_finite(name, value)
+    if (arr <= 1).any():
+        raise ValueError(f"{name} must be > 1, got {plain(arr[arr <= 1].ravel()[0])}")
+    return arr
+
+
+def _check_sample_size(name, value):
+    arr = check_finite(name, value)
+    if (arr <= 1).any():
+        raise ValueError(f"{name} must be > 1, got {plain(arr[arr <= 1].ravel()[0])}")
+    return arr
 
 
 def held_out_lower_bound(g_q: ArrayLike, g_p: ArrayLike, alpha: ArrayLike, lo: ArrayLike,
@@ -97,22 +163,62 @@ def held_out_lower_bound(g_q: ArrayLike, g_p: ArrayLike, alpha: ArrayLike, lo: A
                          n_q: ArrayLike = None, n_p: ArrayLike = None) -> jax.Array:
     """Lower confidence bound on D_α(Q‖P) from a fixed critic evaluated on held-out samples.
 
+    ε_α ≥ α/(α−1) log A_lo − log B_hi (module docstring; Kim, Alabi, Varshney, arXiv
+    2605.21938, with the radii of Hoeffding or Maurer & Pontil, arXiv 0907.3740). Validates
+    concrete arguments, then calls the traceable core (jit/vmap/grad work; traced arguments are
+    not checked). The value is the raw bound, possibly negative (vacuous); a divergence is ≥ 0,
+    so max(value, 0) is equally valid (``estimate_renyi`` reports that).
+
     Args:
-      g_q: critic values on held-out Q samples (values outside [lo, hi] are clipped to it).
-      g_p: critic values on held-out P samples (likewise clipped).
-      alpha: order α > 1.
+      g_q: 1-D critic values on held-out Q samples (at least 2; values outside [lo, hi] are
+        clipped to it).
+      g_p: 1-D critic values on held-out P samples (likewise).
+      alpha: order α > 1 (finite scalar).
       lo: a lower bound of the critic fixed before the held-out data were seen.
       hi: the matching upper bound (hi ≥ lo).
-      delta: failure probability of this bound (δ/2 for each of the two terms).
+      delta: failure probability of this bound in (0, 1] (δ/2 for each of the two terms).
       method: "bernstein" (Maurer–Pontil) or "hoeffding".
       n_q: sample size to use in the Q radius (default ``len(g_q)``; other values only for
-        planning, e.g. predicting the held-out bound from training values).
+        planning, e.g. predicting the held-out bound from training values); > 1.
       n_p: likewise for P.
 
     Returns:
-      ε such that D_α(Q‖P) ≥ ε with probability ≥ 1 − δ over the held-out samples. Always
-      finite: at worst the trivial −(2α−1)(hi − lo)·α/(α−1)-type value.
+      ε such that D_α(Q‖P) ≥ ε with probability ≥ 1 − δ over the held-out samples, in the dtype
+      of ``g_q``. Always finite: at worst the trivial −(2α−1)(hi − lo)·α/(α−1)-type value.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> g = jnp.linspace(-1.0, 1.0, 2000)
+      >>> bool(held_out_lower_bound(g, g - 0.5, 2.0, -1.5, 1.0, 0.05) < 1.0)
+      True
     """
+    check_choice("method", method, ("bernstein", "hoeffding"))
+    if not is_traced(g_q, g_p, alpha, lo, hi, delta, n_q, n_p):
+        for name, g in (("g_q", g_q), ("g_p", g_p)):
+            arr = check_finite(name, g)
+            if arr.ndim != 1 or arr.size < 2:
+                raise ValueError(f"{name} must be a 1-D array of at least 2 values, got shape "
+                                 f"{arr.shape}")
+        alpha_np = _check_order("alpha", alpha)
+        if alpha_np.ndim != 0:
+            raise ValueError(f"alpha must be a scalar (vmap for several orders), got shape "
+                             f"{alpha_np.shape}")
+        lo_np, hi_np = as_scalar("lo", check_finite("lo", lo)), as_scalar("hi", check_finite("hi", hi))
+        if hi_np < lo_np:
+            raise ValueError(f"hi must be >= lo, got hi={plain(hi_np)} < lo={plain(lo_np)}")
+        as_scalar("delta", check_probability("delta", delta, open_low=True))
+        for name, size in (("n_q", n_q), ("n_p", n_p)):
+            if size is not None:
+                _check_sample_size(name, size)
+    g_q = jnp.asarray(g_q)
+    g_q = jnp.asarray(g_q, jnp.result_type(g_q, float))
+    g_p = jnp.asarray(g_p, g_q.dtype)
+    return _held_out_lower_bound(g_q, g_p, alpha, lo, hi, delta, method, n_q, n_p)
+
+
+def _held_out_lower_bound(g_q, g_p, alpha, lo, hi, delta, method="bernstein", n_q=None,
+                          n_p=None) -> jax.Array:
+    """The held-out bound (see :func:`held_out_lower_bound`). Unvalidated, traceable."""
     alpha = jnp.asarray(alpha, g_q.dtype)
     width = jnp.asarray(hi - lo, g_q.dtype)
     delta_term = delta / 2.0
@@ -138,18 +244,22 @@ def held_out_lower_bound(g_q: ArrayLike, g_p: ArrayLike, alpha: ArrayLike, lo: A
 def rademacher_bound(params: Any, input_norm: ArrayLike, n: ArrayLike) -> jax.Array:
     """Norm-based bound on the empirical Rademacher complexity of the critic's class.
 
-    Golowich, Rakhlin & Shamir (2018), Theorem 1, for depth-L networks with 1-Lipschitz,
-    positive-homogeneous activations (ReLU): R_n ≤ B (sqrt(2 L log 2) + 1) Π_j ‖W_j‖_F / √n.
-    Biases are absorbed by appending a constant unit (weights [[W, b], [0, 1]], Frobenius norm
-    sqrt(‖W‖² + ‖b‖² + 1) for hidden layers), B = max_i sqrt(‖z_i‖² + 1) over standardised
-    inputs z_i; the bounded output M·tanh(·/M) is 1-Lipschitz with value 0 at 0 (contraction).
-    The class is the norm ball at the trained weights' norms (a data-dependent class).
+    Golowich, Rakhlin & Shamir (2018, arXiv 1712.06541), Theorem 1, for depth-L networks with
+    1-Lipschitz, positive-homogeneous activations (ReLU): R_n ≤ B (sqrt(2 L log 2) + 1)
+    Π_j ‖W_j‖_F / √n. Biases are absorbed by appending a constant unit (weights [[W, b], [0, 1]],
+    Frobenius norm sqrt(‖W‖² + ‖b‖² + 1) for hidden layers), B = max_i sqrt(‖z_i‖² + 1) over
+    standardised inputs z_i; the bounded output M·tanh(·/M) is 1-Lipschitz with value 0 at 0
+    (contraction). The class is the norm ball at the trained weights' norms (a data-dependent
+    class). Traceable (the layer structure is static); concrete ``input_norm``/``n`` checked.
 
     Args:
       params: the critic's ``params`` collection (flax Dense layers ``Dense_0`` ... ``Dense_L-1``).
-      input_norm: B.
-      n: sample size.
+      input_norm: B ≥ 0.
+      n: sample size > 0.
     """
+    if not is_traced(input_norm, n):
+        check_nonnegative_finite("input_norm", input_norm)
+        check_positive("n", n)
     layers = [params[name] for name in sorted(params, key=lambda s: int(s.split("_")[-1]))]
     depth = len(layers)
     product = 1.0
@@ -159,23 +269,40 @@ def rademacher_bound(params: Any, input_norm: ArrayLike, n: ArrayLike) -> jax.Ar
     return input_norm * (math.sqrt(2.0 * depth * math.log(2.0)) + 1.0) * product / jnp.sqrt(n)
 
 
-def theory_radius(alpha: ArrayLike, bound: str, rademacher_q: ArrayLike, rademacher_p: ArrayLike,
-                  n_q: ArrayLike, n_p: ArrayLike, delta: ArrayLike) -> jax.Array:
+def theory_radius(alpha: ArrayLike, bound: ArrayLike, rademacher_q: ArrayLike,
+                  rademacher_p: ArrayLike, n_q: ArrayLike, n_p: ArrayLike,
+                  delta: ArrayLike) -> jax.Array:
     """The class-restricted radius |D̂ − D_G| (the shape of Kim, Alabi, Varshney, arXiv 2605.21938,
     Theorem 3.2).
 
+    Validates concrete arguments, then calls the traceable core (jit/vmap/grad work).
+
     Args:
       alpha: order α > 1.
-      bound: M (|g| ≤ M).
-      rademacher_q: R_{n_Q}(G).
-      rademacher_p: R_{n_P}(G).
-      n_q: number of Q samples.
-      n_p: number of P samples.
-      delta: failure probability (δ/2 per term, hence log(4/δ)).
+      bound: M ≥ 0 (|g| ≤ M).
+      rademacher_q: R_{n_Q}(G) ≥ 0.
+      rademacher_p: R_{n_P}(G) ≥ 0.
+      n_q: number of Q samples (> 0).
+      n_p: number of P samples (> 0).
+      delta: failure probability in (0, 1] (δ/2 per term, hence log(4/δ)).
     """
+    if not is_traced(alpha, bound, rademacher_q, rademacher_p, n_q, n_p, delta):
+        _check_order("alpha", alpha)
+        check_nonnegative_finite("bound", bound)
+        check_nonnegative("rademacher_q", rademacher_q)
+        check_nonnegative("rademacher_p", rademacher_p)
+        check_positive("n_q", n_q)
+        check_positive("n_p", n_p)
+        check_probability("delta", delta, open_low=True)
+    return _theory_radius(*float_arrays(alpha, bound, rademacher_q, rademacher_p, n_q, n_p,
+                                        delta))
+
+
+def _theory_radius(alpha, bound, rademacher_q, rademacher_p, n_q, n_p, delta):
+    """The radius of :func:`theory_radius`. Unvalidated, traceable."""
     a1 = (alpha - 1.0) * bound
     a2 = alpha * bound
-    log_term = jnp.log(4.0 / delta)
+    log_term = jnp.log(4.0) - jnp.log(delta)
     term_q = jnp.exp(a1) * (
         2.0 * (alpha - 1.0) * jnp.exp(a1) * rademacher_q
         + 2.0 * jnp.sinh(a1) * jnp.sqrt(log_term / (2.0 * n_q))

@@ -58,7 +58,13 @@ import numpy as np
 from flax import struct
 from jax.typing import ArrayLike
 
-from jaxaudit._validation import check_choice, check_finite, check_key, check_probability
+from jaxaudit._validation import (
+    check_choice,
+    check_finite,
+    check_key,
+    check_probability,
+    is_traced,
+)
 from jaxaudit.renyi.confidence import (
     BOUNDS,
     held_out_lower_bound,
@@ -84,18 +90,21 @@ class DirectionEstimate(NamedTuple):
 
     Attributes:
       point: bias-corrected held-out J_α of each direction's critic (an estimate).
-      lower: lower confidence bound of each direction at level 1 − δ/2 (1 − δ for one direction).
+      lower: lower confidence bound of each direction at level 1 − δ/2 (1 − δ for one direction),
+        clipped at 0 (a divergence is ≥ 0, so max(bound, 0) is an equally valid bound).
       criterion: J_α of each direction's critic on the inner validation samples of the training
         split (what chooses the reported direction; the training J_α without validation).
       point_se: delta-method standard error of ``point`` over the held-out samples, given the
         critic (``jaxaudit.renyi.training.objective_standard_error``); it does not include the
         variability of the critic's training.
+      lower_raw: the bound before the clip at 0 (negative = vacuous; how far from informative).
     """
 
     point: jax.Array
     lower: jax.Array
     criterion: jax.Array
     point_se: jax.Array
+    lower_raw: jax.Array
 
 
 class RenyiEstimate(struct.PyTreeNode):
@@ -108,7 +117,8 @@ class RenyiEstimate(struct.PyTreeNode):
       point: point *estimate* (not a bound) of max(D_α(Q‖P), D_α(P‖Q)): the bias-corrected
         held-out J_α of the direction chosen on the training split (``direction``).
       lower: lower confidence *bound*: D_α ≥ lower with probability ≥ 1 − δ for the max over
-        directions. May be negative (vacuous); max(lower, 0) is equally valid.
+        directions, clipped at 0 (a divergence is ≥ 0: a negative raw bound says nothing, and 0
+        is then the valid bound; the raw values are ``per_direction.lower_raw``).
       direction: index of the reported direction (0: D_α(Q‖P), 1: D_α(P‖Q)).
       point_se: standard error of ``point`` over the held-out samples given the critic (delta
         method; excludes the critic-training variability, so repeated splits vary more).
@@ -251,7 +261,9 @@ def _one_direction(key, xa_q, xa_p, xb_q, xb_p, alpha, *, config, bound, delta, 
         lower = held_out_lower_bound(gb_q, gb_p, alpha, lo, hi, delta, bound)
     # An estimate below this direction's own lower confidence bound is known to be too low.
     point = jnp.maximum(point, lower)
-    return DirectionEstimate(point=point, lower=lower, criterion=criterion, point_se=point_se)
+    # A divergence is ≥ 0: the reported bound is max(raw bound, 0), equally valid.
+    return DirectionEstimate(point=point, lower=jnp.maximum(lower, 0.0), criterion=criterion,
+                             point_se=point_se, lower_raw=lower)
 
 
 def renyi_estimator(
@@ -391,7 +403,11 @@ def estimate_renyi(
         clipped (see :func:`renyi_estimator`).
 
     Returns:
-      :class:`RenyiEstimate`; ``point``/``lower`` have the shape of ``alpha``.
+      :class:`RenyiEstimate`; ``point``/``lower`` have the shape of ``alpha``; ``lower`` ≥ 0.
+
+    Inside the caller's ``jax.jit``/``jax.vmap`` (traced ``key``, samples or ``alpha``) the
+    values are not checked and the pure estimator of :func:`renyi_estimator` is traced in place
+    (``split``, ``delta``, ``bound``, ``config`` and ``clip`` stay static Python values).
 
     Examples:
       >>> import jax
@@ -402,6 +418,15 @@ def estimate_renyi(
       >>> bool((est.lower < est.point).all() and (est.lower <= jax.numpy.array([0.75, 1.0])).all())
       True
     """
+    if is_traced(key, x_q, x_p, alpha):
+        # Inside the caller's jit/vmap: nothing concrete to check but the static options; the
+        # pure estimator is traced into the caller's computation (no nested cache).
+        check_choice("bound", bound, BOUNDS)
+        check_choice("clip", clip, POINT_CLIPS)
+        config = check_config(CriticConfig() if config is None else config)
+        fn = renyi_estimator(split=float(split), bound=bound, delta=float(delta),
+                             both_directions=bool(both_directions), config=config, clip=clip)
+        return fn(key, jnp.asarray(x_q), jnp.asarray(x_p), jnp.asarray(alpha))
     check_key("key", key)
     x_q_np = _check_samples("x_q", x_q)
     x_p_np = _check_samples("x_p", x_p)

@@ -73,7 +73,8 @@ from jaxaudit._validation import (
     check_score_vector,
     plain,
 )
-from jaxaudit.renyi.confidence import bernstein_radius, hoeffding_radius
+from jaxaudit.renyi.confidence import _bernstein_radius, _hoeffding_radius
+from jaxaudit.renyi.threshold_tests import refuse_traced
 
 __all__ = ["RunsNeeded", "runs_needed", "format_runs_needed"]
 
@@ -174,9 +175,9 @@ def _moments(t, mean, sd, c):
 def _radius(variance, n, value_range, delta, method):
     with jax.enable_x64(True):
         if method == "hoeffding":
-            r = hoeffding_radius(n, value_range, delta)
+            r = _hoeffding_radius(n, value_range, delta)
         else:
-            r = bernstein_radius(variance, n, value_range, delta)
+            r = _bernstein_radius(variance, n, value_range, delta)
         return np.asarray(r, dtype=np.float64)
 
 
@@ -299,6 +300,7 @@ def runs_needed(
       >>> pilot.reachable, pilot.runs_per_world > 144, pilot.pilot_bound < 0.5 * pilot.estimate
       (True, True, True)
     """
+    refuse_traced("runs_needed", in_scores=in_scores, out_scores=out_scores, alpha=alpha)
     in_scores = check_score_vector("in_scores", in_scores)
     out_scores = check_score_vector("out_scores", out_scores)
     alphas = check_finite("alpha", alpha)

@@ -37,9 +37,10 @@ def test_gdp_delta_matches_definition_and_epsilon_inverts_it():
 
 
 def test_clopper_pearson_matches_beta_quantiles():
-    assert clopper_pearson_upper(0, 10, 0.05) == pytest.approx(1 - 0.05 ** (1 / 10))
-    assert clopper_pearson_lower(10, 10, 0.05) == pytest.approx(0.05 ** (1 / 10))
-    assert clopper_pearson_upper(10, 10, 0.05) == 1.0 and clopper_pearson_lower(0, 10, 0.05) == 0
+    assert clopper_pearson_upper(0, 10, confidence=0.95) == pytest.approx(1 - 0.05 ** (1 / 10))
+    assert clopper_pearson_lower(10, 10, confidence=0.95) == pytest.approx(0.05 ** (1 / 10))
+    assert clopper_pearson_upper(10, 10, confidence=0.95) == 1.0
+    assert clopper_pearson_lower(0, 10, confidence=0.95) == 0
 
 
 def test_no_signal_gives_zero_for_every_baseline():
