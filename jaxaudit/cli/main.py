@@ -128,8 +128,9 @@ def main(argv: list[str] | None = None, *, all_cpu_cores: bool | None = None) ->
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 0 if args.command is None else 2
+    verbose = vars(args).pop("verbose", False)  # not a command's option: never in a configuration
     try:
-        with _quiet_dependencies(args.verbose):
+        with _quiet_dependencies(verbose):
             return int(args.func(args) or 0)
     except (ValueError, OSError) as err:  # OSError: FileNotFoundError, read-only, disk full
         print(f"jaxaudit {args.command}: error: {err}", file=sys.stderr)

@@ -229,14 +229,18 @@ def min_scores_per_world(significance: float = 0.05) -> int:
 def _min_scores_per_world(significance: float) -> int:
     from jaxaudit.renyi import threshold_renyi_lower_bound
 
-    lo, hi = MIN_SCORES, 10_000
     def positive(n):
         ramp = np.arange(n) / n
         return float(np.atleast_1d(threshold_renyi_lower_bound(
             10.0 + ramp, ramp, [2.0], significance))[0]) > 0
-    if not positive(hi):
-        return hi
-    while lo < hi:  # the bound grows with n at perfect separation: bisect
+
+    # the bound grows with n at perfect separation: double until positive, then bisect
+    lo, hi = MIN_SCORES, MIN_SCORES
+    while not positive(hi):
+        if hi >= 10_000:
+            return 10_000
+        lo, hi = hi + 1, min(2 * hi, 10_000)
+    while lo < hi:
         mid = (lo + hi) // 2
         if positive(mid):
             hi = mid

@@ -1,0 +1,159 @@
+"""Every option that changes a number is part of the stored run configuration.
+
+A run folder is resumed when a command is repeated with the same configuration and refused when
+the configuration differs. An option that changes a result but is missing from the configuration
+lets a second run silently overwrite the first one's results (issue 24: ``rdp --scores`` with
+another ``--accountant``). This test walks the parser of ``jaxaudit`` (every command and
+sub-command), runs each command that keeps a run folder up to the moment it opens the folder
+(``RunDir.open`` is replaced by a function that records the configuration and stops the
+command), and checks that every option's destination is a key of the stored configuration, or
+is in :data:`CHANGES_NO_NUMBER` with the reason, or is stored under another name
+(:data:`STORED_AS`). Commands that keep no run folder are listed in :data:`NO_RUN_FOLDER` with
+the reason; a new command or option that is in none of these lists fails the test.
+"""
+
+import argparse
+
+import numpy as np
+import pytest
+
+from jaxaudit.cli.main import build_parser, main
+from jaxaudit.runs import RunDir
+
+#: Options that change no number of the run, per command path, with the reason.
+_OUTPUT_ONLY = {
+    "out": "where the results go, not what they are",
+    "quiet": "progress display only",
+}
+CHANGES_NO_NUMBER = {
+    ("rdp", "training"): {
+        **_OUTPUT_ONLY,
+        "data_dir": "where the data files live; MNIST and CIFAR-10 are checksum-verified, so the "
+        "same images wherever they are",
+        "vmap_chunk": "how many runs one vmapped call computes; each run's key and data do not "
+        "depend on it",
+        "unroll": "lax.scan unrolling of the same step sequence (compilation, not arithmetic "
+        "order of a step)",
+        "scores": "None in training mode (it selects the scores mode, checked separately)",
+    },
+    ("rdp", "scores"): {
+        **_OUTPUT_ONLY,
+        # training-only options: the scores mode ignores them (documented in its --help)
+        **{name: "training-only, ignored with --scores" for name in (
+            "dataset", "model", "dataset_size", "public_size", "pretrain_epochs",
+            "pretrain_optimizer", "pretrain_lr", "pretrain_batch", "canary_label", "clip",
+            "learning_rate", "runs", "chunk", "vmap_chunk", "unroll", "data_dir")},
+    },
+    ("shadow",): {
+        **_OUTPUT_ONLY,
+        "data_dir": "where the Planetoid files live (checksum-verified)",
+    },
+    ("bmp",): {
+        **_OUTPUT_ONLY,
+        "data_dir": "where the Planetoid files live (checksum-verified)",
+        "compare": "another finished report read for a side-by-side comparison; this run's "
+        "numbers do not depend on it",
+        "shadow": "a finished shadow run to reuse; when given, the configuration stores it as "
+        "shadow_run (its path and its configuration's hash) and takes the shadow keys from it",
+    },
+    ("attack", "secrets"): dict(_OUTPUT_ONLY),
+    ("attack", "marginals"): dict(_OUTPUT_ONLY),
+}
+#: Options stored under another key: dest -> configuration key.
+STORED_AS = {
+    ("bmp",): {"no_mp": "mp_baseline"},
+}
+#: Commands that keep no run folder, with the reason (nothing stored that could disagree).
+NO_RUN_FOLDER = {
+    ("bounds",): "a closed-form bound computed afresh on every call; --json/--plot write its "
+    "result, which holds its inputs (privacy, prior, γ, targets)",
+    ("data", "info"): "describes a data set; stores nothing",
+    ("data", "verify"): "checks files; stores nothing",
+    ("data", "download"): "fetches files; stores nothing",
+    ("report",): "renders an existing run folder; stores no numbers of its own",
+}
+
+
+def _command_parsers(parser=None, path=()):
+    """{command path: its ArgumentParser} for every leaf command of ``jaxaudit``."""
+    parser = parser or build_parser()
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return {path: parser}
+    found = {}
+    for name, sub in subs[0].choices.items():
+        found.update(_command_parsers(sub, path + (name,)))
+    return found
+
+
+def _options(parser):
+    return {a.dest for a in parser._actions
+            if a.option_strings and not isinstance(a, argparse._HelpAction | argparse._VersionAction)}
+
+
+class _Stored(Exception):
+    def __init__(self, config):
+        self.config = config
+
+
+def _flat_keys(config, prefix=""):
+    keys = set()
+    for k, v in config.items():
+        keys.add(k)
+        if isinstance(v, dict):
+            keys |= _flat_keys(v, f"{prefix}{k}.")
+    return keys
+
+
+def _invocations(tmp_path):
+    rng = np.random.default_rng(0)
+    in_path, out_path = tmp_path / "in.npy", tmp_path / "out.npy"
+    np.save(in_path, 1 + rng.standard_normal(40))
+    np.save(out_path, rng.standard_normal(40))
+    out = str(tmp_path / "run")
+    csbm = ["--dataset", "csbm", "--csbm-nodes", "200", "--models", "2"]
+    return {
+        ("rdp", "training"): [["rdp", "--dataset", "synthetic", "--model", "logreg", "--out", out]],
+        ("rdp", "scores"): [["rdp", "--scores", str(in_path), str(out_path), "--noise-multiplier",
+                             "1", "--sampling-rate", "1", "--steps", "2", "--out", out]],
+        ("shadow",): [["shadow", *csbm, "--sampler", "snowball", "--out", out],
+                      ["shadow", *csbm, "--out", out]],
+        ("bmp",): [["bmp", *csbm, "--sampler", "snowball", "--min-ess", "100", "--out", out]],
+        ("attack", "secrets"): [["attack", "secrets", "--out", out]],
+        ("attack", "marginals"): [["attack", "marginals", "--out", out]],
+    }
+
+
+def test_every_command_is_classified():
+    commands = set(_command_parsers())
+    with_folder = {path[:1] if path[0] == "rdp" else path for path in CHANGES_NO_NUMBER}
+    assert commands == with_folder | set(NO_RUN_FOLDER), (
+        "a command is neither checked for its stored configuration nor listed in NO_RUN_FOLDER")
+
+
+@pytest.mark.parametrize("path", sorted(CHANGES_NO_NUMBER), ids=" ".join)
+def test_every_option_that_changes_a_number_is_stored(path, tmp_path, monkeypatch):
+    def record(cls, folder, *, kind, config):
+        raise _Stored(config)
+
+    monkeypatch.setattr(RunDir, "open", classmethod(record))
+    # the scores mode's minimum-count check (slow to compute, tested in test_rdp_scores) is not
+    # what this test is about
+    import jaxaudit.cli.rdp_steps
+
+    monkeypatch.setattr(jaxaudit.cli.rdp_steps, "min_scores_per_world", lambda significance: 4)
+    parser = _command_parsers()[path[:1] if path[0] == "rdp" else path]
+    stored = set()
+    for argv in _invocations(tmp_path)[path]:
+        with pytest.raises(_Stored) as caught:
+            main(argv)
+        stored |= _flat_keys(caught.value.config)
+    renamed = STORED_AS.get(path, {})
+    allowed = CHANGES_NO_NUMBER[path]
+    missing = sorted(dest for dest in _options(parser)
+                     if dest not in stored and renamed.get(dest) not in stored
+                     and dest not in allowed)
+    assert not missing, f"{' '.join(path)}: options missing from the stored configuration"
+    assert set(allowed) <= _options(parser), "the allow-list names options that do not exist"
+    # the allow-list holds no option that is in fact stored (it would hide a change of reason)
+    assert not (set(allowed) - {"scores"}) & stored, sorted((set(allowed) - {"scores"}) & stored)
