@@ -52,7 +52,8 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
         ["estimate_renyi", "RenyiEstimate", "dv_objective", "train_critic", "gaussian_renyi",
          "laplace_renyi"], "renyi"),
-    **dict.fromkeys(["SmallCNN", "pretrain", "canary_runs", "audit_dpsgd"], "dpsgd"),
+    **dict.fromkeys(["SmallCNN", "pretrain", "canary_runs", "audit_dpsgd", "dp_aggregate"],
+                    "dpsgd"),
     **dict.fromkeys(["rdp_epsilons", "epsilon_for_delta", "noise_for_epsilon"], "accounting"),
     # data, run folders, reports, sharding
     **dict.fromkeys(["load_planetoid", "load_mnist", "make_csbm"], "datasets"),

@@ -6,14 +6,16 @@ into a fixed-shape batch padded with zero-weight rows), and privatises the sum o
 
     ĝ_t = (Σ_i mask_i · clip_C(∇ℓ_i(θ)) + N(0, σ²C² I)) / (qN),   clip_C(g) = g / max(1, ‖g‖/C),
 
-with ℓ_i the record's negative log-likelihood (a *sequence* loss, which is why this module has
-its own step: the dpsgd pillar's step is written for classification losses). The per-example
-gradients come from ``jax.vmap(jax.grad(ℓ_i))``, the clip-and-sum from optax's
-``per_example_global_norm_clip`` (the masked rows are zeroed first: clip(0·g) = 0) and the noise
-from :func:`jaxaudit.dpsgd.add_gaussian_noise`. The update applies Adam to ĝ_t: an optimiser
-only post-processes the privatised gradient, so the privacy is that of the T noisy sums,
-accounted for by :func:`jaxaudit.attacks.dpsgd_privacy`. The normaliser qN is a constant
-(the expected batch size), never the realised one.
+with ℓ_i the record's negative log-likelihood (a *sequence* loss; the dpsgd pillar's
+:func:`jaxaudit.dpsgd.make_private_step` is written for classification losses). The per-example
+gradients come from :func:`jaxaudit.dpsgd.per_example_gradients` (``jax.vmap(jax.grad(ℓ_i))``),
+and the clip, mask, sum, noise and division by qN from the library's one DP aggregation,
+``optax.chain(jaxaudit.dpsgd.dp_aggregate(...), optax.adam(η))``: an optimiser only
+post-processes the privatised gradient, so the privacy is that of the T noisy sums, accounted
+for by :func:`jaxaudit.attacks.dpsgd_privacy` under replace-one neighbours. That accountant (as
+``dp_accounting``'s ``REPLACE_ONE``) takes σ relative to C, the noise σC; ``dp_aggregate``'s σ is
+relative to the replace-one sensitivity 2C, so it is given σ/2 (noise (σ/2)·2C = σC). The
+normaliser qN is a constant (the expected batch size), never the realised one.
 
 References:
   Abadi et al., "Deep Learning with Differential Privacy", CCS 2016, arXiv 1607.00133.
@@ -37,7 +39,7 @@ from jaxaudit._validation import (
     check_probability,
 )
 from jaxaudit.attacks.char_model import sequence_log_likelihood
-from jaxaudit.dpsgd import add_gaussian_noise
+from jaxaudit.dpsgd.private_aggregate import dp_aggregate, per_example_gradients
 
 __all__ = ["train_dp_lm"]
 
@@ -75,10 +77,12 @@ def train_dp_lm(key, model, tokens, *, steps: int, sampling_rate: float, noise_m
     n = tokens.shape[0]
     k_init, k_train = jax.random.split(key)
     params = jax.jit(model.init)(k_init, tokens[:1]) if init_params is None else init_params
-    opt = optax.adam(float(learning_rate))
-    opt_state = opt.init(params)
     q, sigma, c = float(sampling_rate), float(noise_multiplier), float(clip_norm)
-    normalizer = q * n
+    # σ/2 relative to Δ = 2C is the accountant's σ relative to C: noise σC (exact: halving and
+    # doubling are exact in floating point, so (σ/2)·(2C) == σ·C bit for bit).
+    opt = optax.chain(dp_aggregate(c, sigma / 2.0, normalizer=q * n, neighbouring="replace_one"),
+                      optax.adam(float(learning_rate)))
+    opt_state = opt.init(params)
     # Fixed-shape Poisson batches: the sampled rows, padded with zero-weight rows up to a
     # capacity 8 standard deviations above the mean. A step whose sample is larger would drop
     # records; such a run is refused (probability < 1e-15 per step).
@@ -93,13 +97,8 @@ def train_dp_lm(key, model, tokens, *, steps: int, sampling_rate: float, noise_m
         mask = jax.random.bernoulli(k_mask, q, (n,))
         (rows,) = jnp.nonzero(mask, size=batch_cap, fill_value=0)
         weight = (jnp.arange(batch_cap) < mask.sum()).astype(jnp.float32)
-        grads = jax.vmap(jax.grad(loss), in_axes=(None, 0))(prm, tokens[rows])
-        leaves, treedef = jax.tree.flatten(grads)
-        leaves = [g * weight.reshape((-1,) + (1,) * (g.ndim - 1)) for g in leaves]
-        summed, _ = optax.transforms.per_example_global_norm_clip(leaves, c)
-        noisy = add_gaussian_noise(k_noise, jax.tree.unflatten(treedef, summed), sigma * c)
-        g = jax.tree.map(lambda x: x / normalizer, noisy)
-        updates, state = opt.update(g, state, prm)
+        grads = per_example_gradients(loss, prm, tokens[rows])
+        updates, state = opt.update(grads, state, prm, mask=weight, noise_key=k_noise)
         overflow = overflow + (mask.sum() > batch_cap)
         return (optax.apply_updates(prm, updates), state, overflow), None
 

@@ -15,8 +15,12 @@ the sum protocol only up to a divisor, and the divisor is the *realised* batch s
 add/remove neighbours it is |D| in one world and |D|+1 in the other, and with masked (fixed-shape)
 Poisson sampling it counts the masked-out rows. It also needs every per-example gradient
 materialised, which the fast path here avoids. We therefore use optax's building block
-``optax.transforms.per_example_global_norm_clip`` (clip + sum) in the reference path and add the
-noise ourselves.
+``optax.transforms.per_example_global_norm_clip`` (clip + sum) in the reference path, and the
+noise and normalisation of our own transformation :func:`jaxaudit.dpsgd.dp_noisy_sum` (module
+:mod:`jaxaudit.dpsgd.private_aggregate`, the library's one copy of the noisy clipped sum, also
+used by :func:`jaxaudit.attacks.train_dp_lm`), followed by ``optax.sgd``. The canary's
+membership is the mask weight of its row, so its clipped gradient enters the sum once, and the
+noise is σC: add/remove neighbours, sensitivity C.
 
 Two ways to get Σ_i w_i clip_C(∇ℓ_i):
 
@@ -50,6 +54,12 @@ import optax
 
 from jaxaudit._validation import check_choice, check_finite, check_nonnegative, check_positive
 from jaxaudit.dpsgd.models import layer_program
+from jaxaudit.dpsgd.private_aggregate import (
+    add_gaussian_noise,
+    clip_and_sum,
+    dp_noisy_sum,
+    per_example_gradients,
+)
 
 __all__ = ["clipped_gradient_sum", "dp_gradient_step", "add_gaussian_noise", "make_private_step"]
 
@@ -142,13 +152,10 @@ def _vmap_clipped_sum(model, params, inputs, labels, weights, clip_norm):
     def loss(prm, x, y):
         return _per_example_losses(model.apply(prm, x[None]), y[None])[0]
 
-    grads = jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))(params, inputs, labels)
-    leaves, treedef = jax.tree.flatten(grads)
-    norms = jnp.sqrt(sum(jnp.sum(g.reshape(g.shape[0], -1) ** 2, axis=1) for g in leaves))
-    # For 0/1 weights, clip(w g) = w clip(g): masking before optax's clip is exact.
-    leaves = [g * weights.reshape((-1,) + (1,) * (g.ndim - 1)) for g in leaves]
-    summed, _ = optax.transforms.per_example_global_norm_clip(leaves, clip_norm)
-    return jax.tree.unflatten(treedef, summed), norms
+    grads = per_example_gradients(loss, params, inputs, labels)
+    norms = jnp.sqrt(sum(jnp.sum(g.reshape(g.shape[0], -1) ** 2, axis=1)
+                         for g in jax.tree.leaves(grads)))
+    return clip_and_sum(grads, clip_norm, weights), norms
 
 
 def _resolve(model, method):
@@ -239,31 +246,27 @@ def clipped_gradient_sum(model: nn.Module, params: Any, inputs: jax.Array, label
     return fn(params, prepare(inputs), labels, weights, jnp.float32(clip_norm))
 
 
-def add_gaussian_noise(key: jax.Array, tree: Any, stddev: float | jax.Array) -> Any:
-    """tree + N(0, stddev² I), one independent draw per leaf entry (key split per leaf)."""
-    leaves, treedef = jax.tree.flatten(tree)
-    keys = jax.random.split(key, len(leaves))
-    noisy = [x + stddev * jax.random.normal(k, x.shape, x.dtype) for x, k in zip(leaves, keys)]
-    return jax.tree.unflatten(treedef, noisy)
-
-
 def make_private_step(model: nn.Module, *, clip_norm: float, noise_multiplier: float,
                       learning_rate: float, normalizer: float = 1.0,
                       method: str = "auto") -> tuple[Prepare, PrivateStep]:
     """Build ``(prepare, step)`` for jit/vmap/scan: ``step(key, params, features, labels, mask)``.
 
     ``features = prepare(inputs)`` is computed once (im2col patches of the raw inputs for the CNN).
-    ``step`` returns θ − η(Σ_i mask_i clip_C(∇ℓ_i) + N(0, σ²C²I)) / normalizer. Arguments are
-    validated by the public callers; see :func:`dp_gradient_step`.
+    ``step`` returns θ − η(Σ_i mask_i clip_C(∇ℓ_i) + N(0, σ²C²I)) / normalizer: the clipped sum
+    of :func:`clipped_gradient_sum`'s path, then ``optax.chain(dp_noisy_sum(C, σ), optax.sgd)``
+    with ``key`` as the noise key. ``noise_multiplier`` may be traced. Arguments are validated
+    by the public callers; see :func:`dp_gradient_step`.
     """
     prepare, fn = _clipped_sum_fn(model, method)
-    stddev = noise_multiplier * clip_norm
-    scale = learning_rate / normalizer
+    # n̄ is folded into the SGD step size, (η/n̄)·ĝ: θ − (η/n̄)(S + Z), the arithmetic (and so
+    # the bits) of the step before the noise moved into the transformation.
+    tx = optax.chain(dp_noisy_sum(clip_norm, noise_multiplier, neighbouring="add_remove"),
+                     optax.sgd(learning_rate / normalizer))
 
     def step(key, params, features, labels, mask):
         summed, _ = fn(params, features, labels, mask, clip_norm)
-        noisy = add_gaussian_noise(key, summed, stddev)
-        return jax.tree.map(lambda p, g: p - scale * g, params, noisy)
+        updates, _ = tx.update(summed, tx.init(params), params, noise_key=key)
+        return optax.apply_updates(params, updates)
 
     return prepare, step
 

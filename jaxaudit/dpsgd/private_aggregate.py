@@ -1,0 +1,240 @@
+"""DP-SGD's noisy clipped sum as an optax ``GradientTransformation``: the library's one copy.
+
+From per-example gradients g_1..g_B (a pytree whose leaves have a leading example axis) and an
+optional 0/1 membership mask w (a Poisson sample padded to a fixed shape, or a canary's
+membership), one update releases
+
+    ĝ = (Σ_i w_i clip_C(g_i) + N(0, σ²Δ² I)) / n̄,     clip_C(g) = g · min(1, C / ‖g‖₂),
+
+with the norm over all leaves (global per-example clipping), Δ the L2 sensitivity of the clipped
+sum under the chosen neighbouring relation and n̄ a *constant* normaliser (the expected batch
+size qN), never the realised batch size: dividing by a constant is post-processing, so the
+privacy is that of the noisy sum, and any optimiser chained after it (``optax.sgd``,
+``optax.adam``) post-processes it too.
+
+* ``neighbouring="add_remove"`` (D and D ∪ {z}): Δ = C, noise σC (Abadi et al. 2016).
+* ``neighbouring="replace_one"`` (z replaced by z'): Δ = 2C, noise 2σC. σ is always the noise
+  relative to the sensitivity, so the Gaussian mechanism is μ = 1/σ-GDP per full-batch step
+  under either relation. ``dp_accounting``'s ``REPLACE_ONE`` accountant with ``sensitivity=1``
+  instead takes the noise relative to C (its worlds are shifted by ±C); its σ_acc is 2σ here
+  (see ``docs/renyi.md``).
+
+Why not ``optax.contrib.differentially_private_aggregate``: it divides by the *realised* leading
+size of the gradient array (|D| in one add/remove world, |D|+1 in the other; masked rows counted
+under fixed-shape Poisson sampling), has no neighbouring relation, and needs every per-example
+gradient materialised, which the ghost-clipping path of :mod:`jaxaudit.dpsgd.private_step`
+avoids. So this module has two transformations sharing one state and one noise stage:
+
+* :func:`dp_aggregate`: per-example gradients in, ĝ out (clip, mask, sum, noise, normalise).
+* :func:`dp_noisy_sum`: an already clipped sum Σ_i w_i clip_C(g_i) in (from ghost clipping),
+  ĝ out (noise, normalise). :func:`dp_aggregate` is :func:`clip_and_sum` followed by it.
+
+Keys: the state holds a PRNG key split once per update (``key, k = split(key)``; the noise is
+drawn from ``k``, one ``split(k, num_leaves)`` sub-key per leaf). A caller with its own key
+schedule passes ``noise_key=`` to ``update`` instead (an optax extra argument, forwarded by
+``optax.chain``); the state's key is then left as it is. Either way the noise is a pure function
+of explicit keys, so a run is reproducible bit for bit.
+
+References:
+  Abadi et al., "Deep Learning with Differential Privacy", CCS 2016, arXiv 1607.00133.
+  Dong, Roth, Su, "Gaussian Differential Privacy", arXiv 1905.02383 (μ-GDP of the Gaussian
+  mechanism, μ = Δ/(σΔ)).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxaudit._validation import (
+    check_choice,
+    check_key,
+    check_nonnegative_finite,
+    check_positive_finite,
+)
+
+__all__ = [
+    "DPAggregateState",
+    "NEIGHBOURING_RELATIONS",
+    "add_gaussian_noise",
+    "clip_and_sum",
+    "dp_aggregate",
+    "dp_noisy_sum",
+    "noise_stddev",
+    "per_example_gradients",
+]
+
+#: The neighbouring relations and the L2 sensitivity of the clipped sum under each, in units of C.
+NEIGHBOURING_RELATIONS = {"add_remove": 1.0, "replace_one": 2.0}
+
+
+class DPAggregateState(NamedTuple):
+    """State of :func:`dp_aggregate` / :func:`dp_noisy_sum`.
+
+    Attributes:
+      key: PRNG key split once per update (None when every update gets ``noise_key=``).
+      count: int32 number of noisy sums released so far (the T of the accountant).
+    """
+
+    key: jax.Array | None
+    count: jax.Array
+
+
+def noise_stddev(noise_multiplier, clip_norm, neighbouring: str = "add_remove"):
+    """σ·Δ: the standard deviation of the noise on the clipped sum, Δ = C (add/remove) or 2C
+    (replace-one). Python floats in, a Python float out (traced values stay traced)."""
+    check_choice("neighbouring", neighbouring, NEIGHBOURING_RELATIONS)
+    factor = NEIGHBOURING_RELATIONS[neighbouring]
+    return noise_multiplier * (clip_norm if factor == 1.0 else factor * clip_norm)
+
+
+def add_gaussian_noise(key: jax.Array, tree: Any, stddev: float | jax.Array) -> Any:
+    """tree + N(0, stddev² I), one independent draw per leaf entry (key split per leaf)."""
+    leaves, treedef = jax.tree.flatten(tree)
+    keys = jax.random.split(key, len(leaves))
+    noisy = [x + stddev * jax.random.normal(k, x.shape, x.dtype) for x, k in zip(leaves, keys)]
+    return jax.tree.unflatten(treedef, noisy)
+
+
+def _leading_size(tree) -> int:
+    sizes = {jnp.shape(leaf)[0] if jnp.ndim(leaf) else None for leaf in jax.tree.leaves(tree)}
+    if len(sizes) != 1 or None in sizes:
+        raise ValueError("per-example gradients must be a pytree of arrays sharing one leading "
+                         f"example axis, got leading sizes {sorted(map(str, sizes))}")
+    return sizes.pop()
+
+
+def clip_and_sum(per_example_grads: Any, clip_norm: float | jax.Array,
+                 mask: jax.Array | None = None) -> Any:
+    """Σ_i w_i · clip_C(g_i), clip_C(g) = g · min(1, C/‖g‖₂) with the norm over all leaves.
+
+    Args:
+      per_example_grads: pytree whose leaves have a leading example axis of size B.
+      clip_norm: C > 0.
+      mask: optional (B,) 0/1 weights w (default all ones). For 0/1 weights
+        clip_C(w g) = w clip_C(g), so the mask is applied before optax's
+        ``per_example_global_norm_clip``.
+
+    Returns:
+      A pytree shaped like one example's gradient.
+    """
+    leaves, treedef = jax.tree.flatten(per_example_grads)
+    if mask is not None:
+        n = _leading_size(per_example_grads)
+        if jnp.shape(mask) != (n,):
+            raise ValueError(f"mask must have shape ({n},), got {jnp.shape(mask)}")
+        mask = jnp.asarray(mask, leaves[0].dtype)
+        leaves = [g * mask.reshape((-1,) + (1,) * (g.ndim - 1)) for g in leaves]
+    summed, _ = optax.transforms.per_example_global_norm_clip(leaves, clip_norm)
+    return jax.tree.unflatten(treedef, summed)
+
+
+def per_example_gradients(loss: Callable[..., jax.Array], params: Any, *batch: Any) -> Any:
+    """``jax.vmap(jax.grad(loss), in_axes=(None, 0, ..., 0))(params, *batch)``.
+
+    ``loss(params, *example)`` is one example's scalar loss; every array of ``batch`` has a
+    leading example axis. Returns a pytree shaped like ``params`` with that axis in front.
+    """
+    return jax.vmap(jax.grad(loss), in_axes=(None,) + (0,) * len(batch))(params, *batch)
+
+
+def _check(clip_norm, noise_multiplier, key, normalizer, neighbouring):
+    check_positive_finite("clip_norm", clip_norm)
+    check_nonnegative_finite("noise_multiplier", noise_multiplier)
+    check_positive_finite("normalizer", normalizer)
+    check_choice("neighbouring", neighbouring, NEIGHBOURING_RELATIONS)
+    if key is not None:
+        check_key("key", key)
+
+
+def _noise_transform(clip_norm, noise_multiplier, key, normalizer, neighbouring, prepare):
+    """The one noise stage: ĝ = (prepare(updates) + N(0, (σΔ)² I)) / n̄."""
+    stddev = noise_stddev(noise_multiplier, clip_norm, neighbouring)
+
+    def init_fn(params):
+        del params
+        return DPAggregateState(key=key, count=jnp.zeros((), jnp.int32))
+
+    def update_fn(updates, state, params=None, *, noise_key=None, mask=None, **extra_args):
+        del params, extra_args
+        summed = prepare(updates, mask)
+        new_key = state.key
+        if noise_key is None:
+            if state.key is None:
+                raise ValueError("no noise key: build the transformation with key=... or pass "
+                                 "noise_key=... to update")
+            new_key, noise_key = jax.random.split(state.key)
+        noisy = add_gaussian_noise(noise_key, summed, stddev)
+        if not (isinstance(normalizer, float | int) and normalizer == 1):
+            noisy = jax.tree.map(lambda g: g / normalizer, noisy)
+        return noisy, DPAggregateState(key=new_key, count=state.count + 1)
+
+    return optax.GradientTransformationExtraArgs(init_fn, update_fn)
+
+
+def dp_aggregate(clip_norm: float, noise_multiplier: float | jax.Array, *,
+                 key: jax.Array | None = None, normalizer: float = 1.0,
+                 neighbouring: str = "add_remove") -> optax.GradientTransformationExtraArgs:
+    """Per-example gradients → (Σ_i w_i clip_C(g_i) + N(0, σ²Δ² I)) / n̄ (DP-SGD's aggregation).
+
+    ``update(per_example_grads, state, params=None, *, mask=None, noise_key=None)``: the
+    gradients have a leading example axis (e.g. from :func:`per_example_gradients`); ``mask`` is
+    an optional (B,) 0/1 membership of each row in this step's batch; ``noise_key`` overrides the
+    state's key for this update. Chain an optimiser after it; ``optax.chain`` forwards ``mask``
+    and ``noise_key``.
+
+    Args:
+      clip_norm: C > 0.
+      noise_multiplier: σ ≥ 0, the noise relative to the sensitivity Δ (may be traced).
+      key: PRNG key held in the state and split per update (None: every update passes
+        ``noise_key``).
+      normalizer: n̄ > 0, the constant the noisy sum is divided by (the expected batch size qN,
+        not the realised one).
+      neighbouring: ``"add_remove"`` (Δ = C) or ``"replace_one"`` (Δ = 2C).
+
+    Returns:
+      An ``optax.GradientTransformationExtraArgs`` with state :class:`DPAggregateState`.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp, optax
+      >>> from jaxaudit.dpsgd import dp_aggregate, per_example_gradients
+      >>> loss = lambda w, x, y: (x @ w - y) ** 2
+      >>> w = jnp.zeros(3)
+      >>> x, y = jnp.ones((8, 3)), jnp.arange(8.0)
+      >>> tx = optax.chain(dp_aggregate(1.0, 1.1, key=jax.random.key(0), normalizer=8.0),
+      ...                  optax.sgd(0.1))
+      >>> state = tx.init(w)
+      >>> updates, state = tx.update(per_example_gradients(loss, w, x, y), state, w)
+      >>> optax.apply_updates(w, updates).shape, int(state[0].count)
+      ((3,), 1)
+
+    References:
+      Abadi et al., "Deep Learning with Differential Privacy", CCS 2016, arXiv 1607.00133.
+    """
+    _check(clip_norm, noise_multiplier, key, normalizer, neighbouring)
+    return _noise_transform(clip_norm, noise_multiplier, key, normalizer, neighbouring,
+                            lambda grads, mask: clip_and_sum(grads, clip_norm, mask))
+
+
+def dp_noisy_sum(clip_norm: float, noise_multiplier: float | jax.Array, *,
+                 key: jax.Array | None = None, normalizer: float = 1.0,
+                 neighbouring: str = "add_remove") -> optax.GradientTransformationExtraArgs:
+    """An already clipped sum S = Σ_i w_i clip_C(g_i) → (S + N(0, σ²Δ² I)) / n̄.
+
+    The noise stage of :func:`dp_aggregate`, for callers that form S without materialising the
+    per-example gradients (ghost clipping, :func:`jaxaudit.dpsgd.clipped_gradient_sum`). The
+    caller is responsible for S being a sum of gradients clipped to C; ``clip_norm`` here only
+    sets the noise. Same arguments, state and ``noise_key`` as :func:`dp_aggregate`.
+    """
+    _check(clip_norm, noise_multiplier, key, normalizer, neighbouring)
+
+    def prepare(summed, mask):
+        if mask is not None:
+            raise ValueError("dp_noisy_sum takes an already masked clipped sum; got a mask")
+        return summed
+
+    return _noise_transform(clip_norm, noise_multiplier, key, normalizer, neighbouring, prepare)
