@@ -145,7 +145,8 @@ def _calibrated(eps: float, delta: float, steps: int, q: float, grid_size: int):
     while delta_at(hi) > delta:
         lo, hi = hi, hi * 2.0
         if hi > 1e4:
-            raise ValueError(f"no noise multiplier below 1e4 reaches (ε={eps}, δ={delta})")
+            raise ValueError(f"epsilon={eps!r} is too small for delta={delta!r} (with these "
+                             "steps and sampling rate): no noise multiplier below 1e4 reaches it")
     while hi / lo > 1.0 + 1e-3:
         mid = math.sqrt(lo * hi)
         lo, hi = (lo, mid) if delta_at(mid) <= delta else (mid, hi)

@@ -16,12 +16,13 @@ values; bounds are level-γ upper bounds.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
-import re
 import time
+from pathlib import Path
 
 from jaxaudit.cli._types import count, nonnegative_int, positive
+from jaxaudit.cli.shadow import as_flags as _flags
+from jaxaudit.cli.shadow import discard_new_run
 
 _MARGINAL_ATTRIBUTES = "age,yrs_married,children,educ,religious,occupation,rate_marriage"
 _MARGINAL_HIDDEN = "religious,occupation,rate_marriage"
@@ -40,7 +41,7 @@ MAX_HIDDEN = 4096           # --hidden (GRU width)
 MAX_SECRETS = 100_000       # --num-secrets
 MAX_SCORE_BYTES = 4 * 2**30  # n x K candidate scores of one run, all scorings
 _SCORE_BYTES_PER_PAIR = 48  # float32 model and reference scores, float64 attack scores, ...
-MARGINALS_MAX_GIB = 4       # jaxaudit.attacks.marginals.MAX_MEMORY_BYTES (checked by a test)
+MARGINALS_MAX_GIB = 2       # jaxaudit.attacks.marginals.MAX_MEMORY_BYTES (checked by a test)
 
 
 def _levels(text: str) -> list[float]:
@@ -84,19 +85,6 @@ def _learning_rate(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a step size in (0, {MAX_LEARNING_RATE:g}] "
                                          f"(Adam diverges with larger ones), got {text!r}")
     return value
-
-
-@contextlib.contextmanager
-def _flags(**names: str):
-    """Re-raise a library ``ValueError`` with its argument names replaced by the flags
-    (``num_targets`` -> ``--num-targets``)."""
-    try:
-        yield
-    except ValueError as err:
-        msg = str(err)
-        for name, flag in names.items():
-            msg = re.sub(rf"(?<![\w'-]){name}(?![\w'])", flag, msg)
-        raise ValueError(msg) from err
 
 
 def _names(text: str) -> list[str]:
@@ -380,6 +368,7 @@ def run_secrets(args: argparse.Namespace) -> int:
     prior = _check_secrets(args)
     config = {k: v for k, v in vars(args).items() if k not in ("func", "out", "quiet")}
     config["epsilons"] = [str(e) for e in args.epsilons]
+    existed = (Path(args.out) / "manifest.json").exists()
     rundir = RunDir.open(args.out, kind="attack-secrets", config=config)
     plan = [(f"eps_{_level_name(e)}_seed_{s}", (e, s)) for s in range(args.seeds)
             for e in args.epsilons]
@@ -413,8 +402,12 @@ def run_secrets(args: argparse.Namespace) -> int:
         out["seconds"] = np.asarray(time.perf_counter() - start)
         return out
 
-    results = run_chunks(rundir, [n for n, _ in plan], compute, progress=not args.quiet,
-                         desc="attack secrets")
+    try:
+        results = run_chunks(rundir, [n for n, _ in plan], compute, progress=not args.quiet,
+                             desc="attack secrets")
+    except ValueError:  # a diverged training: let the corrected command reuse --out
+        discard_new_run(rundir.path, existed)
+        raise
     rows = _rows(results, plan, "epsilon_target")
     _finish(rundir, rows, "epsilon_target",
             f"secret extraction ({args.scoring}), {prior.source}; n = {args.num_secrets}, "

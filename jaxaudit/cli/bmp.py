@@ -21,12 +21,17 @@ e.g. uniform vs snowball sampling).
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from jaxaudit._validation import check_input_path, check_output_dir
 from jaxaudit.cli._types import count, finite, nonnegative_int, positive
-from jaxaudit.cli.shadow import add_shadow_options
+from jaxaudit.cli.shadow import (
+    CSBM_NODES_HELP,
+    add_shadow_options,
+    as_flags,
+    check_result_size,
+    csbm_nodes_type,
+)
 
 _SHADOW_KEYS = ("dataset", "model", "sampler", "ratio", "models", "epochs", "edge_access", "seed",
                 "csbm_nodes", "snowball_edges")
@@ -71,10 +76,9 @@ def register(subparsers) -> None:
     p.add_argument("--model-chunk", type=count, default=32, help="models per saved shadow chunk")
     p.add_argument("--compare", default=None,
                    help="another `jaxaudit bmp` report folder to plot against (e.g. uniform; "
-                   "default: none)")
+                   "its manifest.json and nodes.csv are checked before any work; default: none)")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="PRNG seed")
-    p.add_argument("--csbm-nodes", type=int, default=2708,
-                   help="CSBM size in nodes, >= 2 (dataset csbm)")
+    p.add_argument("--csbm-nodes", type=csbm_nodes_type, default=2708, help=CSBM_NODES_HELP)
     p.add_argument("--data-dir", default=None,
                    help="data directory (default: $JAXAUDIT_DATA, else ~/.cache/jaxaudit)")
     p.add_argument("--out", required=True, help="report folder (created; resumed if it exists)")
@@ -82,15 +86,63 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+_COMPARE_COLUMN = "bayes_eps_r_q50"
+
+
+def _read_compare(path):
+    """The per-node posterior medians of ε_R of another ``jaxaudit bmp`` report (NaN where it
+    has none) and its sampler's name; ValueError naming ``--compare`` when its manifest or
+    ``nodes.csv`` is not a bmp report's."""
+    import csv
+    import math
+
+    import numpy as np
+
+    from jaxaudit.runs import read_manifest
+
+    check_input_path("--compare", path, folder=True)
+    for name in ("nodes.csv", "manifest.json"):
+        if not (Path(path) / name).is_file():
+            raise FileNotFoundError(f"--compare folder {path} holds no {name}: not "
+                                    "a `jaxaudit bmp` report folder")
+    try:
+        manifest = read_manifest(path)
+    except ValueError as err:
+        raise ValueError(f"--compare: {err}") from None
+    if manifest.get("kind") != "bmp":
+        raise ValueError(f"--compare {path} holds a {manifest.get('kind')!r} run, not a "
+                         "`jaxaudit bmp` report")
+    nodes = Path(path) / "nodes.csv"
+    values = []
+    try:
+        with open(nodes, newline="") as f:
+            reader = csv.DictReader(f)
+            if _COMPARE_COLUMN not in (reader.fieldnames or []):
+                raise ValueError(f"--compare: {nodes} has no {_COMPARE_COLUMN} column: not a "
+                                 "`jaxaudit bmp` nodes table")
+            for line, row in enumerate(reader, start=2):
+                text = (row.get(_COMPARE_COLUMN) or "").strip()
+                try:
+                    v = float(text) if text else math.nan
+                except ValueError:
+                    raise ValueError(f"--compare: {nodes} line {line}: {_COMPARE_COLUMN} "
+                                     f"{text!r} is not a number") from None
+                if math.isinf(v) or v < 0:
+                    raise ValueError(f"--compare: {nodes} line {line}: {_COMPARE_COLUMN} must "
+                                     f"be a finite ε >= 0 or empty, got {text!r}")
+                values.append(v)
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise ValueError(f"--compare: {nodes} cannot be read ({err})") from None
+    if not values:
+        raise ValueError(f"--compare: {nodes} holds no nodes")
+    label = str(manifest.get("config", {}).get("sampler", "compare"))
+    return np.asarray(values, dtype=float), label
+
+
 def _check(args) -> None:
     """What must be refused before any work (the library checks the rest when called)."""
     check_output_dir("--out", args.out)
-    if args.compare is not None:
-        check_input_path("--compare", args.compare, folder=True)
-        for name in ("nodes.csv", "manifest.json"):
-            if not (Path(args.compare) / name).is_file():
-                raise FileNotFoundError(f"--compare folder {args.compare} holds no {name}: not "
-                                        "a `jaxaudit bmp` report folder")
+    args.compare_data = None if args.compare is None else _read_compare(args.compare)
     if not 0.0 < args.ratio <= 1.0:
         raise ValueError(f"--ratio must lie in (0, 1], got {args.ratio}")
     if args.num_chains < 2:
@@ -152,18 +204,22 @@ def _graph_and_sampler(cfg, data_dir):
     )
 
     if cfg["dataset"] == "csbm":
-        graph = make_csbm(jax.random.key(cfg["seed"]), num_nodes=cfg["csbm_nodes"],
-                          features="bernoulli")
+        with as_flags(num_nodes="--csbm-nodes"):
+            graph = make_csbm(jax.random.key(cfg["seed"]), num_nodes=cfg["csbm_nodes"],
+                              features="bernoulli")
     else:
         graph = load_planetoid(cfg["dataset"], data_dir=data_dir)
     ratio = cfg["ratio"]
-    sampler = {
-        "uniform": lambda: uniform_sampler(ratio),
-        "poisson": lambda: poisson_sampler(ratio),
-        "snowball": lambda: snowball_sampler(ratio, edges=cfg.get("snowball_edges",
-                                                                  "discovered")),
-        "random_walk": lambda: random_walk_sampler(ratio),
-    }[cfg["sampler"]]()
+    try:
+        sampler = {
+            "uniform": lambda: uniform_sampler(ratio),
+            "poisson": lambda: poisson_sampler(ratio),
+            "snowball": lambda: snowball_sampler(ratio, edges=cfg.get("snowball_edges",
+                                                                      "discovered")),
+            "random_walk": lambda: random_walk_sampler(ratio),
+        }[cfg["sampler"]]()
+    except ValueError as err:
+        raise ValueError(f"--ratio {ratio} (--sampler {cfg['sampler']}): {err}") from err
     return graph, sampler
 
 
@@ -194,8 +250,16 @@ def run(args: argparse.Namespace) -> int:
     cfg["mp_baseline"] = not args.no_mp
     if args.min_ess is not None:  # only when given: older run folders' configs stay valid
         cfg["min_ess"] = args.min_ess
-    run_dir = RunDir.open(args.out, kind="bmp", config=cfg)
+    # everything that can be refused is checked before the report folder is written
+    if cfg["dataset"] == "csbm":
+        check_result_size(cfg["models"] if shadow is None else shadow[0].shape[0],
+                          cfg["csbm_nodes"])
     graph, sampler = _graph_and_sampler(cfg, args.data_dir)
+    check_result_size(cfg["models"] if shadow is None else shadow[0].shape[0], graph.num_nodes)
+    if shadow is not None and shadow[0].shape[1] != graph.num_nodes:
+        raise ValueError(f"--shadow runs cover {shadow[0].shape[1]} nodes, the graph has "
+                         f"{graph.num_nodes}")
+    run_dir = RunDir.open(args.out, kind="bmp", config=cfg)
     root = jax.random.key(cfg["seed"])
     progress = not args.quiet
 
@@ -206,9 +270,10 @@ def run(args: argparse.Namespace) -> int:
 
         def train(name):
             c = names.index(name)
-            out = train_shadow_models(jax.random.fold_in(jax.random.fold_in(root, 1), c), graph,
-                                      sampler, cfg["model"], sizes[c], epochs=cfg["epochs"],
-                                      edge_access=cfg["edge_access"])
+            with as_flags(epochs="--epochs"):
+                out = train_shadow_models(jax.random.fold_in(jax.random.fold_in(root, 1), c),
+                                          graph, sampler, cfg["model"], sizes[c],
+                                          epochs=cfg["epochs"], edge_access=cfg["edge_access"])
             return {"masks": np.asarray(out.masks), "scores": np.asarray(out.scores)}
 
         res = run_chunks(run_dir, names, train, progress=progress, desc="shadow models")
@@ -216,9 +281,6 @@ def run(args: argparse.Namespace) -> int:
         scores = np.concatenate([res[n]["scores"] for n in names])
     else:
         masks, scores = shadow
-    if masks.shape[1] != graph.num_nodes:
-        raise ValueError(f"shadow runs cover {masks.shape[1]} nodes, the graph has "
-                         f"{graph.num_nodes}")
 
     def prior(_):
         eta, se = inclusion_probabilities(jax.random.fold_in(root, 2), sampler, graph,
@@ -228,14 +290,15 @@ def run(args: argparse.Namespace) -> int:
     pri = run_chunks(run_dir, ["prior"], prior, progress=False)["prior"]
 
     def audit_chunk(_):
-        audit = bmp.audit_from_scores(
-            jax.random.fold_in(root, 3), scores, masks, pri["eta"], eta_se=pri["eta_se"],
-            degree=bmp.node_degrees(graph), fix_variance=cfg["fix_variance"],
-            attack_prior=cfg["attack_prior"], prior_variance=cfg["prior_variance"],
-            confidence=cfg["confidence"], num_warmup=cfg["num_warmup"],
-            num_samples=cfg["num_samples"], num_chains=cfg["num_chains"],
-            mp_baseline=cfg["mp_baseline"], chunk_size=cfg["node_chunk"],
-            min_ess=cfg.get("min_ess"))
+        with as_flags(**_AUDIT_FLAGS):
+            audit = bmp.audit_from_scores(
+                jax.random.fold_in(root, 3), scores, masks, pri["eta"], eta_se=pri["eta_se"],
+                degree=bmp.node_degrees(graph), fix_variance=cfg["fix_variance"],
+                attack_prior=cfg["attack_prior"], prior_variance=cfg["prior_variance"],
+                confidence=cfg["confidence"], num_warmup=cfg["num_warmup"],
+                num_samples=cfg["num_samples"], num_chains=cfg["num_chains"],
+                mp_baseline=cfg["mp_baseline"], chunk_size=cfg["node_chunk"],
+                min_ess=cfg.get("min_ess"))
         return _audit_arrays(audit)
 
     arrays = run_chunks(run_dir, ["audit"], audit_chunk, progress=progress,
@@ -248,12 +311,17 @@ def run(args: argparse.Namespace) -> int:
     summary = bmp.audit_summary(audit) | {"attack_prior": bmp.as_attack_prior(
         cfg["attack_prior"]).describe()}
     run_dir.write_json("summary.json", summary)
-    _plots(run_dir, table, args.compare)
+    _plots(run_dir, table, args.compare_data)
     run_dir.write_text("summary.md", _markdown(cfg, summary))
     if not args.quiet:
         print(_markdown(cfg, summary))
     return 0
 
+
+_AUDIT_FLAGS = dict(
+    confidence="--confidence", prior_variance="--prior-variance", num_warmup="--num-warmup",
+    num_samples="--num-samples", num_chains="--num-chains", chunk_size="--node-chunk",
+    min_ess="--min-ess", attack_prior="--attack-prior", fix_variance="--fix-variance")
 
 _AUDIT_ARRAYS = ("eta", "eta_se", "degree", "certified_l", "certified_r", "eps_l", "eps_r",
                  "eps_mp", "jeffreys_l", "jeffreys_r", "auc", "global_auc", "rhat", "ess",
@@ -375,15 +443,12 @@ def _plots(run_dir, table, compare):
            title="BMP vs MP (Bayesian estimates)")
     figs["bmp_vs_mp.png"] = fig
     if compare is not None:
-        import csv
-
-        with open(Path(compare) / "nodes.csv", newline="") as f:
-            other_r = np.array([float(r["bayes_eps_r_q50"] or "nan") for r in csv.DictReader(f)])
-        other_cfg = json.loads((Path(compare) / "manifest.json").read_text()).get("config", {})
+        other_r, other_label = compare
         fig, ax = plt.subplots(figsize=(5, 4))
-        bins = np.linspace(0, float(np.nanmax(np.concatenate([med_r, other_r]))), 40)
-        ax.hist(other_r[~np.isnan(other_r)], bins=bins, alpha=0.6,
-                label=str(other_cfg.get("sampler", "compare")))
+        both = np.concatenate([med_r, other_r])
+        top = float(both[np.isfinite(both)].max()) if np.isfinite(both).any() else 1.0
+        bins = np.linspace(0, max(top, 1e-9), 40)
+        ax.hist(other_r[~np.isnan(other_r)], bins=bins, alpha=0.6, label=other_label)
         ax.hist(med_r[ok], bins=bins, alpha=0.6, label="this run")
         ax.set(xlabel="posterior median ε_R (Bayesian)", ylabel="nodes",
                title="sampler comparison")

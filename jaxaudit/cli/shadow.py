@@ -15,6 +15,9 @@ holds the sizes and the global leave-one-out LiRA AUC.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import re
+from pathlib import Path
 from typing import Any
 
 from jaxaudit._validation import check_output_dir
@@ -22,6 +25,74 @@ from jaxaudit.cli._types import count, nonnegative, nonnegative_int, positive
 
 DATASETS = ("cora", "citeseer", "csbm")
 SAMPLERS = ("uniform", "poisson", "snowball", "random_walk")
+
+# Limits refused before any work (each flag's --help says its own).
+MAX_MODELS = 100_000        # --models
+MAX_EPOCHS = 100_000        # --epochs
+MAX_CSBM_NODES = 50_000     # --csbm-nodes: the CSBM draws every node pair (O(N^2): ~0.1 s at
+                            # 2708 nodes, ~35 s at 50,000 on 2 cores), then trains on it
+MAX_RESULT_BYTES = 8 * 2**30  # the R x N masks and scores, their copies and LiRA's float64
+_BYTES_PER_SCORE = 40
+
+
+def _bounded(kind, low: int, high: int):
+    """An integer flag in [low, high] (the parse of ``kind``, then the upper limit)."""
+    def parse(text: str) -> int:
+        value = kind(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected an integer in [{low}, {high}], got {value}")
+        return value
+    return parse
+
+
+models_type = _bounded(count, 1, MAX_MODELS)
+epochs_type = _bounded(count, 1, MAX_EPOCHS)
+csbm_nodes_type = _bounded(int, 2, MAX_CSBM_NODES)
+CSBM_NODES_HELP = f"CSBM size in nodes, 2 to {MAX_CSBM_NODES} (dataset csbm)"
+
+
+@contextlib.contextmanager
+def as_flags(**names: str):
+    """Re-raise a library ``ValueError`` with its argument names replaced by the flags
+    (``learning_rate`` -> ``--learning-rate``)."""
+    try:
+        yield
+    except ValueError as err:
+        msg = str(err)
+        for name, flag in names.items():
+            msg = re.sub(rf"(?<![\w'-]){name}(?![\w'])", flag, msg)
+        raise ValueError(msg) from err
+
+
+def discard_new_run(path, existed: bool) -> None:
+    """Remove what this command wrote into a run folder it created (the manifest, the cached
+    public model, an empty chunks/ folder) when no chunk was finished: the first chunk failed
+    (e.g. the training diverged), and the corrected command must be able to use the same
+    ``--out`` instead of being refused as a different configuration. A folder that held a run
+    before, or any finished chunk, is left alone."""
+    path = Path(path)
+    chunks = path / "chunks"
+    if existed or (chunks.is_dir() and any(chunks.glob("*.npz"))):
+        return
+    try:
+        for name in ("manifest.json", *(p.name for p in path.glob("pretrained_seed_*.msgpack"))):
+            (path / name).unlink(missing_ok=True)
+        if chunks.is_dir() and not any(chunks.iterdir()):
+            chunks.rmdir()
+        if not any(path.iterdir()):
+            path.rmdir()
+    except OSError:
+        pass
+
+
+def check_result_size(num_models: int, num_nodes: int) -> None:
+    """Refuse R x N results that would not fit in memory, before any work."""
+    need = int(num_models) * int(num_nodes) * _BYTES_PER_SCORE
+    if need > MAX_RESULT_BYTES:
+        raise ValueError(
+            f"--models {num_models} on {num_nodes} nodes: the scores need about "
+            f"{need / 2**30:.1f} GiB (the limit is {MAX_RESULT_BYTES / 2**30:g} GiB, about "
+            f"{_BYTES_PER_SCORE} bytes per model and node); lower --models")
 
 
 
@@ -38,8 +109,11 @@ def add_shadow_options(p: argparse.ArgumentParser, *, ratio_type=float) -> None:
                    help="sampling ratio in (0, 1] (Poisson: inclusion probability q)")
     p.add_argument("--snowball-edges", choices=("discovered", "induced"), default="discovered",
                    help="snowball sampler: train on the edges it discovered or all induced ones")
-    p.add_argument("--models", type=count, default=64, help="number of shadow models R")
-    p.add_argument("--epochs", type=count, default=200, help="full-batch training epochs")
+    p.add_argument("--models", type=models_type, default=64,
+                   help=f"number of shadow models R, at most {MAX_MODELS} (and R x nodes x "
+                        f"{_BYTES_PER_SCORE} bytes at most {MAX_RESULT_BYTES / 2**30:g} GiB)")
+    p.add_argument("--epochs", type=epochs_type, default=200,
+                   help=f"full-batch training epochs, at most {MAX_EPOCHS}")
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
@@ -55,8 +129,7 @@ def register(subparsers: Any) -> None:
                    help="edges a shadow model trains on: its sample's, all, or none")
     p.add_argument("--chunk", type=count, default=32, help="models per saved chunk")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="PRNG seed")
-    p.add_argument("--csbm-nodes", type=int, default=2708,
-                   help="CSBM size in nodes, >= 2 (dataset csbm)")
+    p.add_argument("--csbm-nodes", type=csbm_nodes_type, default=2708, help=CSBM_NODES_HELP)
     p.add_argument("--data-dir", default=None,
                    help="data directory (default: $JAXAUDIT_DATA, else ~/.cache/jaxaudit)")
     p.add_argument("--out", required=True, help="run folder (created; resumed if it exists)")
@@ -93,12 +166,16 @@ def run(args: argparse.Namespace) -> int:
     from jaxaudit.runs import RunDir, run_chunks
 
     check_output_dir("--out", args.out)
+    if args.dataset == "csbm":
+        check_result_size(args.models, args.csbm_nodes)
     # the graph and the sampler first: the library checks their arguments before any work
     if args.dataset == "csbm":
-        graph = make_csbm(jax.random.key(args.seed), num_nodes=args.csbm_nodes,
-                          features="bernoulli")
+        with as_flags(num_nodes="--csbm-nodes"):
+            graph = make_csbm(jax.random.key(args.seed), num_nodes=args.csbm_nodes,
+                              features="bernoulli")
     else:
         graph = load_planetoid(args.dataset, data_dir=args.data_dir)
+    check_result_size(args.models, graph.num_nodes)
     try:
         sampler = {
             "uniform": lambda: uniform_sampler(args.ratio),
@@ -108,6 +185,7 @@ def run(args: argparse.Namespace) -> int:
         }[args.sampler]()
     except ValueError as err:
         raise ValueError(f"--ratio {args.ratio} (--sampler {args.sampler}): {err}") from err
+    existed = (Path(args.out) / "manifest.json").exists()
     run_dir = RunDir.open(args.out, kind="shadow", config=_config(args))
     sizes = [min(args.chunk, args.models - start) for start in range(0, args.models, args.chunk)]
     names = [f"chunk_{c:05d}" for c in range(len(sizes))]
@@ -115,14 +193,21 @@ def run(args: argparse.Namespace) -> int:
 
     def compute(name: str) -> dict:
         c = names.index(name)
-        out = train_shadow_models(
-            jax.random.fold_in(root, c), graph, sampler, args.model, sizes[c],
-            epochs=args.epochs, learning_rate=args.learning_rate,
-            weight_decay=args.weight_decay, edge_access=args.edge_access)
+        # a diverged training is refused here, before its chunk is saved
+        with as_flags(learning_rate="--learning-rate", weight_decay="--weight-decay",
+                      epochs="--epochs"):
+            out = train_shadow_models(
+                jax.random.fold_in(root, c), graph, sampler, args.model, sizes[c],
+                epochs=args.epochs, learning_rate=args.learning_rate,
+                weight_decay=args.weight_decay, edge_access=args.edge_access)
         return {"masks": np.asarray(out.masks), "scores": np.asarray(out.scores)}
 
-    results = run_chunks(run_dir, names, compute, progress=not args.quiet,
-                         desc=f"shadow {args.dataset}/{args.model}")
+    try:
+        results = run_chunks(run_dir, names, compute, progress=not args.quiet,
+                             desc=f"shadow {args.dataset}/{args.model}")
+    except ValueError:
+        discard_new_run(run_dir.path, existed)
+        raise
     masks = np.concatenate([results[n]["masks"] for n in names]).astype(bool)
     scores = np.concatenate([results[n]["scores"] for n in names])
     summary = {"num_models": int(masks.shape[0]), "num_nodes": int(masks.shape[1]),

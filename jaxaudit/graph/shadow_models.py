@@ -221,6 +221,18 @@ def _check_shadow(graph, sampler, epochs, learning_rate, weight_decay, edge_acce
     check_choice("edge_access", edge_access, EDGE_ACCESS)
 
 
+def _check_trained(scores: jax.Array, learning_rate, weight_decay) -> None:
+    """Refuse the scores of diverged models (NaN or ±inf: a finite model's true-class logit is
+    finite), naming the recipe, so that they are never saved or attacked as if they were
+    measurements."""
+    bad = np.asarray(~jnp.isfinite(scores).all(axis=-1))
+    if bad.any():
+        raise ValueError(
+            f"the training diverged: {int(bad.sum())} of {bad.size} shadow models have NaN or "
+            f"infinite scores (learning_rate={float(learning_rate)!r}, "
+            f"weight_decay={float(weight_decay)!r}); lower learning_rate")
+
+
 def train_shadow_models(key: jax.Array, graph: Graph, sampler: Sampler, model: str | nn.Module,
                         num_models: int, *, epochs: int = 200, learning_rate: float = 0.01,
                         weight_decay: float = 5e-4, edge_access: str = "inductive",
@@ -253,6 +265,10 @@ def train_shadow_models(key: jax.Array, graph: Graph, sampler: Sampler, model: s
 
     Returns:
       :class:`ShadowModels` with ``masks`` (R, N) bool and ``scores`` (R, N) float32.
+
+    Raises:
+      ValueError: bad arguments (named), or a training that diverged (a model's scores are NaN
+        or infinite, e.g. a learning rate far too large).
     """
     check_key("key", key)
     _check_shadow(graph, sampler, epochs, learning_rate, weight_decay, edge_access)
@@ -266,6 +282,7 @@ def train_shadow_models(key: jax.Array, graph: Graph, sampler: Sampler, model: s
                                None if devices is None else tuple(devices))
     keys = jax.random.split(key, int(num_models))
     masks, scores = trainer(keys, graph, inputs)
+    _check_trained(scores, learning_rate, weight_decay)
     return ShadowModels(masks, scores)
 
 
@@ -283,6 +300,7 @@ def train_shadow_model(key: jax.Array, graph: Graph, sampler: Sampler, model: st
     fn = _single_trainer(sampler, module, int(epochs), float(learning_rate), float(weight_decay),
                          edge_access)
     mask, score = fn(key, graph, prepare_inputs(graph))
+    _check_trained(score[None], learning_rate, weight_decay)
     return ShadowModels(mask[None], score[None])
 
 

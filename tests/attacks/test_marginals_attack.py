@@ -155,3 +155,52 @@ def test_count_bound_sound_over_seeded_repetitions():
     # Priors are ≈ 1/2 (balanced rest rows); the optimal attack's mean is n Φ(μ/2).
     assert abs(succ.mean() - n * q) < 4 * math.sqrt(n * q * (1 - q) / reps) + 1.0
     assert (bound >= binom.ppf(1 - gamma, n, q)).all()
+
+
+@pytest.mark.slow
+def test_memory_estimate_bounds_the_measured_peak():
+    """Issue 24 (hostile 4): the limit on --hidden rests on marginals_memory; it must not be
+    below what the attack really allocates (tracemalloc sees numpy's buffers), nor wildly
+    above (then usable games would be refused). The H² term dominates at H = 720."""
+    import tracemalloc
+
+    from jaxaudit.attacks.marginals import marginals_memory
+
+    table = load_fair()
+    attrs = ["age", "educ", "religious", "occupation", "rate_marriage", "yrs_married"]
+    hidden = ["religious", "occupation", "rate_marriage", "age"]  # H = 4 * 6 * 5 * 6 = 720
+    kw = dict(rho=1.0, attributes=attrs, hidden=hidden, table=table)
+    marginals_reconstruction(jax.random.key(0), num_targets=2, **kw)  # compile and warm up
+    sizes = [len(table.levels[table.columns.index(a)]) for a in attrs]
+    tracemalloc.start()
+    try:
+        marginals_reconstruction(jax.random.key(1), num_targets=30, **kw)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    estimate = marginals_memory(sizes, len(hidden), 2, 30, 720)
+    assert peak <= estimate <= 3 * peak, (peak, estimate)
+
+
+def test_huge_hidden_space_refused_before_any_work(monkeypatch):
+    """Five hidden attributes of Fair at n = 100 need 3.4 GiB and more (up to hundreds): refused
+    at once, naming hidden and num_targets, before the game is built."""
+    import importlib
+
+    from jaxaudit.attacks.marginals import MAX_MEMORY_BYTES, check_marginals_arguments
+
+    mod = importlib.import_module("jaxaudit.attacks.marginals")
+
+    def boom(*a, **k):
+        raise AssertionError("the game was built")
+
+    monkeypatch.setattr(mod, "marginals_game", boom)
+    attrs = ["age", "yrs_married", "children", "educ", "religious", "occupation",
+             "rate_marriage"]
+    hidden = ["religious", "rate_marriage", "age", "children", "educ"]  # the smallest five
+    with pytest.raises(ValueError, match=r"hidden .* GiB .*num_targets"):
+        marginals_reconstruction(jax.random.key(0), rho=1.0, attributes=attrs, hidden=hidden)
+    # the same game with few enough targets fits (the limit is on memory, not on the names)
+    h = 4 * 5 * 6 * 6 * 6
+    small = MAX_MEMORY_BYTES // (3 * h * h)
+    check_marginals_arguments(load_fair(), attributes=attrs, hidden=hidden, num_targets=small)

@@ -225,3 +225,97 @@ def test_secret_extraction_argument_errors():
     with pytest.raises(ValueError, match="reference"):
         attack_scores(np.zeros((2, 10)), prior, "reference", reference=np.zeros((3, 10)))
     assert SCORINGS[0] == "calibrated"
+
+
+def _reference_ranks(scores, secrets):
+    """Rank of each secret by the rule stated in secret_ranks' docstring, one candidate at a
+    time: a candidate counts above the secret when its score is >= the secret's or NaN; a
+    secret whose own score is not finite gets rank K (never an extraction)."""
+    n, k = scores.shape
+    out = []
+    for i in range(n):
+        own = scores[i, secrets[i]]
+        if not math.isfinite(own):
+            out.append(k)
+            continue
+        out.append(sum(1 for j in range(k) if j != secrets[i]
+                       and (math.isnan(scores[i, j]) or scores[i, j] >= own)))
+    return np.array(out)
+
+
+def test_secret_ranks_non_finite_scores_never_an_extraction():
+    """Issue 24 (hostile 1): a diverged model's NaN row gave rank -1, i.e. an extraction with
+    any k (4/4 found at ε = 1, above the bound). NaN/inf own scores are now rank K; NaN
+    candidates rank above the secret (against the attacker)."""
+    rng = np.random.default_rng(24)
+    scores = rng.normal(size=(6, 5))
+    secrets = rng.integers(0, 5, size=6)
+    scores[0] = np.nan                      # the whole row diverged
+    scores[1, secrets[1]] = np.nan          # the secret's own score
+    scores[2, secrets[2]] = np.inf
+    scores[3, secrets[3]] = -np.inf
+    scores[4, (secrets[4] + 1) % 5] = np.nan  # another candidate NaN
+    ranks = secret_ranks(scores, secrets)
+    np.testing.assert_array_equal(ranks, _reference_ranks(scores, secrets))
+    assert (ranks[:4] == 5).all() and ranks[4] >= 1
+    assert not (ranks[:4] < 5).any()  # not found even with every guess but the last
+
+
+def test_extraction_result_counts_no_nan_extraction_and_warns():
+    prior = digit_prior(1)
+    scores = np.full((4, 10), np.nan, np.float32)
+    scored = SecretScores(scores, None, np.arange(4),
+                          dpsgd_privacy(epsilon=1.0, delta=1e-5, steps=4, sampling_rate=0.5))
+    with pytest.warns(RuntimeWarning, match="diverged"):
+        res = extraction_result(scored, prior, scoring="likelihood", guesses=1)
+    assert int(res.successes) == 0 and not np.asarray(res.hits).any()
+    assert int(res.successes) < int(res.bound)
+
+
+def test_train_and_score_refuses_non_finite_recipe():
+    for bad in (math.inf, math.nan, 0.0):
+        with pytest.raises(ValueError, match="learning_rate"):
+            train_and_score(jax.random.key(0), prior=digit_prior(1), num_secrets=2, epsilon=1.0,
+                            learning_rate=bad)
+    with pytest.raises(ValueError, match="clip_norm"):
+        train_and_score(jax.random.key(0), prior=digit_prior(1), num_secrets=2, epsilon=1.0,
+                        clip_norm=math.inf)
+
+
+def test_train_and_score_refuses_a_diverged_model(monkeypatch):
+    """The fine-tuned model's scores are NaN (what --learning-rate 1e30 gives; the real run is
+    the slow test below): refused, naming learning_rate and the divergence."""
+    import importlib
+
+    se = importlib.import_module("jaxaudit.attacks.secret_extraction")  # the module, not the
+    # function of the same name that jaxaudit.attacks exports
+
+    monkeypatch.setattr(se, "train_dp_lm", lambda key, model, tokens, **kw: "nan params")
+    monkeypatch.setattr(se, "secret_scores",
+                        lambda model, params, prior, n: np.full((n, 10), np.nan, np.float32))
+    with pytest.raises(ValueError, match="diverged.*learning_rate"):
+        train_and_score(jax.random.key(0), prior=digit_prior(1), num_secrets=2,
+                        epsilon=math.inf, num_filler=2, steps=1, hidden_dim=4,
+                        record_length=32)
+
+
+@pytest.mark.slow
+def test_train_and_score_huge_learning_rate_diverges_and_is_refused():
+    """The hostile probe's run itself, at toy size: Adam with step 1e30 gives NaN scores."""
+    with pytest.raises(ValueError, match="diverged"):
+        train_and_score(jax.random.key(0), prior=digit_prior(1), num_secrets=2,
+                        epsilon=math.inf, num_filler=2, steps=2, batch_size=4,
+                        learning_rate=1e30, clip_norm=1e6, hidden_dim=4, record_length=32)
+
+
+def test_dpsgd_privacy_refuses_huge_finite_epsilon_and_caches():
+    from jaxaudit.attacks.privacy import MAX_DPSGD_EPSILON
+
+    with pytest.raises(ValueError, match="epsilon must be at most"):
+        dpsgd_privacy(epsilon=MAX_DPSGD_EPSILON * 10, delta=1e-5, steps=4, sampling_rate=0.5)
+    a = dpsgd_privacy(epsilon=2.0, delta=1e-5, steps=4, sampling_rate=0.5)
+    b = dpsgd_privacy(epsilon=2.0, delta=1e-5, steps=4, sampling_rate=0.5)
+    assert a.noise == b.noise and a.deltas is not b.deltas  # cached, but not shared arrays
+    np.testing.assert_array_equal(a.deltas, b.deltas)
+    a.deltas[:] = 0.0
+    assert (dpsgd_privacy(epsilon=2.0, delta=1e-5, steps=4, sampling_rate=0.5).deltas > 0).any()
