@@ -103,11 +103,13 @@ def _md_text(value) -> str:
 
 
 def _href(path: Path, base: Path) -> str:
-    """A relative link from folder ``base`` to ``path``, every segment percent-encoded and the
-    first one ``.`` or ``..``: no scheme (``javascript:``, ``data:``), host or query can appear in
-    it, even for a renderer that decodes the percent-escapes."""
-    parts = [quote(part, safe="") for part in Path(os.path.relpath(path, base)).parts]
-    return "/".join(parts if parts[0] == ".." else [".", *parts])
+    """A relative link from folder ``base`` to ``path``, every segment percent-encoded (``:``,
+    ``/``, ``?``, ``#`` included): no scheme (``javascript:``, ``data:``), host or query can
+    appear in it. A first segment holding a ``:`` is also preceded by ``./``, so that even a
+    renderer that decodes the percent-escapes sees a path."""
+    raw = Path(os.path.relpath(path, base)).parts
+    parts = [quote(part, safe="") for part in raw]
+    return "/".join([".", *parts] if ":" in raw[0] else parts)
 
 
 def _fence(text: str) -> str:

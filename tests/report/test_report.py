@@ -248,7 +248,7 @@ def test_layout_findings_first_provenance_last(runs):
     assert "The tightest bound is **0.31** at n = 1000." in "".join(page.notes)
     # shortest table first: sweep.csv (2 rows) before bounds.json (120 rows, linked in full)
     assert text.index("<h3>sweep.csv</h3>") < text.index("<h3>bounds.json</h3>")
-    assert re.search(r'<a href="./bounds.json">full table: bounds.json \(120 rows\)</a>', text)
+    assert re.search(r'<a href="bounds.json">full table: bounds.json \(120 rows\)</a>', text)
     # a markdown table in a summary becomes an HTML table
     run = RunDir.open(folder.parent / "md_table", kind="bmp", config={"x": 1})
     run.write_text("summary.md", "# Audit\n\n| finding | value |\n|---|---|\n| AUC | 0.61 |\n")
@@ -457,6 +457,7 @@ def test_hostile_names_and_values_are_escaped_and_links_have_no_scheme(tmp_path)
     text = html_path.read_text()
     hrefs = re.findall(r"""href\s*=\s*["']([^"']*)""", text)
     assert hrefs, "the long table is linked"
+    assert hrefs == ["./javascript%3Aalert%28document.domain%29%252F%252F.json"]
     for href in hrefs:
         assert urlsplit(href).scheme == "" and not href.startswith("/"), href
         assert (html_path.parent / unquote(href)).is_file(), href
