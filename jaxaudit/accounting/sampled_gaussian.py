@@ -43,6 +43,8 @@ likelihood ratio is unbounded); α ≤ 1 → NaN (α = 1 is the KL limit, not co
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln, log_ndtr
@@ -62,37 +64,37 @@ def max_order(num_terms: int = DEFAULT_NUM_TERMS) -> int:
 
 
 def _log_abs_binom_and_sign(alpha, i):
-    """log |C(α, i)| and its sign for non-integer α > 0 and integers i ≥ 0 (α, i broadcast).
+    """log |C(α, i)| and its sign for α > 0 and integers i ≥ 0 (α, i broadcast).
 
     For i < α + 1: gammaln(α + 1) − gammaln(i + 1) − gammaln(α − i + 1). Beyond, Γ(α − i + 1)
     has a negative argument; by the reflection formula Γ(1 − x) Γ(x) = π / sin(πx) with
     x = i − α > 0, log |Γ(α − i + 1)| = log π − log |sin(πα)| − gammaln(i − α), so only positive
     arguments reach ``gammaln``. The sign of C(α, i) = Π_{k<i} (α − k)/(k + 1) is (−1)^m with
-    m = max(0, i − ⌊α⌋ − 1), the number of negative factors.
+    m = max(0, i − ⌊α⌋ − 1), the number of negative factors. At integer α the entries i > α
+    (where C(α, i) = 0) are finite placeholders: the integer sum masks them out.
     """
     below = i < alpha + 1
     head = gammaln(alpha + 1) - gammaln(i + 1)
     lead = head - gammaln(jnp.where(below, alpha - i + 1, 1.0))
     frac = alpha - jnp.floor(alpha)
-    log_sin = jnp.log(jnp.sin(jnp.pi * jnp.minimum(frac, 1.0 - frac)))
+    frac = jnp.where(frac == 0, 0.5, jnp.minimum(frac, 1.0 - frac))  # no log(0) at integers
+    log_sin = jnp.log(jnp.sin(jnp.pi * frac))
     tail = head + gammaln(jnp.where(below, 1.0, i - alpha)) + log_sin - jnp.log(jnp.pi)
     negatives = jnp.maximum(i - jnp.floor(alpha) - 1, 0.0)
     sign = 1.0 - 2.0 * jnp.mod(negatives, 2.0)
     return jnp.where(below, lead, tail), sign
 
 
-def _log_a_integer(sigma, q, alpha, i):
+def _log_a_integer(sigma, q, alpha, i, log_binom):
     """log A_α by the finite binomial sum (α integer; terms i > α masked out)."""
     keep = i <= alpha
-    log_binom = gammaln(alpha + 1) - gammaln(i + 1) - gammaln(jnp.where(keep, alpha - i + 1, 1.0))
     log_terms = (log_binom + i * jnp.log(q) + (alpha - i) * jnp.log1p(-q)
                  + (i * i - i) / (2 * sigma**2))
     return jax.nn.logsumexp(jnp.where(keep, log_terms, -jnp.inf), axis=-1)
 
 
-def _log_a_fractional(sigma, q, alpha, i):
+def _log_a_fractional(sigma, q, alpha, i, log_binom, sign):
     """log A_α by the two signed series split at z₀ (α not an integer)."""
-    log_binom, sign = _log_abs_binom_and_sign(alpha, i)
     log_q, log_1mq = jnp.log(q), jnp.log1p(-q)
     z0 = sigma**2 * (log_1mq - log_q) + 0.5
     j = alpha - i
@@ -109,6 +111,17 @@ def _log_a_fractional(sigma, q, alpha, i):
     return jnp.logaddexp(log_a0, log_a1)
 
 
+def _log_a(sigma, q, alpha, num_terms):
+    """log A_α for 0 < q < 1, 0 < σ < ∞, 1 < α ≤ max_order(num_terms) (shapes broadcast)."""
+    i = jnp.arange(num_terms, dtype=sigma.dtype)
+    sigma, q, alpha = sigma[..., None], q[..., None], alpha[..., None]
+    log_binom, sign = _log_abs_binom_and_sign(alpha, i)
+    integer = _log_a_integer(sigma, q, alpha, i, log_binom)
+    fractional = _log_a_fractional(sigma, q, alpha, i, log_binom, sign)
+    return jnp.where(alpha[..., 0] == jnp.round(alpha[..., 0]), integer, fractional)
+
+
+@functools.partial(jax.jit, static_argnames="num_terms")
 def sampled_gaussian_rdp(noise_multiplier: ArrayLike, sampling_rate: ArrayLike,
                          order: ArrayLike, *, num_terms: int = DEFAULT_NUM_TERMS) -> jax.Array:
     r"""Per-step RDP ε(α) of the Poisson-subsampled Gaussian mechanism (pure jnp, unvalidated).
@@ -118,8 +131,9 @@ def sampled_gaussian_rdp(noise_multiplier: ArrayLike, sampling_rate: ArrayLike,
     two signed series split at z₀ = σ² log(1/q − 1) + 1/2 at fractional α, α/(2σ²) at q = 1.
     See the module docstring for the derivation and the truncation error.
 
-    Traceable: jit, vmap and grad (w.r.t. σ and q) go through; the arguments broadcast against
-    each other. Precision is the caller's: use ``jax.enable_x64(True)``.
+    Jitted (``num_terms`` static) and traceable: jit, vmap and grad (w.r.t. σ and q) go
+    through; the arguments broadcast against each other. Precision is the caller's: use
+    ``jax.enable_x64(True)``.
 
     Args:
       noise_multiplier: σ > 0 (σ = ∞ gives 0).
@@ -152,14 +166,7 @@ def sampled_gaussian_rdp(noise_multiplier: ArrayLike, sampling_rate: ArrayLike,
     q_s = jnp.where(closed, 0.5, q)
     sigma_s = jnp.where(closed, 1.0, sigma)
     alpha_s = jnp.where(closed, 2.0, alpha)
-    is_int = alpha_s == jnp.round(alpha_s)
-    i = jnp.arange(num_terms, dtype=sigma_s.dtype)
-    expand = (lambda x: x[..., None])
-    log_a_int = _log_a_integer(expand(sigma_s), expand(q_s),
-                               expand(jnp.where(is_int, alpha_s, 2.0)), i)
-    log_a_frac = _log_a_fractional(expand(sigma_s), expand(q_s),
-                                   expand(jnp.where(is_int, 1.5, alpha_s)), i)
-    log_a = jnp.where(is_int, log_a_int, log_a_frac)
+    log_a = _log_a(sigma_s, q_s, alpha_s, num_terms)
     general = jnp.maximum(log_a / (alpha_s - 1), 0.0)  # A_α ≥ 1: clip rounding below 0
 
     alpha_s2 = jnp.where(jnp.isinf(alpha), 2.0, alpha)
