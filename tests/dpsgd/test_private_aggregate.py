@@ -17,7 +17,17 @@ import pytest
 
 from jaxaudit.attacks.char_model import CharGRU, sequence_log_likelihood
 from jaxaudit.attacks.lm_training import train_dp_lm
-from jaxaudit.dpsgd import MLP, LogisticRegression, make_private_step, train_run
+from jaxaudit.dpsgd import (
+    MLP,
+    LogisticRegression,
+    clip_and_sum,
+    dp_aggregate,
+    dp_noisy_sum,
+    make_private_step,
+    noise_stddev,
+    per_example_gradients,
+    train_run,
+)
 from jaxaudit.dpsgd.private_step import _clipped_sum_fn
 
 # ---------------------------------------------------------------------------------------------
@@ -104,10 +114,24 @@ def _ref_train_dp_lm(key, model, tokens, steps, q, sigma, clip, lr):
     return run((params, opt.init(params)), jax.random.split(k_train, steps))[0]
 
 
+def _unkey(x):
+    if jnp.issubdtype(jnp.asarray(x).dtype, jax.dtypes.prng_key):
+        return np.asarray(jax.random.key_data(x))
+    return np.asarray(x)
+
+
 def _assert_trees_equal(a, b):
     assert jax.tree.structure(a) == jax.tree.structure(b)
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
-        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+        np.testing.assert_array_equal(_unkey(x), _unkey(y))
+
+
+def _assert_trees_close(a, b):
+    """Equal up to float32 rounding (jit fuses the clip factors' sqrt and division, and may
+    round differently from op-by-op execution); keys and integers exactly."""
+    assert jax.tree.structure(a) == jax.tree.structure(b)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        np.testing.assert_allclose(_unkey(x), _unkey(y), rtol=2e-6, atol=1e-7)
 
 
 def _data(key, n, shape, classes):
@@ -168,3 +192,187 @@ def test_train_dp_lm_bit_identical_to_reference():
     got = train_dp_lm(jax.random.key(36), model, tokens, chunk=5, **args)
     ref = _ref_train_dp_lm(jax.random.key(36), model, tokens, 5, 0.5, 0.8, 0.7, 3e-3)
     _assert_trees_equal(got, ref)
+
+
+# ---------------------------------------------------------------------------------------------
+# the transformation itself: clipping, noise, normalisation, optax composition, keys, transforms
+
+
+def _tree(key, n):
+    """Per-example gradients of two leaves, (n, 3) and (n, 2, 2), with norms spread over [0, 4]."""
+    k1, k2, k3 = jax.random.split(key, 3)
+    scale = jnp.linspace(0.0, 4.0, n)
+    a, b = jax.random.normal(k1, (n, 3)), jax.random.normal(k2, (n, 2, 2))
+    norm = jnp.sqrt(jnp.sum(a ** 2, 1) + jnp.sum(b ** 2, (1, 2)))
+    return {"a": a * (scale / norm)[:, None], "b": b * (scale / norm)[:, None, None]}, k3
+
+
+def _np_rows(tree):
+    """(n, d) float64 numpy matrix of the per-example gradients, leaves flattened in order."""
+    return np.concatenate([np.asarray(leaf, np.float64).reshape(leaf.shape[0], -1)
+                           for leaf in jax.tree.leaves(tree)], axis=1)
+
+
+def test_clip_and_sum_clips_each_example_to_norm_c():
+    n, clip = 9, 1.5
+    grads, _ = _tree(jax.random.key(40), n)
+    rows = _np_rows(grads)
+    norms = np.linalg.norm(rows, axis=1)
+    assert (norms > clip).sum() >= 3 and (norms < clip).sum() >= 3  # both regimes present
+    # each example alone (one-hot mask): its clipped gradient has norm min(‖g‖, C) ≤ C and the
+    # direction of g
+    singles = jax.vmap(lambda w: clip_and_sum(grads, clip, w))(jnp.eye(n))
+    single_rows = _np_rows(singles)
+    single_norms = np.linalg.norm(single_rows, axis=1)
+    assert (single_norms <= clip * (1 + 1e-6)).all()
+    np.testing.assert_allclose(single_norms, np.minimum(norms, clip), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(single_rows * norms[:, None], rows * single_norms[:, None],
+                               rtol=1e-5, atol=1e-6)
+    # the masked sum equals numpy's Σ_i w_i g_i min(1, C/‖g_i‖)
+    mask = np.array([1, 0, 1, 1, 0, 1, 1, 0, 1], np.float32)
+    factors = mask * np.minimum(1.0, clip / np.where(norms > 0, norms, 1.0))
+    got = _np_rows(jax.tree.map(lambda x: x[None], clip_and_sum(grads, clip, jnp.asarray(mask))))
+    np.testing.assert_allclose(got[0], factors @ rows, rtol=1e-5, atol=1e-6)
+
+
+def _noise_samples(neighbouring, sigma, clip, num_keys):
+    """Noise of dp_aggregate on zero gradients (so ĝ = Z / n̄), one update per key, vmapped."""
+    zeros = {"a": jnp.zeros((3, 5)), "b": jnp.zeros((3, 2, 2))}
+    normalizer = 4.0
+
+    def one(key):
+        tx = dp_aggregate(clip, sigma, key=key, normalizer=normalizer, neighbouring=neighbouring)
+        out, _ = tx.update(zeros, tx.init(None))
+        return out
+
+    out = jax.jit(jax.vmap(one))(jax.random.split(jax.random.key(41), num_keys))
+    return _np_rows(out) * normalizer
+
+
+@pytest.mark.parametrize("neighbouring, sensitivity", [("add_remove", 1.0), ("replace_one", 2.0)])
+def test_noise_standard_deviation_is_sigma_times_sensitivity(neighbouring, sensitivity):
+    sigma, clip, num_keys = 0.8, 0.6, 3000
+    z = _noise_samples(neighbouring, sigma, clip, num_keys)
+    m = z.size  # 3000 × 9 entries
+    target = sigma * sensitivity * clip
+    assert noise_stddev(sigma, clip, neighbouring) == pytest.approx(target, rel=1e-12)
+    # sample sd of m normals: relative standard error 1/sqrt(2m); tolerance 5 standard errors
+    assert abs(z.std() / target - 1) < 5 / np.sqrt(2 * m)
+    assert abs(z.mean()) < 5 * target / np.sqrt(m)
+    corr = np.corrcoef(z[:, 0], z[:, -1])[0, 1]
+    assert abs(corr) < 5 / np.sqrt(num_keys)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_composes_with_optax_optimisers(optimizer):
+    n, clip, sigma, normalizer, lr = 6, 1.2, 0.7, 3.0, 0.05
+    grads, _ = _tree(jax.random.key(42), n)
+    params = {"a": jnp.ones(3), "b": jnp.full((2, 2), -0.5)}
+    mask = jnp.array([1, 1, 0, 1, 0, 1], jnp.float32)
+    inner = optax.sgd(lr) if optimizer == "sgd" else optax.adam(lr)
+    tx = optax.chain(dp_aggregate(clip, sigma, key=jax.random.key(43), normalizer=normalizer),
+                     inner)
+    state = tx.init(params)
+    ref_state = inner.init(params)
+    # reference: the numpy masked clipped sum, the noise from the state key split per update
+    # (one split(k, num_leaves) sub-key per leaf), divided by n̄, then the bare optimiser
+    norms = np.linalg.norm(_np_rows(grads), axis=1)
+    f = np.asarray(mask) * np.minimum(1.0, clip / np.where(norms > 0, norms, 1.0))
+    summed = jax.tree.map(lambda g: np.tensordot(f, np.asarray(g, np.float64), 1), grads)
+    p, ref_p, k = params, jax.tree.map(np.asarray, params), jax.random.key(43)
+    for _ in range(3):
+        updates, state = tx.update(grads, state, p, mask=mask)
+        p = optax.apply_updates(p, updates)
+        k, k_noise = jax.random.split(k)
+        noisy = _ref_noise(k_noise, jax.tree.map(jnp.float32, summed), sigma * clip)
+        ref_updates, ref_state = inner.update(jax.tree.map(lambda g: g / normalizer, noisy),
+                                              ref_state, ref_p)
+        ref_p = optax.apply_updates(ref_p, ref_updates)
+    for a, b in zip(jax.tree.leaves(p), jax.tree.leaves(ref_p)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert int(state[0].count) == 3
+
+
+def test_key_in_state_split_per_update_and_noise_key_override():
+    grads, _ = _tree(jax.random.key(44), 4)
+    tx = dp_aggregate(1.0, 1.0, key=jax.random.key(45))
+    s0 = tx.init(None)
+    u1, s1 = tx.update(grads, s0)
+    u2, s2 = tx.update(grads, s1)
+    assert not np.allclose(u1["a"], u2["a"])  # a fresh draw per update
+    u1_again, _ = tx.update(grads, tx.init(None))
+    _assert_trees_equal(u1, u1_again)  # reproducible from the key
+    k_next, k_noise = jax.random.split(jax.random.key(45))
+    np.testing.assert_array_equal(jax.random.key_data(s1.key), jax.random.key_data(k_next))
+    _assert_trees_equal(u1, _ref_noise(k_noise, clip_and_sum(grads, 1.0), 1.0))
+    # an explicit noise_key is used as given and leaves the state's key alone
+    k = jax.random.key(46)
+    u3, s3 = tx.update(grads, s1, noise_key=k)
+    _assert_trees_equal(u3, _ref_noise(k, clip_and_sum(grads, 1.0), 1.0))
+    np.testing.assert_array_equal(jax.random.key_data(s3.key), jax.random.key_data(s1.key))
+    assert (int(s1.count), int(s2.count), int(s3.count)) == (1, 2, 2)
+    # without any key the update refuses
+    keyless = dp_aggregate(1.0, 1.0)
+    with pytest.raises(ValueError, match="noise_key"):
+        keyless.update(grads, keyless.init(None))
+
+
+def test_dp_noisy_sum_is_the_noise_stage_of_dp_aggregate():
+    grads, _ = _tree(jax.random.key(47), 5)
+    mask = jnp.array([1, 0, 1, 1, 1], jnp.float32)
+    kw = dict(key=jax.random.key(48), normalizer=2.5, neighbouring="replace_one")
+    full = dp_aggregate(0.9, 1.4, **kw)
+    stage = dp_noisy_sum(0.9, 1.4, **kw)
+    a, sa = full.update(grads, full.init(None), mask=mask)
+    b, sb = stage.update(clip_and_sum(grads, 0.9, mask), stage.init(None))
+    _assert_trees_equal(a, b)
+    _assert_trees_equal(sa, sb)
+    with pytest.raises(ValueError, match="mask"):
+        stage.update(a, stage.init(None), mask=mask)
+
+
+def test_jit_and_vmap_over_seeds_equal_eager():
+    grads, _ = _tree(jax.random.key(49), 5)
+    mask = jnp.array([1, 1, 0, 1, 1], jnp.float32)
+
+    def update(key, sigma):
+        tx = dp_aggregate(0.8, sigma, key=key, normalizer=4.0)
+        return tx.update(grads, tx.init(None), mask=mask)
+
+    keys = jax.random.split(jax.random.key(50), 4)
+    eager = [update(k, 1.1) for k in keys]
+    jitted = jax.jit(update)(keys[0], 1.1)  # σ traced too
+    _assert_trees_close(jitted, eager[0])
+    for mapped in (jax.vmap(update, in_axes=(0, None))(keys, 1.1),
+                   jax.jit(jax.vmap(update))(keys, jnp.full(4, 1.1))):
+        for i, out in enumerate(eager):
+            _assert_trees_close(jax.tree.map(lambda x, i=i: x[i], mapped), out)
+    # per_example_gradients is vmap(grad): each row is that example's gradient
+    w = jnp.array([0.3, -1.0])
+    x, y = jnp.arange(8.0).reshape(4, 2), jnp.array([1.0, 0.0, 2.0, -1.0])
+    g = per_example_gradients(lambda w, xi, yi: (xi @ w - yi) ** 2, w, x, y)
+    np.testing.assert_allclose(g, 2 * (x @ w - y)[:, None] * x, rtol=1e-6)
+
+
+def test_bad_arguments_raise_naming_them():
+    grads, _ = _tree(jax.random.key(51), 3)
+    for kwargs, name in [
+        (dict(clip_norm=0.0, noise_multiplier=1.0), "clip_norm"),
+        (dict(clip_norm=-1.0, noise_multiplier=1.0), "clip_norm"),
+        (dict(clip_norm=1.0, noise_multiplier=-0.5), "noise_multiplier"),
+        (dict(clip_norm=1.0, noise_multiplier=float("nan")), "noise_multiplier"),
+        (dict(clip_norm=1.0, noise_multiplier=float("inf")), "noise_multiplier"),
+        (dict(clip_norm=1.0, noise_multiplier=1.0, normalizer=0.0), "normalizer"),
+        (dict(clip_norm=1.0, noise_multiplier=1.0, neighbouring="substitute"), "neighbouring"),
+        (dict(clip_norm=1.0, noise_multiplier=1.0, key=3), "key"),
+    ]:
+        for build in (dp_aggregate, dp_noisy_sum):
+            with pytest.raises(ValueError, match=name):
+                build(**kwargs)
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        dp_aggregate(1.0, "1.0")
+    tx = dp_aggregate(1.0, 1.0, key=jax.random.key(0))
+    with pytest.raises(ValueError, match="mask"):
+        tx.update(grads, tx.init(None), mask=jnp.ones(4))
+    with pytest.raises(ValueError, match="leading"):
+        tx.update({"a": jnp.ones((3, 2)), "b": jnp.ones((4, 2))}, tx.init(None), mask=jnp.ones(3))
