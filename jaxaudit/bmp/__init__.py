@@ -13,6 +13,7 @@ from jaxaudit.bmp.audit import (
     node_degrees,
 )
 from jaxaudit.bmp.certified import CertifiedEpsilons, certified_epsilons, clopper_pearson_upper
+from jaxaudit.bmp.jeffreys import JeffreysEstimate, jeffreys_estimate
 from jaxaudit.bmp.leakage import (
     LeakageEstimate,
     poisson_leakage,
@@ -35,9 +36,7 @@ from jaxaudit.bmp.likelihood import (
 )
 from jaxaudit.bmp.posterior import (
     GridPosterior,
-    JeffreysEstimate,
     NutsPosterior,
-    jeffreys_estimate,
     posterior_grid,
     posterior_nuts,
     posterior_quantiles,

@@ -22,7 +22,6 @@ from functools import partial
 from typing import NamedTuple
 
 import blackjax
-import distrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -38,6 +37,7 @@ from jaxaudit._validation import (
     check_positive_finite,
 )
 from jaxaudit.bmp import diagnostics
+from jaxaudit.bmp.jeffreys import JeffreysEstimate, jeffreys_estimate
 from jaxaudit.bmp.likelihood import (
     PRIOR_VARIANCE,
     AttackPrior,
@@ -656,38 +656,3 @@ def _posterior_grid(counts, *, prior, prior_variance, eps_max, num_eps, num_s, a
     log_post -= np.log(np.sum(np.exp(log_post - log_post.max())) * h * h) + log_post.max()
     dens = np.exp(log_post)
     return eps, log_post, dens.sum(1) * h, dens.sum(0) * h
-
-
-# ----------------------------------------------------------------------------------------------
-# Jeffreys (optimal-attack) estimator
-# ----------------------------------------------------------------------------------------------
-
-
-class JeffreysEstimate(NamedTuple):
-    """Quantiles (rows: ``q``) of ε_L and ε_R under the Jeffreys posterior of (α, β)."""
-
-    q: jax.Array
-    eps_l: jax.Array
-    eps_r: jax.Array
-
-
-def jeffreys_estimate(key, counts, *, num_draws: int = 4000, q=(0.05, 0.5, 0.95)):
-    """Optimal-attack estimator: α ~ Beta(FP + ½, TN + ½), β ~ Beta(FN + ½, TP + ½) independently
-    (Jeffreys posteriors), pushed through the inverse map (ε_L, ε_R) = epsilons_from_errors(α, β)
-    — the attack is assumed to sit on the region's boundary (s = 1). An estimate, not a bound.
-
-    Returns:
-      :class:`JeffreysEstimate` with quantile arrays of shape (len(q), ...) over the nodes.
-    """
-    counts = validate_counts(counts)
-    check_integer("num_draws", num_draws, minimum=1)
-    qs = np.asarray(check_finite("q", q), float)
-    if np.any((qs < 0) | (qs > 1)):
-        raise ValueError(f"q must lie in [0, 1], got {q}")
-    fp, n0, fn, n1 = (jnp.asarray(c, jnp.float32) for c in counts)
-    k_alpha, k_beta = jax.random.split(key)
-    alpha = distrax.Beta(fp + 0.5, n0 - fp + 0.5).sample(seed=k_alpha, sample_shape=num_draws)
-    beta = distrax.Beta(fn + 0.5, n1 - fn + 0.5).sample(seed=k_beta, sample_shape=num_draws)
-    eps_l, eps_r = epsilons_from_errors(alpha, beta)
-    qs = jnp.asarray(qs)
-    return JeffreysEstimate(qs, jnp.quantile(eps_l, qs, axis=0), jnp.quantile(eps_r, qs, axis=0))

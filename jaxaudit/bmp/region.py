@@ -18,6 +18,11 @@ A learner is (ε_L, ε_R)-BMP for node i iff every test's (α, β) lies in
 The first two constraints bound the region below the diagonal α + β = 1 (the useful tests); the
 last two are their mirror images above it (the complemented tests).
 
+Every public function checks concrete arguments (error rates and priors in [0, 1], ε ≥ 0 with
++inf allowed, no NaN: ``ValueError`` naming the argument), then calls its unvalidated
+``jax.numpy`` core ``_<name>``; inside ``jax.jit``/``jax.vmap``/``jax.grad`` the checks are
+skipped and the core just computes.
+
 References:
   Yıldırım & Khosla, "Bayesian Membership Privacy for Graph Neural Networks", arXiv 2606.04069.
   Kairouz, Oh & Viswanath, "The composition theorem for differential privacy", ICML 2015,
@@ -27,7 +32,16 @@ References:
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 from jax.nn import sigmoid
+
+from jaxaudit._validation import (
+    check_nonnegative,
+    check_nonnegative_finite,
+    check_numeric,
+    check_probability,
+    is_traced,
+)
 
 __all__ = [
     "bayes_optimal_errors",
@@ -59,9 +73,27 @@ def _check_side(side: str) -> None:
         raise ValueError(f"side must be one of {_SIDES}, got {side!r}")
 
 
-def _orient(alpha, beta, null: str):
+#: Error rates and probabilities computed as sums (a ROC's cumulative masses, p0 @ K) may leave
+#: [0, 1] by round-off; within this slack they are accepted (and used as given).
+_ROUND_OFF = 1e-6
+
+
+def _check_rate(name: str, value) -> None:
+    """A probability in [0, 1] up to round-off (_ROUND_OFF); NaN refused. Skipped when traced."""
+    if is_traced(value):
+        return
+    arr = check_numeric(name, value)
+    clipped = np.clip(arr, 0.0, 1.0)
+    check_probability(name, np.where(np.abs(arr - clipped) <= _ROUND_OFF, clipped, arr))
+
+
+def _check_null(null: str) -> None:
     if null not in _NULLS:
         raise ValueError(f"null must be one of {_NULLS}, got {null!r}")
+
+
+def _orient(alpha, beta, null: str):
+    _check_null(null)
     return (alpha, beta) if null == "non-member" else (beta, alpha)
 
 
@@ -85,6 +117,19 @@ def region_contains(alpha, beta, eps_l, eps_r, *, side: str = "both", null: str 
     Returns:
       Boolean array, broadcast over the inputs.
     """
+    _check_null(null)
+    _check_side(side)
+    _check_rate("alpha", alpha)
+    _check_rate("beta", beta)
+    check_nonnegative("eps_l", eps_l)
+    check_nonnegative("eps_r", eps_r)
+    check_nonnegative_finite("atol", atol)
+    return _region_contains(alpha, beta, eps_l, eps_r, side=side, null=null, atol=atol)
+
+
+def _region_contains(alpha, beta, eps_l, eps_r, *, side: str = "both", null: str = "non-member",
+                     atol: float = 0.0):
+    """Unvalidated, traceable core of :func:`region_contains`."""
     _check_side(side)
     alpha, beta = _orient(jnp.asarray(alpha), jnp.asarray(beta), null)
     er, el = jnp.exp(jnp.asarray(eps_r)), jnp.exp(jnp.asarray(eps_l))
@@ -117,6 +162,14 @@ def region_area(eps_l, eps_r, *, side: str = "both"):
       0.46211...
     """
     _check_side(side)
+    check_nonnegative("eps_l", eps_l)
+    check_nonnegative("eps_r", eps_r)
+    return _region_area(eps_l, eps_r, side=side)
+
+
+def _region_area(eps_l, eps_r, *, side: str = "both"):
+    """Unvalidated, traceable core of :func:`region_area`."""
+    _check_side(side)
     eps_l, eps_r = jnp.asarray(eps_l), jnp.asarray(eps_r)
     if side == "right":
         return -jnp.expm1(-eps_r)
@@ -135,6 +188,14 @@ def region_corner(eps_l, eps_r, *, null: str = "non-member"):
     Returns:
       (alpha_star, beta_star) (swapped under ``null="member"``).
     """
+    _check_null(null)
+    check_nonnegative("eps_l", eps_l)
+    check_nonnegative("eps_r", eps_r)
+    return _region_corner(eps_l, eps_r, null=null)
+
+
+def _region_corner(eps_l, eps_r, *, null: str = "non-member"):
+    """Unvalidated, traceable core of :func:`region_corner`."""
     eps_l, eps_r = jnp.asarray(eps_l), jnp.asarray(eps_r)
     den = -jnp.expm1(-(eps_l + eps_r))  # 1 − e^{−ε_L−ε_R}
     a = _safe_ratio(jnp.exp(-eps_r) * -jnp.expm1(-eps_l), den, 0.5)
@@ -147,6 +208,14 @@ def tradeoff_curve(alpha, eps_l, eps_r):
 
     β_min(α) = max(1 − e^{ε_R} α, (1 − α) e^{−ε_L}, 0).
     """
+    _check_rate("alpha", alpha)
+    check_nonnegative("eps_l", eps_l)
+    check_nonnegative("eps_r", eps_r)
+    return _tradeoff_curve(alpha, eps_l, eps_r)
+
+
+def _tradeoff_curve(alpha, eps_l, eps_r):
+    """Unvalidated, traceable core of :func:`tradeoff_curve`."""
     alpha = jnp.asarray(alpha)
     return jnp.maximum(jnp.maximum(1 - jnp.exp(eps_r) * alpha, (1 - alpha) * jnp.exp(-eps_l)), 0.0)
 
@@ -161,6 +230,14 @@ def epsilons_from_errors(alpha, beta, *, null: str = "non-member"):
     Returns:
       (eps_l, eps_r) in the library's convention.
     """
+    _check_null(null)
+    _check_rate("alpha", alpha)
+    _check_rate("beta", beta)
+    return _epsilons_from_errors(alpha, beta, null=null)
+
+
+def _epsilons_from_errors(alpha, beta, *, null: str = "non-member"):
+    """Unvalidated, traceable core of :func:`epsilons_from_errors`."""
     alpha, beta = _orient(jnp.asarray(alpha), jnp.asarray(beta), null)
     def log_ratio(num, den):  # log(num/den); 0/0 (a trivial test) carries no information
         return jnp.where(num > 0, jnp.log(num) - jnp.log(den), -jnp.inf)
@@ -173,19 +250,41 @@ def epsilons_from_errors(alpha, beta, *, null: str = "non-member"):
 
 def epsilons_from_roc(fpr, fnr, *, null: str = "non-member"):
     """Sup over the operating points of a ROC curve (last axis) of :func:`epsilons_from_errors`."""
-    eps_l, eps_r = epsilons_from_errors(fpr, fnr, null=null)
+    _check_null(null)
+    _check_rate("fpr", fpr)
+    _check_rate("fnr", fnr)
+    return _epsilons_from_roc(fpr, fnr, null=null)
+
+
+def _epsilons_from_roc(fpr, fnr, *, null: str = "non-member"):
+    """Unvalidated, traceable core of :func:`epsilons_from_roc`."""
+    eps_l, eps_r = _epsilons_from_errors(fpr, fnr, null=null)
     return jnp.max(eps_l, axis=-1), jnp.max(eps_r, axis=-1)
 
 
 def mp_epsilon(alpha, beta, *, null: str = "non-member"):
     """Symmetric membership-privacy (pure ε-DP region) baseline: the smallest ε with
     (α, β) ∈ R(ε, ε), i.e. max(ε_L, ε_R) of :func:`epsilons_from_errors` (so ε_MP ≥ both)."""
-    eps_l, eps_r = epsilons_from_errors(alpha, beta, null=null)
+    _check_null(null)
+    _check_rate("alpha", alpha)
+    _check_rate("beta", beta)
+    return _mp_epsilon(alpha, beta, null=null)
+
+
+def _mp_epsilon(alpha, beta, *, null: str = "non-member"):
+    """Unvalidated, traceable core of :func:`mp_epsilon`."""
+    eps_l, eps_r = _epsilons_from_errors(alpha, beta, null=null)
     return jnp.maximum(eps_l, eps_r)
 
 
 def mp_region_area(eps):
     """Area of the symmetric region R(ε, ε): (e^ε − 1)/(e^ε + 1) = tanh(ε/2)."""
+    check_nonnegative("eps", eps)
+    return _mp_region_area(eps)
+
+
+def _mp_region_area(eps):
+    """Unvalidated, traceable core of :func:`mp_region_area`."""
     return jnp.tanh(jnp.asarray(eps) / 2)
 
 
@@ -195,28 +294,66 @@ def posterior_interval(eta, eps_l, eps_r):
     η e^{−ε_L}/(η e^{−ε_L} + 1 − η) ≤ π_i(1|w) ≤ η e^{ε_R}/(η e^{ε_R} + 1 − η), i.e. the posterior
     log-odds lie within [logit η − ε_L, logit η + ε_R].
     """
+    _check_rate("eta", eta)
+    check_nonnegative("eps_l", eps_l)
+    check_nonnegative("eps_r", eps_r)
+    return _posterior_interval(eta, eps_l, eps_r)
+
+
+def _posterior_interval(eta, eps_l, eps_r):
+    """Unvalidated, traceable core of :func:`posterior_interval`."""
     logit_eta = jnp.log(eta) - jnp.log1p(-jnp.asarray(eta))
     return sigmoid(logit_eta - eps_l), sigmoid(logit_eta + eps_r)
 
 
 def precision_bound(eta, eps_r):
     """BMP-R in posterior coordinates: precision ≤ η e^{ε_R}/(1 − η + η e^{ε_R})."""
-    return posterior_interval(eta, 0.0, eps_r)[1]
+    _check_rate("eta", eta)
+    check_nonnegative("eps_r", eps_r)
+    return _precision_bound(eta, eps_r)
+
+
+def _precision_bound(eta, eps_r):
+    """Unvalidated, traceable core of :func:`precision_bound`."""
+    return _posterior_interval(eta, 0.0, eps_r)[1]
 
 
 def npv_bound(eta, eps_l):
     """BMP-L in posterior coordinates: NPV ≤ (1 − η) e^{ε_L}/((1 − η) e^{ε_L} + η)."""
-    return posterior_interval(1 - jnp.asarray(eta), 0.0, eps_l)[1]
+    _check_rate("eta", eta)
+    check_nonnegative("eps_l", eps_l)
+    return _npv_bound(eta, eps_l)
+
+
+def _npv_bound(eta, eps_l):
+    """Unvalidated, traceable core of :func:`npv_bound`."""
+    return _posterior_interval(1 - jnp.asarray(eta), 0.0, eps_l)[1]
 
 
 def to_joint(alpha, beta, eta):
     """(α, β) → joint coordinates a = (1 − η) α = Pr(declare member, non-member),
     b = η β = Pr(declare non-member, member); R_η is the image of R under this map."""
+    _check_rate("alpha", alpha)
+    _check_rate("beta", beta)
+    _check_rate("eta", eta)
+    return _to_joint(alpha, beta, eta)
+
+
+def _to_joint(alpha, beta, eta):
+    """Unvalidated, traceable core of :func:`to_joint`."""
     return (1 - jnp.asarray(eta)) * alpha, jnp.asarray(eta) * beta
 
 
 def from_joint(a, b, eta):
     """Inverse of :func:`to_joint`: (a, b) → (a/(1 − η), b/η)."""
+    _check_rate("a", a)
+    _check_rate("b", b)
+    _check_rate("eta", eta)
+    return _from_joint(a, b, eta)
+
+
+def _from_joint(a, b, eta):
+    """Unvalidated, traceable core of :func:`from_joint`."""
     return a / (1 - jnp.asarray(eta)), b / jnp.asarray(eta)
 
 
@@ -225,6 +362,14 @@ def to_posterior_coordinates(alpha, beta, eta):
 
     precision = η(1 − β)/(η(1 − β) + (1 − η) α); FOR = η β/(η β + (1 − η)(1 − α)).
     """
+    _check_rate("alpha", alpha)
+    _check_rate("beta", beta)
+    _check_rate("eta", eta)
+    return _to_posterior_coordinates(alpha, beta, eta)
+
+
+def _to_posterior_coordinates(alpha, beta, eta):
+    """Unvalidated, traceable core of :func:`to_posterior_coordinates`."""
     eta = jnp.asarray(eta)
     tp, fp = eta * (1 - beta), (1 - eta) * alpha
     fn, tn = eta * beta, (1 - eta) * (1 - alpha)
@@ -234,6 +379,15 @@ def to_posterior_coordinates(alpha, beta, eta):
 def compose(eps_l1, eps_r1, eps_l2, eps_r2):
     """Composition of two rounds whose outputs are conditionally independent given M_i (fresh
     samples each round): (ε_L1 + ε_L2, ε_R1 + ε_R2)."""
+    check_nonnegative("eps_l1", eps_l1)
+    check_nonnegative("eps_r1", eps_r1)
+    check_nonnegative("eps_l2", eps_l2)
+    check_nonnegative("eps_r2", eps_r2)
+    return _compose(eps_l1, eps_r1, eps_l2, eps_r2)
+
+
+def _compose(eps_l1, eps_r1, eps_l2, eps_r2):
+    """Unvalidated, traceable core of :func:`compose`."""
     return jnp.asarray(eps_l1) + eps_l2, jnp.asarray(eps_r1) + eps_r2
 
 
@@ -241,6 +395,15 @@ def compose_with_sampling(eps_l_phi, eps_r_phi, c_l, c_r):
     """Prior bound (a): a node-level (ε_L^Φ, ε_R^Φ)-private trainer given S_{−i} run on a sample
     with sampling leakage (c_L, c_R) is (ε_L^Φ + c_L, ε_R^Φ + c_R)-BMP (also BMP ∘ MP, and a
     shared-sample composition at the BMDP level followed by adding c once)."""
+    check_nonnegative("eps_l_phi", eps_l_phi)
+    check_nonnegative("eps_r_phi", eps_r_phi)
+    check_nonnegative("c_l", c_l)
+    check_nonnegative("c_r", c_r)
+    return _compose_with_sampling(eps_l_phi, eps_r_phi, c_l, c_r)
+
+
+def _compose_with_sampling(eps_l_phi, eps_r_phi, c_l, c_r):
+    """Unvalidated, traceable core of :func:`compose_with_sampling`."""
     return jnp.asarray(eps_l_phi) + c_l, jnp.asarray(eps_r_phi) + c_r
 
 
@@ -251,6 +414,13 @@ def finite_mechanism_epsilons(p0, p1, *, axis: int = -1):
     mass (+inf when the supports differ). Post-processing by any kernel K can only shrink both:
     ``finite_mechanism_epsilons(p0 @ K, p1 @ K)`` is componentwise ≤.
     """
+    _check_rate("p0", p0)
+    _check_rate("p1", p1)
+    return _finite_mechanism_epsilons(p0, p1, axis=axis)
+
+
+def _finite_mechanism_epsilons(p0, p1, *, axis: int = -1):
+    """Unvalidated, traceable core of :func:`finite_mechanism_epsilons`."""
     p0, p1 = jnp.asarray(p0), jnp.asarray(p1)
     lr = jnp.log(p1) - jnp.log(p0)
     keep = (p0 > 0) | (p1 > 0)
@@ -264,6 +434,14 @@ def bayes_optimal_errors(p0, p1, eta):
 
     Declares "member" iff η p_1(w) > (1 − η) p_0(w) (equivalently B_i(w) > (1 − η)/η).
     """
+    _check_rate("p0", p0)
+    _check_rate("p1", p1)
+    _check_rate("eta", eta)
+    return _bayes_optimal_errors(p0, p1, eta)
+
+
+def _bayes_optimal_errors(p0, p1, eta):
+    """Unvalidated, traceable core of :func:`bayes_optimal_errors`."""
     p0, p1 = jnp.asarray(p0), jnp.asarray(p1)
     eta = jnp.expand_dims(jnp.asarray(eta), -1)
     member = eta * p1 > (1 - eta) * p0

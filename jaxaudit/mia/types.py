@@ -7,7 +7,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from jaxaudit._validation import check_finite, check_nonnegative, check_positive
+from jaxaudit._validation import check_finite, check_nonnegative, check_positive, is_traced
 
 __all__ = ["ErrorCounts", "validate_counts"]
 
@@ -33,12 +33,20 @@ class ErrorCounts(NamedTuple):
 
 def validate_counts(counts: ErrorCounts | tuple) -> ErrorCounts:
     """Check an ``ErrorCounts`` (non-negative integers, fp ≤ n0, fn ≤ n1, n0, n1 ≥ 1, same shape)
-    and return it as float arrays. Raises ``ValueError`` naming the field."""
+    and return it as float arrays. Raises ``ValueError`` naming the field.
+
+    Under ``jax.jit``/``jax.vmap`` (any field traced) only the structure and the shapes are
+    checked, and the counts are returned as they are."""
     if not isinstance(counts, ErrorCounts):
         if isinstance(counts, tuple | list) and len(counts) == 4:
             counts = ErrorCounts(*counts)
         else:
             raise ValueError(f"counts must be an ErrorCounts(fp, n0, fn, n1), got {type(counts)}")
+    if is_traced(*counts):
+        shapes = [np.shape(c) for c in counts]
+        if len(set(shapes)) != 1:
+            raise ValueError(f"counts fields must share one shape, got {shapes}")
+        return counts
     arrays = {}
     for name in ErrorCounts._fields:
         arr = check_nonnegative(f"counts.{name}", check_finite(f"counts.{name}",

@@ -157,3 +157,38 @@ def test_inverse_above_diagonal_and_bad_input():
         bmp.region_contains(0.1, 0.1, 1.0, 1.0, side="up")
     with pytest.raises(ValueError, match="null"):
         bmp.epsilons_from_errors(0.1, 0.1, null="x")
+
+
+@pytest.mark.parametrize("alpha,beta", [(1.5, 0.0), (0.2, -0.1), (np.nan, 0.1), (0.1, 1.0 + 1e-3)])
+def test_inverse_refuses_error_rates_outside_unit_interval(alpha, beta):
+    """Hostile: epsilons_from_errors(1.5, 0) returned a finite ε (no such test exists)."""
+    with pytest.raises(ValueError, match="alpha|beta"):
+        bmp.epsilons_from_errors(alpha, beta)
+    with pytest.raises(ValueError, match="alpha|beta"):
+        bmp.mp_epsilon(alpha, beta)
+    with pytest.raises(ValueError, match="fpr|fnr"):
+        bmp.epsilons_from_roc(np.array([alpha]), np.array([beta]))
+
+
+@pytest.mark.parametrize("bad", [np.nan, -0.5])
+def test_area_and_corner_refuse_nan_and_negative_eps(bad):
+    """Hostile: region_area(nan) returned 0, as for a perfectly private learner."""
+    with pytest.raises(ValueError, match="eps_l"):
+        bmp.region_area(bad, 1.0)
+    with pytest.raises(ValueError, match="eps_r"):
+        bmp.region_area(1.0, bad)
+    with pytest.raises(ValueError, match="eps"):
+        bmp.mp_region_area(bad)
+    with pytest.raises(ValueError, match="eps_l"):
+        bmp.region_corner(bad, 1.0)
+    with pytest.raises(ValueError, match="eps_r"):
+        bmp.tradeoff_curve(0.1, 1.0, bad)
+    with pytest.raises(ValueError, match="eta"):
+        bmp.posterior_interval(1.2, 1.0, 1.0)
+
+
+def test_round_off_above_one_is_accepted():
+    # a ROC's cumulative mass may end at 1 + 1 ulp: accepted as 1 (not a hostile input)
+    # (α = 1, β = 0.3): its complement (α, β) = (0, 0.7) certifies ε_L = log(1/0.7), ε_R = inf
+    el, er = bmp.epsilons_from_errors(np.nextafter(1.0, 2.0), 0.3)
+    assert float(el) == pytest.approx(-np.log(0.7), rel=1e-6) and float(er) == np.inf
