@@ -1,7 +1,9 @@
 """``jaxaudit attack``: run folders that resume, tables with successes/baseline/bound, report."""
 
 import json
+import math
 
+import numpy as np
 import pytest
 
 from jaxaudit.cli.attack import SCORINGS
@@ -68,3 +70,74 @@ def test_attack_marginals_bad_input(tmp_path, capsys, bad):
     argv = ["attack", "marginals", "--out", str(tmp_path / "x"), "--quiet", *bad]
     assert main(argv) == 2
     assert "error" in capsys.readouterr().err
+
+
+def test_level_names_are_safe_exact_and_distinct():
+    """Issue 24 (3): ε = 10^6 gave the invalid chunk name 'eps_1e+06', and 2 and 2.0000001
+    shared 'eps_2' (one run reported under both). Names must be valid chunk names, one per
+    distinct value, and the printed level must read back as the same float."""
+    from jaxaudit.cli.attack import _level_name, _level_text
+    from jaxaudit.runs.rundir import _CHUNK_NAME
+
+    values = [1e6, 1e-5, 2.0, 2.0000001, 2.0000000000000004, 0.1, 1 / 3, 1e300, 5e-324,
+              123456789.0, 1e16, 1e16 + 2, 1e-300, math.inf, 7.5, 75.0]
+    names = [f"eps_{_level_name(v)}_seed_0" for v in values]
+    assert all(_CHUNK_NAME.match(n) for n in names), names
+    assert len(set(names)) == len(values)
+    for v in values:
+        assert float(_level_text(v)) == v
+    # the names of existing run folders are kept
+    assert [_level_name(v) for v in (2.0, 0.1, 1e-5, math.inf)] == ["2", "0p1", "1em05", "inf"]
+
+
+@pytest.mark.slow
+def test_attack_marginals_close_and_huge_levels(tmp_path):
+    """2 and 2.0000001 are two runs reported under their own values; ρ = 10^6 runs."""
+    out = tmp_path / "m"
+    argv = ["attack", "marginals", "--rhos", "2,2.0000001,1e6", "--num-targets", "10",
+            "--attributes", "age,educ,religious", "--hidden", "religious", "--out", str(out),
+            "--quiet"]
+    assert main(argv) == 0
+    rows = json.loads((out / "table.json").read_text())
+    assert [r["rho"] for r in rows] == [2.0, 2.0000001, 1e6]
+    assert rows[0]["epsilon"] < rows[1]["epsilon"] < rows[2]["epsilon"]
+    assert "| 2.0000001 |" in (out / "summary.md").read_text()
+    assert sorted(load_results(out).chunks) == ["rho_1e06_seed_0", "rho_2_seed_0",
+                                               "rho_2p0000001_seed_0"]
+
+
+def test_cli_limits_match_library():
+    from jaxaudit.attacks.marginals import MAX_MEMORY_BYTES
+    from jaxaudit.attacks.privacy import MAX_DPSGD_EPSILON
+    from jaxaudit.cli import attack
+
+    assert attack.MAX_EPSILON == MAX_DPSGD_EPSILON
+    assert attack.MARGINALS_MAX_GIB * 2**30 == MAX_MEMORY_BYTES
+
+
+def test_help_states_the_limits(capsys):
+    for command, needles in ((["attack", "secrets"], ["at most 1000", "(0, 1]", "at most 100 ",
+                                                      "GiB"]),
+                             (["attack", "marginals"], ["at most 1000", "GiB"])):
+        assert main([*command, "--help"]) == 0
+        text = " ".join(capsys.readouterr().out.split())
+        for needle in needles:
+            assert needle in text, (command, needle)
+
+
+def test_discard_new_run_keeps_finished_chunks(tmp_path):
+    """A run folder this command created and whose first chunk failed is removed (so the
+    corrected command may reuse --out); one holding a finished chunk or made before is kept."""
+    from jaxaudit.cli.shadow import discard_new_run
+    from jaxaudit.runs import RunDir
+
+    fresh = RunDir.open(tmp_path / "fresh", kind="x", config={"a": 1})
+    discard_new_run(fresh.path, existed=False)
+    assert not fresh.path.exists()
+    done = RunDir.open(tmp_path / "done", kind="x", config={"a": 1})
+    done.save_chunk("c0", {"v": np.zeros(2)})
+    discard_new_run(done.path, existed=False)
+    assert (done.path / "manifest.json").exists() and done.has_chunk("c0")
+    older = RunDir.open(tmp_path / "older", kind="x", config={"a": 1})
+    discard_new_run(older.path, existed=True)
+    assert (older.path / "manifest.json").exists()

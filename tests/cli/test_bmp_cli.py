@@ -131,3 +131,16 @@ def test_html_report_shows_certified_and_bayesian_columns(report):
                    "bayes_eps_r_q50", "mp_eps_q50"):
         assert f"<th>{column}</th>" in top
     assert '<a href="nodes.csv">full table: nodes.csv' in text
+
+
+def test_compare_folder_read_before_work(report):
+    """Issue 24 (5): --compare is parsed (manifest and nodes.csv) before the audit; a valid
+    report gives its posterior medians (NaN where it has none) and its sampler."""
+    from jaxaudit.cli.bmp import _read_compare
+
+    values, label = _read_compare(report)
+    rows = list(csv.DictReader((report / "nodes.csv").open()))
+    want = np.array([float(r["bayes_eps_r_q50"]) if r["bayes_eps_r_q50"] else np.nan
+                     for r in rows])
+    np.testing.assert_array_equal(values, want)
+    assert label == "uniform"

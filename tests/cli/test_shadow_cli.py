@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from jaxaudit.cli.main import main
 from jaxaudit.runs import load_results
@@ -46,3 +47,33 @@ def test_shadow_cli_bad_ratio(tmp_path, capsys):
     bad = [a if a != "0.5" else "1.5" for a in ARGS]
     assert main(bad + ["--out", str(tmp_path / "x")]) == 2
     assert "--ratio" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_shadow_diverged_training_refused_before_saving(tmp_path, capsys):
+    """Issue 24 (6): --learning-rate 1e30 saved NaN chunks, then failed without naming the
+    cause. Now nothing is saved, the error names --learning-rate and the divergence, and the
+    corrected command can use the same folder."""
+    out = tmp_path / "run"
+    tiny = ["shadow", "--dataset", "csbm", "--csbm-nodes", "60", "--models", "2", "--epochs", "1",
+            "--quiet", "--out", str(out)]
+    assert main([*tiny, "--learning-rate", "1e30"]) == 2
+    err = capsys.readouterr().err
+    assert "diverged" in err and "--learning-rate" in err and "Traceback" not in err
+    assert not out.exists()
+    assert main(tiny) == 0
+    scores = load_results(out).chunks["chunk_00000"]["scores"]
+    assert np.isfinite(scores).all()
+
+
+def test_non_finite_scores_name_the_learning_rate():
+    """The library check behind the command's: one diverged model of three is refused."""
+    from jaxaudit.graph.shadow_models import _check_trained
+
+    ok = np.zeros((3, 4), np.float32)
+    _check_trained(ok, 0.01, 5e-4)
+    for bad in (np.nan, np.inf, -np.inf):
+        scores = ok.copy()
+        scores[1, 2] = bad
+        with pytest.raises(ValueError, match=r"1 of 3 shadow models .*learning_rate=1e\+30"):
+            _check_trained(scores, 1e30, 5e-4)
