@@ -246,8 +246,7 @@ def _calibrate_rdp(epsilon, delta, steps, q, orders, num_terms):
         ok = eps_of(mid) <= epsilon
         return jnp.where(ok, lo, mid), jnp.where(ok, mid, hi)
 
-    lo_ok = eps_of(lo) <= epsilon
-    hi_ok = eps_of(hi) <= epsilon
+    lo_ok, hi_ok = eps_of(jnp.stack([lo, hi])[:, None]) <= epsilon  # one evaluation, two σ
     _, hi_end = jax.lax.fori_loop(0, _BISECTIONS, halve, (lo, hi))
     return jnp.where(lo_ok, jnp.exp(lo), jnp.where(hi_ok, jnp.exp(hi_end), jnp.inf))
 
