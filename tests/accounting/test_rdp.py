@@ -1,6 +1,8 @@
 """Tests of the public accounting functions (jaxaudit.accounting): our RDP against
 dp_accounting where dp_accounting is exact (integer orders, q = 1, the (ε, δ) conversion rule)."""
 
+import logging
+
 import dp_accounting
 import numpy as np
 import pytest
@@ -116,3 +118,31 @@ def test_pld_calibration_is_the_tight_gaussian_value(epsilon, mu):
 def test_unknown_accountant_is_refused():
     with pytest.raises(ValueError, match="accountant"):
         noise_for_epsilon(1.0, 1e-5, 10, 1.0, accountant="prv")
+
+
+def test_no_absl_warnings_reach_the_user(caplog, capfd):
+    # dp_accounting's fractional orders at q = 0.5, σ = 2.62 used to log ~24 "Excluding this
+    # order" warnings through absl; our RDP does not call it, and the PLD path is silenced.
+    from jaxaudit.accounting import DEFAULT_ORDERS
+
+    caplog.set_level(logging.DEBUG)
+    eps = rdp_epsilons(noise_multiplier=2.62, sampling_rate=0.5, steps=100, orders=DEFAULT_ORDERS)
+    assert np.all(np.isfinite(eps))
+    epsilon_for_delta(noise_multiplier=2.62, sampling_rate=0.5, steps=100, delta=1e-5)
+    captured = capfd.readouterr()
+    assert "Excluding" not in caplog.text + captured.out + captured.err
+
+
+def test_quiet_absl_silences_warnings_and_restores_verbosity(caplog):
+    from absl import logging as absl_logging
+
+    from jaxaudit.accounting.rdp import _quiet_absl
+
+    before = absl_logging.get_verbosity()
+    caplog.set_level(logging.DEBUG)
+    with _quiet_absl():
+        absl_logging.warning("Excluding this order from the epsilon computation.")
+    assert "Excluding" not in caplog.text
+    assert absl_logging.get_verbosity() == before
+    absl_logging.warning("Excluding (outside the scope)")
+    assert "Excluding (outside the scope)" in caplog.text
