@@ -460,7 +460,8 @@ def binned_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, alpha:
       alpha: order α > 1, or a 1-D array of orders (the partition is chosen per order).
       bins: number of bins k ≥ 2, or a 1-D int array of candidates (the one with the best bound
         on the selection split is used, per order); at most the number of scores of the smaller
-        world (memory stays linear in k: the dual grid is evaluated in chunks). k = 2 uses the best threshold; k ≥ 3 the
+        world, else ValueError (memory stays linear in k: the dual grid is evaluated in
+        chunks). The default candidates above that number are skipped. k = 2 uses the best threshold; k ≥ 3 the
         k-quantiles of the pooled selection scores (fewer bins when scores tie).
       significance: total failure probability in (0, 1).
       selection_fraction: fraction of each world used to choose the partition, in (0, 1).
@@ -482,7 +483,10 @@ def binned_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, alpha:
     out_scores = check_score_vector("out_scores", out_scores)
     alphas = check_finite("alpha", alpha)
     check_orders("alpha", alphas)  # a scalar keeps its 0-d shape (and a scalar result)
-    candidates = _check_bins(bins, min(in_scores.size, out_scores.size))
+    n_scores = min(in_scores.size, out_scores.size)
+    if bins is DEFAULT_BINS:   # the library's default: only the candidates the data allow
+        bins = tuple(k for k in DEFAULT_BINS if k <= n_scores)
+    candidates = _check_bins(bins, n_scores)
     significance = float(check_probability("significance", significance, open_low=True,
                                            open_high=True))
     selection_fraction = float(check_probability("selection_fraction", selection_fraction,

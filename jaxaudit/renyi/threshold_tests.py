@@ -550,10 +550,27 @@ def _binary_renyi(p, q, alpha):
 
 
 def _binary_renyi_np(p, q, alpha) -> np.ndarray:
-    """:func:`_binary_renyi` in float64 on concrete values (host side, no validation)."""
-    with jax.enable_x64(True):
-        return np.asarray(_binary_renyi(*(jnp.asarray(np.asarray(v, np.float64))
-                                          for v in (p, q, alpha))))
+    """:func:`_binary_renyi` in float64 numpy on concrete values (host side, no validation).
+
+    The same formulas line by line; numpy rather than the jnp core under x64 because the
+    threshold searches call it on arrays of data-dependent sizes, and every new size would
+    compile every jnp primitive again (tests/composition/test_renyi.py checks that they agree).
+    """
+    p, q = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
+    alpha = np.asarray(alpha, dtype=np.float64)
+    is_one, is_inf = alpha == 1, np.isinf(alpha)
+    a = np.where(is_one | is_inf, 2.0, alpha)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t1 = special.xlogy(a, p) + special.xlogy(1.0 - a, q)
+        t2 = special.xlogy(a, 1.0 - p) + special.xlogy(1.0 - a, 1.0 - q)
+        t1 = np.where(p == 0, -np.inf, t1)
+        t2 = np.where(p == 1, -np.inf, t2)
+        general = np.logaddexp(t1, t2) / (a - 1.0)
+        kl = (special.xlogy(p, p) - special.xlogy(p, q) + special.xlogy(1.0 - p, 1.0 - p)
+              - special.xlogy(1.0 - p, 1.0 - q))
+        r1 = np.where(p > 0, np.log(p) - np.log(q), -np.inf)
+        r2 = np.where(p < 1, np.log1p(-p) - np.log1p(-q), -np.inf)
+    return np.asarray(np.where(is_one, kl, np.where(is_inf, np.maximum(r1, r2), general)))
 
 
 def binary_renyi(p: ArrayLike, q: ArrayLike, alpha: ArrayLike):

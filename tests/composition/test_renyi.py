@@ -85,6 +85,15 @@ def test_binary_renyi_composes():
                                                          for j in range(3))), x)
             assert float(grad) == pytest.approx(ref, rel=1e-6)
     _no_callback(renyi.binary_renyi, p, q, 2.0)
+    # the host-side float64 numpy path (eager calls) equals the traced core under x64, edges too
+    rng = np.random.default_rng(0)
+    ps = np.r_[rng.random(20), 0.0, 1.0, 0.0, 1.0, 0.3]
+    qs = np.r_[rng.random(20), 0.0, 1.0, 1.0, 0.0, 0.0]
+    with jax.enable_x64(True):
+        traced = jax.jit(jax.vmap(renyi.binary_renyi, in_axes=(0, 0, None)))
+        for a in (1.0, 1.5, 30.0, np.inf):
+            np.testing.assert_allclose(renyi.binary_renyi(ps, qs, a), traced(ps, qs, a),
+                                       rtol=1e-12)
 
 
 # ----------------------------------------------------------------------------------------------
