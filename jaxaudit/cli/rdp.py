@@ -17,20 +17,32 @@ split disjoint from D⁻ (saved as chunk ``init``), the canary is a blank image 
 ``--canary-label``; (3) R runs with and R without the canary, in chunks of
 ``--chunk`` runs per world (chunk c uses the key ``fold_in(key(seed), c)``; each finished chunk
 is saved at once, so an interrupted run resumes); (4) the audit: ``results.json`` (one record per
-order: accountant ε_α, DV point and lower bound, GDP and threshold baselines, violation flag) and
-``rdp_audit.png`` (ε_α vs α).
+order: accountant ε_α, DV point and lower bound, GDP and threshold baselines, violation flag; the
+table rows; ε at δ), ``rdp_table.json`` and ``epsilon_at_delta.json`` (the two tables as lists of
+records), ``summary.md`` (both tables in markdown, what ``jaxaudit report`` shows first) and
+``rdp_audit.png`` (ε_α vs α). Every JSON file is strict: a non-finite number (an infinite
+accountant ε_α) is written as ``null``.
 
-Scores from anywhere (Opacus, your own training code): ``--scores IN.npy OUT.npy`` skips steps
-(2)–(3) and audits the given canary scores (one 1-D float array per world, saved with
-``numpy.save``, at least 4 scores each) with the same accountant, table, ``results.json`` and
-plot; it needs ``--steps``, ``--sampling-rate`` and ``--noise-multiplier`` (or ``--epsilon`` and
-``--delta`` to calibrate σ) of that training, and ignores the training-only options::
+The table's "DV estimate" is the DV point estimate raised to the best valid lower bound of its
+order (DV or threshold-test lower bound, or 0) when it falls below it, marked ``↑bound``
+(:func:`jaxaudit.renyi.reconcile_estimate`): the DV estimate is biased downwards, and its
+"± SE(samp.)" is the held-out sampling spread given the critic, not that bias (docs/opacus.md).
+Repeated ``--orders`` are dropped.
+
+Scores from anywhere (Opacus, your own training code; docs/opacus.md): ``--scores IN.npy
+OUT.npy`` skips steps (2)–(3) and audits the given canary scores (one 1-D float array per world,
+saved with ``numpy.save``; float16 and integer scores are converted with a warning; at least
+:func:`jaxaudit.cli.rdp_steps.min_scores_per_world` scores each, 14 at ``--significance 0.05``;
+two different files) with the same accountant, table, files and plot; it needs ``--steps``,
+``--sampling-rate`` and ``--noise-multiplier`` (or ``--epsilon`` and ``--delta`` to calibrate σ)
+of that training, the same q in both worlds, and ignores the training-only options::
 
     jaxaudit rdp --scores in.npy out.npy --noise-multiplier 1.1 --sampling-rate 0.01 \\
         --steps 1000 --delta 1e-5 --orders 1.5,2,4 --out runs/rdp_opacus/
 
-The run folder's configuration holds the SHA-256 of both score files, so other files are refused
-in the same folder.
+The run folder's configuration holds the SHA-256 of both score files and every option that
+changes a number (``--accountant`` included), so other files or options are refused in the same
+folder.
 
 Every CPU core is used by default: the ``jaxaudit`` command exposes each core as a JAX CPU device
 (see :func:`jaxaudit.sharding.use_all_cpu_cores`) and the runs are sharded over them.
@@ -123,9 +135,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--data-dir", default=None,
                    help="data directory (default: $JAXAUDIT_DATA, else ~/.cache/jaxaudit)")
     p.add_argument("--scores", nargs=2, metavar=("IN", "OUT"), default=None,
-                   help="audit these canary scores (.npy, 1-D float: runs with / without the "
-                   "canary) instead of training; training-only options are ignored (default: "
-                   "train)")
+                   help="audit these canary scores (.npy saved with numpy.save, 1-D float: runs "
+                   "with / without the canary, the same sampling rate in both; docs/opacus.md) "
+                   "instead of training; training-only options are ignored (default: train)")
     p.add_argument("--out", required=True, help="run folder (created; resumed if it exists)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
