@@ -63,6 +63,11 @@ def _as_array(name: str, value) -> np.ndarray:
         raise ArgumentTypeError(f"{name} must be numeric, got {value!r}") from err
     if raw.dtype.kind == "c":
         raise ArgumentTypeError(f"{name} must be real, got the complex value {plain(value)}")
+    if raw.dtype.kind == "V":  # bfloat16 and float8 (ml_dtypes) are floats: upcast
+        import jax.numpy as jnp
+
+        if jnp.issubdtype(raw.dtype, jnp.floating):
+            return raw.astype(np.float64)
     if raw.dtype.kind not in "biuf":
         raise ArgumentTypeError(f"{name} must be numeric, got {value!r} (dtype {raw.dtype})")
     return raw.astype(np.float64)

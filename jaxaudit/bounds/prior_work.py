@@ -11,20 +11,21 @@ probability that the attack succeeds.
 * Mahloujifar–Melis–Chaudhuri one-run f-DP reconstruction audit (MMC, ICML 2025,
   arXiv:2410.22235).
 
-The single-target closed forms are pure ``jax.numpy`` (jit-able); the one-run p-value and the
-MMC recursion are small host loops in float64.
+Every bound is pure ``jax.numpy`` behind a validated entry: the single-target closed forms
+broadcast; the one-run p-value sums log-gamma binomial terms, its threshold and MMC's are
+fixed-step bisections and MMC's recursion a ``lax.fori_loop``, so all of them run inside the
+caller's ``jit``/``vmap`` (concrete calls compute in float64).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
+from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.special
-import scipy.stats
+from jax.scipy.special import gammaln, logsumexp
 from jax.scipy.stats import norm
 from jax.typing import ArrayLike
 
@@ -193,12 +194,34 @@ def _hayes(kappa, sens, sigma):
     return _gauss_shift(kappa, sens / sigma)
 
 
-def steinke_p_value(m: int, r: int, v: int, epsilon: float, delta: float = 0.0) -> float:
+def _log_binom_pmf(r: int, epsilon):
+    """log Pr[Bin(r, q) = k], k = 0..r, q = e^ε/(1 + e^ε) (0·log 0 = 0 at ε = ∞)."""
+    k = jnp.arange(r + 1, dtype=jnp.result_type(epsilon, float))
+    log_q, log_1mq = jax.nn.log_sigmoid(epsilon), jax.nn.log_sigmoid(-epsilon)
+    succ = jnp.where(k == 0, 0.0, k * log_q)
+    fail = jnp.where(k == r, 0.0, (r - k) * log_1mq)
+    return gammaln(r + 1.0) - gammaln(k + 1.0) - gammaln(r - k + 1.0) + succ + fail
+
+
+@partial(jax.jit, static_argnames="r")
+def steinke_p_value_core(m, r: int, v, epsilon, delta=0.0) -> jax.Array:
+    """The p-value of :func:`steinke_p_value` (jnp; ``r`` static, the rest may be traced)."""
+    logpmf = _log_binom_pmf(r, epsilon)
+    k = jnp.arange(r + 1)
+    beta = jnp.exp(logsumexp(jnp.where(k >= v, logpmf, -jnp.inf)))
+    # a = max_{i = 1..v} Pr[v > Bin ≥ v − i]/i = max_{k < v} Σ_{j = k}^{v−1} pmf(j) / (v − k)
+    below = jnp.cumsum(jnp.where(k < v, jnp.exp(logpmf), 0.0)[::-1])[::-1]
+    a = jnp.max(jnp.where(k < v, below / jnp.maximum(v - k, 1), 0.0))
+    return jnp.minimum(1.0, beta + a * delta * 2 * m)
+
+
+def steinke_p_value(m: int, r: int, v: int, epsilon: float, delta: float = 0.0):
     """Steinke–Nasr–Jagielski one-run p-value for v correct out of r guesses on m canaries.
 
-    Pure ε-DP: Pr[W ≥ v] ≤ β := Pr[Bin(r, q) ≥ v], q = e^ε/(1 + e^ε). Under (ε, δ)-DP
-    (their Theorem 3.1): p = min(1, β + a·δ·2m) with
-    a = max_{i = 1..v} Pr[v > Bin(r, q) ≥ v − i] / i.
+    Pure ε-DP: Pr[W ≥ v] ≤ β := Pr[Bin(r, q) ≥ v], q = e^ε/(1 + e^ε). Under (ε, δ)-DP (their
+    Theorem 3.1): p = min(1, β + a·δ·2m) with a = max_{i = 1..v} Pr[v > Bin(r, q) ≥ v − i] / i.
+    The binomial terms are exp(log-gamma) in float64, summed without cancellation. ``r`` sets a
+    shape (static); ``m``, ``v``, ε and δ may be traced (``jit``/``vmap``/``grad`` in ε, δ).
 
     Args:
       m: number of canaries (m ≥ r).
@@ -208,13 +231,16 @@ def steinke_p_value(m: int, r: int, v: int, epsilon: float, delta: float = 0.0) 
       delta: δ ∈ [0, 1).
 
     Returns:
-      The p-value (float).
+      The p-value (Python float; a JAX scalar inside ``jit``/``vmap``).
 
     Examples:
       >>> round(steinke_p_value(1000, 100, 80, 1.0), 10)
       0.0715562468
     """
-    m, r = check_integer("m", m, minimum=1), check_integer("r", r, minimum=1)
+    r = check_integer("r", r, minimum=1)
+    if is_traced(m, v, epsilon, delta):
+        return steinke_p_value_core(m, r, v, epsilon, delta)
+    m = check_integer("m", m, minimum=1)
     v = check_integer("v", v)
     if v > r:
         raise ValueError(f"v must be an integer in [0, r], got {plain(v)}")
@@ -223,22 +249,34 @@ def steinke_p_value(m: int, r: int, v: int, epsilon: float, delta: float = 0.0) 
         raise ValueError(f"r must be <= m, got r={r!r}, m={plain(m)}")
     check_nonnegative("epsilon", epsilon)
     check_probability("delta", delta, open_high=True)
-    q = float(scipy.special.expit(epsilon))  # e^ε/(1 + e^ε) without overflow for large ε
-    beta = float(scipy.stats.binom.sf(v - 1, r, q))
-    if delta == 0.0 or v == 0:
-        return min(1.0, beta)
-    pmf = scipy.stats.binom.pmf(np.arange(v - 1, -1, -1), r, q)  # pmf(v−1), pmf(v−2), …, pmf(0)
-    a = float(np.max(np.cumsum(pmf) / np.arange(1, v + 1)))
-    return min(1.0, beta + a * delta * 2 * m)
+    with jax.enable_x64(True):
+        return float(steinke_p_value_core(m, r, v, epsilon, delta))
+
+
+@partial(jax.jit, static_argnames="r")
+def steinke_threshold_core(m, r: int, epsilon, delta=0.0, gamma=0.05) -> jax.Array:
+    """The threshold of :func:`steinke_threshold` (jnp; fixed-iteration bisection on v)."""
+    def bisect(_, bracket):
+        lo, hi = bracket
+        mid = (lo + hi) // 2
+        rejects = steinke_p_value_core(m, r, mid, epsilon, delta) <= gamma
+        live = hi - lo > 1
+        return jnp.where(live & ~rejects, mid, lo), jnp.where(live & rejects, mid, hi)
+
+    # p-value(0) = 1 > γ; hi = r + 1 stands for "no v ≤ r rejects"
+    steps = (r + 2).bit_length()
+    _, hi = jax.lax.fori_loop(0, steps, bisect, (jnp.int32(0), jnp.int32(r + 1)))
+    return hi
 
 
 def steinke_threshold(m: int, r: int, epsilon: float, delta: float = 0.0,
-                      gamma: float = 0.05) -> int:
+                      gamma: float = 0.05):
     """Smallest v with :func:`steinke_p_value` ``(m, r, v, ε, δ) ≤ γ``; r + 1 if none.
 
     The number of correct guesses (of r on m canaries) from which Steinke et al.'s one-run test
     rejects ε-DP (or (ε, δ)-DP) at level γ: the one-run audit's analogue of the count bound v_γ.
-    Found by bisection on v ∈ 0..r + 1 (the p-value is non-increasing in v).
+    Found by bisection on v ∈ 0..r + 1 (the p-value is non-increasing in v), a fixed number of
+    steps, so it vmaps over ε, δ and γ (``r`` is static).
 
     Args:
       m: number of canaries (m ≥ r).
@@ -248,44 +286,62 @@ def steinke_threshold(m: int, r: int, epsilon: float, delta: float = 0.0,
       gamma: level γ ∈ (0, 1).
 
     Returns:
-      Python int in 1..r + 1.
+      Python int in 1..r + 1 (an int32 array inside ``jit``/``vmap``).
 
     Examples:
       >>> steinke_threshold(1000, 1000, 1.0)  # membership (K = 2) at ε = 1
       755
     """
     r = check_integer("r", r, minimum=1)
+    if is_traced(m, epsilon, delta, gamma):
+        return steinke_threshold_core(m, r, epsilon, delta, gamma)
     check_probability("gamma", gamma, open_low=True, open_high=True)
-    lo, hi = 0, r + 1  # p-value(0) = 1 > γ; hi = r + 1 stands for "no v ≤ r rejects"
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if steinke_p_value(m, r, mid, epsilon, delta) <= gamma:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    steinke_p_value(m, r, 0, epsilon, delta)  # validates m, ε, δ
+    with jax.enable_x64(True):
+        return int(steinke_threshold_core(m, r, float(epsilon), float(delta), float(gamma)))
 
 
-def inverse_blowup_pure(epsilon: float) -> Callable[[float], float]:
+def inverse_blowup_pure(epsilon: float) -> Callable:
     """f̄⁻¹ for ε-DP: the inverse of x ↦ min(1, e^ε x, 1 − e^{−ε}(1 − x)).
 
-    Returns y ↦ max(e^{−ε} y, 1 − e^ε (1 − y)) (clipped to [0, 1]).
+    Returns y ↦ max(e^{−ε} y, 1 − e^ε (1 − y)) (clipped to [0, 1]; 1 at y ≥ 1), a jnp function:
+    a concrete y gives a Python float (computed in float64), a traced y (inside
+    :func:`mmc_reject`'s loop, or the caller's ``jit``) a JAX scalar.
     """
     check_nonnegative("epsilon", epsilon)
-    e = math.exp(epsilon) if epsilon < 709.0 else math.inf  # e^ε overflows a float beyond
-
-    def inverse(y: float) -> float:
-        if y >= 1.0:
-            return 1.0
-        return min(1.0, max(0.0, y / e, 1.0 - e * (1.0 - y)))
-
-    return inverse
+    return partial(_float64_or_traced, _inverse_blowup_pure, epsilon)
 
 
-def inverse_blowup_gdp(mu: float) -> Callable[[float], float]:
-    """f̄⁻¹ for μ-GDP: y ↦ Φ(Φ⁻¹(y) − μ)."""
+def _inverse_blowup_pure(y, eps):
+    scaled = jnp.exp(-eps) * y
+    # 1 − e^ε(1 − y) without ∞·0 at ε = ∞, y = 1
+    upper = jnp.where(y >= 1.0, 1.0, 1.0 - jnp.exp(eps) * (1.0 - y))
+    return jnp.where(y >= 1.0, 1.0, jnp.clip(jnp.maximum(scaled, upper), 0.0, 1.0))
+
+
+def inverse_blowup_gdp(mu: float) -> Callable:
+    """f̄⁻¹ for μ-GDP: y ↦ Φ(Φ⁻¹(y) − μ) (a jnp function, as :func:`inverse_blowup_pure`)."""
     check_nonnegative("mu", mu)
-    return lambda y: float(scipy.stats.norm.cdf(scipy.stats.norm.ppf(min(max(y, 0.0), 1.0)) - mu))
+    return partial(_float64_or_traced, _inverse_blowup_gdp, mu)
+
+
+def _inverse_blowup_gdp(y, mu):
+    return norm.cdf(norm.ppf(jnp.clip(y, 0.0, 1.0)) - mu)
+
+
+def _float64_or_traced(fn, param, y):
+    if is_traced(param, y):
+        return fn(y, param)
+    with jax.enable_x64(True):
+        return float(fn(jnp.float64(y), jnp.float64(param)))
+
+
+def _captures_tracer(fn) -> bool:
+    """Whether a callable holds a traced value (a partial's arguments, a closure's cells): an
+    inverse blow-up built from a traced ε or μ inside the caller's ``vmap``."""
+    held = [getattr(fn, "args", ()), getattr(fn, "keywords", None) or {}]
+    held += [cell.cell_contents for cell in getattr(fn, "__closure__", None) or ()]
+    return is_traced(held)
 
 
 def _mmc_check(m, c_guesses, alphabet_size, tau, inverse_blowup=None):
@@ -300,8 +356,25 @@ def _mmc_check(m, c_guesses, alphabet_size, tau, inverse_blowup=None):
     check_probability("tau", tau, open_low=True, open_high=True)
 
 
+def _mmc_reject_core(m, c_guesses, c_correct, alphabet_size, inverse_blowup, tau):
+    """MMC's recursion in jnp (a ``lax.fori_loop`` over i = c − 1, …, 0)."""
+    dtype = jnp.result_type(float)
+    c, cp = jnp.asarray(c_correct), jnp.asarray(c_guesses)
+    r = tau * c / m
+    h = tau * (cp - c) / m
+
+    def step(j, state):
+        r, h = state
+        i = c - 1 - j
+        h_new = jnp.maximum(h, (alphabet_size - 1) * inverse_blowup(r))
+        return r + (i / (cp - i)) * (h_new - h), h_new
+
+    r, h = jax.lax.fori_loop(0, c, step, (jnp.asarray(r, dtype), jnp.asarray(h, dtype)))
+    return r + h > cp / m
+
+
 def mmc_reject(m: int, c_guesses: int, c_correct: int, alphabet_size: int,
-               inverse_blowup: Callable[[float], float], tau: float = 0.05) -> bool:
+               inverse_blowup: Callable, tau: float = 0.05):
     """MMC one-run reconstruction audit: does c_correct of c_guesses reject f-DP at level τ?
 
     m canaries are drawn uniformly from an alphabet of size K = ``alphabet_size``; the auditor
@@ -316,39 +389,53 @@ def mmc_reject(m: int, c_guesses: int, c_correct: int, alphabet_size: int,
       c_guesses: c′, guesses made.
       c_correct: c, correct guesses.
       alphabet_size: K ≥ 2.
-      inverse_blowup: f̄⁻¹, e.g. :func:`inverse_blowup_gdp` or :func:`inverse_blowup_pure`.
+      inverse_blowup: f̄⁻¹, a jnp function y ↦ f̄⁻¹(y), e.g. :func:`inverse_blowup_gdp` or
+        :func:`inverse_blowup_pure` (it runs inside a ``lax.fori_loop``).
       tau: level τ ∈ (0, 1).
 
     Returns:
-      True when f-DP is rejected.
+      True when f-DP is rejected (a JAX bool inside ``jit``/``vmap``; float64 when concrete).
     """
+    if is_traced(m, c_guesses, c_correct, alphabet_size, tau) or _captures_tracer(inverse_blowup):
+        return _mmc_reject_core(m, c_guesses, c_correct, alphabet_size, inverse_blowup, tau)
     _mmc_check(m, c_guesses, alphabet_size, tau, inverse_blowup)
     if check_integer("c_correct", c_correct) > c_guesses:
         raise ValueError(f"c_correct must be an integer in [0, c_guesses], got {plain(c_correct)}")
-    c, cp = int(c_correct), int(c_guesses)
-    r = tau * c / m
-    h = tau * (cp - c) / m
-    for i in range(c - 1, -1, -1):
-        h_new = max(h, (alphabet_size - 1) * inverse_blowup(r))
-        r = r + (i / (cp - i)) * (h_new - h)
-        h = h_new
-    return r + h > cp / m
+    with jax.enable_x64(True):
+        return bool(_mmc_reject_core(m, c_guesses, c_correct, alphabet_size, inverse_blowup,
+                                     tau))
+
+
+def _mmc_threshold_core(m, c_guesses, alphabet_size, inverse_blowup, tau, steps: int):
+    reject = lambda c: _mmc_reject_core(m, c_guesses, c, alphabet_size, inverse_blowup, tau)  # noqa: E731
+
+    def bisect(_, bracket):  # invariant: no rejection at lo, rejection at hi
+        lo, hi = bracket
+        mid = (lo + hi) // 2
+        rejects = reject(mid)
+        live = hi - lo > 1
+        return jnp.where(live & ~rejects, mid, lo), jnp.where(live & rejects, mid, hi)
+
+    c_guesses = jnp.asarray(c_guesses, jnp.int32)
+    _, hi = jax.lax.fori_loop(0, steps, bisect, (jnp.int32(0), c_guesses + 1))
+    return jnp.where(reject(0), 0, hi)
 
 
 def mmc_threshold(m: int, c_guesses: int, alphabet_size: int,
-                  inverse_blowup: Callable[[float], float], tau: float = 0.05) -> int:
+                  inverse_blowup: Callable, tau: float = 0.05):
     """Smallest c_correct for which :func:`mmc_reject` rejects; c_guesses + 1 if none.
 
-    Found by bisection (rejection is monotone in c_correct).
+    Found by bisection (rejection is monotone in c_correct), a fixed number of steps
+    (⌈log₂(c′ + 2)⌉, from a concrete ``c_guesses``), so it vmaps over ``tau``, ``m`` or the
+    privacy parameter inside ``inverse_blowup``.
+
+    Returns:
+      Python int (an int32 array inside ``jit``/``vmap``).
     """
+    if is_traced(m, alphabet_size, tau) or _captures_tracer(inverse_blowup):
+        steps = (check_integer("c_guesses", c_guesses, minimum=1) + 2).bit_length()
+        return _mmc_threshold_core(m, c_guesses, alphabet_size, inverse_blowup, tau, steps)
     _mmc_check(m, c_guesses, alphabet_size, tau, inverse_blowup)
-    lo, hi = 0, c_guesses + 1  # invariant: no rejection at lo (checked), rejection at hi
-    if mmc_reject(m, c_guesses, 0, alphabet_size, inverse_blowup, tau):
-        return 0
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if mmc_reject(m, c_guesses, mid, alphabet_size, inverse_blowup, tau):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    with jax.enable_x64(True):
+        return int(_mmc_threshold_core(m, c_guesses, alphabet_size, inverse_blowup, tau,
+                                       (int(c_guesses) + 2).bit_length()))

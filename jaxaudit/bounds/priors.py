@@ -7,23 +7,36 @@ unless one averages over outputs). Every function here returns either an exact p
 upper bound* on it (β is increasing in p, so an upper bound keeps the bound sound); which one is
 stated in each docstring.
 
-Host functions (numpy float64): priors are data preparation, done once outside jit.
+Concrete calls validate their arguments and return numpy float64 (priors are usually data
+preparation, done once); traced arguments (inside the caller's ``jit``/``vmap``/``grad``) go to
+the jnp formulas directly, unvalidated, so a prior can be mapped over (e.g. over π, a radius or
+a batch of distributions) or differentiated. Arguments that set shapes (``attempts``, ``axis``,
+``metric``, ``support_size``, ``threshold``) stay static, and Zipf's normaliser H_N(s) needs a
+concrete exponent (mpmath).
 """
 
 from __future__ import annotations
 
 import math
 
+import jax
+import jax.numpy as jnp
 import mpmath
 import numpy as np
 from jax.typing import ArrayLike
 
 from jaxaudit._validation import (
+    ArgumentTypeError,
+    as_scalar,
+    check_bool,
     check_choice,
+    check_finite,
     check_integer,
     check_nonnegative,
     check_positive_finite,
     check_probability,
+    is_traced,
+    plain,
 )
 from jaxaudit.bounds.poisson_binomial import poisson_binomial_tail
 
@@ -42,6 +55,8 @@ __all__ = [
 
 def _distribution(name: str, probs, axis: int = -1) -> np.ndarray:
     p = check_probability(name, probs)
+    if is_traced(p):
+        return p
     if p.ndim == 0:
         raise ValueError(f"{name} must have at least one axis, got a scalar")
     total = p.sum(axis=axis)
@@ -66,10 +81,14 @@ def membership_prior(inclusion_prob: ArrayLike, guess: ArrayLike | None = None) 
       [0.5, 0.9]
     """
     pi = check_probability("inclusion_prob", inclusion_prob)
+    xp = jnp if is_traced(pi, guess) else np
     if guess is None:
-        return np.maximum(pi, 1.0 - pi)
-    g = np.asarray(guess, dtype=bool)
-    return np.where(g, pi, 1.0 - pi)
+        return xp.maximum(pi, 1.0 - pi)
+    if not is_traced(guess):
+        guess = np.asarray(guess)
+        if guess.dtype != bool:  # "no" or 0.3 would otherwise read as True ("member")
+            raise ArgumentTypeError(f"guess must be boolean (True = member), got {plain(guess)}")
+    return xp.where(guess, pi, 1.0 - pi)
 
 
 def top_k_mass(probs: ArrayLike, attempts: int = 1, axis: int = -1) -> np.ndarray:
@@ -90,6 +109,8 @@ def top_k_mass(probs: ArrayLike, attempts: int = 1, axis: int = -1) -> np.ndarra
     p = _distribution("probs", probs, axis)
     attempts = check_integer("attempts", attempts, minimum=1)
     k = min(int(attempts), p.shape[axis])
+    if is_traced(p):
+        return jax.lax.top_k(jnp.moveaxis(p, axis, -1), k)[0].sum(axis=-1)
     part = -np.partition(-p, k - 1, axis=axis)
     return np.take(part, np.arange(k), axis=axis).sum(axis=axis)
 
@@ -121,19 +142,33 @@ def reconstruction_prior(probs: ArrayLike, attempts: int = 1) -> np.ndarray:
 _METRICS = ("l1", "l2", "linf", "hamming")
 
 
-def _distances(values: np.ndarray, centers: np.ndarray, metric: str) -> np.ndarray:
+def _distances(xp, values, centers, metric: str):
     diff = centers[:, None, :] - values[None, :, :]
     if metric == "l1":
-        return np.abs(diff).sum(-1)
+        return xp.abs(diff).sum(-1)
     if metric == "l2":
-        return np.sqrt(np.square(diff).sum(-1))
+        return xp.sqrt(xp.square(diff).sum(-1))
     if metric == "linf":
-        return np.abs(diff).max(-1)
-    return (diff != 0).sum(-1).astype(np.float64)
+        return xp.abs(diff).max(-1)
+    return (diff != 0).sum(-1).astype(diff.dtype)
+
+
+def _ball_mass(xp, x, p, z, eta, metric: str):
+    """Σ_{x: d(x, z) ≤ η} p(x) for each guess z (x: (K, d), p: (K,), z: (G, d)).
+
+    A relative slack of 1e−12 on η: points at distance exactly η must count even when the float
+    distance rounds just above it (|0.1 − 0.4| = 0.30000000000000004 > 0.3), since p has to be an
+    upper bound on the success mass; a larger p only loosens the bound."""
+    inside = _distances(xp, x, z, metric) <= eta + 1e-12 * xp.maximum(eta, 1.0)
+    return inside.astype(p.dtype) @ p
 
 
 def _support(values, probs):
-    x = np.asarray(values, dtype=np.float64)
+    # NaN or inf points have no distance to a guess: their mass would silently drop out of every
+    # ball, making p* (and every bound built on it) too small
+    x = check_finite("values", values)
+    if is_traced(x):
+        x = jnp.asarray(x)
     if x.ndim == 1:
         x = x[:, None]
     if x.ndim != 2:
@@ -166,13 +201,11 @@ def ball_mass(values: ArrayLike, probs: ArrayLike, guesses: ArrayLike, radius: A
     """
     x, p = _support(values, probs)
     check_choice("metric", metric, _METRICS)
-    check_nonnegative("radius", radius)
-    z = np.asarray(guesses, dtype=np.float64).reshape(-1, x.shape[1])
-    # A relative slack of 1e−12 on η: points at distance exactly η must count even when the
-    # float distance rounds just above it (|0.1 − 0.4| = 0.30000000000000004 > 0.3), since p
-    # has to be an upper bound on the success mass; a larger p only loosens the bound.
-    eta = float(radius)
-    return (_distances(x, z, metric) <= eta + 1e-12 * max(eta, 1.0)) @ p
+    eta = as_scalar("radius", radius)
+    check_nonnegative("radius", eta)
+    z = check_finite("guesses", guesses)
+    xp = jnp if is_traced(x, p, z, eta) else np
+    return _ball_mass(xp, x, p, xp.reshape(z, (-1, x.shape[1])), eta, metric)
 
 
 def ball_mass_sup(values: ArrayLike, probs: ArrayLike, radius: ArrayLike, metric: str = "l2",
@@ -194,8 +227,14 @@ def ball_mass_sup(values: ArrayLike, probs: ArrayLike, radius: ArrayLike, metric
       float: exact (guesses_in_support) or an upper bound on p*.
     """
     x, p = _support(values, probs)
-    r = float(check_nonnegative("radius", radius))
-    return float(ball_mass(x, p, x, r if guesses_in_support else 2.0 * r, metric).max())
+    check_choice("metric", metric, _METRICS)
+    r = as_scalar("radius", radius)
+    check_nonnegative("radius", r)
+    guesses_in_support = check_bool("guesses_in_support", guesses_in_support)
+    eta = r if guesses_in_support else 2.0 * r
+    if is_traced(x, p, r):
+        return _ball_mass(jnp, x, p, x, eta, metric).max()
+    return float(_ball_mass(np, x, p, x, eta, metric).max())
 
 
 def columns_prior(column_probs: ArrayLike, threshold: int) -> float:
@@ -216,10 +255,13 @@ def columns_prior(column_probs: ArrayLike, threshold: int) -> float:
       >>> round(columns_prior([[0.5, 0.5], [0.9, 0.1]], 2), 6)
       0.45
     """
-    modes = np.array([_distribution(f"column_probs[{j}]", c).max()
-                      for j, c in enumerate(column_probs)])
+    columns = [_distribution(f"column_probs[{j}]", c) for j, c in enumerate(column_probs)]
     threshold = check_integer("threshold", threshold, minimum=1)
-    return float(poisson_binomial_tail(modes, int(threshold), method="recursion"))
+    if is_traced(columns):
+        modes = jnp.stack([jnp.max(c) for c in columns])
+        return poisson_binomial_tail(modes, threshold, method="recursion")
+    modes = np.array([c.max() for c in columns])
+    return float(poisson_binomial_tail(modes, threshold, method="recursion"))
 
 
 def zipf_prior(exponent: float, support_size: int, ranks: ArrayLike = None) -> np.ndarray:
@@ -250,7 +292,9 @@ def zipf_prior(exponent: float, support_size: int, ranks: ArrayLike = None) -> n
             harmonic = float(mpmath.harmonic(n))
         else:
             harmonic = float(mpmath.zeta(s) - mpmath.zeta(s, n + 1))
-    r = np.arange(1, n + 1) if ranks is None else np.asarray(ranks, dtype=np.float64)
+    r = np.arange(1, n + 1) if ranks is None else check_finite("ranks", ranks)
+    if is_traced(r):
+        return jnp.exp(-s * jnp.log(r) - math.log(harmonic))
     if np.any(r < 1) or np.any(r > n) or np.any(r != np.floor(r)):
         raise ValueError(f"ranks must be integers in [1, {n}]")
     return np.exp(-s * np.log(r) - math.log(harmonic))
@@ -263,6 +307,8 @@ def uniform_prior(alphabet_size: int, attempts: int = 1) -> float:
       >>> uniform_prior(10)
       0.1
     """
+    if is_traced(alphabet_size, attempts):
+        return jnp.minimum(1.0, attempts / alphabet_size)
     alphabet_size = check_integer("alphabet_size", alphabet_size, minimum=1)
     attempts = check_integer("attempts", attempts, minimum=1)
     return min(1.0, attempts / alphabet_size)

@@ -71,8 +71,11 @@ def posterior_success(prior: ArrayLike, epsilon: ArrayLike) -> jax.Array:
 @jax.jit
 def _posterior_success(p, eps):
     p, eps = jnp.broadcast_arrays(p, eps)
-    beta = jax.nn.sigmoid(eps + safe_logit(p))
-    return jnp.where(p == 0, jnp.zeros_like(beta), jnp.where(p == 1, jnp.ones_like(beta), beta))
+    logit_p = safe_logit(p)
+    beta = jax.nn.sigmoid(eps + logit_p)
+    # p = 0 read from the logit (−inf): ``p == 0`` holds for a subnormal p when XLA flushes it
+    is_zero, is_one = logit_p == -jnp.inf, p == 1
+    return jnp.where(is_zero, jnp.zeros_like(beta), jnp.where(is_one, jnp.ones_like(beta), beta))
 
 
 def gain(prior: ArrayLike, epsilon: ArrayLike) -> jax.Array:
