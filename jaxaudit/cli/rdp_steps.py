@@ -329,7 +329,10 @@ def audit_rows(records: Sequence[Any]) -> list[dict]:
     point = np.array([r.dv_point for r in records], np.float64)
     bounds = np.array([[r.dv_lower for r in records], [r.threshold_lower for r in records],
                        [0.0] * len(records)], np.float64)
-    rec = reconcile_estimate(point, bounds)
+    # an undefined estimate or bound (NaN) is "none": the bound, or the estimate, stands alone
+    point, bounds = np.nan_to_num(point, nan=-np.inf), np.nan_to_num(bounds, nan=-np.inf)
+    with jax.enable_x64(True):  # the table's numbers in float64, as audit_dpsgd gives them
+        rec = jax.device_get(reconcile_estimate(point, bounds))
     rows = []
     for r, est, raised in zip(records, np.asarray(rec.estimate), np.asarray(rec.raised)):
         rows.append({"order": r.order, "accountant": r.accountant, "dv_point": r.dv_point,

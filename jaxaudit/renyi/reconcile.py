@@ -72,7 +72,8 @@ def reconcile_estimate(point: ArrayLike, lower_bounds: ArrayLike) -> ReconciledE
     ε̃_α = max(ε̂_α, max_j L_α^(j)) and raised_α = [max_j L_α^(j) > ε̂_α] (module docstring).
 
     Args:
-      point: point estimates ε̂, a scalar or shape (k,) (one per order).
+      point: point estimates ε̂, a scalar or shape (k,) (one per order); −inf stands for "no
+        estimate" (it is raised to the bound).
       lower_bounds: valid lower bounds, shape ``point.shape`` (one bound per order) or
         ``(m, *point.shape)`` (m bounds per order; the largest is used). −inf stands for "no
         bound"; NaN is refused.
@@ -81,7 +82,7 @@ def reconcile_estimate(point: ArrayLike, lower_bounds: ArrayLike) -> ReconciledE
       :class:`ReconciledEstimate` (estimate, raised, bound) of ``point``'s shape.
 
     Raises:
-      ValueError: NaN in either argument, ``point`` not finite, or shapes that do not match.
+      ValueError: NaN in either argument, or shapes that do not match.
 
     Example:
       >>> import jax.numpy as jnp
@@ -96,8 +97,9 @@ def reconcile_estimate(point: ArrayLike, lower_bounds: ArrayLike) -> ReconciledE
     if not is_traced(point, lower_bounds):
         p = check_numeric("point", point)
         low = check_numeric("lower_bounds", lower_bounds)
-        if not np.isfinite(p).all():
-            raise ValueError(f"point must be finite, got {p.tolist()}")
+        if np.isnan(p).any():
+            raise ValueError(f"point must not contain NaN (use -inf for 'no estimate'), got "
+                             f"{p.tolist()}")
         if np.isnan(low).any():
             raise ValueError("lower_bounds must not contain NaN (use -inf for 'no bound')")
         if low.shape != p.shape and low.shape[1:] != p.shape:

@@ -257,6 +257,12 @@ def test_dv_point_below_a_valid_bound_is_raised_and_flagged():
     assert md.count("(raised to bound)") == 2 and "not its bias" in md
     # a negative point estimate is raised to the trivial bound ε_α ≥ 0
     assert audit_rows([_record(2.0, -0.3, -1.0, 0.0)])[0]["dv_estimate"] == 0.0
+    # float64 throughout: an estimate that is not raised is the point estimate, bit for bit
+    point = 0.1234567890123
+    assert audit_rows([_record(2.0, point, 0.0, 0.1)])[0]["dv_estimate"] == point
+    # an undefined (NaN) point estimate: the best bound stands in, flagged
+    row = audit_rows([_record(2.0, float("nan"), 0.3, 0.5)])[0]
+    assert row["dv_estimate"] == 0.5 and row["raised_to_bound"]
 
 
 def test_strict_json_writes_null_for_non_finite_numbers():

@@ -26,6 +26,8 @@ def test_matches_an_elementwise_reference_never_below_any_bound():
     np.testing.assert_array_equal(np.asarray(r.estimate), expected)
     np.testing.assert_array_equal(np.asarray(r.raised), best > point)
     assert (np.asarray(r.estimate)[None] >= bounds).all() and (np.asarray(r.estimate) >= point).all()
+    # -inf is "no estimate": the bound stands in
+    np.testing.assert_array_equal(reconcile_estimate(-np.inf, 0.5).estimate, 0.5)
     # an estimate already above every bound is untouched
     assert not np.asarray(reconcile_estimate(point + 10, bounds).raised).any()
     # one bound per order (no leading axis) is the same as m = 1
