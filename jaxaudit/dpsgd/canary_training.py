@@ -33,6 +33,7 @@ from jaxaudit._validation import (
     check_nonnegative_finite,
     check_positive_finite,
     check_probability,
+    is_traced,
 )
 from jaxaudit.dpsgd.models import fast_apply
 from jaxaudit.dpsgd.private_step import _per_example_losses, make_private_step
@@ -210,7 +211,17 @@ def canary_runs(
 
     Returns:
       ``(in_scores, out_scores)``, float32 numpy arrays of shape (R,).
+
+    Raises:
+      ValueError: bad arguments, or a traced one: this is a host-side driver (it returns numpy
+        arrays); inside ``jax.jit``/``jax.vmap`` use :func:`train_run`, its traceable unit.
     """
+    for name, value in (("key", key), ("noise_multiplier", noise_multiplier),
+                        ("init_params", init_params), ("private_data", private_data),
+                        ("canary", canary)):
+        if not isinstance(value, ParamsInit) and is_traced(value):
+            raise ValueError(f"{name} is traced: canary_runs runs on the host and returns numpy "
+                             "arrays; inside jax.jit or jax.vmap call train_run (one run) instead")
     check_key("key", key)
     inputs, labels = _check(model, private_data, canary, num_runs, noise_multiplier, clip_norm, steps,
                             learning_rate, sampling_rate)
