@@ -112,8 +112,8 @@ def register(subparsers) -> None:
                         "values (default: 1,4,8,inf)")
     s.add_argument("--delta", type=float, default=1e-5, help="δ of the (ε, δ) target, in (0, 1)")
     s.add_argument("--num-secrets", type=_bounded(count, MAX_SECRETS), default=100,
-                   help=f"n users, one secret each, 2 to {MAX_SECRETS} (n x candidates at most "
-                        f"{MAX_SCORE_BYTES // _SCORE_BYTES_PER_PAIR:.3g}: "
+                   help=f"n users, one secret each, 2 to {MAX_SECRETS} (and n x candidates "
+                        f"at most {MAX_SCORE_BYTES // _SCORE_BYTES_PER_PAIR:,}: "
                         f"{MAX_SCORE_BYTES / 2**30:g} GiB of scores)")
     s.add_argument("--guesses", type=count, default=1, help="guesses per secret k")
     s.add_argument("--num-filler", type=count, default=1000,
@@ -368,7 +368,7 @@ def run_secrets(args: argparse.Namespace) -> int:
     prior = _check_secrets(args)
     config = {k: v for k, v in vars(args).items() if k not in ("func", "out", "quiet")}
     config["epsilons"] = [str(e) for e in args.epsilons]
-    existed = (Path(args.out) / "manifest.json").exists()
+    existed, had_folder = (Path(args.out) / "manifest.json").exists(), Path(args.out).exists()
     rundir = RunDir.open(args.out, kind="attack-secrets", config=config)
     plan = [(f"eps_{_level_name(e)}_seed_{s}", (e, s)) for s in range(args.seeds)
             for e in args.epsilons]
@@ -406,7 +406,7 @@ def run_secrets(args: argparse.Namespace) -> int:
         results = run_chunks(rundir, [n for n, _ in plan], compute, progress=not args.quiet,
                              desc="attack secrets")
     except ValueError:  # a diverged training: let the corrected command reuse --out
-        discard_new_run(rundir.path, existed)
+        discard_new_run(rundir.path, existed, keep_folder=had_folder)
         raise
     rows = _rows(results, plan, "epsilon_target")
     _finish(rundir, rows, "epsilon_target",

@@ -64,12 +64,13 @@ def as_flags(**names: str):
         raise ValueError(msg) from err
 
 
-def discard_new_run(path, existed: bool) -> None:
+def discard_new_run(path, existed: bool, *, keep_folder: bool = False) -> None:
     """Remove what this command wrote into a run folder it created (the manifest, the cached
     public model, an empty chunks/ folder) when no chunk was finished: the first chunk failed
     (e.g. the training diverged), and the corrected command must be able to use the same
     ``--out`` instead of being refused as a different configuration. A folder that held a run
-    before, or any finished chunk, is left alone."""
+    before (``existed``), or any finished chunk, is left alone; the folder itself is kept when
+    it existed (empty) before the command (``keep_folder``)."""
     path = Path(path)
     chunks = path / "chunks"
     if existed or (chunks.is_dir() and any(chunks.glob("*.npz"))):
@@ -79,7 +80,7 @@ def discard_new_run(path, existed: bool) -> None:
             (path / name).unlink(missing_ok=True)
         if chunks.is_dir() and not any(chunks.iterdir()):
             chunks.rmdir()
-        if not any(path.iterdir()):
+        if not keep_folder and not any(path.iterdir()):
             path.rmdir()
     except OSError:
         pass
@@ -185,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
         }[args.sampler]()
     except ValueError as err:
         raise ValueError(f"--ratio {args.ratio} (--sampler {args.sampler}): {err}") from err
-    existed = (Path(args.out) / "manifest.json").exists()
+    existed, had_folder = (Path(args.out) / "manifest.json").exists(), Path(args.out).exists()
     run_dir = RunDir.open(args.out, kind="shadow", config=_config(args))
     sizes = [min(args.chunk, args.models - start) for start in range(0, args.models, args.chunk)]
     names = [f"chunk_{c:05d}" for c in range(len(sizes))]
@@ -206,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
         results = run_chunks(run_dir, names, compute, progress=not args.quiet,
                              desc=f"shadow {args.dataset}/{args.model}")
     except ValueError:
-        discard_new_run(run_dir.path, existed)
+        discard_new_run(run_dir.path, existed, keep_folder=had_folder)
         raise
     masks = np.concatenate([results[n]["masks"] for n in names]).astype(bool)
     scores = np.concatenate([results[n]["scores"] for n in names])

@@ -141,3 +141,8 @@ def test_discard_new_run_keeps_finished_chunks(tmp_path):
     older = RunDir.open(tmp_path / "older", kind="x", config={"a": 1})
     discard_new_run(older.path, existed=True)
     assert (older.path / "manifest.json").exists()
+    mine = tmp_path / "mine"  # an empty folder the user made: emptied, not removed
+    mine.mkdir()
+    RunDir.open(mine, kind="x", config={"a": 1})
+    discard_new_run(mine, existed=False, keep_folder=True)
+    assert mine.is_dir() and not any(mine.iterdir())
