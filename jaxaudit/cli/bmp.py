@@ -29,9 +29,17 @@ from jaxaudit.cli.shadow import (
     CSBM_NODES_HELP,
     add_shadow_options,
     as_flags,
+    bounded,
     check_result_size,
     csbm_nodes_type,
 )
+
+# Limits refused before any work (each flag's --help says its own).
+MAX_PRIOR_DRAWS = 10_000_000   # --prior-draws (one PRNG key and one sample each)
+MAX_NUTS_STEPS = 1_000_000     # --num-warmup, --num-samples
+MAX_CHAINS = 64                # --num-chains
+MAX_DRAW_BYTES = 4 * 2**30     # the posterior draws of one node chunk
+_BYTES_PER_DRAW = 16           # (eps_L, eps_R) in float32, with the sampler's copies
 
 _SHADOW_KEYS = ("dataset", "model", "sampler", "ratio", "models", "epochs", "edge_access", "seed",
                 "csbm_nodes", "snowball_edges")
@@ -52,8 +60,9 @@ def register(subparsers) -> None:
                    help="reuse the shadow run folder of `jaxaudit shadow` (its configuration "
                    "replaces --dataset/--model/--sampler/--ratio/--models/--epochs/--edge-access; "
                    "default: train the shadow models here)")
-    p.add_argument("--prior-draws", type=count, default=1000,
-                   help="Monte Carlo draws for the priors eta when not exact")
+    p.add_argument("--prior-draws", type=bounded(count, 1, MAX_PRIOR_DRAWS), default=1000,
+                   help=f"Monte Carlo draws for the priors eta when not exact, at most "
+                        f"{MAX_PRIOR_DRAWS}")
     p.add_argument("--fix-variance", action="store_true", help="fixed-variance LiRA")
     p.add_argument("--attack-prior", default="uniform",
                    help="prior on the attack: 'uniform' (its strength s ~ Beta(1, 1), an "
@@ -64,9 +73,14 @@ def register(subparsers) -> None:
                    help="joint confidence level of the certified lower bounds (default 0.95)")
     p.add_argument("--prior-variance", type=positive, default=10.0,
                    help="variance of the half-normal priors on eps_L, eps_R")
-    p.add_argument("--num-warmup", type=count, default=500, help="NUTS warm-up steps per chain")
-    p.add_argument("--num-samples", type=count, default=1000, help="NUTS draws per chain")
-    p.add_argument("--num-chains", type=count, default=4, help="NUTS chains per node (>= 2)")
+    p.add_argument("--num-warmup", type=bounded(count, 1, MAX_NUTS_STEPS), default=500,
+                   help=f"NUTS warm-up steps per chain, at most {MAX_NUTS_STEPS}")
+    p.add_argument("--num-samples", type=bounded(count, 1, MAX_NUTS_STEPS), default=1000,
+                   help=f"NUTS draws per chain, at most {MAX_NUTS_STEPS} (and --node-chunk x "
+                        f"--num-chains x --num-samples x {_BYTES_PER_DRAW} bytes at most "
+                        f"{MAX_DRAW_BYTES / 2**30:g} GiB)")
+    p.add_argument("--num-chains", type=bounded(count, 1, MAX_CHAINS), default=4,
+                   help=f"NUTS chains per node, 2 to {MAX_CHAINS}")
     p.add_argument("--min-ess", type=positive, default=None,
                    help="resample (thinned) the nodes whose bulk ESS is below this (e.g. 400; "
                    "default: no second pass)")
@@ -147,6 +161,13 @@ def _check(args) -> None:
         raise ValueError(f"--ratio must lie in (0, 1], got {args.ratio}")
     if args.num_chains < 2:
         raise ValueError(f"--num-chains must be >= 2, got {args.num_chains}")
+    draws = args.node_chunk * args.num_chains * args.num_samples * _BYTES_PER_DRAW
+    if draws > MAX_DRAW_BYTES:
+        raise ValueError(
+            f"--node-chunk {args.node_chunk} x --num-chains {args.num_chains} x --num-samples "
+            f"{args.num_samples} posterior draws need about {draws / 2**30:.1f} GiB per chunk "
+            f"(the limit is {MAX_DRAW_BYTES / 2**30:g} GiB); lower --node-chunk or "
+            "--num-samples")
     from jaxaudit.bmp.likelihood import as_attack_prior
 
     try:

@@ -35,7 +35,7 @@ MAX_RESULT_BYTES = 8 * 2**30  # the R x N masks and scores, their copies and LiR
 _BYTES_PER_SCORE = 40
 
 
-def _bounded(kind, low: int, high: int):
+def bounded(kind, low: int, high: int):
     """An integer flag in [low, high] (the parse of ``kind``, then the upper limit)."""
     def parse(text: str) -> int:
         value = kind(text)
@@ -45,9 +45,9 @@ def _bounded(kind, low: int, high: int):
     return parse
 
 
-models_type = _bounded(count, 1, MAX_MODELS)
-epochs_type = _bounded(count, 1, MAX_EPOCHS)
-csbm_nodes_type = _bounded(int, 2, MAX_CSBM_NODES)
+models_type = bounded(count, 1, MAX_MODELS)
+epochs_type = bounded(count, 1, MAX_EPOCHS)
+csbm_nodes_type = bounded(int, 2, MAX_CSBM_NODES)
 CSBM_NODES_HELP = f"CSBM size in nodes, 2 to {MAX_CSBM_NODES} (dataset csbm)"
 
 

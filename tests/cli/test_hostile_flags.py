@@ -209,3 +209,18 @@ def test_bmp_graph_and_sampler_checked_before_the_folder_is_written(tmp_path, ca
     _refused(["bmp", "--dataset", "csbm", "--csbm-nodes", "2", "--models", "2", "--epochs", "1",
               "--out", str(out), "--quiet"], capsys, "num_classes must be <= --csbm-nodes")
     assert not out.exists()
+
+
+@pytest.mark.parametrize(("extra", "needles"), [
+    (["--prior-draws", "1000000000000"], ["--prior-draws", "10000000"]),
+    (["--num-samples", "1000000000000"], ["--num-samples", "1000000"]),
+    (["--num-warmup", "1000000000000"], ["--num-warmup", "1000000"]),
+    (["--num-chains", "1000"], ["--num-chains", "64"]),
+    (["--num-samples", "1000000", "--node-chunk", "1024"], ["--node-chunk", "GiB"]),
+])
+def test_bmp_sampler_sizes_refused_before_work(tmp_path, capsys, extra, needles):
+    """Issue 24 (4), the audit's own sizes: a PRNG key per prior draw and the NUTS draws of a
+    node chunk were allocated whatever their size."""
+    _refused(["bmp", "--dataset", "csbm", "--csbm-nodes", "60", "--out", str(tmp_path / "run"),
+              "--quiet", *extra], capsys, *needles)
+    assert not (tmp_path / "run").exists()
