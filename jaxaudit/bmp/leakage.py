@@ -13,15 +13,24 @@ graphs, :func:`snowball_distribution`); otherwise :func:`sampling_leakage` estim
 sample draws with delta-method standard errors. On large graphs the draws never repeat a whole
 S_{−i}; pass a discrete ``statistic`` of S_{−i} instead (e.g. the number of sampled neighbours of
 i): by post-processing its leakage is a lower bound on c.
+
+:func:`sampling_leakage` checks concrete arguments, then calls a ``jax.numpy`` core (float64
+eagerly, as the estimate has always been computed; the default float dtype inside ``jax.jit`` /
+``jax.vmap``, where the checks are skipped). Per node, the outcomes are grouped by sorting their
+S_{−i} (or statistic) codes, so draws of equal codes share one probability. The samplers
+(:func:`snowball_distribution`, :func:`snowball_draws`) enumerate or grow Python sets on the host
+and stay host functions.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
-from jaxaudit._validation import check_probability
+from jaxaudit._validation import check_probability, is_traced
 
 __all__ = [
     "LeakageEstimate",
@@ -63,28 +72,57 @@ def uniform_leakage(num_nodes: int, sample_size: int) -> LeakageEstimate:
 
 
 def _one_node(keys, member, weights, exact):
-    """sup log-ratios of the laws of ``keys`` (codes of S_{−i}) given member / non-member."""
-    w1, w0 = weights * member, weights * ~member
-    t1, t0 = w1.sum(), w0.sum()
-    if t1 == 0 or t0 == 0:
-        return np.nan, np.nan, np.nan, np.nan
-    uniq, inv = np.unique(keys, return_inverse=True)
-    p1 = np.bincount(inv, w1, len(uniq)) / t1
-    p0 = np.bincount(inv, w0, len(uniq)) / t0
-    out = []
-    for num, den, n_num, n_den in ((p1, p0, t1, t0), (p0, p1, t0, t1)):
-        pos = num > 0
-        if np.any(pos & (den == 0)):
-            out.append((np.inf, np.nan if not exact else 0.0))
-            continue
-        ratio = np.where(pos, np.log(np.where(pos, num, 1)) - np.log(np.where(den > 0, den, 1)),
-                         -np.inf)
-        j = int(np.argmax(ratio))
-        se = 0.0 if exact else float(np.sqrt((1 - num[j]) / (n_num * num[j])
-                                             + (1 - den[j]) / (n_den * den[j])))
-        out.append((max(float(ratio[j]), 0.0), se))
-    (c_r, se_r), (c_l, se_l) = out
-    return c_l, c_r, se_l, se_r
+    """sup log-ratios of the laws of ``keys`` ((K, C) integer codes of S_{−i}) given member /
+    non-member: (c_L, c_R, se_L, se_R). Outcomes are grouped by sorting the codes (first column
+    most significant, as ``np.unique`` orders them), so ties in the sup resolve alike."""
+    num = keys.shape[0]
+    order = jnp.lexsort(tuple(keys[:, c] for c in reversed(range(keys.shape[1]))))
+    sorted_keys = keys[order]
+    new_group = jnp.concatenate([jnp.ones((1,), bool),
+                                 jnp.any(sorted_keys[1:] != sorted_keys[:-1], axis=1)])
+    group = jnp.cumsum(new_group) - 1
+    w = weights[order]
+    m = member[order]
+    w1, w0 = jnp.where(m, w, 0.0), jnp.where(m, 0.0, w)
+    t1, t0 = jnp.sum(w1), jnp.sum(w0)
+    p1 = jax.ops.segment_sum(w1, group, num) / jnp.where(t1 > 0, t1, 1.0)
+    p0 = jax.ops.segment_sum(w0, group, num) / jnp.where(t0 > 0, t0, 1.0)
+
+    def side(num_p, den_p, n_num, n_den):
+        pos = num_p > 0
+        disjoint = jnp.any(pos & (den_p == 0))
+        ratio = jnp.where(pos, jnp.log(jnp.where(pos, num_p, 1.0))
+                          - jnp.log(jnp.where(den_p > 0, den_p, 1.0)), -jnp.inf)
+        k = jnp.argmax(ratio)
+        if exact:
+            se = jnp.zeros((), ratio.dtype)
+        else:
+            se = jnp.sqrt((1 - num_p[k]) / (n_num * num_p[k]) + (1 - den_p[k]) / (n_den * den_p[k]))
+        c = jnp.where(disjoint, jnp.inf, jnp.maximum(ratio[k], 0.0))
+        se = jnp.where(disjoint, 0.0 if exact else jnp.nan, se)
+        return c, se
+
+    c_r, se_r = side(p1, p0, t1, t0)
+    c_l, se_l = side(p0, p1, t0, t1)
+    out = jnp.stack([c_l, c_r, se_l, se_r])
+    return jnp.where((t1 > 0) & (t0 > 0), out, jnp.nan)
+
+
+def _sampling_leakage(masks, weights, statistic=None, *, exact: bool):
+    """Unvalidated, traceable core of :func:`sampling_leakage`: (4, N) rows c_L, c_R, se_L, se_R.
+    ``weights`` are the outcome probabilities (``exact``) or ones (draws)."""
+    masks = jnp.asarray(masks).astype(bool)
+    num_nodes = masks.shape[1]
+    codes = masks.astype(jnp.int32)
+
+    def node(i):
+        if statistic is not None:
+            keys = jnp.asarray(statistic)[:, i][:, None]
+        else:  # the whole S_{−i}: the mask with column i blanked
+            keys = jnp.where(jnp.arange(num_nodes) == i, 0, codes)
+        return _one_node(keys, masks[:, i], weights, exact)
+
+    return jax.vmap(node, out_axes=1)(jnp.arange(num_nodes))
 
 
 def sampling_leakage(masks, probs=None, *, statistic=None) -> LeakageEstimate:
@@ -103,38 +141,31 @@ def sampling_leakage(masks, probs=None, *, statistic=None) -> LeakageEstimate:
       frequency ratio (biased upwards for rare patterns) with the delta-method standard error
       sqrt((1 − p̂_1)/(n_1 p̂_1) + (1 − p̂_0)/(n_0 p̂_0)) at the maximising pattern; a pattern seen
       under one membership only gives +inf (exact for disjoint supports, e.g. fixed-size sampling).
+      Eagerly the fields are float64 numpy arrays; inside ``jax.jit``/``jax.vmap`` (``probs``
+      and ``statistic`` given or not: static) jax arrays of the default float dtype.
     """
-    masks = np.asarray(masks)
-    if masks.ndim != 2:
-        raise ValueError(f"masks must have shape (K, N), got {masks.shape}")
-    masks = masks.astype(bool)
-    num_draws, num_nodes = masks.shape
+    if np.ndim(masks) != 2:
+        raise ValueError(f"masks must have shape (K, N), got {np.shape(masks)}")
+    num_draws = np.shape(masks)[0]
     exact = probs is not None
+    if exact and np.shape(probs) != (num_draws,):
+        raise ValueError(f"probs must have shape ({num_draws},), got {np.shape(probs)}")
+    if statistic is not None and np.shape(statistic) != np.shape(masks):
+        raise ValueError(f"statistic must have shape {np.shape(masks)}, got {np.shape(statistic)}")
+    if is_traced(masks, probs, statistic):
+        weights = jnp.asarray(probs) if exact else jnp.ones(num_draws)
+        res = _sampling_leakage(masks, weights, statistic, exact=exact)
+        return LeakageEstimate(res[0], res[1], res[2], res[3], exact)
+    masks = np.asarray(masks).astype(bool)
     if exact:
         probs = check_probability("probs", probs)
-        if probs.shape != (num_draws,):
-            raise ValueError(f"probs must have shape ({num_draws},), got {probs.shape}")
         if abs(probs.sum() - 1) > 1e-9:
             raise ValueError(f"probs must sum to 1, got {probs.sum()}")
-        weights = probs
-    else:
-        weights = np.ones(num_draws)
-    if statistic is not None:
-        statistic = np.asarray(statistic)
-        if statistic.shape != masks.shape:
-            raise ValueError(f"statistic must have shape {masks.shape}, got {statistic.shape}")
-    res = np.empty((4, num_nodes))
-    packed_all = None
-    for i in range(num_nodes):
-        if statistic is not None:
-            keys = statistic[:, i]
-        else:
-            if packed_all is None:
-                packed_all = masks
-            rest = np.delete(packed_all, i, axis=1)
-            keys = np.packbits(rest, axis=1)
-            keys = keys.view(np.dtype((np.void, keys.shape[1]))).ravel()
-        res[:, i] = _one_node(keys, masks[:, i], weights, exact)
+    weights = probs if exact else np.ones(num_draws)
+    with jax.enable_x64(True):
+        res = np.asarray(_sampling_leakage(masks, jnp.asarray(weights, jnp.float64),
+                                           None if statistic is None else jnp.asarray(statistic),
+                                           exact=exact), np.float64)
     return LeakageEstimate(res[0], res[1], res[2], res[3], exact)
 
 
