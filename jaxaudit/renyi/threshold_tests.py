@@ -131,10 +131,10 @@ def _failure_probability(level, confidence, function):
         warnings.warn(f"{function}(level=...) is deprecated: level is the failure probability; "
                       "pass confidence=1 - level instead", DeprecationWarning, stacklevel=3)
         if not is_traced(level):
-            check_probability("level", level, open_low=True, open_high=True)
+            level = check_probability("level", level, open_low=True, open_high=True)
         return level
     if not is_traced(confidence):
-        check_probability("confidence", confidence, open_low=True, open_high=True)
+        confidence = check_probability("confidence", confidence, open_low=True, open_high=True)
     return 1.0 - confidence
 
 
