@@ -99,6 +99,7 @@ def test_dependency_warnings_only_with_verbose(tmp_path, caplog, monkeypatch):
         return 0
 
     monkeypatch.setattr(rdp, "run_training", noisy)
+    before = logging.getLogger("absl").level
     for verbose, out in ((False, "a"), (True, "b")):
         caplog.clear()
         with warnings.catch_warnings(record=True) as caught:
@@ -109,4 +110,4 @@ def test_dependency_warnings_only_with_verbose(tmp_path, caplog, monkeypatch):
         assert "warning of jaxaudit.cli.rdp" in shown
         assert ("warning of dp_accounting.rdp" in shown) is verbose
         assert ("Excluding this order" in caplog.text) is verbose
-    assert logging.getLogger("absl").level == logging.NOTSET  # restored after the command
+    assert logging.getLogger("absl").level == before  # restored after the command
