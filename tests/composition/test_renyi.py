@@ -101,22 +101,23 @@ def test_binary_renyi_composes():
 
 
 def test_radii_compose():
-    deltas = jnp.array([0.5, 0.05, 1e-6])
-    h = jax.vmap(renyi.hoeffding_radius, in_axes=(None, None, 0))(100.0, 1.0, deltas)
-    np.testing.assert_allclose(h, [renyi.hoeffding_radius(100, 1.0, d) for d in deltas],
+    levels = jnp.array([0.5, 0.95, 0.999])
+    hoeffding = lambda n, r, c: renyi.hoeffding_radius(n, r, confidence=c)
+    bernstein = lambda v, n, r, c: renyi.bernstein_radius(v, n, r, confidence=c)
+    h = jax.vmap(hoeffding, in_axes=(None, None, 0))(100.0, 1.0, levels)
+    np.testing.assert_allclose(h, [hoeffding(100, 1.0, float(c)) for c in levels], rtol=1e-6)
+    np.testing.assert_allclose(jax.jit(hoeffding)(100.0, 1.0, 0.95), hoeffding(100, 1.0, 0.95),
                                rtol=1e-6)
-    np.testing.assert_allclose(jax.jit(renyi.hoeffding_radius)(100.0, 1.0, 0.05),
-                               renyi.hoeffding_radius(100, 1.0, 0.05), rtol=1e-6)
-    # d r / d δ = −range / (2 δ sqrt(2 n log(1/δ)))
-    g = jax.grad(renyi.hoeffding_radius, argnums=2)(100.0, 1.0, 0.05)
-    assert float(g) == pytest.approx(-1.0 / (2 * 0.05 * np.sqrt(200 * np.log(20))), rel=1e-5)
-    b = jax.jit(jax.vmap(renyi.bernstein_radius, in_axes=(0, None, None, None)))(
-        jnp.array([0.0, 0.01, 0.2]), 100.0, 1.0, 0.05)
-    np.testing.assert_allclose(b, [renyi.bernstein_radius(v, 100, 1.0, 0.05)
-                                   for v in (0.0, 0.01, 0.2)], rtol=1e-6)
-    # d r / d V̂ = sqrt(2 log(2/δ)/n) / (2 sqrt(V̂))
-    g = jax.grad(renyi.bernstein_radius)(0.04, 100.0, 1.0, 0.05)
-    assert float(g) == pytest.approx(np.sqrt(2 * np.log(40) / 100) / (2 * 0.2), rel=1e-5)
+    # d r / d confidence = range / (2 β sqrt(2 n log(1/β))), β = 1 − confidence
+    g = jax.grad(hoeffding, argnums=2)(100.0, 1.0, 0.95)
+    assert float(g) == pytest.approx(1.0 / (2 * 0.05 * np.sqrt(200 * np.log(20))), rel=1e-4)
+    b = jax.jit(jax.vmap(bernstein, in_axes=(0, None, None, None)))(
+        jnp.array([0.0, 0.01, 0.2]), 100.0, 1.0, 0.95)
+    np.testing.assert_allclose(b, [bernstein(v, 100, 1.0, 0.95) for v in (0.0, 0.01, 0.2)],
+                               rtol=1e-6)
+    # d r / d V̂ = sqrt(2 log(2/β)/n) / (2 sqrt(V̂))
+    g = jax.grad(bernstein)(0.04, 100.0, 1.0, 0.95)
+    assert float(g) == pytest.approx(np.sqrt(2 * np.log(40) / 100) / (2 * 0.2), rel=1e-4)
     t = jax.vmap(renyi.theory_radius, in_axes=(0,) + (None,) * 6)(
         FINITE_ORDERS, 1.0, 0.01, 0.01, 1000.0, 1000.0, 0.05)
     np.testing.assert_allclose(t, [renyi.theory_radius(a, 1.0, 0.01, 0.01, 1000, 1000, 0.05)
@@ -127,8 +128,8 @@ def test_radii_compose():
         ref = _central_difference(lambda m: renyi.theory_radius(2.0, m, 0.01, 0.01, 1000, 1000,
                                                                 0.05), 1.0)
     assert float(g) == pytest.approx(ref, rel=1e-6)
-    _no_callback(renyi.hoeffding_radius, 100.0, 1.0, 0.05)
-    _no_callback(renyi.bernstein_radius, 0.1, 100.0, 1.0, 0.05)
+    _no_callback(hoeffding, 100.0, 1.0, 0.95)
+    _no_callback(bernstein, 0.1, 100.0, 1.0, 0.95)
     _no_callback(renyi.theory_radius, 2.0, 1.0, 0.01, 0.01, 1000.0, 1000.0, 0.05)
 
 

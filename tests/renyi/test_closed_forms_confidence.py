@@ -62,14 +62,15 @@ def test_one_sided_radius_coverage(method):
     x = rng.beta(0.3, 3.0, size=(4000, n))   # skewed, in [0, 1], mean 0.3/3.3
     mean = 0.3 / 3.3
     if method == "hoeffding":
-        radius = np.asarray(hoeffding_radius(n, 1.0, delta))
+        radius = np.asarray(hoeffding_radius(n, 1.0, confidence=1 - delta))
     else:
-        radius = np.asarray(bernstein_radius(jnp.var(x, axis=1, ddof=1), n, 1.0, delta))
+        radius = np.asarray(bernstein_radius(jnp.var(x, axis=1, ddof=1), n, 1.0,
+                                             confidence=1 - delta))
     miss = np.mean(x.mean(1) + radius < mean)
     assert miss <= delta
     # Bernstein adapts to the small variance: much tighter than Hoeffding here.
     if method == "bernstein":
-        assert np.median(radius) < 0.6 * float(hoeffding_radius(n, 1.0, delta))
+        assert np.median(radius) < 0.6 * float(hoeffding_radius(n, 1.0, confidence=1 - delta))
 
 
 def test_held_out_bound_is_below_point_and_never_nan():

@@ -107,13 +107,14 @@ def test_laplace_bad_input(kwargs, name):
 
 
 @pytest.mark.parametrize("call,name", [
-    (lambda: hoeffding_radius(100, 1.0, 0), "delta"),
-    (lambda: hoeffding_radius(100, 1.0, 1.5), "delta"),
-    (lambda: hoeffding_radius(0, 1.0, 0.05), "n"),
-    (lambda: hoeffding_radius(10, -1.0, 0.05), "value_range"),
-    (lambda: bernstein_radius(0.1, 100, 1.0, 0), "delta"),
-    (lambda: bernstein_radius(0.1, 1, 1.0, 0.05), "n"),
-    (lambda: bernstein_radius(-0.1, 10, 1.0, 0.05), "sample_variance"),
+    (lambda: hoeffding_radius(100, 1.0, confidence=1.0), "confidence"),
+    (lambda: hoeffding_radius(100, 1.0, confidence=-0.5), "confidence"),
+    (lambda: hoeffding_radius(100, 1.0), "confidence"),
+    (lambda: hoeffding_radius(0, 1.0, confidence=0.95), "n"),
+    (lambda: hoeffding_radius(10, -1.0, confidence=0.95), "value_range"),
+    (lambda: bernstein_radius(0.1, 100, 1.0, confidence=1.0), "confidence"),
+    (lambda: bernstein_radius(0.1, 1, 1.0, confidence=0.95), "n"),
+    (lambda: bernstein_radius(-0.1, 10, 1.0, confidence=0.95), "sample_variance"),
     (lambda: theory_radius(1.0, 1.0, 0.1, 0.1, 10, 10, 0.05), "alpha"),
     (lambda: theory_radius(2.0, 1.0, 0.1, 0.1, 10, 10, 0.0), "delta"),
     (lambda: held_out_lower_bound([0.1, 0.2], [0.0, 0.1], 2.0, -1.0, 1.0, 0.0), "delta"),
@@ -127,8 +128,25 @@ def test_radius_and_bound_bad_input(call, name):
         call()
 
 
-def test_hoeffding_radius_at_delta_one_is_zero():
-    assert float(hoeffding_radius(10, 1.0, 1.0)) == 0.0
+def test_hoeffding_radius_at_confidence_zero_is_zero():
+    assert float(hoeffding_radius(10, 1.0, confidence=0.0)) == 0.0
+
+
+def test_radius_delta_is_a_deprecated_failure_probability():
+    """δ = 0 raised ZeroDivisionError; delta (a failure probability, not DP's δ) now warns and
+    is checked, and equals confidence = 1 − delta."""
+    for radius, args in ((hoeffding_radius, (100, 1.0)), (bernstein_radius, (0.1, 100, 1.0))):
+        with pytest.warns(DeprecationWarning, match="confidence"):
+            old = float(radius(*args, 0.05))
+        assert old == pytest.approx(float(radius(*args, confidence=0.95)), rel=1e-6)
+        with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="delta"):
+            radius(*args, 0)
+        with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="delta"):
+            radius(*args, delta=1.5)
+        with pytest.raises(ValueError, match="confidence"):
+            radius(*args, 0.05, confidence=0.95)
+    assert float(hoeffding_radius(100, 1.0, confidence=0.95)) == pytest.approx(
+        np.sqrt(np.log(20) / 200), rel=1e-6)
 
 
 # ----------------------------------------------------------------------------------------------
