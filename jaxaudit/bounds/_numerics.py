@@ -19,6 +19,9 @@ _BITS = {jnp.dtype(jnp.float64): (jnp.int64, 1074), jnp.dtype(jnp.float32): (jnp
 def safe_log(x: jax.Array) -> jax.Array:
     """log x for x ≥ 0 (−inf at 0) that keeps subnormal x (not flushed to 0 as in jnp.log).
 
+    Its derivative is finite everywhere (0 at x = 0, where ``jnp.log`` would give a NaN through
+    ``0·inf``); negative x, which no caller passes, also gives −inf.
+
     A positive subnormal is ``mantissa · 2^−1074`` (float64; ``2^−149`` for float32), with the
     integer mantissa equal to its bit pattern: log x = log(mantissa) − 1074·log 2, exact to
     rounding. Other dtypes (bfloat16, float16) use ``jnp.log`` unchanged.
@@ -29,9 +32,20 @@ def safe_log(x: jax.Array) -> jax.Array:
     int_dtype, scale = _BITS[x.dtype]
     bits = jax.lax.bitcast_convert_type(x, int_dtype)
     tiny = jnp.finfo(x.dtype).smallest_normal
-    subnormal = (bits > 0) & (bits < jax.lax.bitcast_convert_type(tiny, int_dtype))
-    from_bits = jnp.log(bits.astype(x.dtype)) - scale * math.log(2.0)
-    return jnp.where(subnormal, from_bits, jnp.log(x))
+    normal = bits >= jax.lax.bitcast_convert_type(tiny, int_dtype)
+    subnormal = (bits > 0) & ~normal
+    # the log of a stand-in 1 where x is not normal, so that no branch has a NaN derivative
+    from_float = jnp.log(jnp.where(normal, x, 1.0))
+    from_bits = jnp.log(jnp.where(subnormal, bits, 1).astype(x.dtype)) - scale * math.log(2.0)
+    return jnp.where(normal, from_float, jnp.where(subnormal, from_bits, -jnp.inf))
+
+
+def logaddexp(a: jax.Array, b: jax.Array) -> jax.Array:
+    """``jnp.logaddexp`` whose derivative is 0, not NaN, where both arguments are −inf (the
+    impossible counts of a log-space recursion)."""
+    both = (a == -jnp.inf) & (b == -jnp.inf)
+    out = jnp.logaddexp(jnp.where(both, 0.0, a), jnp.where(both, 0.0, b))
+    return jnp.where(both, -jnp.inf, out)
 
 
 def safe_logit(p: jax.Array) -> jax.Array:

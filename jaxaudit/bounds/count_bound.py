@@ -31,6 +31,7 @@ search on the tail inside ``lax.while_loop``, so they vmap over ε, δ, γ or pr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import partial
 
@@ -108,12 +109,12 @@ def success_tail_core(priors, epsilon, v, delta=0.0, method: str = "auto") -> ja
 
 
 @partial(jax.jit, static_argnames="method")
-def success_count_bound_core(priors, epsilon, delta=0.0, gamma=0.05, n=None,
+def success_count_bound_core(priors, epsilon, delta=0.0, gamma=0.05,
                              method: str = "auto") -> jax.Array:
     """v_γ = min{v : Pr[PoiBin(β(ε, p)) ≥ v] + n·δ ≤ γ} (int32; n + 1 when none; no
-    validation; ``n`` as in :func:`success_tail_core`)."""
+    validation)."""
     priors = jnp.asarray(priors)
-    n = priors.shape[0] if n is None else n
+    n = priors.shape[0]
     beta = _posterior_success(priors, epsilon)
     budget = gamma - n * delta
     log_budget = jnp.log(jnp.maximum(budget, jnp.finfo(beta.dtype).tiny))
@@ -146,12 +147,28 @@ def success_tail_fdp_core(priors, epsilons, deltas, v, method: str = "auto") -> 
 
 
 @partial(jax.jit, static_argnames="method")
-def success_count_bound_fdp_core(priors, epsilons, deltas, gamma=0.05, n=None,
+def success_count_bound_fdp_core(priors, epsilons, deltas, gamma=0.05,
                                  method: str = "auto") -> jax.Array:
     """min over the grid of the (ε_j, δ_j) count bounds (int32; n + 1 when none)."""
-    vs = _over_grid(lambda e, d: success_count_bound_core(priors, e, d, gamma, n, method=method),
+    vs = _over_grid(lambda e, d: success_count_bound_core(priors, e, d, gamma, method=method),
                     jnp.asarray(epsilons), jnp.asarray(deltas), method, jnp.shape(priors)[0])
     return jnp.min(vs)
+
+
+def _betas(p: np.ndarray, epsilon) -> np.ndarray:
+    """β(ε, p) in float64 on concrete values (the cores' formula)."""
+    with jax.enable_x64(True):
+        return np.asarray(_posterior_success(jnp.asarray(p), jnp.asarray(float(epsilon))))
+
+
+def _count_bound(beta: np.ndarray, n: int, delta, gamma, method: str) -> int:
+    """v_γ on concrete β: what :func:`success_count_bound_core` computes, run as its two jitted
+    parts (β, then :func:`isf_core`), so that the compiled engine is shared with
+    :func:`poisson_binomial_isf` instead of compiled again for every public function."""
+    budget = float(gamma) - n * float(delta)
+    if budget <= 0.0:
+        return n + 1
+    return int(_x64(isf_core, beta, math.log(budget), method=method))
 
 
 # --------------------------------------------------------------------------------------------
@@ -190,7 +207,7 @@ def success_tail(priors: ArrayLike, epsilon: ArrayLike, v: ArrayLike, delta: Arr
     if is_traced(p, epsilon, v, delta):
         return success_tail_core(jnp.asarray(p), epsilon, v, delta, method=method)
     padded, unpad = _padded_counts(v)
-    log_tail = unpad(np.asarray(_x64(_beta_logsf, p, epsilon, padded, method=method)))
+    log_tail = unpad(np.asarray(_x64(logsf_core, _betas(p, epsilon), padded, method=method)))
     with jax.enable_x64(True):
         return jnp.asarray(_add_delta(np, log_tail, v, p.size, delta))
 
@@ -228,8 +245,9 @@ def success_count_bound(priors: ArrayLike, epsilon: ArrayLike, delta: ArrayLike 
     check_probability("delta", delta, open_high=True)
     check_probability("gamma", gamma, open_low=True, open_high=True)
     _check_method(method)
-    out = _x64(success_count_bound_core, p, epsilon, delta, gamma, n=p.shape[0], method=method)
-    return out if is_traced(p, epsilon, delta, gamma) else int(out)
+    if is_traced(p, epsilon, delta, gamma):
+        return success_count_bound_core(jnp.asarray(p), epsilon, delta, gamma, method=method)
+    return _count_bound(_betas(p, epsilon), p.size, delta, gamma, method)
 
 
 def aggregate_gain(priors: ArrayLike, count_bound: ArrayLike):
@@ -311,8 +329,10 @@ def success_count_bound_exact(priors: ArrayLike, epsilon: ArrayLike, delta: Arra
     check_nonnegative("epsilon", epsilon)
     check_probability("delta", delta, open_high=True)
     check_probability("gamma", gamma, open_low=True, open_high=True)
-    return _x64(success_count_bound_core, p, epsilon, delta, gamma, n=p.shape[0],
-                method="recursion")
+    if is_traced(p, epsilon, delta, gamma):
+        return success_count_bound_core(jnp.asarray(p), epsilon, delta, gamma,
+                                        method="recursion")
+    return jnp.int32(_count_bound(_betas(p, epsilon), p.size, delta, gamma, "recursion"))
 
 
 def fdp_epsilon_grid(delta_of_epsilon: Callable, n: int, gamma: float = 0.05,
@@ -361,11 +381,12 @@ def _fdp_setup(priors, delta_of_epsilon, gamma, epsilons):
     eps = as_vector("epsilons", epsilons)
     check_nonnegative("epsilons", eps)
     if is_traced(p, eps):
-        deltas = jnp.broadcast_to(delta_of_epsilon(eps), eps.shape)
-        return p, eps, deltas
+        return p, eps, jnp.broadcast_to(delta_of_epsilon(eps), eps.shape)
     with jax.enable_x64(True):
-        deltas = np.asarray(delta_of_epsilon(jnp.asarray(eps)), dtype=np.float64)
-    deltas = np.broadcast_to(deltas, eps.shape)
+        deltas = delta_of_epsilon(jnp.asarray(eps))
+    if is_traced(deltas):  # δ_f closes over a traced parameter (the caller vmaps over μ)
+        return p, eps, jnp.broadcast_to(deltas, eps.shape)
+    deltas = np.broadcast_to(np.asarray(deltas, dtype=np.float64), eps.shape)
     check_probability("delta_of_epsilon(epsilons)", deltas)
     return p, eps, deltas
 
@@ -399,11 +420,12 @@ def success_tail_fdp(
     if is_traced(p, eps, deltas, v):
         return success_tail_fdp_core(jnp.asarray(p), eps, deltas, v, method=method)
     padded, unpad = _padded_counts(v)
-    logs = np.asarray(_x64(_beta_logsf_grid, p, eps, padded, method=method))
-    log_tail = np.stack([unpad(row) for row in logs])
-    deltas = np.reshape(deltas, (-1,) + (1,) * np.ndim(v))
+    best = np.ones(np.shape(v))
+    for e, d in zip(eps, deltas, strict=True):
+        log_tail = unpad(np.asarray(_x64(logsf_core, _betas(p, e), padded, method=method)))
+        best = np.minimum(best, _add_delta(np, log_tail, v, p.size, d))
     with jax.enable_x64(True):
-        return jnp.asarray(np.min(_add_delta(np, log_tail, v, p.size, deltas), axis=0))
+        return jnp.asarray(best)
 
 
 def success_count_bound_fdp(priors: ArrayLike, delta_of_epsilon: Callable, gamma: float = 0.05,
@@ -433,5 +455,7 @@ def success_count_bound_fdp(priors: ArrayLike, delta_of_epsilon: Callable, gamma
     check_probability("gamma", gamma, open_low=True, open_high=True)
     p, eps, deltas = _fdp_setup(priors, delta_of_epsilon, gamma, epsilons)
     _check_method(method)
-    out = _x64(success_count_bound_fdp_core, p, eps, deltas, gamma, n=p.shape[0], method=method)
-    return out if is_traced(p, eps, deltas, gamma) else int(out)
+    if is_traced(p, eps, deltas, gamma):
+        return success_count_bound_fdp_core(jnp.asarray(p), eps, deltas, gamma, method=method)
+    return min(_count_bound(_betas(p, e), p.size, d, gamma, method)
+               for e, d in zip(eps, deltas, strict=True))

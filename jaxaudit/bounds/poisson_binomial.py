@@ -63,7 +63,7 @@ from jaxaudit._validation import (
     check_probability,
     is_traced,
 )
-from jaxaudit.bounds._numerics import safe_log
+from jaxaudit.bounds._numerics import logaddexp, safe_log
 
 __all__ = [
     "RECURSION_MAX_N",
@@ -123,22 +123,35 @@ def poisson_binomial_logpmf_exact(probs: jax.Array) -> jax.Array:
     """
     probs = jnp.asarray(probs)
     n = probs.shape[0]
+    init = jnp.full((n + 1,), -jnp.inf).at[0].set(0.0)
+
+    return _log_recursion(probs, init, -jnp.inf)
+
+
+def _log_recursion(probs, init, below):
+    """x_v ← logaddexp(x_v + log(1 − q_i), x_{v−1} + log q_i) over i, from ``init``, with
+    x_{−1} = ``below``: the pmf from the point mass at 0 (x_{−1} = log 0), the tail from
+    Pr[S_0 ≥ v] = 1[v ≤ 0] (x_{−1} = log Pr[S ≥ −1] = 0)."""
     log_q = safe_log(probs)
     log_1mq = jnp.log1p(-probs)
-    init = jnp.full((n + 1,), -jnp.inf, dtype=log_q.dtype).at[0].set(0.0)
-    neg_inf = jnp.full((1,), -jnp.inf, dtype=log_q.dtype)
+    first = jnp.full((1,), below, dtype=log_q.dtype)
 
-    def step(lp, lq):
-        shifted = jnp.concatenate([neg_inf, lp[:-1]])
-        return jnp.logaddexp(lp + lq[1], shifted + lq[0]), None
+    def step(x, lq):
+        shifted = jnp.concatenate([first, x[:-1]])
+        return logaddexp(x + lq[1], shifted + lq[0]), None
 
-    lp, _ = jax.lax.scan(step, init, (log_q, log_1mq))
-    return lp
+    out, _ = jax.lax.scan(step, init.astype(log_q.dtype), (log_q, log_1mq))
+    return out
 
 
 @jax.jit
 def poisson_binomial_logsf_exact(probs: jax.Array) -> jax.Array:
-    """log Pr[S ≥ v] for v = 0..n by the recursion, summed from the top (jit-able).
+    """log Pr[S ≥ v] for v = 0..n by the tail recursion (jit-able, O(n²)).
+
+    Pr[S_i ≥ v] = (1 − q_i) Pr[S_{i−1} ≥ v] + q_i Pr[S_{i−1} ≥ v − 1], in log space from
+    Pr[S_0 ≥ v] = 1[v ≤ 0]: every step adds non-negative terms (no 1 − cdf), so every tail keeps
+    relative accuracy however small it is, and its derivative in q is finite (it is the form to
+    differentiate).
 
     Args:
       probs: (n,) success probabilities in [0, 1].
@@ -146,9 +159,10 @@ def poisson_binomial_logsf_exact(probs: jax.Array) -> jax.Array:
     Returns:
       (n + 1,) values; entry v is log Pr[S ≥ v] (entry 0 is 0).
     """
-    lp = poisson_binomial_logpmf_exact(probs)
-    logsf = jax.lax.cumlogsumexp(lp, reverse=True)
-    return jnp.minimum(logsf, 0.0)
+    probs = jnp.asarray(probs)
+    n = probs.shape[0]
+    out = _log_recursion(probs, jnp.full((n + 1,), -jnp.inf).at[0].set(0.0), 0.0)
+    return jnp.minimum(out, 0.0).at[0].set(0.0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -257,6 +271,8 @@ class _Tilt:
 
 #: Block length of :func:`_log_decayed_tail_sums`.
 _SUM_BLOCK = 32
+#: Stand-in for log 0 in its block filter (exp of it is 0; far below any log-probability).
+_LOG_ZERO = -1e300
 
 
 def _log_decayed_tail_sums(pmf, theta):
@@ -280,9 +296,10 @@ def _log_decayed_tail_sums(pmf, theta):
     # C_b = T(start of block b) = local[b, 0] + e^{−θB} C_{b+1}, in log space, centred at the peak
     b = jnp.arange(blocks, dtype=pmf.dtype)
     centre = jnp.argmax(local[:, 0]).astype(pmf.dtype)
-    scaled = safe_log(local[:, 0]) - theta * _SUM_BLOCK * (b - centre)
+    # (−inf, for empty blocks, floored at _LOG_ZERO: a logaddexp of two −inf has a NaN derivative)
+    scaled = jnp.maximum(safe_log(local[:, 0]), _LOG_ZERO) - theta * _SUM_BLOCK * (b - centre)
     log_c = jax.lax.cumlogsumexp(scaled, reverse=True) + theta * _SUM_BLOCK * (b - centre)
-    log_next = jnp.concatenate([log_c[1:], jnp.full((1,), -jnp.inf, pmf.dtype)])
+    log_next = jnp.concatenate([log_c[1:], jnp.full((1,), _LOG_ZERO, pmf.dtype)])
     # T(v) = local(v) + e^{−θ(start of next block − v)} C_{next}
     carry = log_next[:, None] - theta * (_SUM_BLOCK - j)[None, :]
     return jnp.logaddexp(safe_log(local), carry).reshape(-1)[:size]
