@@ -246,12 +246,11 @@ def _graph_and_sampler(cfg, data_dir):
 
 def run(args: argparse.Namespace) -> int:
     _check(args)
-    import jax
     import numpy as np
 
     from jaxaudit import bmp
     from jaxaudit.graph import inclusion_probabilities, train_shadow_models
-    from jaxaudit.runs import RunDir, config_hash, run_chunks
+    from jaxaudit.runs import KEY_RULE, RunDir, config_hash, run_chunks, stream_key, unit_keys
 
     shadow = None
     if args.shadow is not None:
@@ -269,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
         "prior_draws", "fix_variance", "attack_prior", "confidence", "prior_variance",
         "num_warmup", "num_samples", "num_chains", "node_chunk")})
     cfg["mp_baseline"] = not args.no_mp
+    cfg["key_rule"] = KEY_RULE  # model m: unit_key(seed, m); priors and audit: their streams
     if args.min_ess is not None:  # only when given: older run folders' configs stay valid
         cfg["min_ess"] = args.min_ess
     # everything that can be refused is checked before the report folder is written
@@ -281,7 +281,6 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--shadow runs cover {shadow[0].shape[1]} nodes, the graph has "
                          f"{graph.num_nodes}")
     run_dir = RunDir.open(args.out, kind="bmp", config=cfg)
-    root = jax.random.key(cfg["seed"])
     progress = not args.quiet
 
     if shadow is None:
@@ -292,7 +291,7 @@ def run(args: argparse.Namespace) -> int:
         def train(name):
             c = names.index(name)
             with as_flags(epochs="--epochs"):
-                out = train_shadow_models(jax.random.fold_in(jax.random.fold_in(root, 1), c),
+                out = train_shadow_models(unit_keys(cfg["seed"], c * chunk, sizes[c]),
                                           graph, sampler, cfg["model"], sizes[c],
                                           epochs=cfg["epochs"], edge_access=cfg["edge_access"])
             return {"masks": np.asarray(out.masks), "scores": np.asarray(out.scores)}
@@ -304,7 +303,7 @@ def run(args: argparse.Namespace) -> int:
         masks, scores = shadow
 
     def prior(_):
-        eta, se = inclusion_probabilities(jax.random.fold_in(root, 2), sampler, graph,
+        eta, se = inclusion_probabilities(stream_key(cfg["seed"], "priors"), sampler, graph,
                                           num_draws=cfg["prior_draws"])
         return {"eta": np.clip(np.asarray(eta, float), 0, 1), "eta_se": np.asarray(se, float)}
 
@@ -313,7 +312,7 @@ def run(args: argparse.Namespace) -> int:
     def audit_chunk(_):
         with as_flags(**_AUDIT_FLAGS):
             audit = bmp.audit_from_scores(
-                jax.random.fold_in(root, 3), scores, masks, pri["eta"], eta_se=pri["eta_se"],
+                stream_key(cfg["seed"], "audit"), scores, masks, pri["eta"], eta_se=pri["eta_se"],
                 degree=bmp.node_degrees(graph), fix_variance=cfg["fix_variance"],
                 attack_prior=cfg["attack_prior"], prior_variance=cfg["prior_variance"],
                 confidence=cfg["confidence"], num_warmup=cfg["num_warmup"],

@@ -146,6 +146,9 @@ def _config(args: argparse.Namespace) -> dict:
         cfg["snowball_edges"] = args.snowball_edges
     if args.dataset == "csbm":
         cfg["csbm_nodes"] = args.csbm_nodes
+    from jaxaudit.runs.keys import KEY_RULE
+
+    cfg["key_rule"] = KEY_RULE  # model m uses unit_key(seed, m), whatever the chunking
     return cfg
 
 
@@ -164,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
         uniform_sampler,
     )
     from jaxaudit.mia import lira_loo, roc_auc
-    from jaxaudit.runs import RunDir, run_chunks
+    from jaxaudit.runs import RunDir, run_chunks, unit_keys
 
     check_output_dir("--out", args.out)
     if args.dataset == "csbm":
@@ -190,7 +193,6 @@ def run(args: argparse.Namespace) -> int:
     run_dir = RunDir.open(args.out, kind="shadow", config=_config(args))
     sizes = [min(args.chunk, args.models - start) for start in range(0, args.models, args.chunk)]
     names = [f"chunk_{c:05d}" for c in range(len(sizes))]
-    root = jax.random.key(args.seed)
 
     def compute(name: str) -> dict:
         c = names.index(name)
@@ -198,7 +200,8 @@ def run(args: argparse.Namespace) -> int:
         with as_flags(learning_rate="--learning-rate", weight_decay="--weight-decay",
                       epochs="--epochs"):
             out = train_shadow_models(
-                jax.random.fold_in(root, c), graph, sampler, args.model, sizes[c],
+                unit_keys(args.seed, c * args.chunk, sizes[c]), graph, sampler, args.model,
+                sizes[c],
                 epochs=args.epochs, learning_rate=args.learning_rate,
                 weight_decay=args.weight_decay, edge_access=args.edge_access)
         return {"masks": np.asarray(out.masks), "scores": np.asarray(out.scores)}

@@ -241,14 +241,17 @@ def train_shadow_models(key: jax.Array, graph: Graph, sampler: Sampler, model: s
     """Train R shadow GNNs on R independent samples and score every node under every model.
 
     Model r uses the key ``jax.random.split(key, num_models)[r]`` (split again into a sampling
-    and a training key), so its result equals :func:`train_shadow_model` with that key and does
-    not depend on ``chunk_size`` or the devices (up to float reassociation in batched kernels).
+    and a training key), or ``key[r]`` when ``key`` holds one key per model, so its result equals
+    :func:`train_shadow_model` with that key and does not depend on ``chunk_size`` or the
+    devices (up to float reassociation in batched kernels). Sweeps pass the run plan's per-model
+    keys (``jaxaudit.runs.unit_keys``), so model r of a sweep is the same model however the
+    sweep is chunked.
     Recipe (docs/gnn_mia.md): Adam (lr 0.01) with L2 weight decay 5e-4 as in ``torch.optim.Adam``,
     ``epochs`` full-batch epochs, cross-entropy on the sampled nodes' labels only, dropout 0.5
     on the hidden layer, row-normalised features.
 
     Args:
-      key: PRNG key.
+      key: a PRNG key, or a typed key array of shape (num_models,), one key per model.
       graph: the graph (all N nodes are scored).
       sampler: ``(key, graph) -> Sample`` (e.g. :func:`uniform_sampler`).
       model: "gcn" | "sage" | "gat" (2 layers, hidden 64, GAT 8 heads) or a flax module taking
@@ -273,6 +276,10 @@ def train_shadow_models(key: jax.Array, graph: Graph, sampler: Sampler, model: s
     check_key("key", key)
     _check_shadow(graph, sampler, epochs, learning_rate, weight_decay, edge_access)
     check_integer("num_models", num_models, minimum=1)
+    per_model = jnp.issubdtype(key.dtype, jax.dtypes.prng_key) and key.ndim == 1
+    if per_model and key.shape != (int(num_models),):
+        raise ValueError(f"key holds {key.shape[0]} keys, one per model; num_models is "
+                         f"{num_models}")
     module = gnn_module(model, graph)
     inputs = prepare_inputs(graph)
     if chunk_size is None and jax.default_backend() == "cpu":
@@ -280,7 +287,7 @@ def train_shadow_models(key: jax.Array, graph: Graph, sampler: Sampler, model: s
     trainer = _batched_trainer(sampler, module, int(epochs), float(learning_rate),
                                float(weight_decay), edge_access, chunk_size,
                                None if devices is None else tuple(devices))
-    keys = jax.random.split(key, int(num_models))
+    keys = key if per_model else jax.random.split(key, int(num_models))
     masks, scores = trainer(keys, graph, inputs)
     _check_trained(scores, learning_rate, weight_decay)
     return ShadowModels(masks, scores)

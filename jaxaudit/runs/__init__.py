@@ -1,7 +1,9 @@
 """Resumable run folders (manifest, atomic chunk files, run-bound checksums), progress bars,
-parameter pytrees stored as named arrays, and the checked loader of ``.npy``/``.npz`` files."""
+parameter pytrees stored as named arrays, the checked loader of ``.npy``/``.npz`` files, and the
+one key rule of every sweep (``runs.keys``: unit u of seed s uses ``fold_in(key(s), u)``)."""
 
 from jaxaudit.runs.arrays import describe_npz, load_arrays, load_npy, load_npz
+from jaxaudit.runs.keys import KEY_RULE, STREAMS, stream_key, unit_key, unit_keys
 from jaxaudit.runs.params import params_from_arrays, params_to_arrays
 from jaxaudit.runs.progress import progress_bar, run_chunks
 from jaxaudit.runs.rundir import (
@@ -16,7 +18,8 @@ from jaxaudit.runs.rundir import (
 )
 
 __all__ = [
-    "RunDir", "RunResults", "atomic_write_bytes", "config_hash", "describe_npz", "dumps_strict",
+    "KEY_RULE", "RunDir", "STREAMS", "RunResults", "atomic_write_bytes", "config_hash", "describe_npz", "dumps_strict",
     "load_arrays", "load_npy", "load_npz", "load_results", "params_from_arrays",
     "params_to_arrays", "progress_bar", "read_manifest", "run_chunks", "scan_run_folder",
+    "stream_key", "unit_key", "unit_keys",
 ]
