@@ -209,7 +209,7 @@ def epsilon_for_delta(*, noise_multiplier: float, sampling_rate: float, steps: i
     Examples:
       >>> round(epsilon_for_delta(noise_multiplier=1.0, sampling_rate=1.0, steps=1,
       ...                         delta=1e-5), 3)
-      4.221
+      4.753
     """
     sigma, q, steps = _check_mechanism(noise_multiplier, sampling_rate, steps)
     delta = check_probability("delta", as_scalar("delta", delta), open_low=True,

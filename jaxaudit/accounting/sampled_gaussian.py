@@ -150,7 +150,7 @@ def sampled_gaussian_rdp(noise_multiplier: ArrayLike, sampling_rate: ArrayLike,
       ...     print(round(float(sampled_gaussian_rdp(2.0, 1.0, 3.0)), 12))
       ...     print(round(float(sampled_gaussian_rdp(2.62, 0.5, 1.25)), 6))
       0.375
-      0.0039
+      0.023379
 
     References:
       Mironov, Talwar, Zhang, "Rényi Differential Privacy of the Sampled Gaussian Mechanism",
