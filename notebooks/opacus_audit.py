@@ -103,23 +103,23 @@ if HAVE_OPACUS:
 # %% [markdown]
 # ## The audit
 #
-# The same command a user types in a shell (`jaxaudit rdp --scores in.npy out.npy ...`), called
-# from Python. The table's "DV estimate" column is the DV point estimate raised to the best valid
+# The same command a user types in a shell (`jaxaudit rdp --scores in.npy out.npy ...`), run as
+# a subprocess. The table's "DV estimate" column is the DV point estimate raised to the best valid
 # lower bound when it falls below it (marked `↑bound`); "± SE(samp.)" is the sampling spread of
 # the DV point estimate, not its bias.
 
 # %%
 if HAVE_OPACUS:
-    from jaxaudit.cli.main import main
+    import subprocess
+    import sys
 
     folder = Path(tempfile.mkdtemp(prefix="opacus_audit_"))
     np.save(folder / "in.npy", scores_in)
     np.save(folder / "out.npy", scores_out)
-    status = main(["rdp", "--scores", str(folder / "in.npy"), str(folder / "out.npy"),
-                   "--noise-multiplier", str(SIGMA), "--sampling-rate", str(Q),
-                   "--steps", str(STEPS), "--delta", "1e-5", "--orders", "1.5,2,3",
-                   "--out", str(folder / "audit")])
-    assert status == 0
+    subprocess.run([sys.executable, "-m", "jaxaudit", "rdp", "--scores", str(folder / "in.npy"),
+                    str(folder / "out.npy"), "--noise-multiplier", str(SIGMA),
+                    "--sampling-rate", str(Q), "--steps", str(STEPS), "--delta", "1e-5",
+                    "--orders", "1.5,2,3", "--out", str(folder / "audit")], check=True)
     results = json.loads((folder / "audit" / "results.json").read_text())  # strict JSON
     for row in results["rows"]:
         flag = " (raised to bound)" if row["raised_to_bound"] else ""

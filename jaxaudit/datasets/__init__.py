@@ -9,6 +9,7 @@ canonical public location.
 """
 
 from jaxaudit.datasets._files import FileStatus, resolve_data_dir, verify_files
+from jaxaudit.datasets.audit_split import AUDIT_DATASETS, audit_data
 from jaxaudit.datasets.cifar10 import load_cifar10, verify_cifar10_files
 from jaxaudit.datasets.csbm import edge_homophily, make_csbm
 from jaxaudit.datasets.mnist import load_mnist
@@ -16,8 +17,10 @@ from jaxaudit.datasets.planetoid import load_planetoid
 from jaxaudit.graph.types import Graph
 
 __all__ = [
+    "AUDIT_DATASETS",
     "FileStatus",
     "Graph",
+    "audit_data",
     "edge_homophily",
     "load_cifar10",
     "load_mnist",

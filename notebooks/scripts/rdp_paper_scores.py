@@ -37,7 +37,7 @@ import jax
 import numpy as np
 
 from jaxaudit.accounting import noise_for_epsilon
-from jaxaudit.cli.rdp_steps import audit_data
+from jaxaudit.datasets import audit_data
 from jaxaudit.dpsgd import blank_canary, canary_runs, model_by_name, pretrain, worst_case_label
 
 EPSILONS = (2.0, 4.38, 6.57, 10.0)
