@@ -277,23 +277,29 @@ def _level_name(value: float) -> str:
 
 def _load_pretrained(rundir, args, prior):
     """The public pretrained model, trained once per run folder with ``--pretrain-seed`` and
-    cached there (``pretrained_seed_S.msgpack``), so every (ε, seed) fine-tunes the same one."""
+    cached there (``pretrained_seed_S.msgpack`` with a checksum record bound to the run), so every
+    (ε, seed) fine-tunes the same one."""
     import flax.serialization
     import jax
 
     from jaxaudit.attacks import CharGRU, pretrain_public
-    from jaxaudit.runs.rundir import atomic_write_bytes
 
-    path = rundir.path / f"pretrained_seed_{args.pretrain_seed}.msgpack"
+    name = f"pretrained_seed_{args.pretrain_seed}.msgpack"
     key = jax.random.fold_in(jax.random.key(args.pretrain_seed), 10**6)
-    if path.is_file():
+    # read back only when its run-bound checksum matches (absent, corrupt or copied from another
+    # run: trained again)
+    cached = rundir.load_file(name)
+    if cached is not None:
         model = CharGRU(hidden_dim=args.hidden)
         template = model.init(key, jax.numpy.zeros((1, 8), jax.numpy.int32))
-        return model, flax.serialization.from_bytes(template, path.read_bytes())
+        try:
+            return model, flax.serialization.from_bytes(template, cached)
+        except (ValueError, KeyError, TypeError):
+            pass  # a well-formed checksum over an unreadable model: train it again
     model, params = pretrain_public(key, prior, num_filler=args.num_filler,
                                     steps=args.pretrain_steps, batch_size=args.batch_size,
                                     hidden_dim=args.hidden)
-    atomic_write_bytes(path, flax.serialization.to_bytes(params))
+    rundir.save_file(name, flax.serialization.to_bytes(params))
     return model, params
 
 

@@ -153,7 +153,6 @@ def _config(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
 
     import jax
     import numpy as np
@@ -167,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         uniform_sampler,
     )
     from jaxaudit.mia import lira_loo, roc_auc
-    from jaxaudit.runs import RunDir, run_chunks, unit_keys
+    from jaxaudit.runs import RunDir, dumps_strict, run_chunks, unit_keys
 
     check_output_dir("--out", args.out)
     if args.dataset == "csbm":
@@ -220,5 +219,5 @@ def run(args: argparse.Namespace) -> int:
         summary["lira_global_auc"] = float(roc_auc(lira_loo(scores, masks), masks))
     run_dir.write_json("summary.json", summary)
     if not args.quiet:
-        print(json.dumps(summary | {"out": str(run_dir.path)}, indent=1))
+        print(dumps_strict(summary | {"out": str(run_dir.path)}, indent=1))
     return 0

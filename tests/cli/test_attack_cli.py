@@ -53,6 +53,10 @@ def test_attack_secrets_tiny(tmp_path):
         assert r["successes_prior"] == 0  # uniform prior: all tied, ties against the attacker
     # One public pretrained model, cached in the folder, shared by the seeds.
     assert (out / "pretrained_seed_0.msgpack").is_file()
+    # ... with a checksum record bound to this run, so a model copied from another run is
+    # trained again rather than trusted
+    record = (out / "pretrained_seed_0.msgpack.sha256").read_text()
+    assert "pretrained_seed_0.msgpack" in record and "run " in record
     chunk = load_results(out).chunks["eps_2_seed_0"]
     assert chunk["scores"].shape == chunk["reference_scores"].shape == (3, 10)
     assert "every scoring" in (out / "summary.md").read_text().lower()
