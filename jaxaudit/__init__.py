@@ -36,7 +36,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
         ["posterior_success", "gain", "max_gain", "success_tail", "success_count_bound",
          "success_count_bound_fdp", "poisson_binomial_logpmf", "poisson_binomial_tail",
-         "gdp_delta"], "bounds"),
+         "gdp_delta", "epsilon_for_success", "epsilon_for_count"], "bounds"),
     # GNN shadow models and node-level MIA
     **dict.fromkeys(
         ["Graph", "GCN", "GraphSAGE", "GAT", "train_shadow_models", "poisson_sampler", "uniform_sampler",

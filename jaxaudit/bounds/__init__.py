@@ -6,7 +6,8 @@ underneath, prior encodings of common attacks, and prior-work baselines.
 
 Modules: ``success`` (posterior success β, gain), ``poisson_binomial`` (engine), ``count_bound``
 (tail and count bounds), ``fdp`` (trade-off functions, δ_f(ε)), ``priors`` (attack encodings),
-``prior_work`` (the bounds of prior work: KGK+, Balle ReRo, Hayes, Steinke, MMC), ``summary``
+``prior_work`` (the bounds of prior work: KGK+, Balle ReRo, Hayes, Steinke, MMC), ``inverse``
+(the largest ε that keeps an attack below a target), ``summary``
 (all of them side by side for one set of targets).
 """
 
@@ -21,6 +22,7 @@ from jaxaudit.bounds.count_bound import (
     success_tail_fdp,
 )
 from jaxaudit.bounds.fdp import approx_dp_delta, approx_dp_tradeoff, gdp_delta, gdp_tradeoff
+from jaxaudit.bounds.inverse import epsilon_for_count, epsilon_for_success
 from jaxaudit.bounds.poisson_binomial import (
     poisson_binomial_isf,
     poisson_binomial_logpmf,
@@ -79,6 +81,9 @@ __all__ = [
     "success_tail_fdp",
     "success_count_bound_fdp",
     "fdp_epsilon_grid",
+    # the inverse: which ε protects a prior
+    "epsilon_for_success",
+    "epsilon_for_count",
     # f-DP
     "gdp_delta",
     "gdp_tradeoff",

@@ -4,11 +4,14 @@ Example::
 
     jaxaudit bounds --epsilon 1 --uniform 10 --targets 1000
     jaxaudit bounds --gdp-mu 1 --zipf 0.9,10000000 --targets 1000 --json out.json --plot out.png
+    jaxaudit bounds --max-count 300 --uniform 10 --targets 1000      # which ε keeps v_γ ≤ 300?
 
 Prints the level-γ count bound v_γ (with probability ≥ 1 − γ fewer than v_γ of the targets are
 attacked successfully), the aggregate and per-target gain over the prior, and the single-target
 baselines of prior work (KGK+, Balle et al. ReRo, MMC and Steinke et al. where they apply) side by
-side.
+side. With ``--max-success S`` or ``--max-count V`` it answers the inverse question instead: the
+largest ε under which every target's posterior success stays ≤ S, or the count bound v_γ ≤ V
+(:func:`jaxaudit.bounds.epsilon_for_success`, :func:`jaxaudit.bounds.epsilon_for_count`).
 """
 
 from __future__ import annotations
@@ -39,6 +42,13 @@ def register(subparsers: Any) -> None:
     prior.add_argument("--priors", metavar="FILE",
                        help="per-target baseline success p_i (.npy, or text, one per line; "
                        "default: none)")
+    inverse = p.add_mutually_exclusive_group()
+    inverse.add_argument("--max-success", type=float, dest="max_success", metavar="S",
+                         help="print the largest ε with every target's posterior success β ≤ S "
+                         "(default: none)")
+    inverse.add_argument("--max-count", type=int, dest="max_count", metavar="V",
+                         help="print the largest ε with count bound v_γ ≤ V, under (ε, --delta)-DP "
+                         "(default: none)")
     p.add_argument("--targets", type=int, help="number of targets n (default: length of FILE)")
     p.add_argument("--attempts", type=int, default=1, help="guesses per target (top-k mass)")
     p.add_argument("--gamma", type=float, default=0.05, help="level γ (default 0.05)")
@@ -100,7 +110,14 @@ MAX_TARGETS = 10**8
 def _check_args(args) -> None:
     """What only the command knows: the flags' combinations, the memory limit, the output paths
     (before any work). The numbers themselves are checked by the library functions."""
-    if args.epsilon is None and args.gdp_mu is None:
+    inverse = args.max_success is not None or args.max_count is not None
+    if inverse and (args.epsilon is not None or args.gdp_mu is not None):
+        raise ValueError("--max-success and --max-count find ε: give neither --epsilon nor "
+                         "--gdp-mu with them")
+    if inverse and (args.plot or args.json):
+        raise ValueError("--plot and --json describe the bounds at a given ε; they do not apply "
+                         "to --max-success or --max-count")
+    if not inverse and args.epsilon is None and args.gdp_mu is None:
         raise ValueError("give --epsilon (ε-DP or (ε, δ)-DP) or --gdp-mu (μ-GDP)")
     if args.targets is not None and not 1 <= args.targets <= MAX_TARGETS:
         raise ValueError(f"--targets must lie in [1, {MAX_TARGETS}] (memory), got {args.targets}")
@@ -164,6 +181,30 @@ def _print_summary(result: dict) -> None:
         print(f"  Steinke et al. threshold  : {baselines['steinke_threshold']} correct")
 
 
+def _print_inverse(args, priors, prior_desc: str) -> int:
+    """The largest ε for --max-success or --max-count (one library call), printed."""
+    from jaxaudit.bounds import epsilon_for_count, epsilon_for_success
+
+    if args.max_success is not None:
+        eps = epsilon_for_success(priors, args.max_success)
+        target = f"every target's posterior success β(ε, p_i) ≤ {args.max_success:g}"
+    else:
+        eps = epsilon_for_count(priors, args.max_count, gamma=args.gamma, delta=args.delta)
+        dp = f"(ε, {args.delta:g})-DP" if args.delta else "ε-DP"
+        target = (f"count bound v_γ ≤ {args.max_count} under {dp} (γ = {args.gamma:g}: with "
+                  f"probability ≥ {1 - args.gamma:g} fewer than {args.max_count} targets attacked)")
+    if args.quiet:
+        print(f"{eps:.6g}")
+        return 0
+    print(f"jaxaudit bounds: {prior_desc}; n = {priors.size} targets")
+    print(f"  largest ε with {target}: {eps:.6g}")
+    if eps == -float("inf"):
+        print("  (no ε ≥ 0 meets the target: even ε = 0 leaves the prior above it)")
+    elif eps == float("inf"):
+        print("  (every ε meets the target)")
+    return 0
+
+
 def _plot_tail(path: str, vs, tail, result: dict) -> None:
     import matplotlib
 
@@ -193,6 +234,8 @@ def run(args: argparse.Namespace) -> int:
 
     _check_args(args)
     priors, prior_desc = _priors(args)
+    if args.max_success is not None or args.max_count is not None:
+        return _print_inverse(args, priors, prior_desc)
     result, privacy = _results(args, priors, prior_desc)
     if args.plot:
         vs = np.arange(0, priors.size + 2)

@@ -129,3 +129,31 @@ def test_mmc_threshold_not_shown_for_several_attempts(tmp_path):
     assert main(["bounds", "--epsilon", "1", "--uniform", "10", "--targets", "100",
                  "--attempts", "10", "--json", str(out), "--quiet"]) == 0
     assert "mmc_threshold" not in json.loads(out.read_text())["baselines"]
+
+
+def test_max_count_and_max_success_print_the_epsilon(capsys):
+    """The inverse question: the printed ε is the library's, and it is where the count bound
+    (scipy's binomial quantile for the uniform-K prior) passes the target."""
+    from jaxaudit.bounds import epsilon_for_count, epsilon_for_success
+
+    assert main(["bounds", "--max-count", "255", "--uniform", "10", "--targets", "1000",
+                 "--quiet"]) == 0
+    eps = float(capsys.readouterr().out)
+    assert eps == pytest.approx(epsilon_for_count(np.full(1000, 0.1), 255), rel=1e-5)
+
+    def scipy_bound(e):
+        beta = np.exp(e) / (np.exp(e) + 9)
+        return int(scipy.stats.binom.isf(0.05, 1000, beta)) + 1
+
+    assert scipy_bound(eps * (1 - 1e-5)) <= 255 < scipy_bound(eps * (1 + 1e-3))
+    assert main(["bounds", "--max-success", "0.5", "--uniform", "10", "--targets", "3"]) == 0
+    text = capsys.readouterr().out
+    assert "posterior success" in text and f"{epsilon_for_success(0.1, 0.5):.6g}" in text
+    assert f"{np.log(9):.6g}" in text  # logit(0.5) − logit(0.1)
+
+
+@pytest.mark.parametrize("extra", [["--epsilon", "1"], ["--gdp-mu", "1"], ["--json", "x.json"]])
+def test_inverse_flags_refuse_a_given_privacy_or_outputs(extra, capsys):
+    assert main(["bounds", "--max-success", "0.5", "--uniform", "10", "--targets", "3",
+                 *extra]) == 2
+    assert "--max-success" in capsys.readouterr().err

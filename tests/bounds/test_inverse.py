@@ -1,0 +1,118 @@
+"""epsilon_for_success and epsilon_for_count against the closed form (mpmath), the scipy
+binomial count bound and brute force over ε; edge cases, jit/vmap, argument checks."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import mpmath
+import numpy as np
+import pytest
+import scipy.stats
+
+from jaxaudit.bounds import (
+    epsilon_for_count,
+    epsilon_for_success,
+    posterior_success,
+    success_count_bound,
+)
+
+
+def _mp_logit(x):
+    x = mpmath.mpf(x)
+    return mpmath.log(x) - mpmath.log(1 - x)
+
+
+@pytest.mark.parametrize(("p", "s"), [(0.1, 0.5), (1e-6, 0.01), (0.3, 0.3), (1e-300, 0.9),
+                                      (0.5, 0.999999)])
+def test_one_target_is_logit_difference_rounded_down(p, s):
+    with mpmath.workdps(40):
+        exact = _mp_logit(s) - _mp_logit(p)
+        eps = epsilon_for_success(p, s)
+        assert mpmath.mpf(eps) <= exact
+        assert float(exact) - eps <= 4 * math.ulp(float(exact)) + 1e-300
+        # β(ε*, p) ≤ s, exactly (mpmath)
+        e = mpmath.e ** mpmath.mpf(eps)
+        assert e * p / (1 + (e - 1) * p) <= mpmath.mpf(s)
+
+
+def test_several_targets_take_the_largest_prior():
+    rng = np.random.default_rng(1)
+    p = rng.uniform(0.0, 0.2, 50)
+    eps = epsilon_for_success(p, 0.4)
+    assert eps == pytest.approx(math.log(0.4 / 0.6) - math.log(p.max() / (1 - p.max())), rel=1e-14)
+    with jax.enable_x64(True):
+        beta = np.asarray(posterior_success(p, eps))
+        assert beta.max() <= 0.4
+        assert np.asarray(posterior_success(p, eps + 1e-9)).max() > 0.4
+
+
+def test_success_edges():
+    assert epsilon_for_success(0.6, 0.5) == -math.inf  # already above the target at ε = 0
+    assert epsilon_for_success([0.0, 0.0], 0.1) == math.inf
+    assert epsilon_for_success(0.3, 1.0) == math.inf
+    assert epsilon_for_success(0.0, 0.0) == math.inf
+    assert epsilon_for_success(0.5, 0.5) == 0.0
+
+
+@pytest.mark.parametrize(("alphabet_size", "count"), [(2, 755), (10, 255), (10, 300), (100, 36)])
+def test_count_inverse_of_the_binomial_count_bound(alphabet_size, count):
+    """Uniform-K prior: v_γ(ε) = scipy's binomial quantile + 1 at β = e^ε/(e^ε + K − 1); ε* is
+    where it passes the target."""
+    n, gamma = 1000, 0.05
+    eps = epsilon_for_count(np.full(n, 1 / alphabet_size), count, gamma=gamma)
+
+    def scipy_bound(e):
+        beta = math.exp(e) / (math.exp(e) + alphabet_size - 1)
+        return int(scipy.stats.binom.isf(gamma, n, beta)) + 1
+
+    assert scipy_bound(eps) <= count < scipy_bound(eps + 1e-6)
+
+
+def test_count_inverse_by_brute_force_over_epsilon():
+    rng = np.random.default_rng(2)
+    p = rng.uniform(0.0, 0.3, 60)
+    for count, delta in ((15, 0.0), (25, 1e-5), (40, 0.0)):
+        eps = epsilon_for_count(p, count, gamma=0.1, delta=delta)
+        grid = np.linspace(0.0, 6.0, 61)
+        bounds = [success_count_bound(p, e, delta, 0.1) for e in grid]
+        assert all((b <= count) == (e <= eps) for e, b in zip(grid, bounds, strict=True))
+        assert success_count_bound(p, eps, delta, 0.1) <= count
+        assert success_count_bound(p, eps + 1e-6, delta, 0.1) > count
+
+
+def test_count_edges():
+    p = np.full(10, 0.5)
+    assert epsilon_for_count(p, 0) == -math.inf  # Pr[S ≥ 0] = 1 > γ
+    assert epsilon_for_count(p, 11) == math.inf  # Pr[S ≥ n + 1] = 0
+    assert epsilon_for_count(np.r_[np.full(3, 0.5), np.zeros(7)], 4) == math.inf  # S ≤ 3
+    assert epsilon_for_count(p, 10, gamma=0.05, delta=0.01) == -math.inf  # n δ ≥ γ
+    assert epsilon_for_count(p, 8, gamma=0.05) == -math.inf  # Pr[Bin(10, 1/2) ≥ 8] = 0.0547
+    assert epsilon_for_count(p, 9, gamma=0.05) > 0  # Pr[Bin(10, 1/2) ≥ 9] = 0.0107
+
+
+def test_jit_and_vmap():
+    p = np.full(200, 0.1)
+    with jax.enable_x64(True):
+        counts = jnp.array([30, 40, 60])
+        mapped = jax.vmap(lambda v: epsilon_for_count(p, v))(counts)
+        np.testing.assert_array_equal(mapped, [epsilon_for_count(p, int(v)) for v in counts])
+        targets = jnp.array([0.2, 0.5, 0.9])
+        np.testing.assert_array_equal(
+            jax.jit(jax.vmap(lambda s: epsilon_for_success(p, s)))(targets),
+            [epsilon_for_success(p, float(s)) for s in targets])
+
+
+@pytest.mark.parametrize(("call", "name"), [
+    (lambda: epsilon_for_success([0.1, 1.5], 0.5), "priors"),
+    (lambda: epsilon_for_success(0.1, float("nan")), "max_success"),
+    (lambda: epsilon_for_success([], 0.5), "priors"),
+    (lambda: epsilon_for_count([0.1], 1.5), "max_count"),
+    (lambda: epsilon_for_count([0.1], -1), "max_count"),
+    (lambda: epsilon_for_count([0.1], 1, gamma=1.0), "gamma"),
+    (lambda: epsilon_for_count([0.1], 1, delta=-0.1), "delta"),
+    (lambda: epsilon_for_count([0.1], 1, method="dft"), "method"),
+])
+def test_bad_arguments(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
