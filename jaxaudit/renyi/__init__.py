@@ -38,7 +38,7 @@ from jaxaudit.renyi.estimate import (
 )
 from jaxaudit.renyi.objective import dv_objective, log_mean_exp
 from jaxaudit.renyi.planning import RunsNeeded, format_runs_needed, runs_needed
-from jaxaudit.renyi.reconcile import ReconciledEstimate, reconcile_estimate  # noqa: F401
+from jaxaudit.renyi.reconcile import ReconciledEstimate, reconcile_estimate
 from jaxaudit.renyi.threshold_tests import (
     GdpLowerBound,
     ThresholdTest,
@@ -55,6 +55,7 @@ __all__ = [
     "Critic",
     "CriticConfig",
     "DirectionEstimate",
+    "ReconciledEstimate",
     "DvEmaState",
     "EmaLogMeanExpState",
     "GdpLowerBound",
@@ -84,6 +85,7 @@ __all__ = [
     "laplace_renyi",
     "log_mean_exp",
     "rademacher_bound",
+    "reconcile_estimate",
     "renyi_estimator",
     "runs_needed",
     "theory_radius",
