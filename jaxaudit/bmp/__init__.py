@@ -36,6 +36,7 @@ from jaxaudit.bmp.likelihood import (
 )
 from jaxaudit.bmp.posterior import (
     GridPosterior,
+    NutsConfig,
     NutsPosterior,
     posterior_grid,
     posterior_nuts,
@@ -71,6 +72,7 @@ __all__ = [
     "GridPosterior",
     "JeffreysEstimate",
     "LeakageEstimate",
+    "NutsConfig",
     "NutsPosterior",
     "audit_bmp",
     "as_attack_prior",

@@ -16,7 +16,12 @@ import numpy as np
 from jaxaudit._validation import check_probability, check_shape
 from jaxaudit.bmp.certified import certified_epsilons
 from jaxaudit.bmp.likelihood import PRIOR_VARIANCE, as_attack_prior
-from jaxaudit.bmp.posterior import jeffreys_estimate, posterior_nuts, posterior_quantiles
+from jaxaudit.bmp.posterior import (
+    NutsConfig,
+    jeffreys_estimate,
+    posterior_nuts,
+    posterior_quantiles,
+)
 from jaxaudit.graph.types import node_degrees
 from jaxaudit.mia.types import ErrorCounts
 
@@ -135,9 +140,10 @@ def audit_from_scores(key, scores, masks, eta, *, eta_se=None, degree=None,
         cert_l[valid], cert_r[valid] = cert.eps_l, cert.eps_r
         jeff = jeffreys_estimate(k_jeff, sub, q=QUANTILES)
         jeff_l[:, valid], jeff_r[:, valid] = jeff.eps_l, jeff.eps_r
-        kw = dict(prior_variance=prior_variance, num_warmup=num_warmup, num_samples=num_samples,
-                  num_chains=num_chains, max_num_doublings=max_num_doublings,
-                  chunk_size=chunk_size, devices=devices, min_ess=min_ess)
+        config = NutsConfig(num_warmup=num_warmup, num_samples=num_samples,
+                            num_chains=num_chains, max_num_doublings=max_num_doublings,
+                            chunk_size=chunk_size, min_ess=min_ess)
+        kw = dict(prior_variance=prior_variance, config=config, devices=devices)
         post = posterior_nuts(k_post, sub, attack_prior=prior, **kw)
         eps_l[:, valid] = np.asarray(posterior_quantiles(post.eps_l, QUANTILES))
         eps_r[:, valid] = np.asarray(posterior_quantiles(post.eps_r, QUANTILES))

@@ -51,6 +51,8 @@ from jaxaudit.mia.types import ErrorCounts
 __all__ = [
     "AttackPrior",
     "Constrained",
+    "DELTA_LINKS",
+    "LogDensity",
     "as_attack_prior",
     "band_area",
     "constrain_centered",
@@ -62,6 +64,7 @@ __all__ = [
     "log_joint_noncentered",
     "log_marginal_likelihood",
     "log_strength_prior",
+    "make_log_density",
 ]
 
 #: Default prior variance of ε_L and ε_R (half-normal; our choice, docs/bmp.md).
@@ -267,7 +270,9 @@ class Constrained(NamedTuple):
     beta: jax.Array
 
 
-_DELTA_LINK = "softplus"  # "exp" only for benchmarks/bmp_delta_link.py's before/after comparison
+#: Links δ = ε − ε̂ = link(z) of the centered coordinates: "softplus" (the default) and "exp"
+#: (the former link, kept for benchmarks/bmp_delta_link.py's before/after comparison).
+DELTA_LINKS = ("softplus", "exp")
 
 
 def _log_sigmoid_pair(x):
@@ -277,22 +282,28 @@ def _log_sigmoid_pair(x):
     return ls, ls - x
 
 
-def _delta_link(z):
-    """δ = softplus(z) > 0 with log δ and log dδ/dz = log σ(z).
+def _check_link(link: str) -> str:
+    if link not in DELTA_LINKS:
+        raise ValueError(f"link must be one of {DELTA_LINKS}, got {link!r}")
+    return link
+
+
+def _delta_link(z, link: str = "softplus"):
+    """δ = link(z) > 0 with log δ and log dδ/dz; ``link`` is "softplus" (default) or "exp".
 
     softplus rather than exp: δ ≈ e^z for small δ (the data's scale), but linear for large δ, so
     the half-normal prior's tail stays Gaussian in z (curvature 1/v) instead of the double
     exponential that e^z makes of it (curvature ε²/v, which NUTS steps tuned to the bulk overshoot:
     divergent transitions in the prior-driven upper tail). (softplus(z) is not computed as
     z − log σ(z): that cancels for z < 0, where δ is small.)"""
-    if _DELTA_LINK == "exp":
+    if _check_link(link) == "exp":
         return jnp.exp(z), z, z
     delta = softplus(z)
     log_delta = jnp.where(z < -15.0, z, jnp.log(jnp.where(z < -15.0, 1.0, delta)))
     return delta, log_delta, log_sigmoid(z)
 
 
-def _centered_parts(position, symmetric=False):
+def _centered_parts(position, symmetric=False, link="softplus"):
     a, b = position[..., 0], position[..., 1]
     log_alpha, log1m_alpha = _log_sigmoid_pair(a)
     log_sig_b, log_sig_mb = _log_sigmoid_pair(b)
@@ -303,13 +314,13 @@ def _centered_parts(position, symmetric=False):
     if symmetric:  # ε_L = ε_R = max(ε̂_L, ε̂_R) + δ(z)
         z_l = z_r = position[..., 2]
         t = position[..., 3]
-        delta, log_delta, log_jac_z = _delta_link(z_l)
+        delta, log_delta, log_jac_z = _delta_link(z_l, link)
         eps_l = eps_r = jnp.maximum(eps_hat_l, eps_hat_r) + delta
         log_r_min = log_delta - jnp.log(eps_l)
     else:
         z_l, z_r, t = position[..., 2], position[..., 3], position[..., 4]
-        delta_l, log_delta_l, jac_l = _delta_link(z_l)
-        delta_r, log_delta_r, jac_r = _delta_link(z_r)
+        delta_l, log_delta_l, jac_l = _delta_link(z_l, link)
+        delta_r, log_delta_r, jac_r = _delta_link(z_r, link)
         eps_l = eps_hat_l + delta_l
         eps_r = eps_hat_r + delta_r
         # 1 − s_max = min(δ_L/ε_L, δ_R/ε_R), computed without cancellation
@@ -341,16 +352,17 @@ def _log_band_near_optimal(eps_l, eps_r, s, log_r):
     return jnp.log(jnp.where(small, 0.5 * r * slope, exact))
 
 
-def constrain_centered(position, symmetric: bool = False) -> Constrained:
-    """Map a centered position (a, b, z_L, z_R, t) (δ = softplus(z)) — or (a, b, z, t) for the
-    symmetric model — to (ε_L, ε_R, s, α, β)."""
-    p = _centered_parts(position, symmetric)
+def constrain_centered(position, symmetric: bool = False, link: str = "softplus") -> Constrained:
+    """Map a centered position (a, b, z_L, z_R, t) (δ = link(z), softplus by default) — or
+    (a, b, z, t) for the symmetric model — to (ε_L, ε_R, s, α, β)."""
+    p = _centered_parts(position, symmetric, link)
     return Constrained(p["eps_l"], p["eps_r"], p["s"], jnp.exp(p["log_alpha"]),
                        jnp.exp(p["log_beta"]))
 
 
 def log_joint_centered(position, counts: ErrorCounts, prior_variance=PRIOR_VARIANCE,
-                       symmetric: bool = False, strength_prior=(1.0, 1.0)):
+                       symmetric: bool = False, strength_prior=(1.0, 1.0),
+                       link: str = "softplus"):
     """Log joint density (up to a constant) on the centered coordinates, for free s ~ Beta(a, b).
 
     Coordinates: α = σ(a), β = (1 − α) σ(b) (the lower half α + β ≤ 1); the tightest parameters
@@ -377,8 +389,10 @@ def log_joint_centered(position, counts: ErrorCounts, prior_variance=PRIOR_VARIA
       prior_variance: variance v of the half-normal priors.
       symmetric: the tied (MP) model.
       strength_prior: (a, b) of the Beta prior on s (may be traced).
+      link: δ = ε − ε̂ as a function of z: "softplus" (default; log σ(z) replaces the Jacobian
+        terms log σ(z_L) + log σ(z_R) above) or "exp" (δ = e^z, Jacobian z; the former link).
     """
-    p = _centered_parts(position, symmetric)
+    p = _centered_parts(position, symmetric, link)
     fp, n0, fn, n1 = counts
     log_lik = (_binomial_logpmf(fp, n0, p["log_alpha"], p["log1m_alpha"])
                + _binomial_logpmf(fn, n1, p["log_beta"], p["log1m_beta"]))
@@ -500,3 +514,53 @@ def log_joint_corner(position, counts: ErrorCounts, prior_variance=PRIOR_VARIANC
                + _binomial_logpmf(fn, n1, log_beta, log1m_beta))
     log_prior = half_normal_logpdf(eps_l, prior_variance) + half_normal_logpdf(eps_r, prior_variance)
     return log_prior + log_lik + log_jac
+
+
+# ----------------------------------------------------------------------------------------------
+# Log-density factories (what the samplers run on)
+# ----------------------------------------------------------------------------------------------
+
+
+class LogDensity(NamedTuple):
+    """A sampler target: ``logdensity(position)``, ``constrain(position) -> Constrained`` and the
+    position's dimension."""
+
+    logdensity: object
+    constrain: object
+    dim: int
+
+
+def make_log_density(parameterization: str, counts: ErrorCounts, *,
+                     prior_variance=PRIOR_VARIANCE, strength_prior=(1.0, 1.0),
+                     attack_strength=None, symmetric: bool = False,
+                     link: str = "softplus") -> LogDensity:
+    """The log joint density of one count set on the coordinates ``parameterization`` names, with
+    every setting (the δ ``link`` included) bound as an argument — no module state.
+
+    * ``"centered"``: :func:`log_joint_centered` (Beta prior on s; ``symmetric``, ``link``);
+    * ``"noncentered"``: :func:`log_joint_noncentered` (``attack_strength`` a fixed s, or None);
+    * ``"corner"``: :func:`log_joint_corner` (the optimal attack).
+
+    Example:
+      >>> target = make_log_density("centered", ErrorCounts(10.0, 100.0, 30.0, 100.0))
+      >>> target.dim, bool(jnp.isfinite(target.logdensity(jnp.zeros(5))))
+      (5, True)
+    """
+    _check_link(link)
+    if parameterization == "corner":
+        return LogDensity(functools.partial(log_joint_corner, counts=counts,
+                                            prior_variance=prior_variance), constrain_corner, 2)
+    if parameterization == "centered":
+        return LogDensity(
+            functools.partial(log_joint_centered, counts=counts, prior_variance=prior_variance,
+                              symmetric=symmetric, strength_prior=strength_prior, link=link),
+            functools.partial(constrain_centered, symmetric=symmetric, link=link),
+            4 if symmetric else 5)
+    if parameterization == "noncentered":
+        return LogDensity(
+            functools.partial(log_joint_noncentered, counts=counts, prior_variance=prior_variance,
+                              attack_strength=attack_strength, strength_prior=strength_prior),
+            functools.partial(constrain_noncentered, attack_strength=attack_strength),
+            4 if attack_strength is not None else 5)
+    raise ValueError(f"parameterization must be 'centered', 'noncentered' or 'corner', got "
+                     f"{parameterization!r}")

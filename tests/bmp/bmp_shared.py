@@ -16,7 +16,7 @@ COUNT_SETS = [(10, 100, 30, 100), (2, 60, 40, 60), (25, 80, 25, 80), (0, 40, 12,
 #: soundness simulation: known (ε_L, ε_R), repetitions, runs per side
 SOUND_EPS, SOUND_REPS, SOUND_N = (1.0, 2.0), 100, 100
 #: the one NUTS configuration of the posterior tests
-NUTS = dict(num_warmup=400, num_samples=1500, num_chains=4)
+NUTS = bmp.NutsConfig(num_warmup=400, num_samples=1500, num_chains=4)
 #: the one NUTS configuration of the audit and CLI tests (same settings + chunk: one program)
 AUDIT_NUTS = dict(num_warmup=150, num_samples=200, num_chains=2, chunk_size=128)
 

@@ -21,8 +21,8 @@ def shared_nuts():
     grid_sets = bmp.ErrorCounts(*(np.array([c[j] for c in COUNT_SETS], float) for j in range(4)))
     counts = bmp.ErrorCounts(*(np.concatenate([g, s]) for g, s in zip(grid_sets, sound)))
     num = counts.fp.shape[0]
-    post = bmp.posterior_nuts(jax.random.key(0), counts, deduplicate=False, chunk_size=num,
-                              **NUTS)
+    post = bmp.posterior_nuts(jax.random.key(0), counts, deduplicate=False,
+                              config=NUTS._replace(chunk_size=num))
     k = len(COUNT_SETS)
     return (jax.tree.map(lambda x: x[:k], post), jax.tree.map(lambda x: x[k:], post), sound)
 
@@ -38,7 +38,7 @@ def strong_prior_nuts(shared_nuts):
     num = len(COUNT_SETS) + 2 * SOUND_REPS
     opt = bmp.ErrorCounts(*(c[:SOUND_REPS] for c in sound))
     return bmp.posterior_nuts(jax.random.key(20), opt, attack_prior=(20.0, 1.0),
-                              deduplicate=False, chunk_size=num, **NUTS), opt
+                              deduplicate=False, config=NUTS._replace(chunk_size=num)), opt
 
 
 @pytest.fixture(scope="session")
@@ -52,7 +52,7 @@ def optimal_prior_nuts(shared_nuts):
     counts = bmp.ErrorCounts(*(np.concatenate([g, s[:SOUND_REPS]])
                                for g, s in zip(grid_sets, sound)))
     post = bmp.posterior_nuts(jax.random.key(30), counts, attack_prior="optimal",
-                              deduplicate=False, **NUTS)
+                              deduplicate=False, config=NUTS)
     k = len(COUNT_SETS)
     opt = bmp.ErrorCounts(*(c[:SOUND_REPS] for c in sound))
     return jax.tree.map(lambda x: x[:k], post), jax.tree.map(lambda x: x[k:], post), opt
