@@ -99,14 +99,18 @@ def _check_rdp_orders(name: str, orders):
     return arr
 
 
-def _num_terms(orders) -> int:
-    """Series length for concrete orders: a power of two ≥ max finite α + TAIL_TERMS."""
+def _num_terms(orders, sigma=None) -> int:
+    """Series length for concrete arguments: a power of two ≥ max finite α + TAIL_TERMS + 16σ
+    (at least DEFAULT_NUM_TERMS, at most 2^17). The alternating tail sets in only past i ≈ σ:
+    at σ = 100, q = 0.5, α = 1.01, 1,024 terms leave a 2e−6 relative excess, 4,096 terms 2e−8."""
     if is_traced(orders):
         return DEFAULT_NUM_TERMS
     arr = np.asarray(orders, dtype=np.float64)
     finite = arr[np.isfinite(arr)]
     top = float(finite.max()) if finite.size else 0.0
-    return max(DEFAULT_NUM_TERMS, 1 << math.ceil(math.log2(top + TAIL_TERMS + 1)))
+    if sigma is not None and not is_traced(sigma) and np.isfinite(float(sigma)):
+        top += 16.0 * min(float(sigma), 2.0**13)
+    return min(max(DEFAULT_NUM_TERMS, 1 << math.ceil(math.log2(top + TAIL_TERMS + 1))), 1 << 17)
 
 
 def _as_float64(value):
@@ -130,7 +134,7 @@ def rdp_epsilons(
     ``sampling_rate = 1`` this is ε_α = α T / (2 σ²) = α μ² / 2 with μ = √T / σ.
 
     Concrete arguments are validated and computed in float64 (x64 scoped to the call), with
-    enough series terms for the largest order. Under ``jax.jit``/``jax.vmap``/``jax.grad`` (any
+    enough series terms for the largest order and σ. Under ``jax.jit``/``jax.vmap``/``jax.grad`` (any
     argument traced) nothing is checked, the caller's precision applies (use
     ``jax.enable_x64(True)``) and orders above 512 give NaN.
 
@@ -157,7 +161,7 @@ def rdp_epsilons(
     """
     sigma, q, steps = _check_mechanism(noise_multiplier, sampling_rate, steps)
     alphas = _check_rdp_orders("orders", orders)
-    num_terms = _num_terms(alphas)
+    num_terms = _num_terms(alphas, sigma)
     if is_traced(sigma, q, steps, alphas):
         return steps * sampled_gaussian_rdp(sigma, q, alphas, num_terms=num_terms)
     with jax.enable_x64(True):
@@ -215,7 +219,7 @@ def epsilon_for_delta(*, noise_multiplier: float, sampling_rate: float, steps: i
     delta = check_probability("delta", as_scalar("delta", delta), open_low=True,
                               open_high=True)
     alphas = _check_rdp_orders("orders", DEFAULT_ORDERS if orders is None else orders)
-    num_terms = _num_terms(alphas)
+    num_terms = _num_terms(alphas, sigma)
     if is_traced(sigma, q, steps, delta, alphas):
         return _epsilon_for_delta(sigma, q, steps, delta, alphas, num_terms=num_terms)
     with jax.enable_x64(True):
