@@ -70,16 +70,17 @@ def load_counts(args):
 def bench_jaxaudit(counts, args):
     import jax
 
-    from jaxaudit.bmp import ErrorCounts, posterior_nuts
+    from jaxaudit.bmp import ErrorCounts, NutsConfig, posterior_nuts
 
     valid = (counts["n0"] > 0) & (counts["n1"] > 0)
     c = ErrorCounts(*(counts[k][valid].astype(float) for k in ("fp", "n0", "fn", "n1")))
     rows = []
     for rep in range(args.repeats + 1):
         t0 = time.perf_counter()
-        post = posterior_nuts(jax.random.key(rep), c, num_warmup=500, num_samples=1000,
-                              num_chains=4, deduplicate=not args.no_dedupe,
-                              max_num_doublings=args.max_num_doublings, min_ess=args.min_ess)
+        config = NutsConfig(num_warmup=500, num_samples=1000, num_chains=4,
+                            max_num_doublings=args.max_num_doublings, min_ess=args.min_ess)
+        post = posterior_nuts(jax.random.key(rep), c, config=config,
+                              deduplicate=not args.no_dedupe)
         jax.block_until_ready(post)
         dt = time.perf_counter() - t0
         rhat, ess = np.asarray(post.rhat), np.asarray(post.ess)

@@ -117,7 +117,8 @@ def main(argv=None):
             continue
         t0 = time.perf_counter()
         post = bmp.posterior_nuts(jax.random.key(7), counts, attack_prior=spec,
-                                  num_warmup=args.warmup, num_samples=args.samples,
+                                  config=bmp.NutsConfig(num_warmup=args.warmup,
+                                                        num_samples=args.samples),
                                   parameterization=args.parameterization)
         q_l = np.asarray(bmp.posterior_quantiles(post.eps_l, (0.05,)))[0]
         q_r = np.asarray(bmp.posterior_quantiles(post.eps_r, (0.05,)))[0]

@@ -17,7 +17,6 @@ import jax
 import numpy as np
 
 from jaxaudit import bmp
-from jaxaudit.bmp import likelihood, posterior
 
 
 def main(argv=None):
@@ -33,11 +32,11 @@ def main(argv=None):
                                               replace=False)]
     counts = bmp.ErrorCounts(*(tab[:, j].astype(float) for j in range(4)))
     for link in args.links.split(","):
-        likelihood._DELTA_LINK = link  # private switch, for this comparison only
-        posterior._runner.cache_clear()
+        config = bmp.NutsConfig(delta_link=link)  # the link is a sampler setting, not a global
         for rep in range(2):
             t0 = time.perf_counter()
-            post = jax.block_until_ready(bmp.posterior_nuts(jax.random.key(rep), counts))
+            post = jax.block_until_ready(bmp.posterior_nuts(jax.random.key(rep), counts,
+                                                            config=config))
             dt = time.perf_counter() - t0
             div, ess = np.asarray(post.divergences), np.asarray(post.ess)
             print(f"{link} rep {rep} ({'cold' if rep == 0 else 'warm'}): {dt:.0f} s, divergences "

@@ -184,3 +184,35 @@ def test_corner_joint_jacobian(seed):
                 + stats.binom.logpmf(fp, n0, a_star) + stats.binom.logpmf(fn, n1, b_star))
     assert float(c.s) == 1.0
     np.testing.assert_allclose(lp - log_det, want, rtol=1e-9, atol=1e-9)
+
+
+def test_delta_link_is_an_argument():
+    """The centered density under δ = e^z equals the softplus one at the same (α, β, ε, s) up to
+    the change of variables z ↦ z' = softplus⁻¹(e^z): log p_exp(z) = log p_softplus(z') + z −
+    log σ(z') per slack (the two links' log dδ/dz). Both are selected by an argument
+    (``link=``, and ``NutsConfig.delta_link`` for the sampler), so neither call changes the other,
+    and the factory binds the same density."""
+    from jaxaudit.bmp.likelihood import make_log_density
+
+    counts = bmp.ErrorCounts(30.0, 100.0, 20.0, 100.0)
+    pos32 = jax.random.normal(jax.random.key(3), (16, 5))
+    with jax.enable_x64(True):
+        pos = jnp.asarray(pos32, jnp.float64)
+        z = pos[:, 2:4]
+        z_sp = jnp.log(jnp.expm1(jnp.exp(z)))  # softplus(z_sp) = e^z
+        pos_sp = pos.at[:, 2:4].set(z_sp)
+        lp_exp = bmp.log_joint_centered(pos, counts, link="exp")
+        lp_sp = bmp.log_joint_centered(pos_sp, counts)
+        jac = jnp.sum(z - jax.nn.log_sigmoid(z_sp), axis=1)
+        np.testing.assert_allclose(np.asarray(lp_exp), np.asarray(lp_sp + jac), rtol=1e-9)
+        c_exp = bmp.constrain_centered(pos, link="exp")
+        c_sp = bmp.constrain_centered(pos_sp)
+        for a, b in zip(c_exp, c_sp):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-9)
+        target = make_log_density("centered", counts, link="exp")
+        np.testing.assert_array_equal(np.asarray(target.logdensity(pos)), np.asarray(lp_exp))
+        assert target.dim == 5
+    with pytest.raises(ValueError, match="link"):
+        bmp.log_joint_centered(pos, counts, link="tanh")
+    with pytest.raises(ValueError, match="parameterization"):
+        make_log_density("polar", counts)
