@@ -123,8 +123,8 @@ def clip_and_sum(per_example_grads: Any, clip_norm: float | jax.Array,
       A pytree shaped like one example's gradient.
     """
     leaves, treedef = jax.tree.flatten(per_example_grads)
+    n = _leading_size(per_example_grads)
     if mask is not None:
-        n = _leading_size(per_example_grads)
         if jnp.shape(mask) != (n,):
             raise ValueError(f"mask must have shape ({n},), got {jnp.shape(mask)}")
         mask = jnp.asarray(mask, leaves[0].dtype)
