@@ -46,7 +46,7 @@ _EXPORTS: dict[str, str] = {
         "mia"),
     # Bayesian membership privacy
     **dict.fromkeys(
-        ["posterior_nuts", "posterior_grid", "jeffreys_estimate", "audit_bmp",
+        ["posterior_nuts", "NutsConfig", "posterior_grid", "jeffreys_estimate", "audit_bmp",
          "epsilons_from_errors", "region_contains", "sampling_leakage"], "bmp"),
     # Rényi-DP auditing
     **dict.fromkeys(

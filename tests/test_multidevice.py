@@ -60,12 +60,12 @@ def test_sharded_posterior_matches_single_device():
     result = _run(
         """
         import json, jax, numpy as np
-        from jaxaudit.bmp import posterior_nuts
+        from jaxaudit.bmp import NutsConfig, posterior_nuts
         from jaxaudit.mia.types import ErrorCounts
         counts = ErrorCounts(fp=np.array([12, 40, 100, 160, 20, 72, 120, 4]),
                              n0=np.full(8, 200), fn=np.array([120, 80, 40, 8, 176, 48, 24, 160]),
                              n1=np.full(8, 200))
-        kw = dict(num_warmup=200, num_samples=300, num_chains=2)
+        kw = dict(config=NutsConfig(num_warmup=200, num_samples=300, num_chains=2))
         multi = posterior_nuts(jax.random.key(3), counts, **kw)
         single = posterior_nuts(jax.random.key(3), counts, devices=jax.devices()[:1], **kw)
         z = []
