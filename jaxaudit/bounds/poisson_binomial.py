@@ -25,10 +25,9 @@ S = Σ_i B_i with independent B_i ~ Bernoulli(q_i), i = 1..n. Two exact algorith
   when they fall in its window. O(n log² n) per tilt.
 
 Static shapes: the data-dependent parts (how many tilts, where) are ``lax.while_loop`` s over
-fixed-shape states; q is padded with zeros to a power of two (a q = 0 Bernoulli never adds to S),
-so every level of the divide and conquer pairs blocks of equal length and one compiled program
-serves every n in a bucket. Certain (q = 1) and impossible (q = 0) Bernoullis need no special
-case: they tilt to themselves.
+fixed-shape states; q is padded with zeros (a q = 0 Bernoulli never adds to S) to 4, 5, 6 or 7
+times a power of two, so one compiled program serves every n in a bucket. Certain (q = 1) and
+impossible (q = 0) Bernoullis need no special case: they tilt to themselves.
 
 Precision: the public functions validate concrete inputs and compute in float64 (x64 scoped to
 the call; float32 and bfloat16 inputs are upcast). Inside the caller's ``jit``/``vmap``/``grad``
@@ -171,8 +170,10 @@ def poisson_binomial_logsf_exact(probs: jax.Array) -> jax.Array:
 
 
 def _bucket(n: int) -> int:
-    """Padded length (a power of two ≥ LEAF) so that the jit cache is reused across n."""
-    return max(LEAF, 1 << max(0, (n - 1).bit_length()))
+    """Padded length so that the jit cache is reused across n: n rounded up to 4, 5, 6 or 7 times
+    a power of two (≥ LEAF): at most 25% padding, four compiled programs per doubling of n."""
+    step = max(LEAF, 1 << max(0, (n - 1).bit_length() - 3))
+    return -(-max(n, 1) // step) * step
 
 
 def _pad(x: jax.Array, size: int, value=0.0) -> jax.Array:
@@ -181,12 +182,13 @@ def _pad(x: jax.Array, size: int, value=0.0) -> jax.Array:
 
 
 def _pmf_divide_conquer(q: jax.Array) -> jax.Array:
-    """pmf of PoiBin(q) for q of power-of-two length N ≥ LEAF (absolute error ≈ 1e−16 × peak).
+    """pmf of PoiBin(q) for q of length N, a multiple of LEAF (absolute error ≈ 1e−16 × peak).
 
     Exact recursions on blocks of LEAF Bernoullis (vectorised over blocks), then pairwise FFT
-    convolutions level by level, all blocks of a level in one batched rfft. Two pmfs of length L
-    convolve to length 2L − 1; the FFT has length 2(L − 1), a power of two, so the top entry
-    wraps onto entry 0: both are the exact products a_0·b_0 and a_top·b_top, set directly.
+    convolutions level by level, all blocks of a level in one batched rfft (an odd block count is
+    evened with the identity pmf [1, 0, …]). Two pmfs of length L convolve to length 2L − 1; the
+    FFT has length 2(L − 1), so the top entry wraps onto entry 0: both are the exact products
+    a_0·b_0 and a_top·b_top, set directly.
     """
     blocks = q.shape[0] // LEAF
     qq = q.reshape(blocks, LEAF)
@@ -199,13 +201,15 @@ def _pmf_divide_conquer(q: jax.Array) -> jax.Array:
     dp = jax.lax.fori_loop(0, LEAF, leaf_step,
                            jnp.zeros((blocks, LEAF + 1), q.dtype).at[:, 0].set(1.0))
     while dp.shape[0] > 1:
+        if dp.shape[0] % 2:
+            dp = jnp.concatenate([dp, jnp.zeros((1, dp.shape[1]), q.dtype).at[0, 0].set(1.0)])
         a, b = dp[0::2], dp[1::2]
         nfft = 2 * (dp.shape[1] - 1)
         conv = jnp.fft.irfft(jnp.fft.rfft(a, nfft, axis=1) * jnp.fft.rfft(b, nfft, axis=1),
                              nfft, axis=1)
         conv = conv.at[:, 0].set(a[:, 0] * b[:, 0])
         dp = jnp.concatenate([conv, (a[:, -1] * b[:, -1])[:, None]], axis=1)
-    return dp[0]
+    return dp[0, : q.shape[0] + 1]  # beyond N: identity blocks' (zero) counts
 
 
 def _denoise(raw: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -258,7 +262,7 @@ class _Tilt:
 
     def logpmf(self):
         """log Pr[S = k] for every k (trusted on [lo, hi])."""
-        return safe_log(self.pmf) - self.theta * (self.ks - self.mu) + self.neg_kl
+        return _log_pmf(self.pmf) - self.theta * (self.ks - self.mu) + self.neg_kl
 
     def logsf(self):
         """log Pr[S ≥ v] for every v, trusted for v in [lo, hi] when θ ≥ 0 (summed from the top:
@@ -269,8 +273,16 @@ class _Tilt:
         return jnp.minimum(log_t - self.theta * (self.ks - self.mu) + self.neg_kl, 0.0)
 
 
+def _log_pmf(x):
+    """log x for the (non-negative) tilted pmf and its sums, −inf at 0 with a finite derivative.
+    Cheaper than ``safe_log``: a subnormal entry, 1e−308 below the peak that the tilt puts near
+    1, may be read as 0."""
+    positive = x > 0
+    return jnp.where(positive, jnp.log(jnp.where(positive, x, 1.0)), -jnp.inf)
+
+
 #: Block length of :func:`_log_decayed_tail_sums`.
-_SUM_BLOCK = 32
+_SUM_BLOCK = 16
 #: Stand-in for log 0 in its block filter (exp of it is 0; far below any log-probability).
 _LOG_ZERO = -1e300
 
@@ -294,19 +306,19 @@ def _log_decayed_tail_sums(pmf, theta):
     weights = jnp.where(gap >= 0, jnp.exp(-theta * jnp.maximum(gap, 0.0)), 0.0)
     local = x @ weights  # (blocks, B): Σ_{k ≥ v, same block} pmf(k) e^{−θ(k−v)}
     # C_b = T(start of block b) = local[b, 0] + e^{−θB} C_{b+1}, in log space, centred at the peak
+    # (−inf, for empty blocks, floored at _LOG_ZERO: a logaddexp of two −inf has a NaN derivative)
     b = jnp.arange(blocks, dtype=pmf.dtype)
     centre = jnp.argmax(local[:, 0]).astype(pmf.dtype)
-    # (−inf, for empty blocks, floored at _LOG_ZERO: a logaddexp of two −inf has a NaN derivative)
-    scaled = jnp.maximum(safe_log(local[:, 0]), _LOG_ZERO) - theta * _SUM_BLOCK * (b - centre)
+    scaled = jnp.maximum(_log_pmf(local[:, 0]), _LOG_ZERO) - theta * _SUM_BLOCK * (b - centre)
     log_c = jax.lax.cumlogsumexp(scaled, reverse=True) + theta * _SUM_BLOCK * (b - centre)
     log_next = jnp.concatenate([log_c[1:], jnp.full((1,), _LOG_ZERO, pmf.dtype)])
     # T(v) = local(v) + e^{−θ(start of next block − v)} C_{next}
     carry = log_next[:, None] - theta * (_SUM_BLOCK - j)[None, :]
-    return jnp.logaddexp(safe_log(local), carry).reshape(-1)[:size]
+    return jnp.logaddexp(_log_pmf(local), carry).reshape(-1)[:size]
 
 
 class _Prepared:
-    """PoiBin(q) for q padded to a power of two: logs, certain and possible counts, mean."""
+    """PoiBin(q) for q padded to its bucket: logs, certain and possible counts, mean."""
 
     def __init__(self, q):
         self.q = _pad(q, _bucket(q.shape[0]))
