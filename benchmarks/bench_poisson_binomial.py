@@ -2,9 +2,9 @@
 scipy.stats.poisson_binom vs fast-poibin.
 
 For each n, p_i ~ Uniform(0, 0.2) (seeded) and v = ceil(mean + 10 sd): the time of one tail
-evaluation Pr[S ≥ v] (median of repeats, all libraries side by side in this process; the first
-call, which includes jit compilation or FFT plan set-up, is reported separately) and the
-relative error |x / exact − 1|.
+evaluation Pr[S ≥ v] (median of repeats, all libraries side by side in this process, jaxaudit's
+and the host engine's repeats interleaved; the first call, which includes jit compilation or FFT
+plan set-up, is reported separately) and the relative error |x / exact − 1|.
 
 "jaxaudit" is the current engine (tilted FFT divide and conquer in jnp, float64, no host round
 trip); "host (old)" is the numpy/scipy.fft engine it replaced, loaded from git history
@@ -67,6 +67,23 @@ def _timed(fn, repeats):
         fn()
         times.append(time.perf_counter() - start)
     return value, first, statistics.median(times) if times else first
+
+
+def _timed_pair(fn_a, fn_b, repeats):
+    """_timed for two functions with their repeats interleaved (a, b, a, b, ...), so that a
+    change in the machine's load during the run affects both alike."""
+    values, firsts, times = [], [], ([], [])
+    for fn in (fn_a, fn_b):
+        start = time.perf_counter()
+        values.append(fn())
+        firsts.append(time.perf_counter() - start)
+    for _ in range(repeats):
+        for fn, ts in zip((fn_a, fn_b), times, strict=True):
+            start = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - start)
+    return [(value, first, statistics.median(ts) if ts else first)
+            for value, first, ts in zip(values, firsts, times, strict=True)]
 
 
 def _mpmath_log_tail(q, v, dps=60):
@@ -147,9 +164,8 @@ def main(argv=None):
         v = int(math.ceil(mean + 10 * sd))
         exact, how, check = _exact(old, q, v)
 
-        ours, ours_first, ours_t = _timed(
-            lambda q=q, v=v: float(poisson_binomial_tail(q, v, log=True)), args.repeats)
-        host, host_first, host_t = _timed(
+        (ours, ours_first, ours_t), (host, host_first, host_t) = _timed_pair(
+            lambda q=q, v=v: float(poisson_binomial_tail(q, v, log=True)),
             lambda q=q, v=v: float(old.poisson_binomial_tail(q, v, log=True)), args.repeats)
         fp, fp_first, fp_t = _timed(
             lambda q=q, v=v: _log(float(fast_poibin.PoiBin(q).pmf[v:].sum())), args.repeats)
