@@ -32,6 +32,8 @@ from jaxaudit.cli.shadow import (
     bounded,
     check_result_size,
     csbm_nodes_type,
+    graph_and_sampler,
+    graph_file_config,
 )
 
 # Limits refused before any work (each flag's --help says its own).
@@ -42,7 +44,7 @@ MAX_DRAW_BYTES = 4 * 2**30     # the posterior draws of one node chunk
 _BYTES_PER_DRAW = 16           # (eps_L, eps_R) in float32, with the sampler's copies
 
 _SHADOW_KEYS = ("dataset", "model", "sampler", "ratio", "models", "epochs", "edge_access", "seed",
-                "csbm_nodes", "snowball_edges")
+                "csbm_nodes", "snowball_edges", "graph_file")
 
 
 def register(subparsers) -> None:
@@ -214,34 +216,7 @@ def _load_shadow(path):
 
 
 def _graph_and_sampler(cfg, data_dir):
-    import jax
-
-    from jaxaudit.datasets import load_planetoid, make_csbm
-    from jaxaudit.graph import (
-        poisson_sampler,
-        random_walk_sampler,
-        snowball_sampler,
-        uniform_sampler,
-    )
-
-    if cfg["dataset"] == "csbm":
-        with as_flags(num_nodes="--csbm-nodes"):
-            graph = make_csbm(jax.random.key(cfg["seed"]), num_nodes=cfg["csbm_nodes"],
-                              features="bernoulli")
-    else:
-        graph = load_planetoid(cfg["dataset"], data_dir=data_dir)
-    ratio = cfg["ratio"]
-    try:
-        sampler = {
-            "uniform": lambda: uniform_sampler(ratio),
-            "poisson": lambda: poisson_sampler(ratio),
-            "snowball": lambda: snowball_sampler(ratio, edges=cfg.get("snowball_edges",
-                                                                      "discovered")),
-            "random_walk": lambda: random_walk_sampler(ratio),
-        }[cfg["sampler"]]()
-    except ValueError as err:
-        raise ValueError(f"--ratio {ratio} (--sampler {cfg['sampler']}): {err}") from err
-    return graph, sampler
+    return graph_and_sampler(cfg, data_dir)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -253,6 +228,8 @@ def run(args: argparse.Namespace) -> int:
     from jaxaudit.runs import KEY_RULE, RunDir, config_hash, run_chunks, stream_key, unit_keys
 
     shadow = None
+    if args.shadow is not None and args.graph is not None:
+        raise ValueError("--graph and --shadow: the shadow run fixes the graph; give one of them")
     if args.shadow is not None:
         shadow_cfg, masks, scores = _load_shadow(args.shadow)
         cfg = {k: shadow_cfg[k] for k in _SHADOW_KEYS if k in shadow_cfg}
@@ -262,7 +239,10 @@ def run(args: argparse.Namespace) -> int:
                              "num_models": int(masks.shape[0])}
         shadow = (masks, scores)
     else:
-        cfg = {k: getattr(args, k) for k in _SHADOW_KEYS}
+        cfg = {k: getattr(args, k) for k in _SHADOW_KEYS if k != "graph_file"}
+        if args.graph is not None:
+            cfg["dataset"] = "file"
+            cfg["graph_file"] = graph_file_config(args.graph)
         cfg["model_chunk"] = args.model_chunk
     cfg.update({k: getattr(args, k) for k in (
         "prior_draws", "fix_variance", "attack_prior", "confidence", "prior_variance",

@@ -23,6 +23,9 @@ from typing import Any
 from jaxaudit._validation import check_output_dir
 from jaxaudit.cli._types import count, nonnegative, nonnegative_int, positive
 
+# The library's registries (jaxaudit.datasets.GRAPH_DATASETS, jaxaudit.graph.SAMPLERS), named
+# here without importing jax so that --help stays fast (tests/cli/test_shadow_cli.py checks they
+# agree).
 DATASETS = ("cora", "citeseer", "csbm")
 SAMPLERS = ("uniform", "poisson", "snowball", "random_walk")
 
@@ -102,6 +105,10 @@ def add_shadow_options(p: argparse.ArgumentParser, *, ratio_type=float) -> None:
     ``jaxaudit shadow`` and ``jaxaudit bmp``."""
     p.add_argument("--dataset", choices=DATASETS, default="cora",
                    help="graph: a Planetoid data set or the generated CSBM")
+    p.add_argument("--graph", default=None, metavar="FILE.npz",
+                   help="your own graph instead of --dataset: an .npz with features (N, F), "
+                        "labels (N,), edge_index (2, E) and optional masks "
+                        "(jaxaudit.graph.save_graph_npz writes one)")
     p.add_argument("--model", choices=("gcn", "sage", "gat"), default="gcn",
                    help="shadow GNN architecture (2 layers, hidden 64)")
     p.add_argument("--sampler", choices=SAMPLERS, default="uniform",
@@ -138,13 +145,54 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
+def graph_file_config(path) -> dict:
+    """The stored form of ``--graph FILE``: its resolved path and SHA-256, so a resumed run
+    refuses a file that changed."""
+    import hashlib
+
+    from jaxaudit._validation import check_input_path
+
+    path = check_input_path("--graph", path)
+    return {"path": str(path.resolve()), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
+def graph_and_sampler(cfg: dict, data_dir):
+    """The graph (``--graph`` file, or ``--dataset`` by name) and the sampler of a stored
+    configuration, through the library's registries; errors name the flags."""
+    import hashlib
+
+    from jaxaudit.datasets import graph_by_name
+    from jaxaudit.graph import load_graph_npz, sampler_by_name
+
+    if cfg.get("graph_file"):
+        path = Path(cfg["graph_file"]["path"])
+        with as_flags(graph="--graph"):
+            graph = load_graph_npz(path)
+        if hashlib.sha256(path.read_bytes()).hexdigest() != cfg["graph_file"]["sha256"]:
+            raise ValueError(f"--graph {path} changed since this run was configured")
+    else:
+        with as_flags(num_nodes="--csbm-nodes"):
+            graph = graph_by_name(cfg["dataset"], seed=cfg["seed"],
+                                  num_nodes=cfg.get("csbm_nodes", 2708), data_dir=data_dir)
+    options = {"edges": cfg.get("snowball_edges", "discovered")} \
+        if cfg["sampler"] == "snowball" else {}
+    try:
+        sampler = sampler_by_name(cfg["sampler"], cfg["ratio"], **options)
+    except ValueError as err:
+        raise ValueError(f"--ratio {cfg['ratio']} (--sampler {cfg['sampler']}): {err}") from err
+    return graph, sampler
+
+
 def _config(args: argparse.Namespace) -> dict:
     cfg = {k: getattr(args, k) for k in (
         "dataset", "model", "sampler", "ratio", "models", "epochs", "learning_rate",
         "weight_decay", "edge_access", "chunk", "seed")}
     if args.sampler == "snowball":
         cfg["snowball_edges"] = args.snowball_edges
-    if args.dataset == "csbm":
+    if args.graph is not None:
+        cfg["dataset"] = "file"
+        cfg["graph_file"] = graph_file_config(args.graph)
+    elif args.dataset == "csbm":
         cfg["csbm_nodes"] = args.csbm_nodes
     from jaxaudit.runs.keys import KEY_RULE
 
@@ -154,42 +202,21 @@ def _config(args: argparse.Namespace) -> dict:
 
 def run(args: argparse.Namespace) -> int:
 
-    import jax
     import numpy as np
 
-    from jaxaudit.datasets import load_planetoid, make_csbm
-    from jaxaudit.graph import (
-        poisson_sampler,
-        random_walk_sampler,
-        snowball_sampler,
-        train_shadow_models,
-        uniform_sampler,
-    )
+    from jaxaudit.graph import train_shadow_models
     from jaxaudit.mia import lira_loo, roc_auc
     from jaxaudit.runs import RunDir, dumps_strict, run_chunks, unit_keys
 
     check_output_dir("--out", args.out)
-    if args.dataset == "csbm":
+    if args.dataset == "csbm" and args.graph is None:
         check_result_size(args.models, args.csbm_nodes)
     # the graph and the sampler first: the library checks their arguments before any work
-    if args.dataset == "csbm":
-        with as_flags(num_nodes="--csbm-nodes"):
-            graph = make_csbm(jax.random.key(args.seed), num_nodes=args.csbm_nodes,
-                              features="bernoulli")
-    else:
-        graph = load_planetoid(args.dataset, data_dir=args.data_dir)
+    cfg = _config(args)
+    graph, sampler = graph_and_sampler(cfg, args.data_dir)
     check_result_size(args.models, graph.num_nodes)
-    try:
-        sampler = {
-            "uniform": lambda: uniform_sampler(args.ratio),
-            "poisson": lambda: poisson_sampler(args.ratio),
-            "snowball": lambda: snowball_sampler(args.ratio, edges=args.snowball_edges),
-            "random_walk": lambda: random_walk_sampler(args.ratio),
-        }[args.sampler]()
-    except ValueError as err:
-        raise ValueError(f"--ratio {args.ratio} (--sampler {args.sampler}): {err}") from err
     existed, had_folder = (Path(args.out) / "manifest.json").exists(), Path(args.out).exists()
-    run_dir = RunDir.open(args.out, kind="shadow", config=_config(args))
+    run_dir = RunDir.open(args.out, kind="shadow", config=cfg)
     sizes = [min(args.chunk, args.models - start) for start in range(0, args.models, args.chunk)]
     names = [f"chunk_{c:05d}" for c in range(len(sizes))]
 

@@ -14,14 +14,17 @@ from jaxaudit.datasets.cifar10 import load_cifar10, verify_cifar10_files
 from jaxaudit.datasets.csbm import edge_homophily, make_csbm
 from jaxaudit.datasets.mnist import load_mnist
 from jaxaudit.datasets.planetoid import load_planetoid
+from jaxaudit.datasets.registry import GRAPH_DATASETS, graph_by_name
 from jaxaudit.graph.types import Graph
 
 __all__ = [
     "AUDIT_DATASETS",
     "FileStatus",
+    "GRAPH_DATASETS",
     "Graph",
     "audit_data",
     "edge_homophily",
+    "graph_by_name",
     "load_cifar10",
     "load_mnist",
     "load_planetoid",

@@ -11,6 +11,7 @@ from jaxaudit.graph.build import (
 from jaxaudit.graph.models import GAT, GCN, GraphSAGE
 from jaxaudit.graph.propagation import SparseFeatures, sparse_features, sparse_matmul
 from jaxaudit.graph.samplers import (
+    SAMPLERS,
     ExactSampler,
     Sample,
     Sampler,
@@ -18,6 +19,7 @@ from jaxaudit.graph.samplers import (
     induced_edges,
     poisson_sampler,
     random_walk_sampler,
+    sampler_by_name,
     snowball_sampler,
     uniform_sampler,
 )
@@ -34,6 +36,7 @@ from jaxaudit.graph.types import Graph, node_degrees
 
 __all__ = [
     "EDGE_ACCESS",
+    "SAMPLERS",
     "ExactSampler",
     "GAT",
     "GCN",
@@ -54,6 +57,7 @@ __all__ = [
     "poisson_sampler",
     "random_walk_sampler",
     "snowball_sampler",
+    "sampler_by_name",
     "save_graph_npz",
     "sparse_features",
     "sparse_matmul",

@@ -39,6 +39,8 @@ __all__ = [
     "uniform_sampler",
     "snowball_sampler",
     "random_walk_sampler",
+    "SAMPLERS",
+    "sampler_by_name",
     "induced_edges",
     "inclusion_probabilities",
 ]
@@ -293,3 +295,25 @@ def _mc_inclusion(sampler, keys, graph):
     if pad:
         total = total - jnp.sum(jax.vmap(lambda k: sampler(k, graph).node_mask)(keys[:pad]), 0, dtype=jnp.int32)
     return total / num
+
+
+#: The samplers by name (``sampler_by_name``; the CLI's ``--sampler`` choices).
+SAMPLERS = ("uniform", "poisson", "snowball", "random_walk")
+
+
+def sampler_by_name(name: str, ratio: float, **options) -> Sampler:
+    """The sampler called ``name`` (one of :data:`SAMPLERS`) at sampling ratio ``ratio``, with
+    that sampler's keyword ``options`` (e.g. ``edges="induced"`` for the snowball sampler).
+
+    Examples:
+      >>> type(sampler_by_name("snowball", 0.5, edges="induced")).__name__
+      'SnowballSampler'
+    """
+    check_choice("name", name, SAMPLERS)
+    factory = {"uniform": uniform_sampler, "poisson": poisson_sampler,
+               "snowball": snowball_sampler, "random_walk": random_walk_sampler}[name]
+    try:
+        return factory(ratio, **options)
+    except TypeError as err:
+        raise ValueError(f"sampler {name!r} does not take the options {sorted(options)} "
+                         f"({err})") from None

@@ -27,10 +27,9 @@ import numpy as np
 
 
 def _sampler(name, ratio):
-    from jaxaudit.graph import random_walk_sampler, snowball_sampler, uniform_sampler
+    from jaxaudit.graph import sampler_by_name
 
-    return {"uniform": uniform_sampler, "snowball": snowball_sampler,
-            "random_walk": random_walk_sampler}[name](ratio)
+    return sampler_by_name(name, ratio)
 
 
 def audit_run(folder: Path, args) -> dict:

@@ -61,7 +61,8 @@ CHANGES_NO_NUMBER = {
 }
 #: Options stored under another key: dest -> configuration key.
 STORED_AS = {
-    ("bmp",): {"no_mp": "mp_baseline"},
+    ("bmp",): {"no_mp": "mp_baseline", "graph": "graph_file"},
+    ("shadow",): {"graph": "graph_file"},
 }
 #: Commands that keep no run folder, with the reason (nothing stored that could disagree).
 NO_RUN_FOLDER = {
@@ -112,13 +113,19 @@ def _invocations(tmp_path):
     np.save(out_path, rng.standard_normal(40))
     out = str(tmp_path / "run")
     csbm = ["--dataset", "csbm", "--csbm-nodes", "200", "--models", "2"]
+    from jaxaudit.graph import from_edge_index, save_graph_npz
+
+    graph = str(save_graph_npz(tmp_path / "g.npz", from_edge_index(
+        rng.normal(size=(10, 3)), rng.integers(0, 2, 10), [[0, 1, 2], [1, 2, 3]])))
     return {
         ("rdp", "training"): [["rdp", "--dataset", "synthetic", "--model", "logreg", "--out", out]],
         ("rdp", "scores"): [["rdp", "--scores", str(in_path), str(out_path), "--noise-multiplier",
                              "1", "--sampling-rate", "1", "--steps", "2", "--out", out]],
         ("shadow",): [["shadow", *csbm, "--sampler", "snowball", "--out", out],
-                      ["shadow", *csbm, "--out", out]],
-        ("bmp",): [["bmp", *csbm, "--sampler", "snowball", "--min-ess", "100", "--out", out]],
+                      ["shadow", *csbm, "--out", out],
+                      ["shadow", "--graph", graph, "--models", "2", "--out", out]],
+        ("bmp",): [["bmp", *csbm, "--sampler", "snowball", "--min-ess", "100", "--out", out],
+                   ["bmp", "--graph", graph, "--models", "2", "--out", out]],
         ("attack", "secrets"): [["attack", "secrets", "--out", out]],
         ("attack", "marginals"): [["attack", "marginals", "--out", out]],
     }

@@ -77,3 +77,46 @@ def test_non_finite_scores_name_the_learning_rate():
         scores[1, 2] = bad
         with pytest.raises(ValueError, match=r"1 of 3 shadow models .*learning_rate=1e\+30"):
             _check_trained(scores, 1e30, 5e-4)
+
+
+def test_cli_names_agree_with_the_library_registries():
+    from jaxaudit.cli.shadow import DATASETS, SAMPLERS
+    from jaxaudit.datasets import GRAPH_DATASETS
+    from jaxaudit.graph import SAMPLERS as LIBRARY_SAMPLERS
+
+    assert DATASETS == GRAPH_DATASETS and SAMPLERS == LIBRARY_SAMPLERS
+
+
+def test_own_graph_file_through_shadow_and_bmp(tmp_path, capsys):
+    """`--graph FILE.npz`: a user's graph (written by the test) trains shadow models, feeds
+    `bmp --shadow`, is stored with its SHA-256, and a changed file is refused on resume."""
+    import numpy as np
+
+    from jaxaudit.graph import from_edge_index, save_graph_npz
+
+    rng = np.random.default_rng(0)
+    n = 40
+    y = rng.integers(0, 2, size=n)
+    x = np.eye(2)[y] + 0.5 * rng.normal(size=(n, 2))
+    edges = np.stack(np.nonzero(np.triu(rng.random((n, n)) < 0.1, 1)))
+    path = save_graph_npz(tmp_path / "mine.npz", from_edge_index(x, y, edges))
+    out = tmp_path / "shadow"
+    argv = ["shadow", "--graph", str(path), "--models", "4", "--epochs", "2", "--chunk", "4",
+            "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["dataset"] == "file"
+    assert manifest["config"]["graph_file"]["path"] == str(path.resolve())
+    scores = np.load(next((out / "chunks").glob("*.npz")))["scores"]
+    assert scores.shape == (4, n)
+    bmp_out = tmp_path / "bmp"
+    assert main(["bmp", "--shadow", str(out), "--out", str(bmp_out), "--num-warmup", "20",
+                 "--num-samples", "20", "--num-chains", "2", "--prior-draws", "20", "--no-mp",
+                 "--quiet"]) == 0
+    assert (bmp_out / "nodes.csv").read_text().count("\n") == n + 1
+    save_graph_npz(path, from_edge_index(x, y, edges[:, :-1]))      # the file changes
+    assert main(argv) == 2
+    assert "different configuration" in capsys.readouterr().err
+    assert main(["bmp", "--graph", str(path), "--shadow", str(out), "--out",
+                 str(tmp_path / "both")]) == 2
+    assert "--graph and --shadow" in capsys.readouterr().err
