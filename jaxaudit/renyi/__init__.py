@@ -39,6 +39,7 @@ from jaxaudit.renyi.estimate import (
 from jaxaudit.renyi.objective import dv_objective, log_mean_exp
 from jaxaudit.renyi.planning import RunsNeeded, format_runs_needed, runs_needed
 from jaxaudit.renyi.reconcile import ReconciledEstimate, reconcile_estimate
+from jaxaudit.renyi.score_bounds import ScoreBounds, epsilon_lower_bounds
 from jaxaudit.renyi.threshold_tests import (
     GdpLowerBound,
     ThresholdTest,
@@ -61,6 +62,7 @@ __all__ = [
     "GdpLowerBound",
     "RenyiEstimate",
     "RunsNeeded",
+    "ScoreBounds",
     "ThresholdTest",
     "TrainHistory",
     "bernstein_radius",
@@ -72,6 +74,7 @@ __all__ = [
     "dv_surrogate_loss",
     "ema_log_mean_exp",
     "ema_surrogate",
+    "epsilon_lower_bounds",
     "estimate_renyi",
     "fit_standardiser",
     "format_runs_needed",

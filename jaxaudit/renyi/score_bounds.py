@@ -1,0 +1,393 @@
+"""Every score-based ε lower bound side by side (docs/renyi.md, "Score-based ε bounds").
+
+Input: canary scores from many audits, ``in_scores`` (runs trained with the canary) and
+``out_scores`` (without); a test says "in" when the score is high.
+
+  * Clopper–Pearson threshold bound (Jagielski, Ullman, Oprea, arXiv 2006.07709) and the GDP
+    threshold method (Nasr et al., arXiv 2302.07956): reused from
+    :mod:`jaxaudit.renyi.threshold_tests` (held-out threshold selection).
+  * One-run audit (Steinke, Nasr, Jagielski, "Privacy Auditing with One (1) Training Run",
+    arXiv 2305.08846, Theorem 3.1 / Proposition 5.2 with δ): the m = n_in + n_out scores are m
+    canaries, each included with probability 1/2 (the in-world scores are the included ones).
+    Guessing "in" for the r top-scored canaries, v of them correctly, the (ε, δ)-DP claim is
+    rejected at level β when
+
+        p(ε) = P[Bin(r, q) ≥ v] + 2 m δ max_{1≤i≤v} P[v − i ≤ Bin(r, q) < v] / i ≤ β,
+        q = e^ε / (1 + e^ε);
+
+    the bound is the largest such ε (bisection; p increases with ε).
+  * f-DP one-run audit (Mahloujifar, Melis, Chaudhuri, "Auditing f-Differential Privacy in One
+    Run", arXiv 2410.22235, Algorithm "audit_rh_with_cap") for the Gaussian family
+    f = G_μ (f⁻¹-blow-up x ↦ Φ(Φ⁻¹(x) − μ)): the largest rejected μ, then ε = ε_μ(δ).
+
+Both one-run audits are one-sided (guesses only "in", k₋ = 0) and take the best of the
+thresholds at the vertices of the ROC's concave hull with a Bonferroni correction β/K over the
+K hull vertices — exactly as google-deepmind/jax_privacy's ``CanaryScoreAuditor`` does by
+default (so the numbers agree with its published tests). The traceable cores
+(:func:`_one_run_p_value`, :func:`_one_run_epsilon`, :func:`_fdp_one_run_objective`,
+:func:`_fdp_one_run_mu`) work under jit/vmap in float64; the hull and the threshold-side
+bounds are host-side (data-dependent sizes).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy import special as jsp_special
+from jax.scipy.stats import norm
+from jax.typing import ArrayLike
+
+from jaxaudit._validation import check_probability, check_score_vector
+from jaxaudit.renyi.binned import binned_renyi_lower_bound
+from jaxaudit.renyi.threshold_tests import (
+    _gdp_epsilon,
+    clopper_pearson_epsilon_lower_bound,
+    gdp_epsilon_lower_bound,
+    refuse_traced,
+    threshold_renyi_lower_bound,
+)
+
+__all__ = ["ScoreBounds", "epsilon_lower_bounds"]
+
+#: Minimum number of scores per world (the threshold methods split each world in two).
+MIN_SCORES = 8
+#: Bisection steps of the one-run cores (float64; brackets below).
+_STEPS = 64
+#: Upper ends of the bisection brackets: ε ≤ 100 for the one-run audit, μ ≤ 40 for the f-DP
+#: one (Φ(z − 40) underflows in float64); a bound at the cap is reported as the cap.
+_EPS_CAP = 100.0
+_MU_CAP = 40.0
+
+
+class ScoreBounds(NamedTuple):
+    """Result of :func:`epsilon_lower_bounds` (0-d float64 arrays; ``orders`` 1-d).
+
+    Bounds (hold with probability ≥ ``confidence`` each, for any mechanism):
+      clopper_pearson: ε at δ from a held-out threshold test (Jagielski et al.).
+      one_run: ε at δ from the one-run audit (Steinke et al.).
+      gdp_mu: μ lower bound of the GDP parameter (Nasr et al.'s threshold method).
+      fdp_one_run_mu: μ lower bound of the GDP parameter from the f-DP one-run audit.
+      threshold_rdp, binned_rdp: ε_α lower bounds (RDP units) at ``orders`` (NaN-free; empty
+        arrays when ``include_rdp=False``).
+
+    Estimates (bounds only if the mechanism's trade-off curve is exactly Gaussian, e.g. the
+    Gaussian mechanism or full-batch DP-GD; otherwise an (ε, δ)-DP mechanism can be far from
+    μ-GDP and these can exceed its true ε):
+      gdp_epsilon: ε at δ of μ-GDP with μ = ``gdp_mu``.
+      fdp_one_run: ε at δ of μ-GDP with μ = ``fdp_one_run_mu``.
+
+    Also: orders (the Rényi orders of the RDP fields), n_hull (K, the number of ROC-hull
+    thresholds the one-run audits take the best of, with level (1 − confidence)/K each).
+    """
+
+    clopper_pearson: np.ndarray
+    one_run: np.ndarray
+    gdp_mu: np.ndarray
+    gdp_epsilon: np.ndarray
+    fdp_one_run_mu: np.ndarray
+    fdp_one_run: np.ndarray
+    orders: np.ndarray
+    threshold_rdp: np.ndarray
+    binned_rdp: np.ndarray
+    n_hull: np.ndarray
+
+
+# ----------------------------------------------------------------------------- traceable cores
+
+
+def _one_run_p_value(m, n_guess, n_correct, eps, delta, length):
+    """p(ε) of the one-run audit (module docstring). Unvalidated, traceable (float64 advised).
+
+    ``length`` (static) ≥ max n_guess + 1 is the size of the pmf vector over 0..length−1; the
+    window term max_i P[v − i ≤ X < v]/i is max_{k<v} R(k)/(v − k) with R the upper cumulative
+    sum of the pmf restricted to k < v (summed from the top, so small tails stay accurate).
+    """
+    g = jnp.asarray(n_guess)
+    v = jnp.asarray(n_correct)
+    dtype = jnp.result_type(eps, float)
+    log_q = -jax.nn.softplus(-eps)
+    log_1mq = -jax.nn.softplus(eps)
+    q = jnp.exp(log_q)
+    gf, vf = g.astype(dtype), v.astype(dtype)
+    # P[X ≥ v] = I_q(v, g − v + 1) for 1 ≤ v ≤ g; 1 for v = 0.
+    tail = jsp_special.betainc(jnp.maximum(vf, 1.0), jnp.maximum(gf - vf + 1.0, 1.0), q)
+    beta = jnp.where(v <= 0, jnp.ones_like(tail), tail)
+    k = jnp.arange(length, dtype=dtype)
+    log_pmf = (jsp_special.gammaln(gf + 1.0) - jsp_special.gammaln(k + 1.0)
+               - jsp_special.gammaln(jnp.maximum(gf - k, 0.0) + 1.0)
+               + k * log_q + (gf - k) * log_1mq)
+    below = k < vf
+    pmf = jnp.where(below & (k <= gf), jnp.exp(log_pmf), 0.0)
+    upper = jnp.cumsum(pmf[::-1])[::-1]
+    ratio = jnp.where(below, upper / jnp.maximum(vf - k, 1.0), 0.0)
+    alpha = jnp.max(ratio)
+    return jnp.minimum(beta + 2.0 * m * delta * alpha, 1.0)
+
+
+def _one_run_epsilon(m, n_guess, n_correct, significance, delta, length):
+    """Largest ε ∈ [0, 100] with p(ε) ≤ significance (0 when p(0) > significance).
+
+    64 bisection steps on [0, 100]; the lower end of the final bracket is returned, where the
+    claim is still rejected, so the result never exceeds the exact root. Traceable.
+    """
+    dtype = jnp.result_type(significance, delta, float)
+    reject = lambda e: _one_run_p_value(m, n_guess, n_correct, e, delta, length) <= significance
+
+    def step(_, bracket):
+        lo, hi = bracket
+        mid = (lo + hi) / 2.0
+        ok = reject(mid)
+        return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid)
+
+    lo0, hi0 = jnp.zeros((), dtype), jnp.asarray(_EPS_CAP, dtype)
+    lo, _ = jax.lax.fori_loop(0, _STEPS, step, (lo0, hi0))
+    lo = jnp.where(reject(hi0), hi0, lo)
+    return jnp.where(reject(lo0), lo, jnp.zeros_like(lo))
+
+
+def _fdp_one_run_objective(m, n_guess, n_correct, significance, mu):
+    """Mahloujifar et al.'s rejection statistic for G_μ; positive means "not μ-GDP".
+
+    r ← β v/m, h ← β (g − v)/m; for i = v−1, …, 0: h' = max(h, Φ(Φ⁻¹(r) − μ)),
+    r ← min(r + i/(g − i)·(h' − h), 1), h ← h' (stops once h no longer moves: then nothing
+    changes afterwards); the statistic is r + h − g/m. Traceable (a while loop).
+    """
+    dtype = jnp.result_type(significance, mu, float)
+    g = jnp.asarray(n_guess).astype(dtype)
+    v = jnp.asarray(n_correct).astype(dtype)
+    r0 = significance * v / m
+    h0 = significance * (g - v) / m
+
+    def cond(state):
+        i, _, _, moving = state
+        return moving & (i >= 0)
+
+    def body(state):
+        i, r, h, _ = state
+        h_new = jnp.maximum(h, norm.cdf(jsp_special.ndtri(r) - mu))
+        moving = h_new != h
+        r_new = jnp.minimum(r + i / jnp.maximum(g - i, 1.0) * (h_new - h), 1.0)
+        return i - 1.0, jnp.where(moving, r_new, r), h_new, moving
+
+    _, r, h, _ = jax.lax.while_loop(cond, body, (v - 1.0, r0, h0, jnp.asarray(True)))
+    return r + h - g / m
+
+
+def _fdp_one_run_mu(m, n_guess, n_correct, significance):
+    """Largest μ ∈ [0, 40] whose G_μ claim is rejected (0 if none). 64 bisection steps; the
+    lower end of the final bracket (still rejected). Traceable."""
+    dtype = jnp.result_type(significance, float)
+    reject = lambda mu: _fdp_one_run_objective(m, n_guess, n_correct, significance, mu) > 0
+
+    def step(_, bracket):
+        lo, hi = bracket
+        mid = (lo + hi) / 2.0
+        ok = reject(mid)
+        return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid)
+
+    lo0, hi0 = jnp.zeros((), dtype), jnp.asarray(_MU_CAP, dtype)
+    lo, _ = jax.lax.fori_loop(0, _STEPS, step, (lo0, hi0))
+    lo = jnp.where(reject(hi0), hi0, lo)
+    return jnp.where(reject(lo0), lo, jnp.zeros_like(lo))
+
+
+def _one_run_tail_epsilon(n_guess, n_correct, significance):
+    """Largest ε with P[Bin(r, σ(ε)) ≥ v] ≤ significance: the δ = 0 one-run bound, an upper
+    bound of the δ > 0 one (p only grows with δ). Cheap (no pmf vector); traceable."""
+    dtype = jnp.result_type(significance, float)
+    g = jnp.asarray(n_guess).astype(dtype)
+    v = jnp.asarray(n_correct).astype(dtype)
+    reject = lambda e: jnp.where(
+        v <= 0, False,
+        jsp_special.betainc(jnp.maximum(v, 1.0), jnp.maximum(g - v + 1.0, 1.0),
+                            jax.nn.sigmoid(e)) <= significance)
+
+    def step(_, bracket):
+        lo, hi = bracket
+        mid = (lo + hi) / 2.0
+        ok = reject(mid)
+        return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid)
+
+    lo0, hi0 = jnp.zeros((), dtype), jnp.asarray(_EPS_CAP, dtype)
+    lo, hi = jax.lax.fori_loop(0, _STEPS, step, (lo0, hi0))
+    return jnp.where(reject(hi0), hi0, jnp.where(reject(lo0), hi, jnp.zeros_like(hi)))
+
+
+@jax.jit
+def _tail_epsilons(n_guess, n_correct, significance):
+    return jax.vmap(lambda g, v: _one_run_tail_epsilon(g, v, significance))(n_guess, n_correct)
+
+
+@jax.jit
+def _fdp_mus(m, n_guess, n_correct, significance):
+    return jax.vmap(lambda g, v: _fdp_one_run_mu(m, g, v, significance))(n_guess, n_correct)
+
+
+@jax.jit
+def _gdp_epsilon_jit(mu, delta):
+    return _gdp_epsilon(mu, delta)
+
+
+def _one_run_epsilons(m, n_guess, n_correct, significance, delta, length):
+    return jax.vmap(lambda g, v: _one_run_epsilon(m, g, v, significance, delta, length))(
+        n_guess, n_correct)
+
+
+_one_run_epsilons_jit = jax.jit(_one_run_epsilons, static_argnums=5)
+
+
+# ----------------------------------------------------------------------------- host side
+
+
+def roc_hull_counts(in_scores: np.ndarray, out_scores: np.ndarray):
+    """(true-positive, false-positive) counts of the "score ≥ t" tests at the vertices of the
+    concave hull of the ROC staircase (t over the distinct scores and +∞); collinear and
+    dominated points dropped (Andrew's monotone chain). Host-side numpy."""
+    thresholds = np.concatenate([np.union1d(in_scores, out_scores), [np.inf]])
+    fn = np.searchsorted(np.sort(in_scores), thresholds, side="left")
+    tn = np.searchsorted(np.sort(out_scores), thresholds, side="left")
+    hull: list[int] = []
+    for j in range(thresholds.size):
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]
+            cross = (fn[b] - fn[a]) * (tn[j] - tn[a]) - (tn[b] - tn[a]) * (fn[j] - fn[a])
+            if cross >= 0:  # b on or below the chord a–j: not a strict upper-hull vertex
+                hull.pop()
+            else:
+                break
+        hull.append(j)
+    idx = np.asarray(hull)
+    tp = in_scores.size - fn[idx]
+    fp = out_scores.size - tn[idx]
+    return tp, fp
+
+
+def _bucket(n: int) -> int:
+    """Next power of two ≥ n (limits recompilation to one per bucket)."""
+    return 1 << max(int(n - 1).bit_length(), 0)
+
+
+#: Thresholds evaluated per batch of the exact one-run search, and how many (the best by the
+#: δ = 0 bound) the f-DP audit is evaluated at.
+_CHUNK = 16
+
+
+def _take(a: np.ndarray, idx: np.ndarray, size: int) -> np.ndarray:
+    """a[idx] padded to ``size`` by repeating its first entry (a maximum is unchanged)."""
+    out = a[idx]
+    return np.concatenate([out, np.full(size - out.size, out[0])])
+
+
+def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float,
+                   significance: float):
+    """(one-run ε, f-DP μ, f-DP ε, K) on concrete validated scores. Host-side driver.
+
+    Level (1 − confidence)/K at each of the K hull thresholds. The one-run maximum is exact:
+    thresholds are visited in decreasing order of their δ = 0 bound (an upper bound of the
+    δ > 0 one) until that bound is below the best so far. The f-DP audit is evaluated at the
+    16 thresholds with the largest δ = 0 bounds only: a maximum over fewer thresholds at the
+    same Bonferroni level, so never above the full one (sound; it reproduced jax_privacy's
+    values, whose search prunes too).
+    """
+    tp, fp = roc_hull_counts(in_scores, out_scores)
+    n_hull = int(tp.size)
+    guesses, correct = tp + fp, tp
+    keep = (guesses > 0) & (correct > 0)
+    guesses, correct = guesses[keep], correct[keep]
+    m = float(in_scores.size + out_scores.size)
+    if guesses.size == 0:
+        return 0.0, 0.0, 0.0, n_hull
+    level = significance / n_hull
+    length = _bucket(int(m) + 1)
+    with jax.enable_x64(True):
+        size = _bucket(guesses.size)
+        all_idx = np.arange(guesses.size)
+        tail = np.asarray(_tail_epsilons(jnp.asarray(_take(guesses, all_idx, size)),
+                                         jnp.asarray(_take(correct, all_idx, size)),
+                                         jnp.asarray(level)))[: guesses.size]
+        order = np.argsort(-tail, kind="stable")
+        best = 0.0
+        for start in range(0, order.size, _CHUNK):
+            idx = order[start:start + _CHUNK]
+            if tail[idx[0]] <= best:
+                break
+            eps = _one_run_epsilons_jit(jnp.asarray(m), jnp.asarray(_take(guesses, idx, _CHUNK)),
+                                        jnp.asarray(_take(correct, idx, _CHUNK)),
+                                        jnp.asarray(level), jnp.asarray(delta), length)
+            best = max(best, float(jnp.max(eps)))
+        idx = order[:_CHUNK]
+        mus = _fdp_mus(jnp.asarray(m), jnp.asarray(_take(guesses, idx, _CHUNK)),
+                       jnp.asarray(_take(correct, idx, _CHUNK)), jnp.asarray(level))
+        mu = float(jnp.max(mus))
+        fdp_eps = float(_gdp_epsilon_jit(jnp.asarray(mu), jnp.asarray(delta)))
+    return best, mu, fdp_eps, n_hull
+
+
+def epsilon_lower_bounds(in_scores: ArrayLike, out_scores: ArrayLike, *, delta: float,
+                         confidence: float = 0.95, include_rdp: bool = False,
+                         orders: ArrayLike = (2.0, 4.0, 8.0, 16.0, 32.0), seed: int = 0
+                         ) -> ScoreBounds:
+    """What ε do these canary scores show? Every score-based lower bound side by side.
+
+    Fields and whether each is a bound or an estimate: :class:`ScoreBounds`. Each bound holds
+    with probability ≥ ``confidence`` on its own (no correction across the fields).
+
+    * clopper_pearson: ε ≥ max{log((TPR_lo − δ)/FPR_hi), log((TNR_lo − δ)/FNR_hi)}
+      (:func:`clopper_pearson_epsilon_lower_bound`, held-out threshold, ``seed``).
+    * gdp_mu / gdp_epsilon: μ_lo = Φ⁻¹(TPR_lo) − Φ⁻¹(FPR_hi), ε_{μ_lo}(δ)
+      (:func:`gdp_epsilon_lower_bound`).
+    * one_run: largest ε with P[Bin(r, σ(ε)) ≥ v] + 2mδ·max_i P[v−i ≤ Bin(r, σ(ε)) < v]/i ≤
+      (1 − confidence)/K at some ROC-hull threshold guessing r canaries with v correct
+      (Steinke, Nasr, Jagielski, arXiv 2305.08846); m = len(in_scores) + len(out_scores).
+    * fdp_one_run_mu / fdp_one_run: largest μ rejected by Mahloujifar, Melis, Chaudhuri's
+      f-DP audit of G_μ (arXiv 2410.22235) at level (1 − confidence)/K, and ε_μ(δ).
+    * threshold_rdp / binned_rdp (``include_rdp=True``; host-side and slower):
+      :func:`threshold_renyi_lower_bound`, :func:`binned_renyi_lower_bound` at ``orders``.
+
+    Args:
+      in_scores: 1-D finite scores (≥ 8) of runs with the canary; higher means "in".
+      out_scores: 1-D finite scores (≥ 8) of runs without.
+      delta: δ ∈ (0, 1) of the (ε, δ) statements.
+      confidence: coverage of each bound, in (0, 1).
+      include_rdp: also compute the threshold and binned RDP bounds at ``orders``.
+      orders: Rényi orders > 1 for the RDP fields.
+      seed: seed of the held-out split of the threshold methods.
+
+    Returns:
+      :class:`ScoreBounds`. Host-side (the threshold selections and the hull have
+      data-dependent sizes); the one-run cores themselves are traceable.
+
+    Examples:
+      >>> import numpy as np
+      >>> rng = np.random.default_rng(0)
+      >>> res = epsilon_lower_bounds(rng.normal(2.0, 1.0, 2000), rng.normal(0.0, 1.0, 2000),
+      ...                            delta=1e-5)
+      >>> bool(0 < res.one_run < res.fdp_one_run)
+      True
+    """
+    refuse_traced("epsilon_lower_bounds", in_scores=in_scores, out_scores=out_scores,
+                  delta=delta, confidence=confidence)
+    in_np = check_score_vector("in_scores", in_scores, minimum=MIN_SCORES)
+    out_np = check_score_vector("out_scores", out_scores, minimum=MIN_SCORES)
+    delta = float(check_probability("delta", delta, open_low=True, open_high=True))
+    confidence = float(check_probability("confidence", confidence, open_low=True,
+                                         open_high=True))
+    significance = 1.0 - confidence
+    cp = clopper_pearson_epsilon_lower_bound(in_np, out_np, delta, significance, seed=seed)
+    gdp = gdp_epsilon_lower_bound(in_np, out_np, delta, significance, seed=seed)
+    one_run, fdp_mu, fdp_eps, n_hull = one_run_bounds(in_np, out_np, delta, significance)
+    if include_rdp:
+        orders_np = np.atleast_1d(np.asarray(orders, dtype=np.float64))
+        t_rdp = np.asarray(threshold_renyi_lower_bound(in_np, out_np, orders_np, significance,
+                                                       seed=seed), dtype=np.float64)
+        b_rdp = np.asarray(binned_renyi_lower_bound(in_np, out_np, orders_np,
+                                                    significance=significance, seed=seed),
+                           dtype=np.float64)
+    else:
+        orders_np = t_rdp = b_rdp = np.zeros((0,), np.float64)
+    f = lambda x: np.asarray(x, dtype=np.float64)
+    return ScoreBounds(f(cp), f(one_run), f(gdp.mu), f(gdp.epsilon), f(fdp_mu), f(fdp_eps),
+                       orders_np, t_rdp, b_rdp, np.asarray(n_hull))

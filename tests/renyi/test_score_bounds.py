@@ -1,0 +1,142 @@
+"""Tests of renyi.epsilon_lower_bounds (one-run and f-DP one-run audits beside the threshold bounds)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+from jaxaudit import renyi
+from jaxaudit.renyi import score_bounds as sb
+from jaxaudit.renyi.threshold_tests import gdp_epsilon
+
+
+def _quantile_normal(mu, n):
+    """Scores at the mid-point quantiles of N(mu, 1), as jax_privacy's tests generate them
+    (tests/auditing_test.py, ``_deterministic_normal``): Φ⁻¹((i + 1/2)/n) + mu."""
+    return stats.norm.ppf(np.linspace(0, 1, n, endpoint=False) + 1 / (2 * n)) + mu
+
+
+def _p_value_naive(m, n_guess, n_correct, eps, delta):
+    """Steinke et al.'s p-value term by term with scipy (independent of the jnp core)."""
+    q = 1.0 / (1.0 + np.exp(-eps))
+    beta = stats.binom.sf(n_correct - 1, n_guess, q)
+    window = max((sum(stats.binom.pmf(n_correct - j, n_guess, q) for j in range(1, i + 1)) / i
+                  for i in range(1, n_correct + 1)), default=0.0)
+    return min(beta + 2 * m * delta * window, 1.0)
+
+
+@pytest.mark.parametrize("m,g,v", [(20, 10, 9), (50, 30, 20), (100, 7, 7), (40, 12, 1)])
+@pytest.mark.parametrize("eps,delta", [(0.0, 0.0), (0.7, 1e-3), (2.0, 1e-2), (1.3, 0.0)])
+def test_p_value_matches_scipy(m, g, v, eps, delta):
+    with jax.enable_x64(True):
+        p = float(sb._one_run_p_value(jnp.asarray(float(m)), g, v, jnp.asarray(eps),
+                                      jnp.asarray(delta), 128))
+    assert p == pytest.approx(_p_value_naive(m, g, v, eps, delta), rel=1e-10, abs=1e-14)
+
+
+def test_one_run_epsilon_is_the_root_and_jits_and_vmaps():
+    m, level, delta = 400.0, 0.01, 1e-4
+    g = jnp.asarray([50, 80, 120])
+    v = jnp.asarray([45, 70, 100])
+    with jax.enable_x64(True):
+        f = jax.jit(jax.vmap(lambda a, b: sb._one_run_epsilon(m, a, b, level, delta, 512)))
+        eps = np.asarray(f(g, v))
+    for e, gi, vi in zip(eps, np.asarray(g), np.asarray(v)):
+        assert e > 0
+        assert _p_value_naive(m, int(gi), int(vi), e, delta) <= level * (1 + 1e-9)  # rejected
+        assert _p_value_naive(m, int(gi), int(vi), e + 1e-6, delta) > level    # the largest
+
+
+@pytest.mark.slow
+def test_reference_values_jax_privacy_shift_two():
+    """Shift 2 only, 10⁴ scores per world (the full table is in the slow test below)."""
+    n = 10_000
+    res = renyi.epsilon_lower_bounds(_quantile_normal(2.0, n), _quantile_normal(0.0, n),
+                                     delta=1e-6, confidence=0.95)
+    assert float(res.one_run) == pytest.approx(2.311945, abs=1e-3)
+    assert float(res.fdp_one_run) == pytest.approx(4.7218075, abs=1e-3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shift,one_run,fdp", [(1.0, 1.13346, 2.164749), (2.0, 2.311945, 4.7218075),
+                                               (4.0, 4.395568, 9.133752)])
+def test_reference_values_jax_privacy(shift, one_run, fdp):
+    """google-deepmind/jax_privacy tests/auditing_test.py, test_epsilon_one_run_close:
+    10⁴ quantile scores per world (N(shift, 1) vs N(0, 1)), significance 0.05, δ = 1e−6,
+    CanaryScoreAuditor.epsilon_one_run / epsilon_one_run_fdp with the default Bonferroni
+    threshold strategy give 1.13346 / 2.311945 / 4.395568 and 2.164749 / 4.7218075 / 9.133752."""
+    n = 10_000
+    res = renyi.epsilon_lower_bounds(_quantile_normal(shift, n), _quantile_normal(0.0, n),
+                                     delta=1e-6, confidence=0.95)
+    assert float(res.one_run) == pytest.approx(one_run, abs=1e-3)
+    assert float(res.fdp_one_run) == pytest.approx(fdp, abs=1e-3)
+    # Bounds below the truth: μ-GDP's ε at δ = 1e−6 (4.89 / 11.0 / 26.4 for μ = 1 / 2 / 4).
+    assert float(res.one_run) < gdp_epsilon(shift, 1e-6)
+    assert float(res.fdp_one_run_mu) < shift
+
+
+def test_identical_worlds_give_zero():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=300)
+    res = renyi.epsilon_lower_bounds(x, x.copy(), delta=1e-5)
+    for field in ("clopper_pearson", "one_run", "gdp_mu", "gdp_epsilon", "fdp_one_run_mu",
+                  "fdp_one_run"):
+        assert float(getattr(res, field)) == 0.0, field
+    res = renyi.epsilon_lower_bounds(rng.normal(size=300), rng.normal(size=300), delta=1e-5)
+    assert float(res.one_run) < 0.3 and float(res.clopper_pearson) < 0.3
+
+
+def test_fields_and_rdp_switch():
+    rng = np.random.default_rng(4)
+    inn, out = rng.normal(3.0, 1.0, 200), rng.normal(0.0, 1.0, 200)
+    res = renyi.epsilon_lower_bounds(inn, out, delta=1e-5)
+    assert res.orders.shape == res.threshold_rdp.shape == (0,)
+    assert float(res.one_run) > 0 and float(res.fdp_one_run_mu) > 0
+    assert float(res.fdp_one_run) == pytest.approx(gdp_epsilon(float(res.fdp_one_run_mu), 1e-5))
+
+
+@pytest.mark.slow
+def test_rdp_fields():
+    rng = np.random.default_rng(4)
+    inn, out = rng.normal(3.0, 1.0, 200), rng.normal(0.0, 1.0, 200)
+    res = renyi.epsilon_lower_bounds(inn, out, delta=1e-5, include_rdp=True, orders=[2.0, 8.0])
+    assert res.threshold_rdp.shape == res.binned_rdp.shape == (2,)
+    assert np.all(res.threshold_rdp <= renyi.gaussian_renyi(3.0, 1.0, np.array([2.0, 8.0])))
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    (dict(in_scores=[1.0, np.nan] * 8), "in_scores"),
+    (dict(out_scores=np.zeros((4, 4))), "out_scores"),
+    (dict(in_scores=np.arange(5.0)), "in_scores"),
+    (dict(delta=0.0), "delta"),
+    (dict(delta=1.0), "delta"),
+    (dict(confidence=1.0), "confidence"),
+    (dict(confidence=-0.1), "confidence"),
+])
+def test_bad_input_refused(kwargs, name):
+    args = dict(in_scores=np.arange(20.0), out_scores=np.arange(20.0), delta=1e-5)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=name):
+        renyi.epsilon_lower_bounds(**args)
+
+
+@pytest.mark.slow
+def test_coverage_gaussian():
+    """μ-GDP mechanism (in ~ N(2, 1), out ~ N(0, 1), 200 random draws per world, 200 seeded
+    repetitions, confidence 0.95, δ = 1e−5). Each bound may exceed the truth (ε of 2-GDP at δ,
+    or μ = 2 for the μ bounds) in at most 5% of runs; allowed: ≤ 20 of 200
+    (P[Bin(200, 0.05) ≥ 21] < 0.002)."""
+    mu, delta, reps, n = 2.0, 1e-5, 200, 200
+    true_eps = gdp_epsilon(mu, delta)
+    rng = np.random.default_rng(20260512)
+    over = dict(clopper_pearson=0, one_run=0, gdp_mu=0, fdp_one_run_mu=0)
+    for rep in range(reps):
+        res = renyi.epsilon_lower_bounds(rng.normal(mu, 1.0, n), rng.normal(0.0, 1.0, n),
+                                         delta=delta, confidence=0.95, seed=rep)
+        over["clopper_pearson"] += float(res.clopper_pearson) > true_eps
+        over["one_run"] += float(res.one_run) > true_eps
+        over["gdp_mu"] += float(res.gdp_mu) > mu
+        over["fdp_one_run_mu"] += float(res.fdp_one_run_mu) > mu
+    print("exceedances of", reps, over)
+    assert all(count <= 20 for count in over.values()), over
