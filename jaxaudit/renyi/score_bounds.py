@@ -21,9 +21,10 @@ Input: canary scores from many audits, ``in_scores`` (runs trained with the cana
     f = G_μ (f⁻¹-blow-up x ↦ Φ(Φ⁻¹(x) − μ)): the largest rejected μ, then ε = ε_μ(δ).
 
 Both one-run audits are one-sided (guesses only "in", k₋ = 0) and take the best of the
-thresholds at the vertices of the ROC's concave hull with a Bonferroni correction β/K over the
-K hull vertices — exactly as google-deepmind/jax_privacy's ``CanaryScoreAuditor`` does by
-default (so the numbers agree with its published tests). The traceable cores
+thresholds at the vertices of the ROC's concave hull, as google-deepmind/jax_privacy's
+``CanaryScoreAuditor`` does, with a Bonferroni correction β/K: K = m + 1 (every possible guess
+count; valid) by default, or K = the number of hull vertices (``bonferroni="hull"``,
+jax_privacy's default, which reproduces its published numbers). The traceable cores
 (:func:`_one_run_p_value`, :func:`_one_run_epsilon`, :func:`_fdp_one_run_objective`,
 :func:`_fdp_one_run_mu`) work under jit/vmap in float64; the hull and the threshold-side
 bounds are host-side (data-dependent sizes).
@@ -40,7 +41,7 @@ from jax.scipy import special as jsp_special
 from jax.scipy.stats import norm
 from jax.typing import ArrayLike
 
-from jaxaudit._validation import check_probability, check_score_vector
+from jaxaudit._validation import check_choice, check_probability, check_score_vector
 from jaxaudit.renyi.binned import binned_renyi_lower_bound
 from jaxaudit.renyi.threshold_tests import (
     _gdp_epsilon,
@@ -79,8 +80,9 @@ class ScoreBounds(NamedTuple):
       gdp_epsilon: ε at δ of μ-GDP with μ = ``gdp_mu``.
       fdp_one_run: ε at δ of μ-GDP with μ = ``fdp_one_run_mu``.
 
-    Also: orders (the Rényi orders of the RDP fields), n_hull (K, the number of ROC-hull
-    thresholds the one-run audits take the best of, with level (1 − confidence)/K each).
+    Also: orders (the Rényi orders of the RDP fields), n_tests (K: the one-run audits take the
+    best of the ROC-hull thresholds, each at level (1 − confidence)/K; K = m + 1 with
+    ``bonferroni="all"``, the number of hull vertices with ``"hull"``).
     """
 
     clopper_pearson: np.ndarray
@@ -92,7 +94,7 @@ class ScoreBounds(NamedTuple):
     orders: np.ndarray
     threshold_rdp: np.ndarray
     binned_rdp: np.ndarray
-    n_hull: np.ndarray
+    n_tests: np.ndarray
 
 
 # ----------------------------------------------------------------------------- traceable cores
@@ -281,11 +283,17 @@ def _take(a: np.ndarray, idx: np.ndarray, size: int) -> np.ndarray:
     return np.concatenate([out, np.full(size - out.size, out[0])])
 
 
+#: Bonferroni counts of the one-run audits: every guess count 0..m ("all", valid) or the
+#: ROC-hull vertices (jax_privacy's; data-dependent, see docs/renyi.md).
+BONFERRONI = ("all", "hull")
+
+
 def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float,
-                   significance: float):
+                   significance: float, bonferroni: str = "all"):
     """(one-run ε, f-DP μ, f-DP ε, K) on concrete validated scores. Host-side driver.
 
-    Level (1 − confidence)/K at each of the K hull thresholds. The one-run maximum is exact:
+    Level significance/K at each hull threshold, K = m + 1 (``"all"``) or the number of hull
+    vertices (``"hull"``). The one-run maximum is exact:
     thresholds are visited in decreasing order of their δ = 0 bound (an upper bound of the
     δ > 0 one) until that bound is below the best so far. The f-DP audit is evaluated at the
     16 thresholds with the largest δ = 0 bounds only: a maximum over fewer thresholds at the
@@ -293,14 +301,14 @@ def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float,
     values, whose search prunes too).
     """
     tp, fp = roc_hull_counts(in_scores, out_scores)
-    n_hull = int(tp.size)
+    m = float(in_scores.size + out_scores.size)
+    n_tests = int(m) + 1 if bonferroni == "all" else int(tp.size)
     guesses, correct = tp + fp, tp
     keep = (guesses > 0) & (correct > 0)
     guesses, correct = guesses[keep], correct[keep]
-    m = float(in_scores.size + out_scores.size)
     if guesses.size == 0:
-        return 0.0, 0.0, 0.0, n_hull
-    level = significance / n_hull
+        return 0.0, 0.0, 0.0, n_tests
+    level = significance / n_tests
     length = _bucket(int(m) + 1)
     with jax.enable_x64(True):
         size = _bucket(guesses.size)
@@ -323,12 +331,13 @@ def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float,
                        jnp.asarray(_take(correct, idx, _CHUNK)), jnp.asarray(level))
         mu = float(jnp.max(mus))
         fdp_eps = float(_gdp_epsilon_jit(jnp.asarray(mu), jnp.asarray(delta)))
-    return best, mu, fdp_eps, n_hull
+    return best, mu, fdp_eps, n_tests
 
 
 def epsilon_lower_bounds(in_scores: ArrayLike, out_scores: ArrayLike, *, delta: float,
                          confidence: float = 0.95, include_rdp: bool = False,
-                         orders: ArrayLike = (2.0, 4.0, 8.0, 16.0, 32.0), seed: int = 0
+                         orders: ArrayLike = (2.0, 4.0, 8.0, 16.0, 32.0), seed: int = 0,
+                         bonferroni: str = "all"
                          ) -> ScoreBounds:
     """What ε do these canary scores show? Every score-based lower bound side by side.
 
@@ -355,6 +364,10 @@ def epsilon_lower_bounds(in_scores: ArrayLike, out_scores: ArrayLike, *, delta: 
       include_rdp: also compute the threshold and binned RDP bounds at ``orders``.
       orders: Rényi orders > 1 for the RDP fields.
       seed: seed of the held-out split of the threshold methods.
+      bonferroni: "all" (default): each one-run test at level (1 − confidence)/(m + 1), one
+        per possible guess count — a valid union bound. "hull": level (1 − confidence)/K with
+        K the number of ROC-hull vertices, as jax_privacy's ``CanaryScoreAuditor`` (its
+        published numbers; K is data-dependent, so this level is not guaranteed).
 
     Returns:
       :class:`ScoreBounds`. Host-side (the threshold selections and the hull have
@@ -378,7 +391,9 @@ def epsilon_lower_bounds(in_scores: ArrayLike, out_scores: ArrayLike, *, delta: 
     significance = 1.0 - confidence
     cp = clopper_pearson_epsilon_lower_bound(in_np, out_np, delta, significance, seed=seed)
     gdp = gdp_epsilon_lower_bound(in_np, out_np, delta, significance, seed=seed)
-    one_run, fdp_mu, fdp_eps, n_hull = one_run_bounds(in_np, out_np, delta, significance)
+    check_choice("bonferroni", bonferroni, BONFERRONI)
+    one_run, fdp_mu, fdp_eps, n_tests = one_run_bounds(in_np, out_np, delta, significance,
+                                                        bonferroni)
     if include_rdp:
         orders_np = np.atleast_1d(np.asarray(orders, dtype=np.float64))
         t_rdp = np.asarray(threshold_renyi_lower_bound(in_np, out_np, orders_np, significance,
@@ -390,4 +405,4 @@ def epsilon_lower_bounds(in_scores: ArrayLike, out_scores: ArrayLike, *, delta: 
         orders_np = t_rdp = b_rdp = np.zeros((0,), np.float64)
     f = lambda x: np.asarray(x, dtype=np.float64)
     return ScoreBounds(f(cp), f(one_run), f(gdp.mu), f(gdp.epsilon), f(fdp_mu), f(fdp_eps),
-                       orders_np, t_rdp, b_rdp, np.asarray(n_hull))
+                       orders_np, t_rdp, b_rdp, np.asarray(n_tests))

@@ -53,7 +53,7 @@ def test_reference_values_jax_privacy_shift_two():
     """Shift 2 only, 10⁴ scores per world (the full table is in the slow test below)."""
     n = 10_000
     res = renyi.epsilon_lower_bounds(_quantile_normal(2.0, n), _quantile_normal(0.0, n),
-                                     delta=1e-6, confidence=0.95)
+                                     delta=1e-6, confidence=0.95, bonferroni="hull")
     assert float(res.one_run) == pytest.approx(2.311945, abs=1e-3)
     assert float(res.fdp_one_run) == pytest.approx(4.7218075, abs=1e-3)
 
@@ -68,7 +68,7 @@ def test_reference_values_jax_privacy(shift, one_run, fdp):
     threshold strategy give 1.13346 / 2.311945 / 4.395568 and 2.164749 / 4.7218075 / 9.133752."""
     n = 10_000
     res = renyi.epsilon_lower_bounds(_quantile_normal(shift, n), _quantile_normal(0.0, n),
-                                     delta=1e-6, confidence=0.95)
+                                     delta=1e-6, confidence=0.95, bonferroni="hull")
     assert float(res.one_run) == pytest.approx(one_run, abs=1e-3)
     assert float(res.fdp_one_run) == pytest.approx(fdp, abs=1e-3)
     # Bounds below the truth: μ-GDP's ε at δ = 1e−6 (4.89 / 11.0 / 26.4 for μ = 1 / 2 / 4).
@@ -105,6 +105,19 @@ def test_rdp_fields():
     assert np.all(res.threshold_rdp <= renyi.gaussian_renyi(3.0, 1.0, np.array([2.0, 8.0])))
 
 
+def test_bonferroni_all_is_below_hull():
+    """The valid count m + 1 tests each threshold at a smaller level than the hull count
+    (K ≤ m + 1), so its bounds are never larger."""
+    rng = np.random.default_rng(5)
+    inn, out = rng.normal(2.5, 1.0, 150), rng.normal(0.0, 1.0, 150)
+    valid = renyi.epsilon_lower_bounds(inn, out, delta=1e-5)
+    hull = renyi.epsilon_lower_bounds(inn, out, delta=1e-5, bonferroni="hull")
+    assert int(valid.n_tests) == 301 and int(hull.n_tests) < 301
+    assert 0 < float(valid.one_run) < float(hull.one_run)
+    assert 0 < float(valid.fdp_one_run_mu) < float(hull.fdp_one_run_mu)
+    assert float(valid.clopper_pearson) == float(hull.clopper_pearson)
+
+
 @pytest.mark.parametrize("kwargs,name", [
     (dict(in_scores=[1.0, np.nan] * 8), "in_scores"),
     (dict(out_scores=np.zeros((4, 4))), "out_scores"),
@@ -113,6 +126,7 @@ def test_rdp_fields():
     (dict(delta=1.0), "delta"),
     (dict(confidence=1.0), "confidence"),
     (dict(confidence=-0.1), "confidence"),
+    (dict(bonferroni="none"), "bonferroni"),
 ])
 def test_bad_input_refused(kwargs, name):
     args = dict(in_scores=np.arange(20.0), out_scores=np.arange(20.0), delta=1e-5)
@@ -122,7 +136,8 @@ def test_bad_input_refused(kwargs, name):
 
 
 @pytest.mark.slow
-def test_coverage_gaussian():
+@pytest.mark.parametrize("bonferroni", ["all", "hull"])
+def test_coverage_gaussian(bonferroni):
     """μ-GDP mechanism (in ~ N(2, 1), out ~ N(0, 1), 200 random draws per world, 200 seeded
     repetitions, confidence 0.95, δ = 1e−5). Each bound may exceed the truth (ε of 2-GDP at δ,
     or μ = 2 for the μ bounds) in at most 5% of runs; allowed: ≤ 20 of 200
@@ -133,10 +148,36 @@ def test_coverage_gaussian():
     over = dict(clopper_pearson=0, one_run=0, gdp_mu=0, fdp_one_run_mu=0)
     for rep in range(reps):
         res = renyi.epsilon_lower_bounds(rng.normal(mu, 1.0, n), rng.normal(0.0, 1.0, n),
-                                         delta=delta, confidence=0.95, seed=rep)
+                                         delta=delta, confidence=0.95, seed=rep,
+                                         bonferroni=bonferroni)
         over["clopper_pearson"] += float(res.clopper_pearson) > true_eps
         over["one_run"] += float(res.one_run) > true_eps
         over["gdp_mu"] += float(res.gdp_mu) > mu
         over["fdp_one_run_mu"] += float(res.fdp_one_run_mu) > mu
-    print("exceedances of", reps, over)
+    print("exceedances of", reps, bonferroni, over)
+    assert all(count <= 20 for count in over.values()), over
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bonferroni", ["all", "hull"])
+def test_coverage_randomized_response(bonferroni):
+    """A stress case where the bounds come close to the truth: randomized response, the score of
+    an in-run is 1 with probability p = e^ε/(1 + e^ε), of an out-run with 1 − p (ε = 2, pure
+    ε-DP, so ε(δ) ≤ 2 for every δ), 500 runs per world, 200 seeded repetitions, confidence 0.95,
+    δ = 1e−5. Allowed: ≤ 20 of 200 exceedances (P[Bin(200, 0.05) ≥ 21] < 0.002)."""
+    eps, delta, reps, n = 2.0, 1e-5, 200, 500
+    p = 1.0 / (1.0 + np.exp(-eps))
+    rng = np.random.default_rng(20261201)
+    over = dict(clopper_pearson=0, one_run=0)
+    closest = 0.0
+    for rep in range(reps):
+        inn = (rng.random(n) < p).astype(float)
+        out = (rng.random(n) < 1 - p).astype(float)
+        res = renyi.epsilon_lower_bounds(inn, out, delta=delta, confidence=0.95, seed=rep,
+                                         bonferroni=bonferroni)
+        over["clopper_pearson"] += float(res.clopper_pearson) > eps
+        over["one_run"] += float(res.one_run) > eps
+        closest = max(closest, float(res.one_run))
+    print("exceedances of", reps, bonferroni, over, "largest one-run bound", closest)
+    assert closest > 1.0  # the stress case is informative
     assert all(count <= 20 for count in over.values()), over
