@@ -164,8 +164,9 @@ def test_coverage_randomized_response(bonferroni):
     """A stress case where the bounds come close to the truth: randomized response, the score of
     an in-run is 1 with probability p = e^ε/(1 + e^ε), of an out-run with 1 − p (ε = 2, pure
     ε-DP, so ε(δ) ≤ 2 for every δ), 500 runs per world, 200 seeded repetitions, confidence 0.95,
-    δ = 1e−5. Allowed: ≤ 20 of 200 exceedances (P[Bin(200, 0.05) ≥ 21] < 0.002)."""
-    eps, delta, reps, n = 2.0, 1e-5, 200, 500
+    δ = 1e−8 (at 1e−5 the 2mδ term alone exceeds the level 0.05/1001 of bonferroni="all" and
+    the one-run bound is 0). Allowed: ≤ 20 of 200 exceedances (P[Bin(200, 0.05) ≥ 21] < 0.002)."""
+    eps, delta, reps, n = 2.0, 1e-8, 200, 500
     p = 1.0 / (1.0 + np.exp(-eps))
     rng = np.random.default_rng(20261201)
     over = dict(clopper_pearson=0, one_run=0)
