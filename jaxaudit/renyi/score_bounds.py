@@ -20,11 +20,12 @@ Input: canary scores from many audits, ``in_scores`` (runs trained with the cana
     Run", arXiv 2410.22235, Algorithm "audit_rh_with_cap") for the Gaussian family
     f = G_μ (f⁻¹-blow-up x ↦ Φ(Φ⁻¹(x) − μ)): the largest rejected μ, then ε = ε_μ(δ).
 
-Both one-run audits are one-sided (guesses only "in", k₋ = 0) and take the best of the
-thresholds at the vertices of the ROC's concave hull, as google-deepmind/jax_privacy's
-``CanaryScoreAuditor`` does, with a Bonferroni correction β/K: K = m + 1 (every possible guess
-count; valid) by default, or K = the number of hull vertices (``bonferroni="hull"``,
-jax_privacy's default, which reproduces its published numbers). The traceable cores
+Both one-run audits are one-sided (guesses only "in", k₋ = 0) and take the best of K tests
+with a Bonferroni correction β/K: by default (``bonferroni="grid"``) top-r guesses for r on a
+fixed geometric grid (K ≤ 40; valid); or the thresholds at the vertices of the ROC's concave
+hull, as google-deepmind/jax_privacy's ``CanaryScoreAuditor`` does, with K = m + 1 (``"all"``;
+valid) or K = the number of hull vertices (``"hull"``, jax_privacy's default, which reproduces
+its published numbers). The traceable cores
 (:func:`_one_run_p_value`, :func:`_one_run_epsilon`, :func:`_fdp_one_run_objective`,
 :func:`_fdp_one_run_mu`) work under jit/vmap in float64; the hull and the threshold-side
 bounds are host-side (data-dependent sizes).
@@ -81,8 +82,7 @@ class ScoreBounds(NamedTuple):
       fdp_one_run: ε at δ of μ-GDP with μ = ``fdp_one_run_mu``.
 
     Also: orders (the Rényi orders of the RDP fields), n_tests (K: the one-run audits take the
-    best of the ROC-hull thresholds, each at level (1 − confidence)/K; K = m + 1 with
-    ``bonferroni="all"``, the number of hull vertices with ``"hull"``).
+    best of their thresholds, each at level (1 − confidence)/K; see ``bonferroni``).
     """
 
     clopper_pearson: np.ndarray
@@ -283,16 +283,36 @@ def _take(a: np.ndarray, idx: np.ndarray, size: int) -> np.ndarray:
     return np.concatenate([out, np.full(size - out.size, out[0])])
 
 
-#: Bonferroni counts of the one-run audits: every guess count 0..m ("all", valid) or the
-#: ROC-hull vertices (jax_privacy's; data-dependent, see docs/renyi.md).
-BONFERRONI = ("all", "hull")
+#: Thresholds and Bonferroni counts of the one-run audits: a fixed grid of guess counts
+#: ("grid", valid), the ROC-hull thresholds with every guess count 0..m counted ("all", valid)
+#: or with the hull vertices counted ("hull", jax_privacy's; data-dependent, docs/renyi.md).
+BONFERRONI = ("grid", "all", "hull")
+
+
+#: Number of points of the fixed geometric grid of guess counts (``bonferroni="grid"``).
+GRID_POINTS = 40
+
+
+def grid_counts(in_scores: np.ndarray, out_scores: np.ndarray, seed: int = 0):
+    """(correct, wrong) guesses when guessing "in" for the r top-scored canaries, r over the
+    fixed grid unique(round(geomspace(1, m, 40))) — it depends on m only, not on the scores.
+    Ties are broken by a seeded random permutation (never by the labels). Host-side numpy."""
+    m = in_scores.size + out_scores.size
+    scores = np.concatenate([in_scores, out_scores])
+    is_in = np.concatenate([np.ones(in_scores.size, bool), np.zeros(out_scores.size, bool)])
+    perm = np.random.default_rng(seed).permutation(m)
+    order = perm[np.argsort(-scores[perm], kind="stable")]
+    hits = np.concatenate([[0], np.cumsum(is_in[order])])
+    r = np.unique(np.round(np.geomspace(1, m, GRID_POINTS)).astype(np.int64))
+    return hits[r], r - hits[r]
 
 
 def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float,
-                   significance: float, bonferroni: str = "all"):
+                   significance: float, bonferroni: str = "grid", seed: int = 0):
     """(one-run ε, f-DP μ, f-DP ε, K) on concrete validated scores. Host-side driver.
 
-    Level significance/K at each hull threshold, K = m + 1 (``"all"``) or the number of hull
+    Level significance/K at each threshold: the K ≤ 40 guess counts of the fixed grid
+    (``"grid"``), or the hull thresholds with K = m + 1 (``"all"``) or K = the number of hull
     vertices (``"hull"``). The one-run maximum is exact:
     thresholds are visited in decreasing order of their δ = 0 bound (an upper bound of the
     δ > 0 one) until that bound is below the best so far. The f-DP audit is evaluated at the
@@ -300,9 +320,13 @@ def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float,
     same Bonferroni level, so never above the full one (sound; it reproduced jax_privacy's
     values, whose search prunes too).
     """
-    tp, fp = roc_hull_counts(in_scores, out_scores)
     m = float(in_scores.size + out_scores.size)
-    n_tests = int(m) + 1 if bonferroni == "all" else int(tp.size)
+    if bonferroni == "grid":
+        tp, fp = grid_counts(in_scores, out_scores, seed)
+        n_tests = int(tp.size)
+    else:
+        tp, fp = roc_hull_counts(in_scores, out_scores)
+        n_tests = int(m) + 1 if bonferroni == "all" else int(tp.size)
     guesses, correct = tp + fp, tp
     keep = (guesses > 0) & (correct > 0)
     guesses, correct = guesses[keep], correct[keep]
@@ -337,7 +361,7 @@ def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float,
 def epsilon_lower_bounds(in_scores: ArrayLike, out_scores: ArrayLike, *, delta: float,
                          confidence: float = 0.95, include_rdp: bool = False,
                          orders: ArrayLike = (2.0, 4.0, 8.0, 16.0, 32.0), seed: int = 0,
-                         bonferroni: str = "all"
+                         bonferroni: str = "grid"
                          ) -> ScoreBounds:
     """What ε do these canary scores show? Every score-based lower bound side by side.
 
@@ -349,7 +373,7 @@ def epsilon_lower_bounds(in_scores: ArrayLike, out_scores: ArrayLike, *, delta: 
     * gdp_mu / gdp_epsilon: μ_lo = Φ⁻¹(TPR_lo) − Φ⁻¹(FPR_hi), ε_{μ_lo}(δ)
       (:func:`gdp_epsilon_lower_bound`).
     * one_run: largest ε with P[Bin(r, σ(ε)) ≥ v] + 2mδ·max_i P[v−i ≤ Bin(r, σ(ε)) < v]/i ≤
-      (1 − confidence)/K at some ROC-hull threshold guessing r canaries with v correct
+      (1 − confidence)/K at some threshold guessing r canaries with v correct
       (Steinke, Nasr, Jagielski, arXiv 2305.08846); m = len(in_scores) + len(out_scores).
     * fdp_one_run_mu / fdp_one_run: largest μ rejected by Mahloujifar, Melis, Chaudhuri's
       f-DP audit of G_μ (arXiv 2410.22235) at level (1 − confidence)/K, and ε_μ(δ).
@@ -364,9 +388,13 @@ def epsilon_lower_bounds(in_scores: ArrayLike, out_scores: ArrayLike, *, delta: 
       include_rdp: also compute the threshold and binned RDP bounds at ``orders``.
       orders: Rényi orders > 1 for the RDP fields.
       seed: seed of the held-out split of the threshold methods.
-      bonferroni: "all" (default): each one-run test at level (1 − confidence)/(m + 1), one
-        per possible guess count — a valid union bound. "hull": level (1 − confidence)/K with
-        K the number of ROC-hull vertices, as jax_privacy's ``CanaryScoreAuditor`` (its
+      bonferroni: which thresholds the one-run audits try and how they are corrected.
+        "grid" (default): guess the r top-scored canaries for r on a fixed geometric grid of
+        K ≤ 40 counts (ties broken by ``seed``), each at level (1 − confidence)/K — valid.
+        "all": the ROC-hull thresholds, each at (1 − confidence)/(m + 1), one per possible
+        guess count — valid but costly (with δ > 0 the 2mδ term often exceeds this level and
+        the one-run bound is 0). "hull": the ROC-hull thresholds at (1 − confidence)/K, K the
+        number of hull vertices, as jax_privacy's ``CanaryScoreAuditor`` (reproduces its
         published numbers; K is data-dependent, so this level is not guaranteed).
 
     Returns:
@@ -393,7 +421,7 @@ def epsilon_lower_bounds(in_scores: ArrayLike, out_scores: ArrayLike, *, delta: 
     gdp = gdp_epsilon_lower_bound(in_np, out_np, delta, significance, seed=seed)
     check_choice("bonferroni", bonferroni, BONFERRONI)
     one_run, fdp_mu, fdp_eps, n_tests = one_run_bounds(in_np, out_np, delta, significance,
-                                                        bonferroni)
+                                                        bonferroni, seed)
     if include_rdp:
         orders_np = np.atleast_1d(np.asarray(orders, dtype=np.float64))
         t_rdp = np.asarray(threshold_renyi_lower_bound(in_np, out_np, orders_np, significance,
