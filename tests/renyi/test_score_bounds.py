@@ -195,3 +195,8 @@ def test_coverage_randomized_response(bonferroni):
     print("exceedances of", reps, bonferroni, over, "largest one-run bound", closest)
     assert closest > 1.0  # the stress case is informative
     assert all(count <= 20 for count in over.values()), over
+
+
+def test_traced_input_refused_with_type_error():
+    with pytest.raises(TypeError, match="epsilon_lower_bounds is host-side"):
+        jax.jit(lambda a: renyi.epsilon_lower_bounds(a, a, delta=1e-5))(jnp.zeros(16))
