@@ -99,6 +99,11 @@ class AttackPrior(NamedTuple):
         return f"Beta({self.a:g}, {self.b:g})"
 
 
+#: Largest Beta parameter of the attack prior (a Beta(10⁶, 10⁶) is already a point mass to
+#: float32; beyond, (a − 1) log s overflows in the sampler's log density).
+MAX_BETA_PARAMETER = 1e6
+
+
 def as_attack_prior(spec=None) -> AttackPrior:
     """An :class:`AttackPrior` from ``None`` (Beta(1, 1)), an ``AttackPrior``, a pair ``(a, b)``
     (Beta(a, b)), a number (fixed s in [0, 1)), ``"optimal"`` (the attack at the corner of
@@ -147,6 +152,11 @@ def as_attack_prior(spec=None) -> AttackPrior:
     a, b = float(a), float(b)
     if not (np.isfinite(a) and np.isfinite(b) and a > 0 and b > 0):
         raise ValueError(f"attack_prior: Beta(a, b) needs finite a, b > 0, got ({a}, {b})")
+    if max(a, b) > MAX_BETA_PARAMETER:
+        raise ValueError(
+            f"attack_prior: Beta(a, b) needs a, b <= {MAX_BETA_PARAMETER:g}, got ({a:g}, {b:g}); "
+            f"the sampler's float32 log density overflows beyond, and such a prior is a point "
+            f"mass: use 'fixed:{a / (a + b):.6g}'")
     return AttackPrior(a, b, None)
 
 

@@ -216,3 +216,11 @@ def test_delta_link_is_an_argument():
         bmp.log_joint_centered(pos, counts, link="tanh")
     with pytest.raises(ValueError, match="parameterization"):
         make_log_density("polar", counts)
+
+
+@pytest.mark.parametrize("spec", ["beta:1e300,1e300", (1.0, 1e7), "beta:2e6,1"])
+def test_absurd_beta_attack_prior_refused(spec):
+    """Hostile input: beta:1e300,1e300 was accepted and overflowed the float32 log density."""
+    with pytest.raises(ValueError, match=r"a, b <= 1e\+06.*fixed:"):
+        bmp.as_attack_prior(spec)
+    assert bmp.as_attack_prior("beta:1e6,1e6").a == 1e6
