@@ -17,7 +17,6 @@ largest ε under which every target's posterior success stays ≤ S, or the coun
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -87,7 +86,20 @@ def _priors(args):
         kappa = float(masses.sum())
         return np.full(args.targets, kappa), f"Zipf(s={s:g}) over {support} values"
     path = check_input_path("--priors", args.priors)
-    values = np.load(path) if path.suffix == ".npy" else np.loadtxt(path, ndmin=1)
+    if path.suffix == ".npy":
+        from jaxaudit.runs import load_npy
+
+        # header checked against the file's size before loading, never unpickled
+        values = load_npy(path, name=f"--priors file {path}")
+    else:
+        try:
+            values = np.loadtxt(path, ndmin=1)
+        except ValueError as err:
+            raise ValueError(f"--priors file {path} is not a text file of numbers "
+                             f"({err})") from None
+    if np.asarray(values).dtype.kind not in "biuf":
+        raise ValueError(f"--priors file {path} must hold numbers, got dtype "
+                         f"{np.asarray(values).dtype}")
     values = np.asarray(values, dtype=np.float64)
     if values.ndim > 1:
         raise ValueError(f"--priors file {path} must hold one value per target (1-D), got "
@@ -247,8 +259,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_summary(result)
     if args.json:
+        from jaxaudit.runs import dumps_strict
+
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+        Path(args.json).write_text(dumps_strict(result, indent=2) + "\n")  # inf/NaN as null
     if args.plot:
         _plot_tail(args.plot, vs, tail, result)
     return 0

@@ -157,3 +157,23 @@ def test_inverse_flags_refuse_a_given_privacy_or_outputs(extra, capsys):
     assert main(["bounds", "--max-success", "0.5", "--uniform", "10", "--targets", "3",
                  *extra]) == 2
     assert "--max-success" in capsys.readouterr().err
+
+
+def test_priors_npy_checked_and_json_strict(tmp_path, capsys):
+    """Hostile input: a .npy whose header claims a huge shape is refused before loading (it was a
+    MemoryError), a pickled .npy is never unpickled, and --json writes strict JSON."""
+    forged = tmp_path / "forged.npy"
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (100000000000,), }"
+    header += " " * (118 - len(header)) + "\n"
+    forged.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little")
+                       + header.encode() + b"\x00" * 64)
+    assert main(["bounds", "--epsilon", "1", "--priors", str(forged)]) == 2
+    assert "forged.npy" in capsys.readouterr().err
+    pickled = tmp_path / "objects.npy"
+    np.save(pickled, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    assert main(["bounds", "--epsilon", "1", "--priors", str(pickled)]) == 2
+    capsys.readouterr()
+    out = tmp_path / "r.json"
+    assert main(["bounds", "--epsilon", "1", "--uniform", "10", "--targets", "100", "--json",
+                 str(out), "--quiet"]) == 0
+    json.loads(out.read_text(), parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
