@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from tqdm.auto import tqdm
 
+from jaxaudit._validation import check_integer
+from jaxaudit.runs.claims import DEFAULT_LEASE_S, claim_unit
 from jaxaudit.runs.rundir import RunDir
 
 __all__ = ["progress_bar", "run_chunks"]
@@ -27,8 +30,15 @@ def run_chunks(
     *,
     progress: bool = False,
     desc: str = "",
+    worker: tuple[int, int] | None = None,
+    lease_s: float = DEFAULT_LEASE_S,
+    poll_s: float = 1.0,
 ) -> dict[str, dict]:
     """Compute every chunk not yet finished in ``run``, saving each as soon as it is done.
+
+    Several processes may work on one folder at once: each chunk is claimed before it is
+    computed (:mod:`jaxaudit.runs.claims`), so no two live processes compute the same chunk, and
+    a chunk whose process died (its claim not renewed for ``lease_s`` seconds) is redone.
 
     Args:
       run: the run folder.
@@ -36,20 +46,48 @@ def run_chunks(
       compute_fn: ``compute_fn(name) -> {array name: array}``.
       progress: show a progress bar (chunks done, rate, ETA). Library callers leave it off.
       desc: the bar's label.
+      worker: ``(index, count)``: this process is worker ``index`` of ``count`` independent
+        workers (a SLURM array, a shell loop) and computes only chunks ``index, index + count,
+        …`` of ``names``, skipping those another process holds; it returns the chunks finished
+        so far. None (default): the plain run, which computes every missing chunk, waits for
+        chunks that live processes hold, and returns them all.
+      lease_s: seconds without a heartbeat after which another process's claim is stale.
+      poll_s: how often the plain run looks again at chunks held by other processes.
 
     Returns:
-      ``{name: arrays}`` for every name, loaded back from the folder for chunks already done.
+      ``{name: arrays}`` for every name (worker mode: every name finished so far), loaded back
+      from the folder for chunks already done.
     """
     names = list(names)
+    if worker is not None:
+        index, count = (check_integer("worker index", worker[0], minimum=0),
+                        check_integer("worker count", worker[1], minimum=1))
+        if index >= count:
+            raise ValueError(f"worker must be (index, count) with index < count, got {worker}")
     run.plan(names)
-    done = [n for n in names if run.has_chunk(n)]
-    results = {n: run.load_chunk(n) for n in done}
-    with progress_bar(len(names), desc=desc, enabled=progress, initial=len(done)) as bar:
-        for name in names:
-            if name in results:
-                continue
-            arrays = {k: v for k, v in compute_fn(name).items()}
-            run.save_chunk(name, arrays)
-            results[name] = run.load_chunk(name)
-            bar.update(1)
-    return {n: results[n] for n in names}
+    mine = names if worker is None else names[index::count]
+    results = {n: run.load_chunk(n) for n in names if run.has_chunk(n)}
+    with progress_bar(len(mine), desc=desc, enabled=progress,
+                      initial=sum(n in results for n in mine)) as bar:
+        pending = [n for n in mine if n not in results]
+        while pending:
+            held = []
+            for name in pending:
+                if run.has_chunk(name):  # finished by another process meanwhile
+                    results[name] = run.load_chunk(name)
+                    bar.update(1)
+                    continue
+                claim = claim_unit(run, name, lease_s=lease_s)
+                if claim is None:
+                    held.append(name)
+                    continue
+                with claim:
+                    if not run.has_chunk(name):
+                        run.save_chunk(name, dict(compute_fn(name)))
+                results[name] = run.load_chunk(name)
+                bar.update(1)
+            if worker is not None or not held:
+                break
+            time.sleep(poll_s)
+            pending = held
+    return {n: results[n] for n in names if n in results}

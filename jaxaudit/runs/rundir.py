@@ -574,8 +574,11 @@ class RunDir:
         np.savez(buf, **arrays)
         data = buf.getvalue()
         path = self._chunk_path(name)
-        atomic_write_bytes(path, data)
+        # the record first: a process that sees the chunk file always finds its record (several
+        # processes may fill one folder, runs.claims); a crash in between leaves a record
+        # without a chunk, which reads as "not finished"
         atomic_write_bytes(path.with_suffix(".npz.sha256"), self._record(path, data))
+        atomic_write_bytes(path, data)
 
     def _verified_bytes(self, name: str) -> bytes | None:
         """The chunk's bytes when its checksum record matches them, names this chunk and this
@@ -583,8 +586,9 @@ class RunDir:
         return self._checked_bytes(self._chunk_path(name))[0]
 
     def has_chunk(self, name: str) -> bool:
-        """True when the chunk exists and its checksum record matches; a corrupt chunk (or one
-        from another run) is removed."""
+        """True when the chunk exists and its checksum record matches. A corrupt chunk (or one
+        from another run) reads as not finished, with a warning, and is overwritten when it is
+        computed again (it is not removed here: another process may be writing it)."""
         path = self._chunk_path(name)
         data, reason = self._checked_bytes(path)
         if data is not None:
@@ -594,8 +598,6 @@ class RunDir:
         if os.path.lexists(path):
             warnings.warn(f"chunk {name!r} in {self.path} is not usable ({reason}); it will be "
                           "recomputed", stacklevel=2)
-            path.unlink(missing_ok=True)
-            path.with_suffix(".npz.sha256").unlink(missing_ok=True)
         return False
 
     def load_chunk(self, name: str) -> dict[str, np.ndarray]:
