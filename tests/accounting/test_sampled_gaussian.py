@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import mpmath as mp
 import numpy as np
 import pytest
+from jaxpr_walk import primitives
 
 from jaxaudit.accounting import rdp_epsilons, sampled_gaussian_rdp
 
@@ -200,23 +201,11 @@ def test_grad_matches_finite_differences(q, alpha):
         assert float(d_q) == pytest.approx(float(fd_q), rel=1e-5) and float(d_q) > 0
 
 
-def _primitives(jaxpr) -> set[str]:
-    names = set()
-    for eqn in jaxpr.eqns:
-        names.add(eqn.primitive.name)
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, list | tuple) else [value]:
-                inner = getattr(sub, "jaxpr", sub)
-                if hasattr(inner, "eqns"):
-                    names |= _primitives(inner)
-    return names
-
-
 def test_no_host_callback_in_the_jaxpr():
     closed = jax.make_jaxpr(sampled_gaussian_rdp)(2.0, 0.1, jnp.asarray([1.5, 2.0]))
-    names = _primitives(closed.jaxpr)
+    names = primitives(closed.jaxpr)
     assert "lgamma" in names  # the walk sees the computation itself
     assert not {n for n in names if "callback" in n}, names
     rdp = jax.make_jaxpr(lambda s: rdp_epsilons(noise_multiplier=s, sampling_rate=0.5, steps=10,
                                                 orders=[1.5, 2.0]))(2.0)
-    assert not {n for n in _primitives(rdp.jaxpr) if "callback" in n}
+    assert not {n for n in primitives(rdp.jaxpr) if "callback" in n}

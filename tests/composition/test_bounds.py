@@ -14,11 +14,11 @@ import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jaxpr_walk import CALLBACKS, primitives
 
 from jaxaudit import bounds
 from jaxaudit.bounds.poisson_binomial import isf_core, logpmf_core, logsf_core
 
-CALLBACKS = {"pure_callback", "io_callback", "debug_callback", "callback", "host_callback"}
 EPS = np.array([0.0, 0.5, 1.0, 4.0])
 
 
@@ -26,20 +26,6 @@ EPS = np.array([0.0, 0.5, 1.0, 4.0])
 def _x64():
     with jax.enable_x64(True):
         yield
-
-
-def _primitives(jaxpr) -> set:
-    """Names of every primitive in a (closed) jaxpr, sub-jaxprs included."""
-    names = set()
-    for eqn in jaxpr.eqns:
-        names.add(eqn.primitive.name)
-        for param in eqn.params.values():
-            for sub in param if isinstance(param, tuple | list) else (param,):
-                if isinstance(sub, jax.extend.core.ClosedJaxpr):
-                    names |= _primitives(sub.jaxpr)
-                elif isinstance(sub, jax.extend.core.Jaxpr):
-                    names |= _primitives(sub)
-    return names
 
 
 def _central_difference(fn, x, h=1e-6):
@@ -158,7 +144,7 @@ def test_large_n_cores_have_no_host_callback():
                      (lambda q: isf_core(q, jnp.log(1e-10), method="fft"), (q,)),
                      (lambda q: logpmf_core(q, method="fft"), (q,)),
                      (lambda e: bounds.success_count_bound(np.asarray(q), e), (1.0,))):
-        names = _primitives(jax.make_jaxpr(fn)(*args).jaxpr)
+        names = primitives(jax.make_jaxpr(fn)(*args).jaxpr)
         assert not names & CALLBACKS, names & CALLBACKS
         assert "fft" in names
 

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jaxpr_walk import CALLBACKS, primitives
 
 from jaxaudit import bmp, mia
 
@@ -350,20 +351,6 @@ def test_end_to_end_with_x64_equals_eager_exactly():
         _close(got[3:], want[3:], rtol=1e-5, atol=1e-5)
 
 
-CALLBACKS = {"pure_callback", "io_callback", "callback", "debug_callback"}
-
-
-def _primitives(jaxpr, seen=None):
-    """Names of every primitive in a (closed) jaxpr, sub-jaxprs (jit, loops, conds) included."""
-    seen = set() if seen is None else seen
-    jaxpr = getattr(jaxpr, "jaxpr", jaxpr)
-    for eqn in jaxpr.eqns:
-        seen.add(eqn.primitive.name)
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, tuple | list) else (value,):
-                if hasattr(sub, "eqns") or hasattr(getattr(sub, "jaxpr", None), "eqns"):
-                    _primitives(sub, seen)
-    return seen
 
 
 def test_primitive_walker_finds_a_callback():
@@ -371,8 +358,8 @@ def test_primitive_walker_finds_a_callback():
         y = jax.pure_callback(np.sin, jax.ShapeDtypeStruct((), jnp.float32), x)
         return jax.lax.cond(x > 0, lambda v: jax.jit(jnp.cos)(v), lambda v: v, y)
 
-    assert "pure_callback" in _primitives(jax.make_jaxpr(with_callback)(1.0))
-    assert {"cos", "cond"} <= _primitives(jax.make_jaxpr(with_callback)(1.0))
+    assert "pure_callback" in primitives(jax.make_jaxpr(with_callback)(1.0))
+    assert {"cos", "cond"} <= primitives(jax.make_jaxpr(with_callback)(1.0))
 
 
 def test_cores_hold_no_host_callback():
@@ -392,8 +379,8 @@ def test_cores_hold_no_host_callback():
     for name, (fn, args) in REGION.items():
         traced[name] = jax.make_jaxpr(fn)(*args)
     for name, jaxpr in traced.items():
-        prims = _primitives(jaxpr)
+        prims = primitives(jaxpr)
         assert prims, name
         assert not prims & CALLBACKS, (name, prims & CALLBACKS)
     # the walker does reach the bisection's betainc inside the certified bound's loop
-    assert "regularized_incomplete_beta" in _primitives(traced["pipeline"])
+    assert "regularized_incomplete_beta" in primitives(traced["pipeline"])
