@@ -190,7 +190,7 @@ def _noise_multiplier(args: argparse.Namespace) -> float:
 def _audit_and_report(args, rundir, key, in_s, out_s, sigma, *, info, title, header) -> int:
     """The step after the scores exist, shared by both modes: audit, results.json, the plot and
     the printed table."""
-    from jaxaudit.cli.rdp_steps import RAISED, audit_to_rundir, records_table
+    from jaxaudit.cli.rdp_steps import RAISED, _num, audit_to_rundir, records_table
     from jaxaudit.renyi import format_runs_needed, runs_needed
 
     acc = dict(noise_multiplier=sigma, sampling_rate=args.sampling_rate, steps=args.steps)
@@ -215,7 +215,9 @@ def _audit_and_report(args, rundir, key, in_s, out_s, sigma, *, info, title, hea
     print(f"ε at δ = {args.delta:g}:")
     for row in summary["epsilon_at_delta"]:
         eps = row["epsilon"]
-        shown = f"{eps:.4f}" if eps == eps and abs(eps) != float("inf") else str(eps)
+        # bounds rounded outward: a printed lower bound is still a lower bound
+        direction = "up" if row["kind"] == "upper bound" else "down"
+        shown = _num(eps, 10, direction=direction) if eps == eps else "nan"
         print(f"  {row['statement']:<32} {shown:>10}  ({row['kind']})")
     if summary["violation"]:
         print("WARNING: a lower bound exceeds the accountant (privacy violation or a bug)")

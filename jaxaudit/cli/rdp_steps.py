@@ -381,8 +381,23 @@ def epsilon_table(records: Sequence[Any], *, accountant_epsilon: float, accounta
 RAISED = "↑bound"
 
 
-def _num(value: float, width: int, digits: int = 4) -> str:
-    return f"{value:{width}.{digits}f}" if math.isfinite(value) else f"{'inf' if value > 0 else 'n/a':>{width}}"
+def _outward(value: float, digits: int, direction: str) -> float:
+    """``value`` rounded to ``digits`` decimals downwards (a lower bound: what is printed still
+    holds), upwards (an upper bound) or to nearest (an estimate); exact decimal arithmetic."""
+    from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+
+    if direction == "nearest" or not math.isfinite(value):
+        return value
+    rounding = ROUND_FLOOR if direction == "down" else ROUND_CEILING
+    return float(Decimal(value).quantize(Decimal(1).scaleb(-digits), rounding=rounding))
+
+
+def _num(value: float, width: int, digits: int = 4, direction: str = "nearest") -> str:
+    """A number of the table: lower bounds printed rounded down, upper bounds up (so the printed
+    value is still a bound), estimates to nearest."""
+    if not math.isfinite(value):
+        return f"{'inf' if value > 0 else 'n/a':>{width}}"
+    return f"{_outward(value, digits, direction):{width}.{digits}f}"
 
 
 def records_table(records_or_rows: Sequence[Any]) -> str:
@@ -401,10 +416,11 @@ def records_table(records_or_rows: Sequence[Any]) -> str:
     lines = [head]
     for r in rows:
         mark = f" {RAISED}" if r["raised_to_bound"] else " " * (len(RAISED) + 1)
-        lines.append(f"{r['order']:6.3g} {_num(r['accountant'], 11)} "
+        lines.append(f"{r['order']:6.3g} {_num(r['accountant'], 11, direction='up')} "
                      f"{_num(r['dv_estimate'], 16 - len(mark))}{mark} {_num(r['dv_point'], 9)} "
-                     f"{_num(r['dv_se'], 11)} {_num(r['dv_lower'], 9)} "
-                     f"{_num(r['gdp_lower'], 10)} {_num(r['threshold_lower'], 10)} "
+                     f"{_num(r['dv_se'], 11)} {_num(r['dv_lower'], 9, direction='down')} "
+                     f"{_num(r['gdp_lower'], 10, direction='down')} "
+                     f"{_num(r['threshold_lower'], 10, direction='down')} "
                      f"{'YES' if r['violation'] else 'no'}")
     return "\n".join(lines)
 
@@ -415,9 +431,11 @@ def _markdown(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(out)
 
 
-def _md_num(value) -> str:
-    return "n/a" if value is None or not math.isfinite(value) else (
-        "∞" if value == math.inf else f"{value:.4g}")
+def _md_num(value, direction: str = "nearest") -> str:
+    """A number of the markdown tables (4 decimals; bounds rounded outward, see :func:`_num`)."""
+    if value is None or (not math.isfinite(value) and value != math.inf):
+        return "n/a"
+    return "∞" if value == math.inf else f"{_outward(value, 4, direction):.4f}"
 
 
 def summary_markdown(rows: Sequence[dict], eps_rows: Sequence[dict], *, significance: float,
@@ -427,13 +445,14 @@ def summary_markdown(rows: Sequence[dict], eps_rows: Sequence[dict], *, signific
     table = _markdown(
         ["α", "accountant ε_α (upper)", "DV estimate", "DV point", "± SE (sampling)",
          f"DV lower ({level})", f"GDP lower ({level})", f"threshold lower ({level})", "violation"],
-        [[f"{r['order']:g}", _md_num(r["accountant"]),
+        [[f"{r['order']:g}", _md_num(r["accountant"], "up"),
           _md_num(r["dv_estimate"]) + (" (raised to bound)" if r["raised_to_bound"] else ""),
-          _md_num(r["dv_point"]), _md_num(r["dv_se"]), _md_num(r["dv_lower"]),
-          _md_num(r["gdp_lower"]), _md_num(r["threshold_lower"]),
+          _md_num(r["dv_point"]), _md_num(r["dv_se"]), _md_num(r["dv_lower"], "down"),
+          _md_num(r["gdp_lower"], "down"), _md_num(r["threshold_lower"], "down"),
           "YES" if r["violation"] else "no"] for r in rows])
     eps = _markdown(["statement", "kind", "δ", "ε"],
-                    [[e["statement"], e["kind"], f"{e['delta']:g}", _md_num(e["epsilon"])]
+                    [[e["statement"], e["kind"], f"{e['delta']:g}",
+                      _md_num(e["epsilon"], "up" if e["kind"] == "upper bound" else "down")]
                      for e in eps_rows])
     raised = [f"{r['order']:g}" for r in rows if r["raised_to_bound"]]
     notes = [

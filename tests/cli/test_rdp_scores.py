@@ -364,3 +364,19 @@ def test_library_argument_names_are_shown_as_flags(monkeypatch, tmp_path, capsys
     monkeypatch.setattr(rdp, "run_training", fail)
     assert main(["rdp", "--out", str(tmp_path / "x")]) == 2
     assert "--sampling-rate must lie" in capsys.readouterr().err
+
+
+def test_printed_bounds_round_outward():
+    """Hostile input (low): printed bounds were rounded to nearest, so a printed lower bound could
+    sit above the computed one. Lower bounds now round down, upper bounds up, estimates to
+    nearest — checked against the exact decimal boundaries."""
+    from jaxaudit.cli.rdp_steps import _num, _outward
+
+    assert _outward(0.123456, 4, "down") == 0.1234 and _outward(0.123456, 4, "up") == 0.1235
+    assert _outward(0.12346, 4, "nearest") == 0.12346
+    assert _outward(0.5, 4, "down") == 0.5 == _outward(0.5, 4, "up")      # exact: unchanged
+    rng = np.random.default_rng(0)
+    for value in rng.uniform(0, 20, 2000):
+        low, high = float(_num(value, 10, direction="down")), float(_num(value, 10, direction="up"))
+        assert low <= value <= high and high - low <= 1e-4 + 1e-12
+    assert _num(float("inf"), 5, direction="down").strip() == "inf"
