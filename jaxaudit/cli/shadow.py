@@ -108,7 +108,8 @@ def add_shadow_options(p: argparse.ArgumentParser, *, ratio_type=float) -> None:
     p.add_argument("--graph", default=None, metavar="FILE.npz",
                    help="your own graph instead of --dataset: an .npz with features (N, F), "
                         "labels (N,), edge_index (2, E) and optional masks "
-                        "(jaxaudit.graph.save_graph_npz writes one)")
+                        "(jaxaudit.graph.save_graph_npz writes one) (default: none, use "
+                        "--dataset)")
     p.add_argument("--model", choices=("gcn", "sage", "gat"), default="gcn",
                    help="shadow GNN architecture (2 layers, hidden 64)")
     p.add_argument("--sampler", choices=SAMPLERS, default="uniform",

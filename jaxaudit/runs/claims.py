@@ -4,7 +4,8 @@ A process that starts a unit (a chunk) creates ``claims/<name>.claim`` exclusive
 a complete file: two processes cannot both create it) and keeps it alive by touching it every
 ``lease_s / 4`` seconds from a background thread while it computes. A claim whose file was not
 touched for ``lease_s`` seconds is *stale* — its process was killed (SIGKILL, a lost node) — and
-the next process reclaims it. A finished unit's chunk file is written atomically with its
+the next process reclaims it; a claim made on this host by a process that no longer exists is
+stale at once. A finished unit's chunk file is written atomically with its
 run-bound checksum (``RunDir.save_chunk``), then the claim is removed.
 
 What this guarantees: a unit is never saved half-written or mixed with another run's, and a unit
@@ -72,14 +73,34 @@ class Claim:
         self.release()
 
 
+def _owner_dead(path: Path) -> bool:
+    """True when the claim was made on this host by a process that no longer exists (a SIGKILL
+    on this machine is then seen at once, without waiting for the lease)."""
+    try:
+        host, pid, _ = json.loads(path.read_bytes())["owner"].rsplit(":", 2)
+        pid = int(pid)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+    if host != socket.gethostname() or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists, owned by another user
+        return False
+    return False
+
+
 def claim_state(run: RunDir, name: str, *, lease_s: float = DEFAULT_LEASE_S) -> str:
-    """``"free"`` (no claim), ``"live"`` (touched within ``lease_s``) or ``"stale"``."""
+    """``"free"`` (no claim), ``"live"`` (touched within ``lease_s`` by a process that, on this
+    host, still exists) or ``"stale"``."""
     path = _claim_path(run, name)
     try:
         age = time.time() - path.stat().st_mtime
     except FileNotFoundError:
         return "free"
-    return "live" if age < lease_s else "stale"
+    return "live" if age < lease_s and not _owner_dead(path) else "stale"
 
 
 def claim_unit(run: RunDir, name: str, *, lease_s: float = DEFAULT_LEASE_S) -> Claim | None:

@@ -116,3 +116,21 @@ def test_bad_worker_refused(tmp_path, worker):
     run = RunDir.open(tmp_path / "run", kind="test", config=CONFIG)
     with pytest.raises(ValueError, match="worker"):
         run_chunks(run, NAMES, _compute, worker=worker)
+
+
+def test_claim_of_a_dead_process_on_this_host_is_stale_at_once(tmp_path):
+    """A SIGKILLed process on this machine: its claim is stale without waiting for the lease."""
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    run = RunDir.open(tmp_path / "run", kind="test", config=CONFIG)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    claim = claim_unit(run, NAMES[0])
+    claim._stop.set()
+    claim.path.write_text(json.dumps({"owner": f"{socket.gethostname()}:{dead.stdout.strip()}:x"}))
+    assert claim_state(run, NAMES[0]) == "stale"
+    claim.path.write_text(json.dumps({"owner": f"{socket.gethostname()}:{os.getppid()}:x"}))
+    assert claim_state(run, NAMES[0]) == "live"      # a live process keeps its claim
