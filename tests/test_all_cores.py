@@ -61,6 +61,7 @@ def test_command_appends_to_existing_xla_flags():
     assert result["devices"] == result["cores"]
 
 
+@pytest.mark.slow
 def test_command_respects_the_users_choice():
     result = _run(COMMAND, XLA_FLAGS=f"{FLAG}=3")
     assert result["flags"] == f"{FLAG}=3" and result["devices"] == 3
@@ -80,6 +81,7 @@ def test_main_called_from_python_leaves_the_environment_alone():
     assert result == {"flags": None, "devices": 1}
 
 
+@pytest.mark.slow
 def test_use_all_cpu_cores_before_jax_starts():
     script = """
         import json, os, warnings
@@ -118,6 +120,7 @@ def test_use_all_cpu_cores_too_late_warns():
         assert "too late" in message and "1 CPU device" in message and f"{FLAG}=4" in message
 
 
+@pytest.mark.slow
 def test_canary_runs_default_chunk_splits_runs_over_two_devices():
     """canary_runs's default chunk_size (None: every run in one chunk) is rounded to a multiple of
     the device count, so on two host devices each device computes half of the runs; the scores

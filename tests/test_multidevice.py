@@ -27,6 +27,7 @@ def _run(script: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_sharded_shadow_training_matches_single_device():
     result = _run(
         """
@@ -51,6 +52,7 @@ def test_sharded_shadow_training_matches_single_device():
     assert result["max_diff"] <= 1e-3
 
 
+@pytest.mark.slow
 def test_sharded_posterior_matches_single_device():
     """NUTS draws are not bitwise reproducible across device counts: a 1e-5 reassociation
     difference inside the adaptation grows chaotically along trajectories. What must hold is that

@@ -13,6 +13,7 @@ NEEDS = {"rdp_audit": ("mnist",)}
 @pytest.mark.parametrize("path", [
     pytest.param(p, marks=pytest.mark.needs_data(*NEEDS[p.stem])) if p.stem in NEEDS else p
     for p in NOTEBOOKS], ids=[p.stem for p in NOTEBOOKS])
+@pytest.mark.slow
 def test_notebook_executes(path, tmp_path, monkeypatch):
     jupytext = pytest.importorskip("jupytext")
     nbclient = pytest.importorskip("nbclient")

@@ -50,6 +50,7 @@ def test_shapes_that_do_not_broadcast_are_named():
         bounds.posterior_success([0.1, 0.2], [1.0, 2.0, 3.0])
 
 
+@pytest.mark.slow
 def test_integer_prng_key_refused():
     """Hostile 10: an integer PRNG key gave a raw JAX error deep inside."""
     from jaxaudit.datasets import make_csbm

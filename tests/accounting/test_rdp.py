@@ -104,6 +104,7 @@ def test_bad_delta_and_epsilon():
         noise_for_epsilon(-1.0, 1e-5, 10, 0.1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epsilon, mu", [(10.0, 2.000446), (4.38, 1.000557), (2.0, 0.501552)])
 def test_pld_calibration_is_the_tight_gaussian_value(epsilon, mu):
     # Full-batch DP-GD for T steps is exactly μ-GDP with μ = √T/σ (Dong, Roth, Su 2022); the

@@ -153,6 +153,7 @@ def test_full_batch_closed_form_and_the_limit_q_to_one(sigma):
                                np.asarray(orders) / (2 * sigma**2), rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_special_values():
     f = sampled_gaussian_rdp
     assert float(f(2.0, 0.1, jnp.inf)) == np.inf and float(f(2.0, 1.0, jnp.inf)) == np.inf
@@ -169,6 +170,7 @@ def test_special_values():
         rdp_epsilons(noise_multiplier=2.0, sampling_rate=0.1, steps=3, orders=[np.nan])
 
 
+@pytest.mark.slow
 def test_jit_and_vmap_over_sigma_q_and_orders_equal_eager():
     sigmas = jnp.asarray([0.8, 2.0, 2.62])
     qs = jnp.asarray([0.01, 0.1, 0.5])
@@ -187,6 +189,7 @@ def test_jit_and_vmap_over_sigma_q_and_orders_equal_eager():
 
 @pytest.mark.parametrize("q,alpha", [(0.01, 1.1), (0.1, 1.5), (0.5, 2.0), (0.5, 2.5),
                                      (1.0, 3.0)])
+@pytest.mark.slow
 def test_grad_matches_finite_differences(q, alpha):
     sigma, h = 2.0, 1e-3  # central differences: O(h²) ≈ 1e−7 relative
     d_sigma = jax.grad(sampled_gaussian_rdp)(sigma, q, alpha)

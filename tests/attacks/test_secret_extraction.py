@@ -76,6 +76,7 @@ def test_replace_one_accounting_matches_gdp_at_full_batch():
     np.testing.assert_allclose(p.deltas, exact, atol=2e-3)
 
 
+@pytest.mark.slow
 def test_trie_scores_equal_full_sequence_likelihood():
     model = CharGRU(hidden_dim=16)
     params = model.init(jax.random.key(0), jnp.zeros((1, 8), jnp.int32))

@@ -11,6 +11,9 @@ from jaxaudit import bmp
 from jaxaudit.datasets import make_csbm
 from jaxaudit.graph import snowball_sampler, uniform_sampler
 
+# module-scoped fixtures train shadow models and run NUTS: the whole module is a slow study
+pytestmark = pytest.mark.slow
+
 SETTINGS = dict(epochs=40, num_prior_draws=400, **AUDIT_NUTS)
 
 
@@ -27,6 +30,7 @@ def audits():
     return graph, out
 
 
+@pytest.mark.slow
 def test_audit_shapes_and_counts(audits):
     graph, out = audits
     res = out["uniform"]
@@ -78,6 +82,7 @@ def test_snowball_priors_vary_and_leakage_is_reported(audits):
         assert np.all(np.isfinite(np.asarray(res.eps_r)[1, valid]))
 
 
+@pytest.mark.slow
 def test_bmp_r_versus_mp(audits):
     """MP ties ε_L = ε_R and must cover the larger of the two; where the attack's operating point
     certifies clearly more ε_L than ε_R, BMP-R sits below MP. Overall fraction reported."""

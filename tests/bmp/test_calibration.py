@@ -11,6 +11,9 @@ from scipy import stats
 
 from jaxaudit import bmp
 
+# module-scoped fixtures train shadow models and run NUTS: the whole module is a slow study
+pytestmark = pytest.mark.slow
+
 REPS = 120
 N = 60
 GRID = dict(num_eps=48, num_s=6, alpha_order=6, num_alpha_segments=12, num_knots=2049)
@@ -64,6 +67,7 @@ def _sbc_pvalues(key, prior, fit_prior):
 @pytest.mark.parametrize("prior", [bmp.AttackPrior(), bmp.AttackPrior(20.0, 1.0),
                                    bmp.AttackPrior(optimal=True)],
                          ids=["beta11", "beta20_1", "optimal"])
+@pytest.mark.slow
 def test_posterior_ranks_are_uniform(prior):
     """Fitted with the prior the data came from: both marginals' ranks pass KS at 1%."""
     pvals, ranks = _sbc_pvalues(jax.random.key(1804), prior, prior)

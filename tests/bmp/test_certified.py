@@ -13,6 +13,7 @@ from jaxaudit import bmp
 CONFIDENCE = 0.9
 
 
+@pytest.mark.slow
 def test_clopper_pearson_matches_scipy():
     for n in (1, 7, 50, 1000):
         k = np.arange(n + 1)
@@ -110,6 +111,7 @@ def _all_k(ns):
     return k, n
 
 
+@pytest.mark.slow
 def test_clopper_pearson_traced_float64_matches_scipy():
     """Under jax.jit with x64 the core is the eager float64 bisection: scipy's quantile to 1e-6,
     never below it, and equal to the eager figures."""
@@ -138,6 +140,7 @@ def test_clopper_pearson_traced_float32_stays_conservative():
         assert np.all(got - want <= 1e-4), (level, (got - want).max())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n0,n1", [(30, 20)])
 def test_exact_coverage_of_the_jitted_float32_bound(n0, n1):
     """The bound computed inside jax.jit (float32) covers as the eager one: exact enumeration of

@@ -34,6 +34,7 @@ def _cases():
     return [x, jnp.exp(x), ties, stuck, zeros]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("x64", [False, True], ids=["sort", "packed"])
 def test_diagnostics_equal_blackjax(x64):
     """Same values as blackjax.diagnostics.rhat / ess_bulk, on both sort paths."""
@@ -46,6 +47,7 @@ def test_diagnostics_equal_blackjax(x64):
         np.testing.assert_allclose(float(d.ess), float(want_ess), rtol=1e-4, err_msg=str(case))
 
 
+@pytest.mark.slow
 def test_vmapped_over_nodes_matches_one_by_one():
     x = jnp.stack(_cases()[:3])
     with jax.enable_x64(True):
@@ -67,6 +69,7 @@ def test_bulk_ess_matches_ar1_closed_form():
         assert abs(got / want - 1) < 0.15, (rho, got, want)
 
 
+@pytest.mark.slow
 def test_invariant_under_monotone_maps():
     """Rank-based: exp(x) and x³ + 2 have the same R̂ and bulk ESS as x; the raw-draw ESS of the
     heavy-tailed exp(3x) differs (so the test can tell the two apart)."""
@@ -80,6 +83,7 @@ def test_invariant_under_monotone_maps():
     assert abs(raw / float(base.ess) - 1) > 0.1
 
 
+@pytest.mark.slow
 def test_rank_normalize_uses_average_ranks():
     """Normal scores of scipy's average ranks (ties averaged), Blom's offset."""
     x = jnp.asarray([[3.0, 1.0, 2.0, 2.0], [5.0, 1.0, 4.0, 2.0]])

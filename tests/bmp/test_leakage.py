@@ -18,6 +18,7 @@ def _all_subsets(n):
     return np.array(list(itertools.product([False, True], repeat=n)))
 
 
+@pytest.mark.slow
 def test_poisson_leakage_is_zero_exactly():
     n, q = 5, 0.3
     masks = _all_subsets(n)
@@ -29,6 +30,7 @@ def test_poisson_leakage_is_zero_exactly():
     np.testing.assert_array_equal(bmp.poisson_leakage(q, n).c_r, 0)
 
 
+@pytest.mark.slow
 def test_fixed_size_uniform_leakage_is_infinite():
     n, k = 5, 2
     masks = _all_subsets(n)
@@ -42,6 +44,7 @@ def test_fixed_size_uniform_leakage_is_infinite():
     assert np.all(np.isinf(bmp.sampling_leakage(draws).c_r))
 
 
+@pytest.mark.slow
 def test_snowball_enumeration_matches_monte_carlo():
     # random size with full support and teleporting growth: finite, node-dependent leakage
     masks, probs = bmp.snowball_distribution(SENDERS, RECEIVERS, 6, LAW, teleport=0.3)

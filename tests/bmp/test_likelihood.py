@@ -98,6 +98,7 @@ def _constrained_log_joint(eps_l, eps_r, s, alpha, beta, counts, free_s, ab=(1.0
 
 @pytest.mark.parametrize("seed,ab", [(0, (1.0, 1.0)), (1, (1.0, 1.0)), (2, (20.0, 1.0)),
                                      (3, (0.5, 2.0))])
+@pytest.mark.slow
 def test_centered_joint_jacobian(seed, ab):
     counts = bmp.ErrorCounts(7.0, 60.0, 21.0, 50.0)
     with jax.enable_x64(True):
@@ -129,6 +130,7 @@ def test_noncentered_joint_jacobian(seed, strength, ab):
     np.testing.assert_allclose(lp - log_det, want, rtol=1e-8, atol=1e-8)
 
 
+@pytest.mark.slow
 def test_noncentered_map_integrates_to_marginal_likelihood():
     """Uniform (u, v) pushed onto the band: E[Bin Bin] equals the marginal likelihood."""
     counts = bmp.ErrorCounts(12.0, 80.0, 30.0, 70.0)

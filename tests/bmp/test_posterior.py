@@ -21,6 +21,7 @@ def nuts_and_grids(shared_nuts):
     return post, grids
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("node", range(len(COUNT_SETS)))
 def test_nuts_matches_grid(nuts_and_grids, node):
     post, grids = nuts_and_grids
@@ -50,6 +51,7 @@ def fixed_strength_runs():
                               config=bmp.NutsConfig())
 
 
+@pytest.mark.slow
 def test_fixed_strength_noncentered_matches_grid(fixed_strength_runs):
     post = jax.tree.map(lambda x: x[0], fixed_strength_runs)
     counts = bmp.ErrorCounts(10.0, 100.0, 30.0, 100.0)
@@ -63,6 +65,7 @@ def test_fixed_strength_noncentered_matches_grid(fixed_strength_runs):
         assert np.all(np.abs(got - want) <= np.maximum(0.05, 3 * mcse)), (which, got, want)
 
 
+@pytest.mark.slow
 def test_fixed_strength_median_spread_matches_reported_precision(fixed_strength_runs):
     """Issue 22, item 5: at a fixed s = 0.5 with counts 35/200, 82/200 the ε_L medians of
     independent runs spread widely (sd ≈ 0.14 around the exact grid's 1.75) although R-hat ≤
@@ -98,6 +101,7 @@ def test_fixed_strength_median_spread_matches_reported_precision(fixed_strength_
         assert lo <= t <= hi, (name, t, medians, sigma)
 
 
+@pytest.mark.slow
 def test_soundness_of_lower_quantile(shared_nuts):
     """Known mechanism (ε_L, ε_R) = (1, 2), 100 seeded repetitions of N0 = N1 = 100 runs each.
 
@@ -132,6 +136,7 @@ def test_soundness_of_lower_quantile(shared_nuts):
     assert np.mean(np.asarray(post.rhat) <= 1.05) >= 0.95
 
 
+@pytest.mark.slow
 def test_strong_attack_prior_covers_optimal_attacks(shared_nuts, strong_prior_nuts):
     """Optimal attacks at (ε_L, ε_R) = (1, 2), N0 = N1 = 100, 100 seeded repetitions: the
     posterior 5% quantile under s ~ Beta(20, 1) (an attack believed near-optimal) lies below the
@@ -155,6 +160,7 @@ def test_strong_attack_prior_covers_optimal_attacks(shared_nuts, strong_prior_nu
     assert np.mean(np.asarray(post.rhat) <= 1.05) >= 0.95
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("node", range(len(COUNT_SETS)))
 def test_optimal_prior_nuts_matches_grid(optimal_prior_nuts, node):
     """NUTS on (logit α, logit β/(1 − α)) vs the grid posterior of the corner model evaluated
@@ -172,6 +178,7 @@ def test_optimal_prior_nuts_matches_grid(optimal_prior_nuts, node):
         assert np.all(np.abs(got - want) <= np.maximum(0.05, 3 * mcse)), (which, got, want)
 
 
+@pytest.mark.slow
 def test_optimal_prior_covers_optimal_attacks(optimal_prior_nuts):
     """Optimal attacks at (ε_L, ε_R) = (1, 2), N0 = N1 = 100, 100 seeded repetitions: under
     ``attack_prior="optimal"`` the posterior 5% quantile lies below the truth in >= 90% of the
@@ -286,6 +293,7 @@ def test_unmixed_chains_warn():
     assert post.eps_l.shape == (2, 4, 4)
 
 
+@pytest.mark.slow
 def test_min_ess_reruns_only_the_hard_count_sets():
     """A degenerate count set (the attack wrong on every run: its posterior hugs the axes, with
     a low bulk ESS) is resampled once, with the thinning sized to reach min_ess, and reaches it;

@@ -184,6 +184,7 @@ def _mp_isf(sf, gamma):
     return ok[0] if ok else len(sf)  # len(sf) = n + 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["recursion", "fft"])
 def test_isf_matches_mpmath_definition_at_edges(method):
     rng = np.random.default_rng(33)

@@ -28,6 +28,7 @@ UNIFORM_ANCHORS = [(2, 1.0, 755), (10, 1.0, 255), (100, 1.0, 36),
                    (2, 4.0, 990), (10, 4.0, 877), (100, 4.0, 381)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("alphabet_size", "eps", "expected"), UNIFORM_ANCHORS)
 def test_uniform_k_anchors(alphabet_size, eps, expected):
     priors = np.full(1000, 1.0 / alphabet_size)
@@ -80,6 +81,7 @@ def test_exact_jit_version_matches_and_vmaps():
     assert vs.tolist() == host
 
 
+@pytest.mark.slow
 def test_fdp_bound_never_exceeds_approx_bound_at_grid_points():
     p = np.full(300, 0.02)
     mu = 1.0

@@ -67,6 +67,7 @@ def test_matches_mpmath_in_deep_tails(oracle_cases, method):
     assert deepest < math.log(1e-250)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", PATHS)
 def test_moderate_tails_match_scipy(method):
     rng = np.random.default_rng(7)
@@ -79,6 +80,7 @@ def test_moderate_tails_match_scipy(method):
     np.testing.assert_allclose(ours[moderate], ref_sf[moderate], rtol=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", PATHS)
 def test_equal_p_is_binomial(method):
     n, p = 1000, 0.03
@@ -90,6 +92,7 @@ def test_equal_p_is_binomial(method):
     assert ours[-1] == pytest.approx(n * math.log(p), rel=1e-12)  # Pr[S = n] = p^n ≈ 1e−1523
 
 
+@pytest.mark.slow
 def test_paths_agree_at_moderately_large_n():
     """n = 4096 (recursion ≈ 1 s here): every tail from the recursion equals the tilted FFT."""
     rng = np.random.default_rng(11)
@@ -105,6 +108,7 @@ def test_paths_agree_at_moderately_large_n():
             q, gamma, method="recursion")
 
 
+@pytest.mark.slow
 def test_large_n_tilts_consistent():
     """n = 10^5: a tail read from a shared tilt equals the tail from a tilt centred on it."""
     rng = np.random.default_rng(3)
@@ -131,6 +135,7 @@ def test_edges_and_outputs():
     assert poisson_binomial_isf([0.0] * 3, 0.05) == 1
 
 
+@pytest.mark.slow
 def test_non_negative_and_float32_inputs():
     q32 = np.random.default_rng(5).uniform(0, 1, 3000).astype(np.float32)
     for method in PATHS:

@@ -135,6 +135,7 @@ def test_steinke_anchors(delta, expected):
     assert steinke_p_value(1000, 100, 80, 1.0, delta) == pytest.approx(expected, rel=1e-8)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alphabet_size", [2, 10, 100])
 @pytest.mark.parametrize("eps", [1.0, 4.0])
 def test_mmc_pure_dp_threshold_is_ours_plus_0_to_2(alphabet_size, eps):

@@ -19,6 +19,7 @@ from jaxaudit.bounds import (
 )
 
 
+@pytest.mark.slow
 def test_uniform_pure_dp_matches_binomial_and_lists_one_run_baselines():
     n, k, eps = 300, 2, 1.0
     s = summarize_bounds(np.full(n, 1 / k), PrivacyModel(epsilon=eps), uniform_support=k)

@@ -9,6 +9,9 @@ import pytest
 
 from jaxaudit.cli.main import main
 
+# module-scoped fixtures train shadow models and run NUTS: the whole module is a slow study
+pytestmark = pytest.mark.slow
+
 NODES = 120
 # the NUTS settings and node chunk of tests/bmp/bmp_shared.py's AUDIT_NUTS: with a fixed chunk
 # every call runs one program of fixed shape, compiled once per test process
@@ -34,6 +37,7 @@ def report(shadow_dir, tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_report_files(report):
     for name in ("nodes.csv", "most_leaking.csv", "summary.md", "summary.json", "eps_r_vs_eta.png",
                  "eps_r_vs_degree.png", "eps_hist.png", "bmp_vs_mp.png", "manifest.json"):
@@ -146,6 +150,7 @@ def test_compare_folder_read_before_work(report):
     assert label == "uniform"
 
 
+@pytest.mark.slow
 def test_same_seed_same_models_in_shadow_and_bmp(report, tmp_path):
     """The one key rule (model m of seed s uses fold_in(key(s), m), whatever the chunking):
     `bmp` training its own 8 models in one chunk of 8 equals `shadow` in two chunks of 4 followed

@@ -12,6 +12,7 @@ from jaxaudit.cli.main import main
 from jaxaudit.datasets import resolve_data_dir
 
 
+@pytest.mark.slow
 @pytest.mark.needs_data("cora")
 def test_info_cora_subprocess():
     env = dict(os.environ, JAXAUDIT_DATA=str(resolve_data_dir()), JAX_PLATFORMS="cpu")
@@ -114,6 +115,7 @@ def test_verify_reports_missing_files_and_absent_folder(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_data_check_skips_or_fails(tmp_path, monkeypatch):
     """The suite's real-data check: a skip naming the remedy, a failure under
     JAXAUDIT_REQUIRE_DATA=1 (pytest run in a subprocess on a generated test file)."""

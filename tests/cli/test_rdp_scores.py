@@ -61,6 +61,7 @@ def _args(in_path, out_path, out_dir, *extra, sigma=SIGMA, q=1.0):
             "--orders", ",".join(map(str, ORDERS)), "--out", str(out_dir), *extra]
 
 
+@pytest.mark.slow
 def test_scores_mode_table_accountant_and_bounds(tmp_path, capsys):
     in_path, out_path = _scores(tmp_path)
     out = tmp_path / "run"
@@ -121,6 +122,7 @@ def test_scores_mode_table_accountant_and_bounds(tmp_path, capsys):
     assert "different configuration" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_scores_mode_subsampled_accountant_and_epsilon_calibration(tmp_path, capsys):
     """With --epsilon/--delta instead of --noise-multiplier, σ is calibrated as when training, and
     the accountant is the Poisson-subsampled one for --sampling-rate."""

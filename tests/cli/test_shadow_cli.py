@@ -13,6 +13,7 @@ ARGS = ["shadow", "--dataset", "csbm", "--csbm-nodes", "200", "--model", "gcn", 
         "--edge-access", "inductive", "--quiet"]
 
 
+@pytest.mark.slow
 def test_shadow_cli_resume_and_refuse(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(ARGS + ["--out", str(out)]) == 0
@@ -87,6 +88,7 @@ def test_cli_names_agree_with_the_library_registries():
     assert DATASETS == GRAPH_DATASETS and SAMPLERS == LIBRARY_SAMPLERS
 
 
+@pytest.mark.slow
 def test_own_graph_file_through_shadow_and_bmp(tmp_path, capsys):
     """`--graph FILE.npz`: a user's graph (written by the test) trains shadow models, feeds
     `bmp --shadow`, is stored with its SHA-256, and a changed file is refused on resume."""

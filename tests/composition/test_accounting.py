@@ -33,6 +33,7 @@ def _central(f, x, h):
 # sampled_gaussian_rdp (the core)
 
 
+@pytest.mark.slow
 def test_sampled_gaussian_rdp_jit_vmap_grad():
     eager = np.array([[float(sampled_gaussian_rdp(s, 0.1, a)) for a in ORDERS] for s in SIGMAS])
     jitted = jax.jit(lambda s: sampled_gaussian_rdp(s, 0.1, jnp.asarray(ORDERS)))
@@ -52,6 +53,7 @@ def _rdp(sigma, q=0.1, steps=50):
     return rdp_epsilons(noise_multiplier=sigma, sampling_rate=q, steps=steps, orders=ORDERS)
 
 
+@pytest.mark.slow
 def test_rdp_epsilons_jit_vmap_grad():
     eager = np.stack([_rdp(s) for s in SIGMAS])
     assert isinstance(eager, np.ndarray) and eager.dtype == np.float64
@@ -82,6 +84,7 @@ def _eps(sigma, delta=1e-5):
                              orders=ORDERS)
 
 
+@pytest.mark.slow
 def test_epsilon_for_delta_jit_vmap_grad():
     eager = np.array([_eps(s) for s in SIGMAS])
     assert all(isinstance(_eps(s), float) for s in SIGMAS[:1])

@@ -83,6 +83,7 @@ def test_fdp_and_prior_work_in_their_parameter(fn):
     assert float(jax.grad(fn)(1.5)) == pytest.approx(_central_difference(fn, 1.5), rel=1e-5)
 
 
+@pytest.mark.slow
 def test_one_run_audits_in_epsilon():
     eps = jnp.array([0.5, 1.0, 2.0])
     p_value = lambda e: bounds.steinke_p_value(1000, 100, 80, e, 1e-6)  # noqa: E731

@@ -76,6 +76,7 @@ def _init(model, x):
     return lambda key: model.init(key, x[:1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["ghost", "vmap"])
 def test_clipped_gradient_sum_over_seeds(setup, method):
     model, x, y = setup
@@ -84,6 +85,7 @@ def test_clipped_gradient_sum_over_seeds(setup, method):
                                                    method=method), _keys(1))
 
 
+@pytest.mark.slow
 def test_clipped_gradient_sum_small_cnn_under_jit():
     model = SmallCNN()
     x = jax.random.uniform(jax.random.key(2), (3, 28, 28))
@@ -93,6 +95,7 @@ def test_clipped_gradient_sum_small_cnn_under_jit():
     _close(jax.jit(lambda p: clipped_gradient_sum(model, p, x, y, 0.3))(params), eager)
 
 
+@pytest.mark.slow
 def test_dp_gradient_step_over_keys(setup):
     model, x, y = setup
     params = model.init(jax.random.key(4), x[:1])
@@ -116,6 +119,7 @@ def test_make_private_step_over_keys_and_traced_sigma(setup):
     _close(jax.jit(step)(k, jnp.float32(0.9)), step(k))
 
 
+@pytest.mark.slow
 def test_train_run_and_canary_score_over_seeds():
     model = LogisticRegression(num_classes=3)
     x = jax.random.uniform(jax.random.key(9), (6, 4))
@@ -146,6 +150,7 @@ def test_canary_runs_refuses_a_traced_argument():
                                       **{**kw, "noise_multiplier": s}))(1.0)
 
 
+@pytest.mark.slow
 def test_transformations_over_keys():
     grads = {"w": jax.random.normal(jax.random.key(15), (4, 3)),
              "b": jax.random.normal(jax.random.key(16), (4,))}
@@ -166,6 +171,7 @@ def test_transformations_over_keys():
     _check_jit_vmap(lambda k: add_gaussian_noise(k, grads, 0.5), _keys(19))
 
 
+@pytest.mark.slow
 def test_clip_and_sum_per_example_gradients_noise_stddev_under_transforms():
     def loss(w, xi, yi):
         return jnp.sum((xi @ w - yi) ** 2)

@@ -79,6 +79,7 @@ def test_lira_grad_matches_finite_differences():
     assert np.all(np.isfinite(got)) and np.abs(got).max() > 0.1
 
 
+@pytest.mark.slow
 def test_decisions_jit_and_vmap():
     scores, masks = _data(2)
     llr = mia.lira_loo(scores, masks)
@@ -108,6 +109,7 @@ def test_error_counts_jit_and_vmap_over_priors():
                                   *[mia.error_counts(d, masks) for d in decisions]))
 
 
+@pytest.mark.slow
 def test_metrics_jit_and_vmap_over_nodes_and_thresholds():
     scores, masks = _data(4, num_models=40)
     llr = mia.lira_loo(scores, masks)
@@ -139,6 +141,7 @@ def _counts():
                            jnp.array([1, 5, 2, 15, 0]), jnp.array([18, 22, 25, 30, 20]))
 
 
+@pytest.mark.slow
 def test_certified_jit_and_vmap_over_nodes():
     """float32 under the transform: never above the eager (float64) bound, within 1e-3 of it;
     with x64 the transformed figures equal the eager ones."""
@@ -174,6 +177,7 @@ def test_clopper_pearson_jit_and_vmap_over_n():
         np.testing.assert_allclose(got, eager, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_jeffreys_jit_and_vmap_over_keys():
     counts = _counts()
     jeff = functools.partial(bmp.jeffreys_estimate, num_draws=500)
@@ -273,6 +277,7 @@ def test_region_grad_matches_finite_differences(name):
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exact", [False, True])
 @pytest.mark.parametrize("x64", [False, True])
 def test_sampling_leakage_jit_and_vmap_over_draw_sets(exact, x64):
@@ -323,6 +328,7 @@ def _pipeline(scores, masks, eta, key):
     return counts, cert.eps_l, cert.eps_r, jeff.eps_l, jeff.eps_r
 
 
+@pytest.mark.slow
 def test_end_to_end_jit_vmap_over_priors_equals_eager():
     scores, masks = _data(6, num_models=40)
     etas = jnp.array([[0.05] * N, [0.5] * N, [0.9] * N, [0.1, 0.3, 0.5, 0.7, 0.9]])
@@ -341,6 +347,7 @@ def test_end_to_end_jit_vmap_over_priors_equals_eager():
     assert not np.array_equal(np.asarray(batched[0].fp[0]), np.asarray(batched[0].fp[2]))
 
 
+@pytest.mark.slow
 def test_end_to_end_with_x64_equals_eager_exactly():
     scores, masks = _data(8, num_models=16)
     key = jax.random.key(9)

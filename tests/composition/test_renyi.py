@@ -36,6 +36,7 @@ def _central_difference(fn, x, h=1e-6):
 
 @pytest.mark.parametrize("fn,args", [(renyi.gaussian_renyi, (0.7, 1.3)),
                                      (renyi.laplace_renyi, (0.7, 1.3))])
+@pytest.mark.slow
 def test_closed_forms_compose(fn, args):
     eager = fn(*args, ORDERS)
     np.testing.assert_allclose(jax.jit(fn)(*args, ORDERS), eager, rtol=1e-6)
@@ -118,6 +119,7 @@ def test_radii_compose():
     _no_callback(renyi.theory_radius, 2.0, 1.0, 0.01, 0.01, 1000.0, 1000.0, 0.05)
 
 
+@pytest.mark.slow
 def test_held_out_bound_and_objective_compose():
     keys = jax.random.split(jax.random.key(0), 4)
     g = jax.vmap(lambda k: jax.random.uniform(k, (2, 300), minval=-1.0, maxval=1.0))(keys)
@@ -161,6 +163,7 @@ def test_ema_surrogate_composes():
     _no_callback(loss, x[0], x[1])
 
 
+@pytest.mark.slow
 def test_rademacher_bound_composes():
     params = {"Dense_0": {"kernel": jnp.ones((1, 4)) * 0.3, "bias": jnp.zeros(4)},
               "Dense_1": {"kernel": jnp.ones((4, 1)) * 0.2, "bias": jnp.zeros(1)}}
@@ -179,6 +182,7 @@ def test_rademacher_bound_composes():
 # GDP conversions and Clopper–Pearson
 
 
+@pytest.mark.slow
 def test_gdp_epsilon_composes():
     mus = jnp.array([0.0, 0.5, 1.0, 2.0, jnp.inf])
     eager = renyi.gdp_epsilon(np.asarray(mus), 1e-5)   # float64

@@ -18,6 +18,7 @@ def _structure_ok(g):
     np.testing.assert_array_equal(np.sort(codes), np.sort(r.astype(np.int64) * g.num_nodes + s))
 
 
+@pytest.mark.slow
 def test_deterministic_for_a_key():
     """Same key, same graph, also with x64 on (it used to differ there: the uniform/normal draws
     followed the default float dtype); another key, another graph."""

@@ -22,6 +22,7 @@ from jaxaudit.dpsgd import (
 )
 
 
+@pytest.mark.slow
 def test_vmapped_runs_equal_individual_runs():
     model = MLP(hidden=(6,), num_classes=3)
     kx, ky, kp, kr = jax.random.split(jax.random.key(0), 4)
@@ -43,6 +44,7 @@ def test_vmapped_runs_equal_individual_runs():
     assert len(np.unique(np.concatenate([in_s, out_s]))) == 2 * r  # runs use distinct noise
 
 
+@pytest.mark.slow
 def test_audit_on_gaussian_mechanism_run_stays_below_truth():
     """One full-batch step of a zero-initialised 2-class logistic regression whose canary gradient
     is clipped: the canary's logit margin is exactly N(m + s/σ·…, s²) in vs N(m, s²) out, i.e.
@@ -72,6 +74,7 @@ def test_audit_on_gaussian_mechanism_run_stays_below_truth():
         assert rec.dv_lower > 0  # 2000 runs per world give a non-vacuous bound here
 
 
+@pytest.mark.slow
 def test_audit_flags_a_violation():
     """Scores of a mechanism far less private than claimed: the audit must say so."""
     k1, k2 = jax.random.split(jax.random.key(4))

@@ -56,6 +56,7 @@ def test_ghost_path_is_used_by_default():
     assert _resolve(MODEL, "auto")[0] == "ghost"
 
 
+@pytest.mark.slow
 def test_vmap_clipping_bounds_a_single_example(params):
     """One jit-compiled call: the clipped sum of one example whose gradient norm exceeds C has
     norm C (≤ C up to float32 rounding)."""

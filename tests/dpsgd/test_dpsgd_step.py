@@ -55,6 +55,7 @@ def _ref_clipped_sum(grads, clip, mask=None):
     [(SmallCNN(), (28, 28)), (MLP(hidden=(7, 5), num_classes=4), (6,)),
      (LogisticRegression(num_classes=3), (2, 3))],
 )
+@pytest.mark.slow
 def test_ghost_equals_per_example_reference(model, shape):
     n = 6
     x, y = _data(jax.random.key(0), n, shape, classes=model.num_classes)
@@ -73,6 +74,7 @@ def test_ghost_equals_per_example_reference(model, shape):
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6 * np.abs(b).max())
 
 
+@pytest.mark.slow
 def test_each_clipped_gradient_within_clip_norm():
     model = MLP(hidden=(16,), num_classes=5)
     n, clip = 12, 0.3
@@ -119,6 +121,7 @@ def test_noise_standard_deviation_is_sigma_times_clip():
     assert abs(corr) < 5 / np.sqrt(len(keys))
 
 
+@pytest.mark.slow
 def test_dp_gradient_step_without_noise_is_clipped_gradient_descent():
     model = MLP(hidden=(8,), num_classes=3)
     x, y = _data(jax.random.key(7), 10, (4,), classes=3)
@@ -131,6 +134,7 @@ def test_dp_gradient_step_without_noise_is_clipped_gradient_descent():
     chex.assert_trees_all_close(out, ref, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_full_batch_noiseless_run_equals_plain_clipped_gd():
     model = MLP(hidden=(8,), num_classes=3)
     n, steps, lr, clip = 9, 6, 0.8, 0.2

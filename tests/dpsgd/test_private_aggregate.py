@@ -147,6 +147,7 @@ def _data(key, n, shape, classes):
     (MLP(hidden=(7,), num_classes=3), (5,), "vmap"),
     (MLP(hidden=(7,), num_classes=3), (5,), "ghost"),
 ])
+@pytest.mark.slow
 def test_private_step_bit_identical_to_reference(model, shape, method):
     x, y = _data(jax.random.key(30), 6, shape, model.num_classes)
     params = model.init(jax.random.key(31), x[:1])
@@ -164,6 +165,7 @@ def test_private_step_bit_identical_to_reference(model, shape, method):
         _assert_trees_equal(got, ref)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method, q", [("vmap", 1.0), ("ghost", 0.5)])
 def test_canary_run_bit_identical_to_reference(method, q):
     model = LogisticRegression(num_classes=3)
@@ -213,6 +215,7 @@ def _np_rows(tree):
                            for leaf in jax.tree.leaves(tree)], axis=1)
 
 
+@pytest.mark.slow
 def test_clip_and_sum_clips_each_example_to_norm_c():
     n, clip = 9, 1.5
     grads, _ = _tree(jax.random.key(40), n)
@@ -263,6 +266,7 @@ def test_noise_standard_deviation_is_sigma_times_sensitivity(neighbouring, sensi
     assert abs(corr) < 5 / np.sqrt(num_keys)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
 def test_composes_with_optax_optimisers(optimizer):
     n, clip, sigma, normalizer, lr = 6, 1.2, 0.7, 3.0, 0.05
@@ -331,6 +335,7 @@ def test_dp_noisy_sum_is_the_noise_stage_of_dp_aggregate():
         stage.update(a, stage.init(None), mask=mask)
 
 
+@pytest.mark.slow
 def test_jit_and_vmap_over_seeds_equal_eager():
     grads, _ = _tree(jax.random.key(49), 5)
     mask = jnp.array([1, 1, 0, 1, 1], jnp.float32)

@@ -141,6 +141,7 @@ def test_npz_round_trip_and_corrupt_files(tmp_path):
         load_graph_npz(tmp_path / "bad.npz")
 
 
+@pytest.mark.slow
 def test_shadow_models_train_on_a_user_graph(tmp_path):
     rng = np.random.default_rng(4)
     n, k = 60, 3

@@ -50,6 +50,7 @@ def test_gcn_conv_matches_dense_normalised_adjacency(small):
     np.testing.assert_allclose(np.asarray(out), ref, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", [GCN(num_classes=3), GraphSAGE(num_classes=3), GAT(num_classes=3)])
 def test_edge_mask_equals_removed_edges(small, module):
     keep = np.asarray(jax.random.bernoulli(jax.random.key(3), 0.5, (small.num_edges,)))
@@ -60,6 +61,7 @@ def test_edge_mask_equals_removed_edges(small, module):
     np.testing.assert_allclose(np.asarray(masked), np.asarray(removed), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_sparse_matmul_vmapped_values_and_gradients():
     key = jax.random.key(5)
     x = np.asarray(jax.random.bernoulli(key, 0.1, (40, 30)), np.float32) * np.asarray(
@@ -83,6 +85,7 @@ def cora():
     return load_planetoid("cora")
 
 
+@pytest.mark.slow
 @pytest.mark.needs_data("cora")
 @pytest.mark.parametrize("model,threshold", [("gcn", 0.78), ("sage", 0.75), ("gat", 0.75)])
 def test_cora_standard_split_accuracy(cora, model, threshold):
@@ -92,6 +95,7 @@ def test_cora_standard_split_accuracy(cora, model, threshold):
     assert acc >= threshold
 
 
+@pytest.mark.slow
 def test_csbm_high_homophily_accuracy():
     graph = make_csbm(jax.random.key(7), homophily=0.9, features="bernoulli")
     module, params = train_gnn(jax.random.key(0), graph, "gcn", graph.train_mask)

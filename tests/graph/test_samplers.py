@@ -82,6 +82,7 @@ def _forest_checks(graph, sample, max_neighbors, num_seeds):
     assert deg.max() <= max_neighbors + 1
 
 
+@pytest.mark.slow
 @pytest.mark.needs_data("cora")
 def test_snowball_growth_on_cora(cora):
     sampler = snowball_sampler(0.5, seeds_per_class=10, max_neighbors=3)
@@ -112,6 +113,7 @@ def test_snowball_stops_at_the_seeds_components():
     assert (nodes.sum(1) == 7).all() and nodes[:, :6].all()
 
 
+@pytest.mark.slow
 @pytest.mark.needs_data("cora")
 def test_snowball_prior_far_from_uniform(cora):
     sampler = snowball_sampler(0.5)

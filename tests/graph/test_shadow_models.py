@@ -25,6 +25,7 @@ def graph():
                      features="bernoulli", feature_density=0.1)
 
 
+@pytest.mark.slow
 def test_vmapped_equals_single_and_chunking(graph):
     # Tolerance 1e-4 on scores of size O(1-10): only float reassociation in batched kernels.
     key = jax.random.key(2)
@@ -38,6 +39,7 @@ def test_vmapped_equals_single_and_chunking(graph):
         np.testing.assert_allclose(single.scores[0], batched.scores[r], rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_inductive_training_sees_only_the_sample(graph):
     """Edges leaving the sample and labels of non-members change no member's score."""
     key = jax.random.key(3)
@@ -58,6 +60,7 @@ def test_inductive_training_sees_only_the_sample(graph):
     assert not np.allclose(other.scores[0][~inside], base.scores[0][~inside])
 
 
+@pytest.mark.slow
 def test_no_edge_access_ignores_edges(graph):
     key = jax.random.key(4)
     sampler = uniform_sampler(0.5)

@@ -22,6 +22,7 @@ import pytest
 from jaxaudit.renyi import renyi_estimator
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [72, 250])
 def test_mean_point_estimate_at_most_truth_plus_margin(n):
     reps, shift = 64, 1.0

@@ -76,6 +76,7 @@ def _random_boxes(rng, k):
     return box_q, box_p
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [2, 3])
 def test_inner_minimum_matches_brute_force(k):
     """The certified dual value is never above the grid minimum (every grid point is feasible)
@@ -118,6 +119,7 @@ def _alternating_primal(box_q, box_p, alpha, iterations=3000):
     return _log_f(q, p, alpha)
 
 
+@pytest.mark.slow
 def test_inner_minimum_against_alternating_primal():
     """Up to 12 bins and α up to 32: 0 ≤ primal − dual ≤ 1e-7 relative (log scale)."""
     rng = np.random.default_rng(4)
@@ -171,6 +173,7 @@ def test_identical_worlds_give_zero():
     assert np.mean(values <= 1e-9) >= 0.95
 
 
+@pytest.mark.slow
 def test_bin_probabilities_are_covered_at_the_chosen_partition():
     """Sharper than the test against αΔ²/2: at the partition chosen on the selection split, the
     bound exceeds max(D_α(q‖p), D_α(p‖q)) of the *true* bin probabilities (normal cdfs) in at most

@@ -52,6 +52,7 @@ def large_sample_estimates():
                 gauss10=(point[6:], lower[6:], truth_g))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["gauss1", "gauss10", "laplace"])
 def test_point_estimate_within_ten_percent(large_sample_estimates, case):
     point, lower, truth = large_sample_estimates[case]
@@ -91,6 +92,7 @@ def coverage_runs():
     return reps, out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bound", ["hoeffding", "bernstein"])
 def test_lower_bound_coverage(coverage_runs, bound):
     reps, out = coverage_runs
@@ -108,6 +110,7 @@ def test_lower_bound_coverage(coverage_runs, bound):
     assert np.median(lower[:reps]) > 0.2 * truth
 
 
+@pytest.mark.slow
 def test_orders_vector_and_directions():
     k1, k2, k3 = jax.random.split(jax.random.key(13), 3)
     x_q = 0.8 + jax.random.normal(k1, (1500,))

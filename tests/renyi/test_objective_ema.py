@@ -90,6 +90,7 @@ def _features_and_critic():
     return f_q, f_p
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alpha", [1.5, 3.0])
 def test_rate_one_is_the_plain_gradient(alpha):
     f_q, f_p = _features_and_critic()

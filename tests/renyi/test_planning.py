@@ -31,6 +31,7 @@ def _simulated_bounds(result, n, reps, seed):
     return np.asarray(bound(slope * (x_q - mid), slope * (x_p - mid)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alpha,method", [(2.0, "bernstein"), (1.5, "hoeffding")])
 def test_prediction_matches_a_simulation(alpha, method):
     """At the predicted n the mean simulated bound / estimate is the fraction ± 0.15 (observed

@@ -41,6 +41,7 @@ def _never(name):
     raise AssertionError(f"{name} should have been computed already")
 
 
+@pytest.mark.slow
 def test_two_worker_processes_then_a_final_run_equal_the_serial_run(tmp_path):
     serial = tmp_path / "serial"
     run_chunks(RunDir.open(serial, kind="test", config=CONFIG), NAMES, _compute)

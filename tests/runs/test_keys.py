@@ -41,6 +41,7 @@ def test_bad_arguments(call, match):
         call()
 
 
+@pytest.mark.slow
 def test_shadow_sweep_independent_of_chunking():
     graph = make_csbm(jax.random.key(1), num_nodes=60, num_classes=3, num_features=8)
     sampler = uniform_sampler(0.5)

@@ -8,6 +8,7 @@ from jaxaudit.dpsgd import SmallCNN
 from jaxaudit.runs import RunDir, params_from_arrays, params_to_arrays, run_chunks
 
 
+@pytest.mark.slow
 def test_flax_params_round_trip_through_a_run_folder(tmp_path):
     model = SmallCNN()
     params = model.init(jax.random.key(0), np.zeros((1, 28, 28), np.float32))
