@@ -115,6 +115,7 @@ def test_corpus_layout_and_filler_disjoint():
     assert len(sentences) > 2000 and version.count(".") == 2
 
 
+@pytest.mark.slow
 def test_planted_secrets_found_without_noise():
     """ε = ∞, no noise, no effective clipping: a model trained on the secrets finds them all by
     likelihood; the prior attack finds none (all candidates tie, ties against the attacker);
@@ -183,6 +184,7 @@ def test_calibrated_score_formula_and_no_user_signal():
     assert (secret_ranks(attack_scores(bumped, prior), secrets) == 0).all()
 
 
+@pytest.mark.slow
 def test_private_run_counts_and_bound():
     kw = dict(prior=digit_prior(2), num_secrets=6, epsilon=1.0, num_filler=20, steps=20,
               batch_size=8, hidden_dim=16, record_length=32)

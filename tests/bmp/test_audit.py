@@ -106,6 +106,7 @@ def test_bmp_r_versus_mp(audits):
     assert hits >= minimum, f"BMP-R <= MP on {hits} of {n} left-heavy nodes (minimum {minimum})"
 
 
+@pytest.mark.slow
 def test_optimal_attack_prior_end_to_end():
     """audit_from_scores with attack_prior="optimal": no MP baseline (NaN), and the posterior
     medians track the Jeffreys estimate — both read the counts at the corner of R(ε), with

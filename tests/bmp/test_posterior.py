@@ -265,6 +265,7 @@ def test_bad_options_raise():
         bmp.posterior_nuts(jax.random.key(0), c, num_sample=10)  # a typo is not swallowed
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # 8 draws do not mix; not the point here
 def test_old_sampler_keywords_warn_and_still_work():
     """The keywords that moved into NutsConfig are deprecated aliases for one release: they warn
@@ -281,6 +282,7 @@ def test_old_sampler_keywords_warn_and_still_work():
         bmp.posterior_nuts(jax.random.key(0), c, num_samples=0)
 
 
+@pytest.mark.slow
 def test_unmixed_chains_warn():
     """Two warm-up steps and four draws from over-dispersed starts cannot mix: R-hat > 1.05 for
     the count sets, and the user is told (the draws are returned all the same)."""

@@ -52,6 +52,7 @@ def oracle_cases():
     return cases
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", PATHS)
 def test_matches_mpmath_in_deep_tails(oracle_cases, method):
     deepest = 0.0

@@ -34,6 +34,7 @@ def test_attack_marginals_runs_resumes_and_reports(tmp_path, capsys):
     assert "different" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_attack_secrets_tiny(tmp_path):
     out = tmp_path / "sec"
     argv = ["attack", "secrets", "--prior", "digits", "--digits", "1", "--epsilons", "2",

@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from jaxaudit.cli.main import main
 
@@ -11,6 +12,7 @@ ARGS = ["rdp", "--dataset", "synthetic", "--model", "logreg", "--dataset-size", 
         "--chunk", "3", "--orders", "1.5,2", "--epsilon", "4", "--quiet"]
 
 
+@pytest.mark.slow
 def test_rdp_cli_end_to_end_and_resume(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(ARGS + ["--out", str(out)]) == 0

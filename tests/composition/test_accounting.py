@@ -106,6 +106,7 @@ def _sigma(epsilon):
     return noise_for_epsilon(epsilon, 1e-5, 50, 0.1, orders=ORDERS)
 
 
+@pytest.mark.slow
 def test_noise_for_epsilon_jit_vmap_grad():
     epsilons = (1.0, 2.0, 4.0)
     eager = np.array([_sigma(e) for e in epsilons])

@@ -105,6 +105,7 @@ def test_dp_gradient_step_over_keys(setup):
                                                mask=mask, normalizer=4.0), _keys(5))
 
 
+@pytest.mark.slow
 def test_make_private_step_over_keys_and_traced_sigma(setup):
     model, x, y = setup
     params = model.init(jax.random.key(6), x[:1])

@@ -111,6 +111,7 @@ def test_canary_runs_bad_input():
                     **{**kw, "num_runs": 0})
 
 
+@pytest.mark.slow
 @pytest.mark.needs_data("mnist")
 def test_mnist_smoke_every_stage():
     images, labels = load_mnist(split="test")
@@ -146,6 +147,7 @@ def _auc(a, b):
     return auc, se
 
 
+@pytest.mark.slow
 @pytest.mark.needs_data("mnist")
 def test_worst_case_initialisation_is_more_distinguishable():
     """MLP on MNIST, C = 10 (canary gradient unclipped): from the pretrained initialisation the

@@ -69,6 +69,7 @@ def test_vmap_clipping_bounds_a_single_example(params):
     np.testing.assert_allclose(_global_norm(total), clip, rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_cifar_cnn_ghost_path_matches_vmap_reference():
     # The im2col layer program (ghost clipping) against per-example vmap(grad) with optax's
     # clip-and-sum: same forward pass, same clipped sum and norms (float32 tolerance).

@@ -202,6 +202,7 @@ def test_bad_input_raises():
                          noise_multiplier=float("nan"), learning_rate=0.1)
 
 
+@pytest.mark.slow
 def test_canary_gradient_enters_the_update_exactly_once():
     # The two worlds differ only in the canary row's membership weight; with σ = 0 the difference
     # of one step's updates is η/n̄ · clip_C(∇ℓ_canary), against the reference clipped gradient

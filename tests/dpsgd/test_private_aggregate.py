@@ -186,6 +186,7 @@ def test_canary_run_bit_identical_to_reference(method, q):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
 
 
+@pytest.mark.slow
 def test_train_dp_lm_bit_identical_to_reference():
     model = CharGRU(embed_dim=4, hidden_dim=8)
     tokens = jax.random.randint(jax.random.key(35), (12, 6), 1, model.vocab_size)

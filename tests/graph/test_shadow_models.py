@@ -98,6 +98,7 @@ def test_bad_input(graph):
         train_shadow_models(key, graph, uniform_sampler(0.5), "gcn", 0)
 
 
+@pytest.mark.slow
 @pytest.mark.needs_data("cora")
 def test_cora_lira_auc_above_chance():
     """Cora, uniform 50% sampling, 64 GCNs, inductive access: LOO LiRA beats chance."""

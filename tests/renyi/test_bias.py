@@ -47,6 +47,7 @@ def test_mean_point_estimate_at_most_truth_plus_margin(n):
     assert overshoots(np.asarray(est.per_direction.criterion).max(-1)).any()
 
 
+@pytest.mark.slow
 def test_no_overshoot_on_draws_with_unmatched_tails():
     reps, n, shift = 24, 500, 0.5
     alphas = np.array([1.25, 2.0], np.float32)

@@ -150,6 +150,7 @@ def test_two_bins_is_the_threshold_bound():
         assert np.all(ours <= theirs * (1 + 1e-12) + 1e-15)
 
 
+@pytest.mark.slow
 def test_coverage_on_gaussian_scores():
     """D_α = αΔ²/2: the bound exceeds it in ≤ significance + 3 binomial sd of 200 repetitions."""
     rng = np.random.default_rng(6)
@@ -162,6 +163,7 @@ def test_coverage_on_gaussian_scores():
     assert over / reps <= SIG + 3 * np.sqrt(SIG * (1 - SIG) / reps)
 
 
+@pytest.mark.slow
 def test_identical_worlds_give_zero():
     """No signal: the bound is 0 (up to 1e-9) in at least 95% of 200 repetitions."""
     rng = np.random.default_rng(7)
