@@ -129,6 +129,22 @@ def _one_run_p_value(m, n_guess, n_correct, eps, delta, length):
     return jnp.minimum(beta + 2.0 * m * delta * alpha, 1.0)
 
 
+def _largest_rejected(reject, cap, dtype):
+    """The largest x in [0, cap] with ``reject(x)`` (rejected below a root), by ``_STEPS``
+    bisection steps: the lower end of the final bracket, so never above the root; ``cap`` when
+    even it is rejected, 0 when nothing is. Traceable."""
+    def step(_, bracket):
+        lo, hi = bracket
+        mid = (lo + hi) / 2.0
+        ok = reject(mid)
+        return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid)
+
+    lo0, hi0 = jnp.zeros((), dtype), jnp.asarray(cap, dtype)
+    lo, _ = jax.lax.fori_loop(0, _STEPS, step, (lo0, hi0))
+    lo = jnp.where(reject(hi0), hi0, lo)
+    return jnp.where(reject(lo0), lo, jnp.zeros_like(lo))
+
+
 def _one_run_epsilon(m, n_guess, n_correct, significance, delta, length):
     """Largest ε ∈ [0, 100] with p(ε) ≤ significance (0 when p(0) > significance).
 
@@ -137,17 +153,7 @@ def _one_run_epsilon(m, n_guess, n_correct, significance, delta, length):
     """
     dtype = jnp.result_type(significance, delta, float)
     reject = lambda e: _one_run_p_value(m, n_guess, n_correct, e, delta, length) <= significance
-
-    def step(_, bracket):
-        lo, hi = bracket
-        mid = (lo + hi) / 2.0
-        ok = reject(mid)
-        return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid)
-
-    lo0, hi0 = jnp.zeros((), dtype), jnp.asarray(_EPS_CAP, dtype)
-    lo, _ = jax.lax.fori_loop(0, _STEPS, step, (lo0, hi0))
-    lo = jnp.where(reject(hi0), hi0, lo)
-    return jnp.where(reject(lo0), lo, jnp.zeros_like(lo))
+    return _largest_rejected(reject, _EPS_CAP, dtype)
 
 
 def _fdp_one_run_objective(m, n_guess, n_correct, significance, mu):
@@ -184,16 +190,7 @@ def _fdp_one_run_mu(m, n_guess, n_correct, significance):
     dtype = jnp.result_type(significance, float)
     reject = lambda mu: _fdp_one_run_objective(m, n_guess, n_correct, significance, mu) > 0
 
-    def step(_, bracket):
-        lo, hi = bracket
-        mid = (lo + hi) / 2.0
-        ok = reject(mid)
-        return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid)
-
-    lo0, hi0 = jnp.zeros((), dtype), jnp.asarray(_MU_CAP, dtype)
-    lo, _ = jax.lax.fori_loop(0, _STEPS, step, (lo0, hi0))
-    lo = jnp.where(reject(hi0), hi0, lo)
-    return jnp.where(reject(lo0), lo, jnp.zeros_like(lo))
+    return _largest_rejected(reject, _MU_CAP, dtype)
 
 
 def _one_run_tail_epsilon(n_guess, n_correct, significance):

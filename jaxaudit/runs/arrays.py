@@ -155,6 +155,24 @@ def _zip(f, label: str) -> zipfile.ZipFile:
         raise ValueError(f"{label} is not a valid .npz archive ({err})") from None
 
 
+def _each_member(source, name, max_bytes, read) -> dict:
+    """``{array name: read(member, declared size, label)}`` over the checked members of an
+    ``.npz`` (:func:`_members`); a member that cannot be decompressed is a ValueError naming it."""
+    label = _label(source, name)
+    f, size = _open(source)
+    with f, _zip(f, label) as zf:
+        out = {}
+        for info in _members(zf, size, max_bytes, label):
+            what = f"{label} (member {info.filename})"
+            try:
+                with zf.open(info) as member:
+                    out[info.filename[: -len(".npy")]] = read(member, info.file_size, what)
+            except (NotImplementedError, RuntimeError, zipfile.BadZipFile, zlib.error,
+                    EOFError) as err:
+                raise ValueError(f"{what} could not be read ({err})") from None
+        return out
+
+
 def load_npz(source, *, name: str | None = None, max_bytes: int | None = None,
              ) -> dict[str, np.ndarray]:
     """Every array of an ``.npz`` archive (a path, or its bytes), checked before decompression.
@@ -174,40 +192,18 @@ def load_npz(source, *, name: str | None = None, max_bytes: int | None = None,
         unknown compression), declared sizes over ``max_bytes``, a member whose header claims more
         bytes than the member holds, a dtype holding Python objects, or a failed CRC.
     """
-    label = _label(source, name)
-    f, size = _open(source)
-    with f, _zip(f, label) as zf:
-        out = {}
-        for info in _members(zf, size, max_bytes, label):
-            what = f"{label} (member {info.filename})"
-            try:
-                with zf.open(info) as member:
-                    out[info.filename[: -len(".npy")]] = _read_checked(
-                        member, info.file_size, what)
-            except (NotImplementedError, RuntimeError, zipfile.BadZipFile, zlib.error,
-                    EOFError) as err:
-                raise ValueError(f"{what} could not be read ({err})") from None
-        return out
+    return _each_member(source, name, max_bytes, _read_checked)
 
 
 def describe_npz(source, *, name: str | None = None, max_bytes: int | None = None,
                  ) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
     """``{array name: (shape, dtype)}`` of an ``.npz`` from the member headers alone, with the
     checks of :func:`load_npz` on the declared sizes and headers (no array is loaded)."""
-    label = _label(source, name)
-    f, size = _open(source)
-    with f, _zip(f, label) as zf:
-        out = {}
-        for info in _members(zf, size, max_bytes, label):
-            what = f"{label} (member {info.filename})"
-            try:
-                with zf.open(info) as member:
-                    shape, _, dtype = _read_header(member, info.file_size, what)
-            except (NotImplementedError, RuntimeError, zipfile.BadZipFile, zlib.error,
-                    EOFError) as err:
-                raise ValueError(f"{what} could not be read ({err})") from None
-            out[info.filename[: -len(".npy")]] = (shape, dtype)
-        return out
+    def header(member, size, what):
+        shape, _, dtype = _read_header(member, size, what)
+        return shape, dtype
+
+    return _each_member(source, name, max_bytes, header)
 
 
 def load_arrays(source, *, name: str | None = None, max_bytes: int | None = None,
