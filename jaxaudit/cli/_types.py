@@ -9,7 +9,9 @@ the library functions, which the commands call before they create a run folder.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import re
 
 
 def _integer(text: str, minimum: int) -> int:
@@ -81,3 +83,26 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs["formatter_class"] = HelpFormatter
         super().__init__(*args, **kwargs)
+
+
+def bounded(kind, low: int, high: int):
+    """An integer flag in [low, high] (the parse of ``kind``, then the upper limit)."""
+    def parse(text: str) -> int:
+        value = kind(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected an integer in [{low}, {high}], got {value}")
+        return value
+    return parse
+
+
+@contextlib.contextmanager
+def as_flags(**names: str):
+    """Re-raise a library ``ValueError`` with its argument names replaced by the flags
+    (``learning_rate`` -> ``--learning-rate``)."""
+    try:
+        yield
+    except ValueError as err:
+        msg = str(err)
+        for name, flag in names.items():
+            msg = re.sub(rf"(?<![\w'-]){name}(?![\w'])", flag, msg)
+        raise ValueError(msg) from err

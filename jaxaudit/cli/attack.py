@@ -20,9 +20,8 @@ import math
 import time
 from pathlib import Path
 
+from jaxaudit.cli._types import as_flags as _flags
 from jaxaudit.cli._types import count, nonnegative_int, positive
-from jaxaudit.cli.shadow import as_flags as _flags
-from jaxaudit.cli.shadow import discard_new_run
 
 _MARGINAL_ATTRIBUTES = "age,yrs_married,children,educ,religious,occupation,rate_marriage"
 _MARGINAL_HIDDEN = "religious,occupation,rate_marriage"
@@ -412,6 +411,8 @@ def run_secrets(args: argparse.Namespace) -> int:
         results = run_chunks(rundir, [n for n, _ in plan], compute, progress=not args.quiet,
                              desc="attack secrets")
     except ValueError:  # a diverged training: let the corrected command reuse --out
+        from jaxaudit.runs.rundir import discard_new_run
+
         discard_new_run(rundir.path, existed, keep_folder=had_folder)
         raise
     rows = _rows(results, plan, "epsilon_target")

@@ -15,13 +15,11 @@ holds the sizes and the global leave-one-out LiRA AUC.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import re
 from pathlib import Path
 from typing import Any
 
 from jaxaudit._validation import check_output_dir
-from jaxaudit.cli._types import count, nonnegative, nonnegative_int, positive
+from jaxaudit.cli._types import as_flags, bounded, count, nonnegative, nonnegative_int, positive  # noqa: F401
 
 # The library's registries (jaxaudit.datasets.GRAPH_DATASETS, jaxaudit.graph.SAMPLERS), named
 # here without importing jax so that --help stays fast (tests/cli/test_shadow_cli.py checks they
@@ -38,55 +36,10 @@ MAX_RESULT_BYTES = 8 * 2**30  # the R x N masks and scores, their copies and LiR
 _BYTES_PER_SCORE = 40
 
 
-def bounded(kind, low: int, high: int):
-    """An integer flag in [low, high] (the parse of ``kind``, then the upper limit)."""
-    def parse(text: str) -> int:
-        value = kind(text)
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"expected an integer in [{low}, {high}], got {value}")
-        return value
-    return parse
-
-
 models_type = bounded(count, 1, MAX_MODELS)
 epochs_type = bounded(count, 1, MAX_EPOCHS)
 csbm_nodes_type = bounded(int, 2, MAX_CSBM_NODES)
 CSBM_NODES_HELP = f"CSBM size in nodes, 2 to {MAX_CSBM_NODES} (dataset csbm)"
-
-
-@contextlib.contextmanager
-def as_flags(**names: str):
-    """Re-raise a library ``ValueError`` with its argument names replaced by the flags
-    (``learning_rate`` -> ``--learning-rate``)."""
-    try:
-        yield
-    except ValueError as err:
-        msg = str(err)
-        for name, flag in names.items():
-            msg = re.sub(rf"(?<![\w'-]){name}(?![\w'])", flag, msg)
-        raise ValueError(msg) from err
-
-
-def discard_new_run(path, existed: bool, *, keep_folder: bool = False) -> None:
-    """Remove what this command wrote into a run folder it created (the manifest, the cached
-    public model, an empty chunks/ folder) when no chunk was finished: the first chunk failed
-    (e.g. the training diverged), and the corrected command must be able to use the same
-    ``--out`` instead of being refused as a different configuration. A folder that held a run
-    before (``existed``), or any finished chunk, is left alone; the folder itself is kept when
-    it existed (empty) before the command (``keep_folder``)."""
-    path = Path(path)
-    chunks = path / "chunks"
-    if existed or (chunks.is_dir() and any(chunks.glob("*.npz"))):
-        return
-    try:
-        for name in ("manifest.json", *(p.name for p in path.glob("pretrained_seed_*.msgpack"))):
-            (path / name).unlink(missing_ok=True)
-        if chunks.is_dir() and not any(chunks.iterdir()):
-            chunks.rmdir()
-        if not keep_folder and not any(path.iterdir()):
-            path.rmdir()
-    except OSError:
-        pass
 
 
 def check_result_size(num_models: int, num_nodes: int) -> None:
@@ -237,6 +190,8 @@ def run(args: argparse.Namespace) -> int:
         results = run_chunks(run_dir, names, compute, progress=not args.quiet,
                              desc=f"shadow {args.dataset}/{args.model}")
     except ValueError:
+        from jaxaudit.runs.rundir import discard_new_run
+
         discard_new_run(run_dir.path, existed, keep_folder=had_folder)
         raise
     masks = np.concatenate([results[n]["masks"] for n in names]).astype(bool)

@@ -11,6 +11,7 @@ from jaxaudit.runs.rundir import (
     RunResults,
     atomic_write_bytes,
     config_hash,
+    discard_new_run,
     dumps_strict,
     load_results,
     read_manifest,
@@ -18,7 +19,7 @@ from jaxaudit.runs.rundir import (
 )
 
 __all__ = [
-    "KEY_RULE", "RunDir", "STREAMS", "RunResults", "atomic_write_bytes", "config_hash", "describe_npz", "dumps_strict",
+    "KEY_RULE", "RunDir", "STREAMS", "RunResults", "atomic_write_bytes", "config_hash", "discard_new_run", "describe_npz", "dumps_strict",
     "load_arrays", "load_npy", "load_npz", "load_results", "params_from_arrays",
     "params_to_arrays", "progress_bar", "read_manifest", "run_chunks", "scan_run_folder",
     "stream_key", "unit_key", "unit_keys",

@@ -758,3 +758,25 @@ def load_results(path: str | Path) -> RunResults:
             tables[rel] = parse_json(raw, p)
     return RunResults(kind=manifest["kind"], config=manifest["config"], manifest=manifest,
                       chunks=chunks, planned=planned, missing=missing, tables=tables, files=files)
+
+
+def discard_new_run(path, existed: bool, *, keep_folder: bool = False) -> None:
+    """Remove what this command wrote into a run folder it created (the manifest, the cached
+    public model, an empty chunks/ folder) when no chunk was finished: the first chunk failed
+    (e.g. the training diverged), and the corrected command must be able to use the same
+    ``--out`` instead of being refused as a different configuration. A folder that held a run
+    before (``existed``), or any finished chunk, is left alone; the folder itself is kept when
+    it existed (empty) before the command (``keep_folder``)."""
+    path = Path(path)
+    chunks = path / "chunks"
+    if existed or (chunks.is_dir() and any(chunks.glob("*.npz"))):
+        return
+    try:
+        for name in ("manifest.json", *(p.name for p in path.glob("pretrained_seed_*.msgpack"))):
+            (path / name).unlink(missing_ok=True)
+        if chunks.is_dir() and not any(chunks.iterdir()):
+            chunks.rmdir()
+        if not keep_folder and not any(path.iterdir()):
+            path.rmdir()
+    except OSError:
+        pass

@@ -133,7 +133,7 @@ def test_help_states_the_limits(capsys):
 def test_discard_new_run_keeps_finished_chunks(tmp_path):
     """A run folder this command created and whose first chunk failed is removed (so the
     corrected command may reuse --out); one holding a finished chunk or made before is kept."""
-    from jaxaudit.cli.shadow import discard_new_run
+    from jaxaudit.runs import discard_new_run
     from jaxaudit.runs import RunDir
 
     fresh = RunDir.open(tmp_path / "fresh", kind="x", config={"a": 1})
