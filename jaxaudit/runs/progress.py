@@ -13,7 +13,12 @@ from jaxaudit._validation import check_integer
 from jaxaudit.runs.claims import DEFAULT_LEASE_S, claim_unit
 from jaxaudit.runs.rundir import RunDir
 
-__all__ = ["progress_bar", "run_chunks"]
+__all__ = ["Progress", "ProgressBar", "progress_bar", "run_chunks"]
+
+#: A progress callback: ``progress(done, total)``, called once before the first unit with the
+#: units already finished, then after every unit. Pipelines take one (``progress=``); the CLI
+#: passes a :class:`ProgressBar`.
+Progress = Callable[[int, int], None]
 
 
 def progress_bar(total: int, *, desc: str = "", enabled: bool = True, initial: int = 0,
@@ -23,12 +28,44 @@ def progress_bar(total: int, *, desc: str = "", enabled: bool = True, initial: i
                 file=sys.stderr, dynamic_ncols=True)
 
 
+class ProgressBar:
+    """A :data:`Progress` callback that draws a tqdm bar on stderr (count, rate, ETA); use it
+    as a context manager so the bar is closed::
+
+        with ProgressBar("shadow cora/gcn") as bar:
+            run_shadow(config, "runs/x", progress=bar)
+    """
+
+    def __init__(self, desc: str = "", *, unit: str = "chunk", enabled: bool = True):
+        self.desc, self.unit, self.enabled = desc, unit, enabled
+        self._bar: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is None:
+            self._bar = progress_bar(total, desc=self.desc, enabled=self.enabled,
+                                     initial=done, unit=self.unit)
+        else:
+            self._bar.total = total
+            self._bar.update(done - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def run_chunks(
     run: RunDir,
     names: Sequence[str],
     compute_fn: Callable[[str], dict],
     *,
-    progress: bool = False,
+    progress: bool | Progress | None = False,
     desc: str = "",
     worker: tuple[int, int] | None = None,
     lease_s: float = DEFAULT_LEASE_S,
@@ -44,7 +81,8 @@ def run_chunks(
       run: the run folder.
       names: chunk names, in the order to compute them.
       compute_fn: ``compute_fn(name) -> {array name: array}``.
-      progress: show a progress bar (chunks done, rate, ETA). Library callers leave it off.
+      progress: a :data:`Progress` callback ``progress(done, total)`` over this process's
+        chunks, or True for a tqdm bar on stderr (chunks done, rate, ETA); off by default.
       desc: the bar's label.
       worker: ``(index, count)``: this process is worker ``index`` of ``count`` independent
         workers (a SLURM array, a shell loop) and computes only chunks ``index, index + count,
@@ -67,8 +105,12 @@ def run_chunks(
     run.plan(names)
     mine = names if worker is None else names[index::count]
     results = {n: run.load_chunk(n) for n in names if run.has_chunk(n)}
-    with progress_bar(len(mine), desc=desc, enabled=progress,
-                      initial=sum(n in results for n in mine)) as bar:
+    if callable(progress):
+        bar: Any = _CallbackBar(progress, len(mine), sum(n in results for n in mine))
+    else:
+        bar = progress_bar(len(mine), desc=desc, enabled=bool(progress),
+                           initial=sum(n in results for n in mine))
+    with bar:
         pending = [n for n in mine if n not in results]
         while pending:
             held = []
@@ -91,3 +133,21 @@ def run_chunks(
             time.sleep(poll_s)
             pending = held
     return {n: results[n] for n in names if n in results}
+
+
+class _CallbackBar:
+    """The part of a tqdm bar that run_chunks uses, reporting to a Progress callback."""
+
+    def __init__(self, callback: Progress, total: int, initial: int):
+        self.callback, self.total, self.n = callback, total, initial
+        callback(initial, total)
+
+    def update(self, k: int = 1) -> None:
+        self.n += k
+        self.callback(self.n, self.total)
+
+    def __enter__(self) -> _CallbackBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
