@@ -61,7 +61,7 @@ class ProgressBar:
 
 
 def run_chunks(
-    run: RunDir,
+    run: RunDir | None,
     names: Sequence[str],
     compute_fn: Callable[[str], dict],
     *,
@@ -78,7 +78,8 @@ def run_chunks(
     a chunk whose process died (its claim not renewed for ``lease_s`` seconds) is redone.
 
     Args:
-      run: the run folder.
+      run: the run folder; None computes every chunk in memory (nothing is saved, nothing
+        resumes: a pipeline called without a run folder).
       names: chunk names, in the order to compute them.
       compute_fn: ``compute_fn(name) -> {array name: array}``.
       progress: a :data:`Progress` callback ``progress(done, total)`` over this process's
@@ -102,8 +103,19 @@ def run_chunks(
                         check_integer("worker count", worker[1], minimum=1))
         if index >= count:
             raise ValueError(f"worker must be (index, count) with index < count, got {worker}")
-    run.plan(names)
     mine = names if worker is None else names[index::count]
+    if run is None:
+        out = {}
+        if callable(progress):
+            progress(0, len(mine))
+        with progress_bar(len(mine), desc=desc, enabled=progress is True) as plain:
+            for i, name in enumerate(mine, 1):
+                out[name] = dict(compute_fn(name))
+                plain.update(1)
+                if callable(progress):
+                    progress(i, len(mine))
+        return out
+    run.plan(names)
     results = {n: run.load_chunk(n) for n in names if run.has_chunk(n)}
     if callable(progress):
         bar: Any = _CallbackBar(progress, len(mine), sum(n in results for n in mine))

@@ -36,3 +36,10 @@ def test_progress_bar_callback_tracks_counts(tmp_path):
         run_chunks(run, ["c0", "c1", "c2"], _compute, progress=bar)
         assert (bar._bar.n, bar._bar.total) == (3, 3)
     assert bar._bar is None
+
+
+def test_without_a_run_folder_computes_in_memory():
+    calls = []
+    out = run_chunks(None, ["c0", "c1"], _compute, progress=lambda d, t: calls.append((d, t)))
+    assert calls == [(0, 2), (1, 2), (2, 2)]
+    assert [int(out[n]["x"][0]) for n in ("c0", "c1")] == [0, 1]
