@@ -22,6 +22,7 @@ renyi.md).
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
@@ -65,7 +66,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = ["__version__", *_SUBPACKAGES, *_EXPORTS]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _SUBPACKAGES:
         return importlib.import_module(f"jaxaudit.{name}")
     if name in _EXPORTS:
@@ -73,5 +74,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'jaxaudit' has no attribute {name!r}")
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))

@@ -8,14 +8,18 @@ does the same for a value already computed in float64.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike, DTypeLike
 
 from jaxaudit._validation import is_traced
 
 
-def round_up(exact, dtype) -> jax.Array:
+def round_up(exact: ArrayLike, dtype: DTypeLike) -> jax.Array:
     """``exact`` (a float64 value) cast to ``dtype``, rounded up: never below ``exact``."""
     exact = np.asarray(exact, dtype=np.float64)
     dtype = jnp.dtype(dtype)
@@ -27,7 +31,7 @@ def round_up(exact, dtype) -> jax.Array:
     return jnp.where(below, jnp.nextafter(cast, jnp.asarray(np.inf, dtype=dtype)), cast)
 
 
-def upper_bound(fn, *args):
+def upper_bound(fn: Callable[..., jax.Array], *args: Any) -> jax.Array:
     """Evaluate the jnp function ``fn(*args)`` of an *upper bound* without float32 under-rounding.
 
     Traced arguments (inside jit/vmap) are cast to their promoted dtype and passed straight to

@@ -10,15 +10,28 @@ function in ``jax.jit``/``jax.vmap``) there is nothing to check and the check is
 validation happens once, at the outermost concrete call. A jitted public function therefore does
 **not** validate its arguments (``jax.jit(posterior_success)(1.5, 1.0)`` returns NaN): validate
 at the boundary, outside jit.
+
+Types: a validator takes ``Any`` (refusing what is not a number, a path or a key is its job) and
+is annotated with the type of its *concrete* result (a float64 ``np.ndarray``, ``int``, ``Path``);
+under a transform the tracer it was given comes back unchanged.
 """
 
 from __future__ import annotations
 
 import numbers
 import os
+from collections.abc import Collection
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import jax
+
+    from jaxaudit.graph.types import Graph
+
+_T = TypeVar("_T")
 
 
 class ArgumentTypeError(TypeError, ValueError):
@@ -29,14 +42,14 @@ class ArgumentTypeError(TypeError, ValueError):
     """
 
 
-def is_traced(*values) -> bool:
+def is_traced(*values: Any) -> bool:
     """True when any of ``values`` (pytrees allowed) is a JAX tracer (inside jit/vmap/grad)."""
     import jax
 
     return any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(values))
 
 
-def plain(value) -> str:
+def plain(value: object) -> str:
     """``value`` as a user reads it: ``-1.0`` rather than ``array(-1.)``, ``'x'`` for strings."""
     if isinstance(value, str | bytes):
         return repr(value)
@@ -53,7 +66,7 @@ def plain(value) -> str:
     return repr(value)
 
 
-def _as_array(name: str, value) -> np.ndarray:
+def _as_array(name: str, value: Any) -> np.ndarray:
     """``value`` as a float64 array; strings, bytes, complex and non-numeric values refused."""
     if isinstance(value, str | bytes):
         raise ArgumentTypeError(f"{name} must be numeric, got the string {value!r}")
@@ -79,14 +92,14 @@ def _describe(arr: np.ndarray, bad: np.ndarray) -> str:
     return f"{first!r}" if arr.size == 1 else f"{first!r} (and {int(bad.sum()) - 1} more)"
 
 
-def check_numeric(name: str, value) -> np.ndarray:
+def check_numeric(name: str, value: Any) -> np.ndarray:
     """A real numeric value (not a string, complex or object) as a float64 numpy array."""
     if is_traced(value):
         return value
     return _as_array(name, value)
 
 
-def check_finite(name: str, value) -> np.ndarray:
+def check_finite(name: str, value: Any) -> np.ndarray:
     """Refuse NaN/inf; return the value as a float64 numpy array (skipped when traced)."""
     if is_traced(value):
         return value
@@ -97,7 +110,8 @@ def check_finite(name: str, value) -> np.ndarray:
     return arr
 
 
-def check_probability(name: str, value, *, open_low: bool = False, open_high: bool = False):
+def check_probability(name: str, value: Any, *, open_low: bool = False, open_high: bool = False
+                      ) -> np.ndarray:
     """Refuse values outside [0, 1] (or the open ends asked for) and NaN (skipped when traced).
 
     ``open_high=True`` is a δ in [0, 1); both open ends a significance level in (0, 1).
@@ -116,7 +130,7 @@ def check_probability(name: str, value, *, open_low: bool = False, open_high: bo
     return arr
 
 
-def check_nonnegative(name: str, value) -> np.ndarray:
+def check_nonnegative(name: str, value: Any) -> np.ndarray:
     """Refuse negative values, NaN and -inf; +inf is allowed (a vacuous ε, μ, ρ or ε_α).
     Skipped when traced."""
     if is_traced(value):
@@ -128,7 +142,7 @@ def check_nonnegative(name: str, value) -> np.ndarray:
     return arr
 
 
-def check_positive(name: str, value) -> np.ndarray:
+def check_positive(name: str, value: Any) -> np.ndarray:
     """Refuse values <= 0 and NaN (+inf allowed; use :func:`check_positive_finite` for a
     hyperparameter). Skipped when traced."""
     if is_traced(value):
@@ -140,26 +154,26 @@ def check_positive(name: str, value) -> np.ndarray:
     return arr
 
 
-def check_positive_finite(name: str, value) -> np.ndarray:
+def check_positive_finite(name: str, value: Any) -> np.ndarray:
     """Refuse values <= 0, NaN and ±inf (a learning rate, clip norm, noise scale)."""
     check_finite(name, value)
     return check_positive(name, value)
 
 
-def check_nonnegative_finite(name: str, value) -> np.ndarray:
+def check_nonnegative_finite(name: str, value: Any) -> np.ndarray:
     """Refuse negative values, NaN and ±inf (a weight decay, a dropout-free rate)."""
     check_finite(name, value)
     return check_nonnegative(name, value)
 
 
-def check_shape(name: str, value, shape: tuple) -> None:
+def check_shape(name: str, value: Any, shape: tuple[int | None, ...]) -> None:
     """Refuse an array whose shape differs from ``shape`` (None entries match any size)."""
     actual = np.shape(value)
     if len(actual) != len(shape) or any(s is not None and s != a for s, a in zip(shape, actual)):
         raise ValueError(f"{name} must have shape {shape}, got {actual}")
 
 
-def check_choice(name: str, value, choices) -> None:
+def check_choice(name: str, value: object, choices: Collection[Any]) -> None:
     """Refuse a value not among ``choices``."""
     try:
         ok = value in choices
@@ -169,14 +183,14 @@ def check_choice(name: str, value, choices) -> None:
         raise ValueError(f"{name} must be one of {sorted(choices)!r}, got {value!r}")
 
 
-def check_bool(name: str, value) -> bool:
+def check_bool(name: str, value: object) -> bool:
     """Refuse anything but ``True``/``False`` (``"no"`` is truthy: refusing it matters)."""
     if not isinstance(value, bool | np.bool_):
         raise ArgumentTypeError(f"{name} must be True or False, got {value!r}")
     return bool(value)
 
 
-def check_integer(name: str, value, minimum: int | None = 0) -> int:
+def check_integer(name: str, value: Any, minimum: int | None = 0) -> int:
     """A concrete integer ≥ ``minimum`` (NaN, inf, fractions, strings and bools refused).
 
     ``minimum=1`` is the positive-integer check (a count of runs, steps, models, epochs).
@@ -184,6 +198,7 @@ def check_integer(name: str, value, minimum: int | None = 0) -> int:
     if isinstance(value, str | bytes | bool | np.bool_):
         raise ArgumentTypeError(f"{name} must be an integer, got {value!r}")
     bound = "" if minimum is None else f" >= {minimum}"
+    as_float: float
     if isinstance(value, numbers.Integral):
         as_float = int(value)
     else:
@@ -198,12 +213,12 @@ def check_integer(name: str, value, minimum: int | None = 0) -> int:
     return int(as_float)
 
 
-def check_chunk_size(chunk_size, name: str = "chunk_size") -> int | None:
+def check_chunk_size(chunk_size: Any, name: str = "chunk_size") -> int | None:
     """None (everything in one step) or a positive integer."""
     return None if chunk_size is None else check_integer(name, chunk_size, minimum=1)
 
 
-def as_vector(name: str, value) -> np.ndarray:
+def as_vector(name: str, value: Any) -> np.ndarray | jax.Array:
     """A concrete 1-D float64 array (a scalar becomes length 1); ValueError on other ranks.
     A traced value is returned as a 1-D ``jnp`` array of its own dtype (nothing to check)."""
     if is_traced(value):
@@ -218,7 +233,7 @@ def as_vector(name: str, value) -> np.ndarray:
     return arr
 
 
-def as_scalar(name: str, value) -> float:
+def as_scalar(name: str, value: Any) -> float:
     """A concrete scalar as a Python float; ValueError naming ``name`` for arrays, TypeError for
     strings and other non-numbers. A traced value is returned unchanged (nothing to check)."""
     if is_traced(value):
@@ -229,7 +244,7 @@ def as_scalar(name: str, value) -> float:
     return float(arr.reshape(()))
 
 
-def check_key(name: str, key) -> None:
+def check_key(name: str, key: Any) -> None:
     """Refuse anything but a JAX PRNG key (typed ``jax.random.key`` or legacy uint32 (2,))."""
     import jax
     import jax.numpy as jnp
@@ -244,7 +259,8 @@ def check_key(name: str, key) -> None:
     raise ArgumentTypeError(f"{name} must be a JAX PRNG key (jax.random.key(seed)), got {plain(key)}")
 
 
-def check_scores_and_masks(scores, masks, *, scores_name="scores", masks_name="masks"):
+def check_scores_and_masks(scores: Any, masks: Any, *, scores_name: str = "scores",
+                           masks_name: str = "masks") -> None:
     """(R, N) finite-or-inf float scores without NaN and (R, N) boolean masks of that shape.
     Shapes are checked under a transform too; values only when concrete."""
     s_shape, m_shape = np.shape(scores), np.shape(masks)
@@ -261,7 +277,7 @@ def check_scores_and_masks(scores, masks, *, scores_name="scores", masks_name="m
         raise ValueError(f"{scores_name} must not contain NaN")
 
 
-def check_binary(name: str, value):
+def check_binary(name: str, value: _T) -> _T:
     """Boolean values, or numbers that are all 0 or 1 (labels, hard decisions); anything else
     (a score, 0.5, 2, NaN) is refused. Returned unchanged; skipped when traced."""
     if is_traced(value):
@@ -273,7 +289,7 @@ def check_binary(name: str, value):
     return value
 
 
-def check_graph(graph) -> None:
+def check_graph(graph: Graph) -> None:
     """A node-classification graph whose arrays agree: features (N, F) finite, labels (N,)
     integers in [0, num_classes), senders/receivers (E,) integers in [0, N) of equal length,
     masks (N,). ValueError naming the field (an out-of-range index would otherwise be clipped or
@@ -311,7 +327,7 @@ def check_graph(graph) -> None:
             raise ValueError(f"graph.{field} must have shape ({n},), got {shape}")
 
 
-def check_labels(name: str, labels, num_classes: int | None = None) -> np.ndarray:
+def check_labels(name: str, labels: Any, num_classes: int | None = None) -> np.ndarray:
     """Integer class labels (integral floats accepted, fractions refused) in [0, num_classes)
     when ``num_classes`` is known (else >= 0); returned as an int64 array (unchecked and
     unchanged when traced)."""
@@ -337,7 +353,7 @@ def _writable_ancestor(path: Path) -> Path:
     return Path(".")
 
 
-def check_output_file(name: str, path) -> Path:
+def check_output_file(name: str, path: str | os.PathLike[str]) -> Path:
     """A file that can be written: not an existing folder, its folder creatable and writable.
     Checked before any work, so a bad path fails at once and not after the computation."""
     path = Path(path)
@@ -351,7 +367,7 @@ def check_output_file(name: str, path) -> Path:
     return path
 
 
-def check_output_dir(name: str, path) -> Path:
+def check_output_dir(name: str, path: str | os.PathLike[str]) -> Path:
     """A folder that can be written: not an existing file, creatable and writable. Checked
     before any work."""
     path = Path(path)
@@ -365,7 +381,7 @@ def check_output_dir(name: str, path) -> Path:
     return path
 
 
-def check_input_path(name: str, path, *, folder: bool = False) -> Path:
+def check_input_path(name: str, path: str | os.PathLike[str], *, folder: bool = False) -> Path:
     """An existing file (or folder with ``folder=True``); FileNotFoundError naming ``name``."""
     path = Path(path)
     if not (path.is_dir() if folder else path.is_file()):
@@ -374,7 +390,7 @@ def check_input_path(name: str, path, *, folder: bool = False) -> Path:
     return path
 
 
-def check_broadcast(**arrays) -> tuple:
+def check_broadcast(**arrays: Any) -> tuple[int, ...]:
     """The broadcast shape of the named arguments; ValueError naming them when they do not
     broadcast together (instead of numpy's or XLA's raw shape error)."""
     shapes = {name: np.shape(value) for name, value in arrays.items()}
@@ -385,7 +401,7 @@ def check_broadcast(**arrays) -> tuple:
         raise ValueError(f"shapes do not broadcast together: {listed}") from None
 
 
-def check_score_vector(name: str, value, minimum: int = 4) -> np.ndarray:
+def check_score_vector(name: str, value: Any, minimum: int = 4) -> np.ndarray:
     """A finite 1-D array of at least ``minimum`` scores (one per run), as float64 (a traced
     value: only its shape is checked)."""
     arr = check_finite(name, value)
@@ -395,7 +411,7 @@ def check_score_vector(name: str, value, minimum: int = 4) -> np.ndarray:
     return arr
 
 
-def check_orders(name: str, orders) -> np.ndarray:
+def check_orders(name: str, orders: Any) -> np.ndarray:
     """Rényi orders: a non-empty 1-D array (a scalar becomes length 1) of finite α > 1."""
     if is_traced(orders):
         return orders
@@ -407,7 +423,7 @@ def check_orders(name: str, orders) -> np.ndarray:
     return arr
 
 
-def check_order_limits(name: str, value) -> np.ndarray:
+def check_order_limits(name: str, value: Any) -> np.ndarray:
     """Rényi order(s) α ∈ [1, ∞] for a closed form that has the limits (α = 1: KL, α = ∞: the
     max-divergence): NaN and α < 1 refused, +inf allowed; any shape. Skipped when traced."""
     if is_traced(value):
