@@ -29,18 +29,20 @@ library users call :func:`use_all_cpu_cores` before their first JAX computation.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
 import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from jaxaudit._validation import check_chunk_size
+from jaxaudit._validation import check_chunk_size, is_traced
 
 __all__ = ["vmap_chunked", "batch_mesh", "use_all_cpu_cores", "cpu_core_count", "BATCH_AXIS",
            "DEVICE_COUNT_FLAG"]
@@ -96,11 +98,12 @@ def use_all_cpu_cores() -> bool:
     cores = cpu_core_count()
     flags = os.environ.get("XLA_FLAGS", "")
     chosen = re.search(rf"{DEVICE_COUNT_FLAG}=(\S*)", flags)
-    if jax.config.jax_num_cpu_devices >= 0:
-        return jax.config.jax_num_cpu_devices == cores
+    config: Any = jax.config  # its options are attributes that type stubs do not declare
+    if config.jax_num_cpu_devices >= 0:
+        return config.jax_num_cpu_devices == cores
     if chosen is not None:  # the user's (or an earlier call's) choice
         return chosen.group(1) == str(cores)
-    platforms = (jax.config.jax_platforms or os.environ.get("JAX_PLATFORMS") or "").strip().lower()
+    platforms = (config.jax_platforms or os.environ.get("JAX_PLATFORMS") or "").strip().lower()
     if platforms not in ("", "cpu"):
         return False
     if _backends_initialised():
@@ -127,7 +130,7 @@ def batch_mesh(devices: Sequence[jax.Device] | None = None) -> Mesh:
     return Mesh(np.asarray(devs), (BATCH_AXIS,))
 
 
-def _leading_size(xs) -> int:
+def _leading_size(xs: Any) -> int:
     leaves = jax.tree.leaves(xs)
     if not leaves:
         raise ValueError("xs must contain at least one array with a leading batch axis")
@@ -135,6 +138,65 @@ def _leading_size(xs) -> int:
     if len(sizes) != 1 or -1 in sizes:
         raise ValueError(f"every leaf of xs needs the same leading batch axis, got sizes {sizes}")
     return sizes.pop()
+
+
+def _spans_processes(mesh: Mesh) -> bool:
+    """True when ``mesh`` holds a device of another JAX process (after
+    ``jax.distributed.initialize()``): its arrays are then global, not addressable here alone."""
+    me = jax.process_index()
+    return any(d.process_index != me for d in mesh.devices.flat)
+
+
+def _is_key(x: Any) -> bool:
+    return isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
+def _local_value(x: Any) -> tuple[Any, Any]:
+    """``(value, key_impl)``: a leaf as a process-local array (a typed PRNG key array as its raw
+    ``key_data``, with the key implementation to rewrap it; other leaves with None)."""
+    impl = None
+    if _is_key(x):
+        impl = jax.random.key_impl(x)
+        x = jax.random.key_data(x)
+    if isinstance(x, jax.Array) and not x.is_fully_addressable:
+        from jax.experimental import multihost_utils
+
+        x = multihost_utils.process_allgather(x, tiled=True)
+    return (x if isinstance(x, jax.Array) else np.asarray(x)), impl
+
+
+def _is_array_leaf(x: Any) -> bool:
+    return isinstance(x, jax.Array | np.ndarray | np.generic)
+
+
+def _fingerprint(leaves: Sequence[Any]) -> np.ndarray:
+    """SHA-256 of the shapes, dtypes and bytes of ``leaves`` as 8 uint32 (equal on every process
+    exactly when every process was given the same values)."""
+    digest = hashlib.sha256()
+    for leaf in leaves:
+        host = np.ascontiguousarray(np.asarray(leaf))
+        if host.dtype == object:
+            digest.update(repr(leaf).encode())
+            continue
+        digest.update(f"{host.shape}{host.dtype.str};".encode())
+        digest.update(host.view(np.uint8).tobytes())
+    return np.frombuffer(digest.digest(), np.uint32).copy()
+
+
+def _check_same_on_every_process(xs_leaves: Sequence[Any], shared_leaves: Sequence[Any]) -> None:
+    """``ValueError`` on every process when some process was given other inputs than another
+    (the global arrays would silently mix them)."""
+    from jax.experimental import multihost_utils
+
+    mine = np.stack([_fingerprint(xs_leaves), _fingerprint(shared_leaves)])
+    every = np.asarray(multihost_utils.process_allgather(mine))  # (processes, 2, 8)
+    for k, name in enumerate(("xs", "shared arguments")):
+        if not (every[:, k] == every[0, k]).all():
+            differ = [p for p in range(every.shape[0]) if not (every[p, k] == every[0, k]).all()]
+            raise ValueError(
+                f"{name} must be the same on every JAX process (each process passes the whole "
+                f"batch and vmap_chunked places it as one global array); process(es) {differ} "
+                "were given other values than process 0")
 
 
 def vmap_chunked(
@@ -145,16 +207,24 @@ def vmap_chunked(
 ) -> Callable:
     """Return ``g(xs, *shared)`` equal to ``jax.vmap(fn, in_axes=(0, None, ...))(xs, *shared)``.
 
+    Several processes (``jax.distributed.initialize()``): when the devices span more than one
+    process, every process calls ``g`` with the same ``xs`` and ``shared`` (checked: a
+    ``ValueError`` on every process otherwise); they are placed as global arrays (each process
+    contributes the items of its own devices), the items are computed once over all devices,
+    and every process gets the whole result back as arrays on its own first device (gathered
+    with a collective: each device holds the R results once). docs/scaling.md gives the recipe.
+
     Args:
       fn: per-item function ``fn(x, *shared) -> pytree``; ``x`` is one item of ``xs``.
       chunk_size: items computed simultaneously (None: all at once). Rounded up to a multiple of
         the device count.
-      devices: devices to shard the item axis over (None: ``jax.devices()``).
+      devices: devices to shard the item axis over (None: ``jax.devices()``, every process's).
 
     Returns:
       ``g(xs, *shared)``: ``xs`` is a pytree whose leaves share a leading axis of size R (typed
       PRNG key arrays included); ``shared`` arguments are broadcast to every item. The output
-      leaves have leading axis R and live sharded over the mesh.
+      leaves have leading axis R; in one process they live sharded over the mesh, over several
+      processes every process holds all of them (process-local arrays).
     """
     chunk_size = check_chunk_size(chunk_size)
     cache: dict = {}
@@ -169,11 +239,75 @@ def vmap_chunked(
                 return jax.tree.map(lambda y: y[None], per_item(jax.tree.map(lambda x: x[0], xs_local), *shared))
             return jax.lax.map(lambda x: per_item(x, *shared), xs_local)
 
-        mapped = jax.shard_map(
+        return jax.shard_map(
             per_device, mesh=mesh, in_specs=(item_spec, *shared_specs), out_specs=item_spec,
             check_vma=False,
         )
-        return jax.jit(mapped)
+
+    def build_global(num_chunks, chunk, num_items, shared_def, xs_def, impls, mesh):
+        """The multi-process program: raw key data in, keys rewrapped, the result gathered on
+        every device (keys in the result come back as data, rewrapped by the caller)."""
+        mapped = build(num_chunks, chunk, len(shared_def), mesh)
+        padded = num_chunks * chunk
+        xs_impls, shared_impls = impls
+        out_impls: list = []
+
+        def rewrap(leaves, leaf_impls, treedef):
+            return jax.tree.unflatten(treedef, [
+                x if impl is None else jax.random.wrap_key_data(x, impl=impl)
+                for x, impl in zip(leaves, leaf_impls, strict=True)])
+
+        def program(xs_leaves, shared_leaves):
+            xs = rewrap(xs_leaves, xs_impls, xs_def)
+            shared = [rewrap(leaves, li, td) for leaves, li, td in
+                      zip(shared_leaves, shared_impls, shared_def, strict=True)]
+            out = mapped(xs, *shared)
+            out = jax.tree.map(lambda y: y.reshape((padded,) + y.shape[2:])[:num_items], out)
+            leaves, treedef = jax.tree.flatten(out)
+            out_impls[:] = [jax.random.key_impl(y) if _is_key(y) else None for y in leaves]
+            out_impls.append(treedef)
+            return [jax.random.key_data(y) if _is_key(y) else y for y in leaves]
+
+        compiled = jax.jit(program, out_shardings=NamedSharding(mesh, PartitionSpec()))
+        return compiled, out_impls
+
+    def g_global(xs, shared, mesh, num_items, num_chunks, chunk):
+        padded = num_chunks * chunk
+        xs_leaves, xs_def = jax.tree.flatten(xs)
+        shared_flat = [jax.tree.flatten(s) for s in shared]
+        _check_same_on_every_process(
+            [_local_value(x)[0] for x in xs_leaves],
+            [_local_value(x)[0] for leaves, _ in shared_flat for x in leaves])
+        item_sharding = NamedSharding(mesh, PartitionSpec(None, BATCH_AXIS))
+        replicated = NamedSharding(mesh, PartitionSpec())
+
+        def place(leaf, sharding, split: bool):
+            value, impl = _local_value(leaf)
+            if split:
+                if padded > num_items:
+                    value = jnp.concatenate(
+                        [value, jnp.repeat(value[-1:], padded - num_items, axis=0)], axis=0)
+                value = value.reshape((num_chunks, chunk) + value.shape[1:])
+            return jax.make_array_from_callback(value.shape, sharding, lambda idx: value[idx]), impl
+
+        xs_placed = [place(x, item_sharding, True) for x in xs_leaves]
+        shared_placed = [[place(x, replicated, False) if _is_array_leaf(x) else (x, None)
+                          for x in leaves] for leaves, _ in shared_flat]
+        impls = (tuple(i for _, i in xs_placed),
+                 tuple(tuple(i for _, i in leaves) for leaves in shared_placed))
+        shared_def = tuple(td for _, td in shared_flat)
+        key = ("global", num_chunks, chunk, num_items, xs_def, shared_def, impls,
+               tuple(d.id for d in mesh.devices.flat))
+        if key not in cache:
+            cache[key] = build_global(num_chunks, chunk, num_items, shared_def, xs_def, impls,
+                                      mesh)
+        compiled, out_impls = cache[key]
+        out = compiled([x for x, _ in xs_placed], [[x for x, _ in leaves] for leaves in shared_placed])
+        *leaf_impls, treedef = out_impls
+        local = [y.addressable_data(0) for y in out]  # replicated: this process's full copy
+        return jax.tree.unflatten(treedef, [
+            y if impl is None else jax.random.wrap_key_data(y, impl=impl)
+            for y, impl in zip(local, leaf_impls, strict=True)])
 
     def g(xs, *shared):
         num_items = _leading_size(xs)
@@ -183,6 +317,8 @@ def vmap_chunked(
         chunk = num_devices * math.ceil(chunk / num_devices)
         num_chunks = math.ceil(num_items / chunk)
         padded = num_chunks * chunk
+        if not is_traced(xs, shared) and _spans_processes(mesh):
+            return g_global(xs, shared, mesh, num_items, num_chunks, chunk)
 
         def pad_and_split(x):
             x = jnp.asarray(x) if not isinstance(x, jax.Array) else x
@@ -194,7 +330,7 @@ def vmap_chunked(
         xs_split = jax.device_put(xs_split, NamedSharding(mesh, PartitionSpec(None, BATCH_AXIS)))
         key = (num_chunks, chunk, len(shared), tuple(d.id for d in mesh.devices.flat))
         if key not in cache:
-            cache[key] = build(num_chunks, chunk, len(shared), mesh)
+            cache[key] = jax.jit(build(num_chunks, chunk, len(shared), mesh))
         out = cache[key](xs_split, *shared)
         return jax.tree.map(lambda y: y.reshape((padded,) + y.shape[2:])[:num_items], out)
 
