@@ -43,7 +43,7 @@ def error_counts(decisions: ArrayLike, masks: ArrayLike) -> ErrorCounts:
     return _error_counts(decisions, masks)
 
 
-def _error_counts(decisions, masks) -> ErrorCounts:
+def _error_counts(decisions: ArrayLike, masks: ArrayLike) -> ErrorCounts:
     """Unvalidated, traceable core of :func:`error_counts`."""
     d = jnp.asarray(decisions, bool)
     m = jnp.asarray(masks, bool)

@@ -45,7 +45,7 @@ def bayes_decision(llr: ArrayLike, eta: ArrayLike) -> jax.Array:
     return _bayes_decision(llr, eta)
 
 
-def _bayes_decision(llr, eta):
+def _bayes_decision(llr: ArrayLike, eta: ArrayLike) -> jax.Array:
     """Unvalidated, traceable core of :func:`bayes_decision`."""
     eta = jnp.asarray(eta, jnp.float32)
     logit_eta = jnp.log(eta) - jnp.log1p(-eta)
@@ -61,7 +61,7 @@ def threshold_decision(scores: ArrayLike, threshold: ArrayLike = 0.0) -> jax.Arr
     return _threshold_decision(scores, threshold)
 
 
-def _threshold_decision(scores, threshold=0.0):
+def _threshold_decision(scores: ArrayLike, threshold: ArrayLike = 0.0) -> jax.Array:
     """Unvalidated, traceable core of :func:`threshold_decision`."""
     return jnp.asarray(scores) > threshold
 
@@ -90,7 +90,8 @@ def fixed_fpr_decision(
     return _fixed_fpr_decision(llr, masks, fpr, per_node=bool(per_node))
 
 
-def _fixed_fpr_decision(llr, masks, fpr, *, per_node=True):
+def _fixed_fpr_decision(llr: ArrayLike, masks: ArrayLike, fpr: ArrayLike, *,
+                        per_node: bool = True) -> jax.Array:
     """Unvalidated, traceable core of :func:`fixed_fpr_decision` (``per_node`` static)."""
     llr = jnp.asarray(llr, jnp.float32)
     out = ~jnp.asarray(masks, bool)
@@ -101,7 +102,7 @@ def _fixed_fpr_decision(llr, masks, fpr, *, per_node=True):
     return llr > thr
 
 
-def _threshold(scores, negatives, fpr):
+def _threshold(scores: jax.Array, negatives: jax.Array, fpr: ArrayLike) -> jax.Array:
     """Smallest observed negative score t with #{negatives > t} <= floor(fpr * #negatives)."""
     n0 = jnp.sum(negatives)
     neg_sorted = jnp.sort(jnp.where(negatives, scores, -jnp.inf))[::-1]  # descending

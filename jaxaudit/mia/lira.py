@@ -31,7 +31,7 @@ _MAX_EXPONENT = 40
 _SCALED_VAR_FLOOR = 2.0 ** -38
 
 
-def _loo_moments(x, w):
+def _loo_moments(x: jax.Array, w: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Leave-one-out count, mean and (unbiased) variance over axis 0 of the entries with w = 1."""
     n = jnp.sum(w, 0) - w
     s1 = jnp.sum(w * x, 0) - w * x
@@ -41,7 +41,7 @@ def _loo_moments(x, w):
     return n, mean, jnp.maximum(var, 0.0)
 
 
-def _power_of_two_scale(x):
+def _power_of_two_scale(x: jax.Array) -> jax.Array:
     """k = 2^-e with max |x| k < 2^_MAX_EXPONENT, and k = 1 when max |x| is already below it."""
     _, exponent = jnp.frexp(jnp.max(jnp.abs(x)))  # max |x| = m 2^exponent, m in [0.5, 1)
     shift = jnp.maximum(exponent - _MAX_EXPONENT, 0)
@@ -49,7 +49,7 @@ def _power_of_two_scale(x):
 
 
 @jax.jit(static_argnames=("fix_variance",))
-def _lira_loo(scores, masks, fix_variance=False):
+def _lira_loo(scores: ArrayLike, masks: ArrayLike, fix_variance: bool = False) -> jax.Array:
     """Unvalidated, traceable core of :func:`lira_loo` ((R, N) scores, (R, N) bool masks)."""
     x = jnp.asarray(scores).astype(jnp.float32)
     masks = jnp.asarray(masks).astype(bool)
@@ -63,7 +63,7 @@ def _lira_loo(scores, masks, fix_variance=False):
     n_out, mu_out, var_out = _loo_moments(x, m_out)
     if fix_variance:
         # one IN and one OUT variance pooled over nodes (per target model)
-        def pooled(n, var):
+        def pooled(n: jax.Array, var: jax.Array) -> jax.Array:
             dof = jnp.maximum(n - 1.0, 0.0)
             return jnp.sum(dof * var, axis=1, keepdims=True) / jnp.maximum(
                 jnp.sum(dof, axis=1, keepdims=True), 1.0)
@@ -72,7 +72,7 @@ def _lira_loo(scores, masks, fix_variance=False):
         var_out = jnp.broadcast_to(pooled(n_out, var_out), x.shape)
     else:
         # nodes with < 2 IN (OUT) shadows borrow the pooled variance
-        def fallback(n, var):
+        def fallback(n: jax.Array, var: jax.Array) -> jax.Array:
             dof = jnp.maximum(n - 1.0, 0.0)
             pool = jnp.sum(dof * var, axis=1, keepdims=True) / jnp.maximum(
                 jnp.sum(dof, axis=1, keepdims=True), 1.0)

@@ -21,7 +21,7 @@ from jaxaudit._validation import check_binary, check_numeric, check_probability,
 __all__ = ["roc_auc", "tpr_at_fpr", "membership_advantage"]
 
 
-def _check(scores, labels, *, scores_name="scores"):
+def _check(scores: ArrayLike, labels: ArrayLike, *, scores_name: str = "scores") -> None:
     """Shapes (static, checked under a transform too); NaN scores and non-0/1 labels (concrete)."""
     s, lab = np.shape(scores), np.shape(labels)
     if s != lab:
@@ -31,7 +31,8 @@ def _check(scores, labels, *, scores_name="scores"):
         raise ValueError(f"{scores_name} must not contain NaN")
 
 
-def _prepare(scores, labels, axis):
+def _prepare(scores: ArrayLike, labels: ArrayLike, axis: int | None
+             ) -> tuple[jax.Array, jax.Array]:
     scores = jnp.asarray(scores, jnp.float32)
     labels = jnp.asarray(labels, bool)
     if axis is None:
@@ -40,7 +41,7 @@ def _prepare(scores, labels, axis):
         labels, axis, 0).reshape(labels.shape[axis], -1)
 
 
-def _finish(values, scores_shape, axis):
+def _finish(values: jax.Array, scores_shape: tuple[int, ...], axis: int | None) -> jax.Array:
     if axis is None:
         return values[0]
     rest = tuple(d for i, d in enumerate(scores_shape) if i != axis % len(scores_shape))
@@ -48,8 +49,8 @@ def _finish(values, scores_shape, axis):
 
 
 @jax.jit
-def _auc_columns(scores, labels):
-    def one(s, y):
+def _auc_columns(scores: jax.Array, labels: jax.Array) -> jax.Array:
+    def one(s: jax.Array, y: jax.Array) -> jax.Array:
         ranks = jax.scipy.stats.rankdata(s)  # average ranks for ties
         # counts as floats: n1 * n0 overflows int32 beyond ~46k per class
         n1 = jnp.sum(y, dtype=jnp.float32)
@@ -69,15 +70,15 @@ def roc_auc(scores: ArrayLike, labels: ArrayLike, axis: int | None = None) -> ja
     return _roc_auc(scores, labels, axis)
 
 
-def _roc_auc(scores, labels, axis=None):
+def _roc_auc(scores: ArrayLike, labels: ArrayLike, axis: int | None = None) -> jax.Array:
     """Unvalidated, traceable core of :func:`roc_auc` (``axis`` static)."""
     s, y = _prepare(scores, labels, axis)
     return _finish(_auc_columns(s, y), np.shape(scores), axis)
 
 
 @jax.jit
-def _tpr_columns(scores, labels, fpr):
-    def one(s, y):
+def _tpr_columns(scores: jax.Array, labels: jax.Array, fpr: ArrayLike) -> jax.Array:
+    def one(s: jax.Array, y: jax.Array) -> jax.Array:
         neg = jnp.sort(jnp.where(y, -jnp.inf, s))[::-1]
         n0 = jnp.sum(~y)
         n1 = jnp.sum(y)
@@ -98,7 +99,8 @@ def tpr_at_fpr(
     return _tpr_at_fpr(scores, labels, fpr if is_traced(fpr) else float(fpr), axis)
 
 
-def _tpr_at_fpr(scores, labels, fpr=1e-3, axis=None):
+def _tpr_at_fpr(scores: ArrayLike, labels: ArrayLike, fpr: ArrayLike = 1e-3,
+                axis: int | None = None) -> jax.Array:
     """Unvalidated, traceable core of :func:`tpr_at_fpr` (``axis`` static)."""
     s, y = _prepare(scores, labels, axis)
     return _finish(_tpr_columns(s, y, fpr), np.shape(scores), axis)
@@ -118,7 +120,8 @@ def membership_advantage(
     return _membership_advantage(decisions, labels, axis)
 
 
-def _membership_advantage(decisions, labels, axis=None):
+def _membership_advantage(decisions: ArrayLike, labels: ArrayLike, axis: int | None = None
+                          ) -> jax.Array:
     """Unvalidated, traceable core of :func:`membership_advantage` (``axis`` static)."""
     d, y = _prepare(jnp.asarray(decisions) != 0, labels, axis)
     d = d > 0.5

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -43,11 +43,12 @@ def validate_counts(counts: ErrorCounts | tuple) -> ErrorCounts:
         else:
             raise ValueError(f"counts must be an ErrorCounts(fp, n0, fn, n1), got {type(counts)}")
     if is_traced(*counts):
-        shapes = [np.shape(c) for c in counts]
-        if len(set(shapes)) != 1:
-            raise ValueError(f"counts fields must share one shape, got {shapes}")
+        traced_shapes = [np.shape(c) for c in counts]
+        if len(set(traced_shapes)) != 1:
+            raise ValueError(f"counts fields must share one shape, got {traced_shapes}")
         return counts
-    arrays = {}
+    # float64 numpy arrays: the fields are typed as the jax.Array that error_counts returns
+    arrays: dict[str, Any] = {}
     for name in ErrorCounts._fields:
         arr = check_nonnegative(f"counts.{name}", check_finite(f"counts.{name}",
                                                                getattr(counts, name)))
