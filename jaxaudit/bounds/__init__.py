@@ -15,6 +15,7 @@ from jaxaudit.bounds.count_bound import (
     aggregate_gain,
     count_bound_exact,
     fdp_epsilon_grid,
+    fdp_epsilon_grid_core,
     success_count_bound,
     success_count_bound_exact,
     success_count_bound_fdp,
@@ -81,6 +82,7 @@ __all__ = [
     "success_tail_fdp",
     "success_count_bound_fdp",
     "fdp_epsilon_grid",
+    "fdp_epsilon_grid_core",
     # the inverse: which ε protects a prior
     "epsilon_for_success",
     "epsilon_for_count",

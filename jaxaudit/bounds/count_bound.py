@@ -372,12 +372,35 @@ def fdp_epsilon_grid(delta_of_epsilon: Callable, n: int, gamma: float = 0.05,
     return np.linspace(0.0, hi, num)
 
 
+def fdp_epsilon_grid_core(delta_of_epsilon: Callable, n: ArrayLike, gamma: ArrayLike,
+                          num: int = 64) -> jax.Array:
+    """:func:`fdp_epsilon_grid` in jnp (no validation; ``num`` static): the same search, a
+    coarse grid of step 0.1 on [0, 200] then a fine one of step 1e−4, by ``argmax`` instead of
+    host indexing, so that the default grid is built inside the user's ``jit``/``vmap`` (e.g.
+    when ``delta_of_epsilon`` closes over a traced μ)."""
+    coarse = jnp.linspace(0.0, 200.0, 2001)
+
+    def first_small(grid):
+        ok = n * jnp.broadcast_to(delta_of_epsilon(grid), grid.shape) <= gamma / 100.0
+        return jnp.argmax(ok), jnp.any(ok)
+
+    i, found = first_small(coarse)
+    fine = jnp.linspace(coarse[jnp.maximum(i - 1, 0)], coarse[i], 1001)
+    j, _ = first_small(fine)
+    hi = jnp.where(~found, 200.0, jnp.where(i == 0, 0.0, fine[j]))
+    return jnp.linspace(0.0, hi, num)
+
+
 def _fdp_setup(priors, delta_of_epsilon, gamma, epsilons):
     p = _priors(priors)
     if not callable(delta_of_epsilon):
         raise ValueError("delta_of_epsilon must be a callable ε ↦ δ_f(ε)")
     if epsilons is None:
-        epsilons = fdp_epsilon_grid(delta_of_epsilon, p.shape[0], gamma)
+        traced_delta = is_traced(delta_of_epsilon(jnp.zeros((1,))))
+        if traced_delta or is_traced(p, gamma):  # inside the user's jit/vmap
+            epsilons = fdp_epsilon_grid_core(delta_of_epsilon, jnp.shape(p)[0], gamma)
+        else:
+            epsilons = fdp_epsilon_grid(delta_of_epsilon, p.shape[0], gamma)
     eps = as_vector("epsilons", epsilons)
     check_nonnegative("epsilons", eps)
     if is_traced(p, eps):

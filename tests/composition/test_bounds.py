@@ -201,6 +201,21 @@ def test_fdp_bounds_vmap_over_mu():
                                rtol=1e-12)
 
 
+def test_fdp_default_grid_inside_jit_and_vmap():
+    """Without ``epsilons``, the default grid is built in jnp when δ_f closes over a traced μ:
+    the same grid as the host search (to round-off) and the same count bounds."""
+    p = _priors(200, 9, 0.3)
+    for mu in (0.5, 1.0, 3.0, 30.0):
+        delta = lambda e, mu=mu: bounds.gdp_delta(e, mu)  # noqa: E731
+        np.testing.assert_allclose(bounds.fdp_epsilon_grid_core(delta, 200, 0.05),
+                                   bounds.fdp_epsilon_grid(delta, 200, 0.05), atol=1e-12)
+    count = lambda mu: bounds.success_count_bound_fdp(p, lambda e: bounds.gdp_delta(e, mu))  # noqa: E731
+    mus = jnp.array([0.5, 1.0, 3.0])
+    eager = [count(float(m)) for m in mus]
+    assert jax.vmap(count)(mus).tolist() == eager
+    assert int(jax.jit(count)(1.0)) == eager[1]
+
+
 # ----------------------------------------------------------------------------------------------
 # Prior encodings
 
