@@ -1,0 +1,376 @@
+"""The node-level BMP audit pipeline (Yıldırım & Khosla, arXiv 2606.04069; data flow and our
+choices: docs/bmp.md): shadow GNNs (trained here, or a finished shadow run) → leave-one-out LiRA
+with prior-aware decisions → per-node error counts → certified bounds, Jeffreys estimates and a
+NUTS posterior over (ε_L, ε_R) for every node. What ``jaxaudit bmp`` runs, as a function::
+
+    from jaxaudit.pipelines import BmpConfig, run_bmp
+
+    result = run_bmp(BmpConfig(dataset="csbm", csbm_nodes=300, num_models=8, epochs=20),
+                     "reports/csbm_uniform")
+    result.table["certified_eps_r_lower"]
+
+Resumable: the shadow models (unless ``shadow_run`` names a shadow run folder), the priors η
+and the audit are saved as chunks in the report folder; a repeated call continues where it
+stopped, a folder of another configuration is refused. Model m uses ``unit_key(seed, m)``
+(:mod:`jaxaudit.runs.keys`), the priors and the audit the streams "priors" and "audit", so a
+shadow run followed by ``run_bmp(shadow_run=...)`` and ``run_bmp`` training its own models with
+the same seed and settings give the same counts on every node.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from jaxaudit._validation import (
+    ArgumentTypeError,
+    check_bool,
+    check_integer,
+    check_nonnegative_finite,
+    check_output_dir,
+    check_positive_finite,
+)
+from jaxaudit.pipelines.shadow import (
+    MAX_EPOCHS,
+    MAX_MODELS,
+    bounded,
+    check_graph_source,
+    check_result_size,
+    graph_and_sampler,
+    graph_config,
+    load_shadow,
+    model_config,
+    open_run,
+    renamed,
+    train_chunks,
+)
+from jaxaudit.runs import Progress
+
+__all__ = ["MAX_CHAINS", "MAX_DRAW_BYTES", "MAX_NUTS_STEPS", "MAX_PRIOR_DRAWS", "BmpConfig",
+           "BmpResult", "audit_from_arrays", "audit_to_arrays", "run_bmp"]
+
+#: Limits refused before any work.
+MAX_PRIOR_DRAWS = 10_000_000   # one PRNG key and one sample each
+MAX_NUTS_STEPS = 1_000_000     # num_warmup, num_samples
+MAX_CHAINS = 64
+MAX_DRAW_BYTES = 4 * 2**30     # the posterior draws of one node chunk
+BYTES_PER_DRAW = 16            # (eps_L, eps_R) in float32, with the sampler's copies
+
+_SHADOW_KEYS = ("dataset", "model", "sampler", "ratio", "models", "epochs", "edge_access", "seed",
+                "csbm_nodes", "snowball_edges", "graph_file", "graph")
+
+
+class BmpConfig(NamedTuple):
+    """A BMP audit (the defaults of ``jaxaudit bmp``).
+
+    The shadow-model fields (``dataset`` … ``model_chunk``) are those of
+    :class:`jaxaudit.pipelines.ShadowConfig` (``model_chunk`` = its ``chunk``); with
+    ``shadow_run`` (a finished shadow run folder) its stored configuration replaces them.
+
+    Attributes:
+      prior_draws: Monte Carlo draws for the priors η when the sampler has no exact law.
+      fix_variance: fixed-variance LiRA.
+      attack_prior: "uniform" | "beta:A,B" | "fixed:S" | "optimal" (docs/bmp.md).
+      confidence: joint confidence level of each node's certified lower bounds.
+      prior_variance: variance of the half-normal priors on ε_L, ε_R.
+      num_warmup, num_samples, num_chains: NUTS per node (chains 2 to 64).
+      min_ess: resample (thinned) the nodes whose bulk ESS is below this (None: no second pass).
+      mp_baseline: also fit the symmetric MP baseline.
+      node_chunk: nodes per vmapped NUTS chunk (bounds memory).
+      compare: another bmp report folder to plot against (read before any work; changes no
+        number, so it is not stored).
+      data_dir: where the Planetoid files live.
+    """
+
+    dataset: str = "cora"
+    graph_file: str | Path | None = None
+    model: str = "gcn"
+    sampler: str = "uniform"
+    ratio: float = 0.5
+    snowball_edges: str = "discovered"
+    num_models: int = 64
+    epochs: int = 200
+    learning_rate: float = 0.01
+    weight_decay: float = 5e-4
+    edge_access: str = "inductive"
+    model_chunk: int = 32
+    seed: int = 0
+    csbm_nodes: int = 2708
+    shadow_run: str | Path | None = None
+    prior_draws: int = 1000
+    fix_variance: bool = False
+    attack_prior: str = "uniform"
+    confidence: float = 0.95
+    prior_variance: float = 10.0
+    num_warmup: int = 500
+    num_samples: int = 1000
+    num_chains: int = 4
+    min_ess: float | None = None
+    mp_baseline: bool = True
+    node_chunk: int = 1024
+    compare: str | Path | None = None
+    data_dir: str | Path | None = None
+
+
+class BmpResult(NamedTuple):
+    """The result of :func:`run_bmp`.
+
+    Attributes:
+      audit: the ``jaxaudit.bmp.BmpAudit``: ``certified_l``/``certified_r`` are BOUNDS (jointly
+        per node at ``confidence``, whatever the attack); ``eps_l``/``eps_r`` (posterior
+        quantiles under the attack prior), ``eps_mp``, ``jeffreys_l``/``jeffreys_r``, ``auc``,
+        ``global_auc`` are ESTIMATES; ``counts`` are the measured error counts. None only with
+        ``worker=`` while shadow chunks are missing.
+      table: the per-node table (``nodes.csv``), ``bmp.audit_table(audit)``.
+      summary: ``summary.json``: ``bmp.audit_summary(audit)`` and the attack prior.
+      config: the stored configuration; path: the report folder (None in memory).
+      missing: shadow chunks not finished (``worker=`` only).
+    """
+
+    audit: Any
+    table: dict[str, np.ndarray] | None
+    summary: dict | None
+    config: dict
+    path: Path | None
+    missing: tuple[str, ...] = ()
+
+
+_AUDIT_ARRAYS = ("eta", "eta_se", "degree", "certified_l", "certified_r", "eps_l", "eps_r",
+                 "eps_mp", "jeffreys_l", "jeffreys_r", "auc", "global_auc", "rhat", "ess",
+                 "divergences")
+
+
+def audit_to_arrays(audit: Any) -> dict[str, np.ndarray]:
+    """A ``BmpAudit`` without its masks and scores, as named arrays (the "audit" chunk)."""
+    out = {k: np.asarray(getattr(audit, k)) for k in _AUDIT_ARRAYS}
+    out.update({f"counts_{k}": np.asarray(v) for k, v in audit.counts._asdict().items()})
+    out["confidence"] = np.asarray(audit.confidence)
+    return out
+
+
+def audit_from_arrays(arrays: dict, masks: np.ndarray, scores: np.ndarray) -> Any:
+    """The ``BmpAudit`` of :func:`audit_to_arrays`' arrays and the shadow masks and scores."""
+    from jaxaudit import bmp
+
+    fields = {k: arrays[k] for k in _AUDIT_ARRAYS}
+    counts = bmp.ErrorCounts(*(arrays[f"counts_{k}"] for k in bmp.ErrorCounts._fields))
+    return bmp.BmpAudit(counts=counts, confidence=float(arrays["confidence"]), masks=masks,
+                        scores=scores, **fields)
+
+
+def _check_audit(config: BmpConfig) -> None:
+    """The audit's fields (ValueError naming the field), before any work."""
+    from jaxaudit.bmp.likelihood import as_attack_prior
+
+    bounded("prior_draws", config.prior_draws, 1, MAX_PRIOR_DRAWS)
+    bounded("num_warmup", config.num_warmup, 1, MAX_NUTS_STEPS)
+    bounded("num_samples", config.num_samples, 1, MAX_NUTS_STEPS)
+    bounded("num_chains", config.num_chains, 2, MAX_CHAINS)
+    check_integer("node_chunk", config.node_chunk, minimum=1)
+    check_bool("fix_variance", config.fix_variance)
+    check_bool("mp_baseline", config.mp_baseline)
+    draws = config.node_chunk * config.num_chains * config.num_samples * BYTES_PER_DRAW
+    if draws > MAX_DRAW_BYTES:
+        raise ValueError(
+            f"node_chunk {config.node_chunk} x num_chains {config.num_chains} x num_samples "
+            f"{config.num_samples} posterior draws need about {draws / 2**30:.1f} GiB per chunk "
+            f"(the limit is {MAX_DRAW_BYTES / 2**30:g} GiB); lower node_chunk or num_samples")
+    try:
+        as_attack_prior(config.attack_prior)
+    except ValueError as err:
+        raise ValueError(f"attack_prior: {err}") from None
+    try:
+        confidence = float(config.confidence)
+    except (TypeError, ValueError):
+        raise ArgumentTypeError(f"confidence must be a number, got {config.confidence!r}") from None
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie in (0, 1), got {config.confidence}")
+    check_positive_finite("prior_variance", config.prior_variance)
+    if config.min_ess is not None:
+        check_positive_finite("min_ess", config.min_ess)
+
+
+def _check_training(config: BmpConfig, model: Any, graph: Any) -> dict:
+    """The shadow-model fields when the pipeline trains its models; the stored keys."""
+    from jaxaudit.graph import EDGE_ACCESS
+
+    check_graph_source(config, graph)
+    bounded("num_models", config.num_models, 1, MAX_MODELS)
+    bounded("epochs", config.epochs, 1, MAX_EPOCHS)
+    check_integer("model_chunk", config.model_chunk, minimum=1)
+    check_positive_finite("learning_rate", config.learning_rate)
+    check_nonnegative_finite("weight_decay", config.weight_decay)
+    if config.edge_access not in EDGE_ACCESS:
+        raise ValueError(f"edge_access must be one of {sorted(EDGE_ACCESS)!r}, got "
+                         f"{config.edge_access!r}")
+    cfg = {"dataset": config.dataset, "model": model_config(config, model),
+           "sampler": config.sampler, "ratio": config.ratio, "models": int(config.num_models),
+           "epochs": int(config.epochs), "edge_access": config.edge_access,
+           "seed": int(config.seed), "csbm_nodes": int(config.csbm_nodes),
+           "snowball_edges": config.snowball_edges}
+    graph_config(config, graph, cfg)
+    cfg["model_chunk"] = int(config.model_chunk)
+    # stored only when not the defaults: the folders of earlier versions stay valid
+    if float(config.learning_rate) != 0.01:
+        cfg["learning_rate"] = config.learning_rate
+    if float(config.weight_decay) != 5e-4:
+        cfg["weight_decay"] = config.weight_decay
+    if graph is None and config.graph_file is None and config.dataset == "csbm":
+        check_result_size(config.num_models, config.csbm_nodes)
+    return cfg
+
+
+def _stored_config(config: BmpConfig, run_dir: str | Path | None, model: Any, graph: Any
+                   ) -> tuple[dict, Any]:
+    """Every field checked before any work; the configuration to store and the shadow run."""
+    from jaxaudit.runs import KEY_RULE, config_hash
+
+    if not isinstance(config, BmpConfig):
+        raise ArgumentTypeError(f"config must be a BmpConfig, got {type(config).__name__}")
+    if run_dir is not None:
+        check_output_dir("run_dir", run_dir)
+    check_integer("seed", config.seed, minimum=0)
+    _check_audit(config)
+    shadow = None
+    if config.shadow_run is not None:
+        if config.graph_file is not None:
+            raise ValueError("graph_file and shadow_run: the shadow run fixes the graph; give "
+                             "one of them")
+        if model is not None:
+            raise ValueError("model and shadow_run: the shadow run's models are trained; give "
+                             "one of them")
+        shadow = load_shadow(config.shadow_run)
+        cfg = {k: shadow.config[k] for k in _SHADOW_KEYS if k in shadow.config}
+        cfg.setdefault("csbm_nodes", int(config.csbm_nodes))
+        cfg["shadow_run"] = {"path": str(Path(config.shadow_run).resolve()),
+                             "config_sha256": config_hash(shadow.config),
+                             "num_models": int(shadow.masks.shape[0])}
+    else:
+        cfg = _check_training(config, model, graph)
+    cfg.update(prior_draws=int(config.prior_draws), fix_variance=bool(config.fix_variance),
+               attack_prior=config.attack_prior, confidence=config.confidence,
+               prior_variance=config.prior_variance, num_warmup=int(config.num_warmup),
+               num_samples=int(config.num_samples), num_chains=int(config.num_chains),
+               node_chunk=int(config.node_chunk))
+    cfg["mp_baseline"] = bool(config.mp_baseline)
+    cfg["key_rule"] = KEY_RULE  # model m: unit_key(seed, m); priors and audit: their streams
+    if config.min_ess is not None:  # only when given: older run folders' configs stay valid
+        cfg["min_ess"] = config.min_ess
+    return cfg, shadow
+
+
+class _Stages:
+    """One progress callback over the stages (shadow chunks, priors, audit)."""
+
+    def __init__(self, progress: Progress | None, total: int):
+        self.progress, self.total, self.offset = progress, total, 0
+
+    def stage(self, size: int) -> Progress | None:
+        if self.progress is None:
+            return None
+        offset, callback = self.offset, self.progress
+        self.offset += size
+        return lambda done, _total: callback(offset + done, self.total)
+
+
+def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
+            progress: Progress | None = None, worker: tuple[int, int] | None = None,
+            model: Any = None, graph: Any = None) -> BmpResult:
+    """The node-level BMP audit of a GNN pipeline (``jaxaudit bmp``; arXiv 2606.04069).
+
+    Per node i: η_i (the sampler's inclusion probability, exact or Monte Carlo), the leave-one-out
+    LiRA score of each shadow model, the Bayes decision at prior η_i, the error counts
+    (fp, n0, fn, n1); from them the certified Clopper–Pearson lower bounds on (ε_L, ε_R), the
+    Jeffreys estimate and the NUTS posterior (:func:`jaxaudit.bmp.audit_from_scores`).
+
+    Args:
+      config: the audit (:class:`BmpConfig`).
+      run_dir: the report folder (created; resumed when it holds this configuration); it
+        receives ``nodes.csv``, ``most_leaking.csv``, ``summary.json``, ``summary.md`` and the
+        PNG plots (:mod:`jaxaudit.report.bmp`). None: in memory, no files.
+      progress: ``progress(done, total)`` over the stages: the shadow chunks, the priors, the
+        audit.
+      worker: ``(index, count)``: train only this worker's share of the shadow chunks; the audit
+        runs once every chunk is finished (else the result has ``audit=None`` and ``missing``).
+      model: any flax module as the shadow model instead of ``config.model``.
+      graph: an in-memory ``jaxaudit.graph.Graph`` instead of ``config.dataset`` (also the graph
+        of a ``shadow_run`` made from one).
+
+    Returns:
+      :class:`BmpResult`.
+
+    Raises:
+      ValueError: a bad configuration field (named) or ``compare`` folder, an incomplete or
+        inconsistent ``shadow_run``, a folder of another configuration; FileNotFoundError: a
+        missing ``shadow_run`` or ``compare`` folder.
+    """
+    from jaxaudit import bmp
+    from jaxaudit.graph import inclusion_probabilities
+    from jaxaudit.graph.shadow_models import gnn_module
+    from jaxaudit.report import bmp as report
+    from jaxaudit.runs import discard_new_run, run_chunks, stream_key
+
+    compare = None if config.compare is None else report.read_compare(config.compare)
+    cfg, shadow = _stored_config(config, run_dir, model, graph)
+    # everything that can be refused is checked before the report folder is written
+    graph, sampler = graph_and_sampler(cfg, config.data_dir, graph)
+    num_models = cfg["models"] if shadow is None else shadow.masks.shape[0]
+    check_result_size(num_models, graph.num_nodes)
+    if shadow is not None and shadow.masks.shape[1] != graph.num_nodes:
+        raise ValueError(f"shadow_run runs cover {shadow.masks.shape[1]} nodes, the graph has "
+                         f"{graph.num_nodes}")
+    run, existed, had_folder = open_run(run_dir, "bmp", cfg)
+    num_chunks = 0 if shadow is not None else -(-int(cfg["models"]) // int(cfg["model_chunk"]))
+    stages = _Stages(progress, num_chunks + 2)
+
+    if shadow is None:
+        module = gnn_module(model if model is not None else config.model, graph)
+        try:
+            res, names = train_chunks(
+                run, cfg, graph, sampler, module, prefix="shadow", chunk=int(cfg["model_chunk"]),
+                progress=stages.stage(num_chunks), worker=worker,
+                recipe={"learning_rate": config.learning_rate,
+                        "weight_decay": config.weight_decay})
+        except ValueError:
+            if run is not None:
+                discard_new_run(run.path, existed, keep_folder=had_folder)
+            raise
+        missing = tuple(n for n in names if n not in res)
+        if missing:
+            return BmpResult(None, None, None, cfg, None if run is None else run.path, missing)
+        masks = np.concatenate([res[n]["masks"] for n in names]).astype(bool)
+        scores = np.concatenate([res[n]["scores"] for n in names])
+    else:
+        masks, scores = shadow.masks, shadow.scores
+
+    def prior(_: str) -> dict:
+        eta, se = inclusion_probabilities(stream_key(cfg["seed"], "priors"), sampler, graph,
+                                          num_draws=cfg["prior_draws"])
+        return {"eta": np.clip(np.asarray(eta, float), 0, 1), "eta_se": np.asarray(se, float)}
+
+    pri = run_chunks(run, ["prior"], prior, progress=stages.stage(1))["prior"]
+
+    def audit_chunk(_: str) -> dict:
+        with renamed(chunk_size="node_chunk"):
+            audit = bmp.audit_from_scores(
+                stream_key(cfg["seed"], "audit"), scores, masks, pri["eta"], eta_se=pri["eta_se"],
+                degree=bmp.node_degrees(graph), fix_variance=cfg["fix_variance"],
+                attack_prior=cfg["attack_prior"], prior_variance=cfg["prior_variance"],
+                confidence=cfg["confidence"], num_warmup=cfg["num_warmup"],
+                num_samples=cfg["num_samples"], num_chains=cfg["num_chains"],
+                mp_baseline=cfg["mp_baseline"], chunk_size=cfg["node_chunk"],
+                min_ess=cfg.get("min_ess"))
+        return audit_to_arrays(audit)
+
+    arrays = run_chunks(run, ["audit"], audit_chunk, progress=stages.stage(1))["audit"]
+    audit = audit_from_arrays(arrays, masks, scores)
+    table = bmp.audit_table(audit)
+    summary = bmp.audit_summary(audit) | {"attack_prior": bmp.as_attack_prior(
+        cfg["attack_prior"]).describe()}
+    result = BmpResult(audit, table, summary, cfg, None if run is None else run.path)
+    if run is not None:
+        top = bmp.most_leaking(audit, 20)
+        report.write_report(run, result, top, compare)
+    return result
