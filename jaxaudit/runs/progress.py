@@ -10,8 +10,9 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from jaxaudit._validation import check_integer
+from jaxaudit.runs.arrays import load_npz
 from jaxaudit.runs.claims import DEFAULT_LEASE_S, claim_unit
-from jaxaudit.runs.rundir import RunDir
+from jaxaudit.runs.rundir import RunDir, jax_process
 
 __all__ = ["Progress", "ProgressBar", "progress_bar", "run_chunks"]
 
@@ -115,6 +116,9 @@ def run_chunks(
                 if callable(progress):
                     progress(i, len(mine))
         return out
+    if jax_process()[1] > 1:  # several JAX processes compute every chunk together
+        return _run_chunks_lockstep(run, names, set(mine), compute_fn, progress, desc, worker,
+                                    lease_s, poll_s)
     run.plan(names)
     results = {n: run.load_chunk(n) for n in names if run.has_chunk(n)}
     if callable(progress):
@@ -140,6 +144,71 @@ def run_chunks(
                         run.save_chunk(name, dict(compute_fn(name)))
                 results[name] = run.load_chunk(name)
                 bar.update(1)
+            if worker is not None or not held:
+                break
+            time.sleep(poll_s)
+            pending = held
+    return {n: results[n] for n in names if n in results}
+
+
+_COMPUTE, _DONE, _HELD, _SKIP = b"c", b"d", b"h", b"s"
+
+
+def _run_chunks_lockstep(run: RunDir, names: list[str], mine: set[str],
+                         compute_fn: Callable[[str], dict], progress: bool | Progress | None,
+                         desc: str, worker: tuple[int, int] | None, lease_s: float,
+                         poll_s: float) -> dict[str, dict]:
+    """:func:`run_chunks` in a multi-process JAX program (``jax.distributed.initialize()``).
+
+    Every process calls ``compute_fn`` for the same chunks in the same order (it runs collective
+    computations, e.g. :func:`jaxaudit.sharding.vmap_chunked` over all processes' devices), so
+    process 0 alone decides which chunks are done, claims and saves them; it sends each chunk's
+    saved bytes to the others, so that every process returns the same arrays. The other
+    processes never touch the folder (their ``run`` may name a folder that does not exist)."""
+    from jaxaudit.sharding import broadcast_bytes
+
+    primary = jax_process()[0] == 0
+    if primary:
+        run.plan(names)
+    results: dict[str, dict] = {}
+    count = len([n for n in names if n in mine])
+    if callable(progress):
+        bar: Any = _CallbackBar(progress, count, 0)
+    else:
+        bar = progress_bar(count, desc=desc, enabled=bool(progress) and primary)
+    with bar:
+        pending = list(names)
+        while pending:
+            held = []
+            for name in pending:
+                claim = None
+                state = b""
+                if primary:
+                    if run.has_chunk(name):
+                        state = _DONE
+                    elif name not in mine:
+                        state = _SKIP
+                    else:
+                        claim = claim_unit(run, name, lease_s=lease_s)
+                        state = _HELD if claim is None else _COMPUTE
+                state = broadcast_bytes(state if primary else None)
+                if state == _HELD:
+                    held.append(name)
+                    continue
+                if state == _SKIP:
+                    continue
+                if state == _COMPUTE:
+                    try:
+                        arrays = dict(compute_fn(name))
+                        if claim is not None and not run.has_chunk(name):
+                            run.save_chunk(name, arrays)
+                    finally:
+                        if claim is not None:
+                            claim.release()
+                data = broadcast_bytes(run._verified_bytes(name) if primary else None)
+                results[name] = load_npz(data, name=f"chunk {name!r} in {run.path}")
+                if name in mine:
+                    bar.update(1)
             if worker is not None or not held:
                 break
             time.sleep(poll_s)

@@ -52,6 +52,7 @@ import math
 import os
 import re
 import stat
+import sys
 import tempfile
 import warnings
 from collections.abc import Sequence
@@ -267,13 +268,33 @@ def _write_error(path: Path, err: OSError) -> OSError:
     return new
 
 
+def jax_process() -> tuple[int, int]:
+    """``(index, count)`` of this process in a multi-process JAX program (after
+    ``jax.distributed.initialize()``); ``(0, 1)`` otherwise. Read without importing JAX."""
+    if "jax" not in sys.modules:
+        return 0, 1
+    try:
+        from jax._src import distributed
+    except ImportError:  # pragma: no cover - a JAX without the module
+        return 0, 1
+    state = distributed.global_state
+    if getattr(state, "client", None) is None:
+        return 0, 1
+    return int(state.process_id or 0), int(state.num_processes or 1)
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
+
+    In a multi-process JAX program only process 0 writes: on the others (:func:`jax_process`)
+    this does nothing (docs/scaling.md).
 
     Raises:
       OSError: the folder cannot be written (read-only, full disk, ...): the message names
         ``path`` and the reason; nothing is left behind.
     """
+    if jax_process()[0] != 0:
+        return
     path = Path(path)
     try:
         tmp = _write_temp(path, data)
@@ -291,7 +312,10 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def _create_exclusive(path: Path, data: bytes) -> bool:
     """Create ``path`` holding ``data`` atomically, only if it does not exist (a hard link of a
-    complete temporary file: readers never see a partial file). False when it already exists."""
+    complete temporary file: readers never see a partial file). False when it already exists.
+    On a JAX process other than process 0 nothing is written and the answer is True."""
+    if jax_process()[0] != 0:
+        return True
     tmp = _write_temp(path, data)
     try:
         os.link(tmp, path)

@@ -1,0 +1,117 @@
+"""vmap_chunked and train_shadow_models in a two-process ``jax.distributed`` program (issue 25).
+
+Two CPU processes on 127.0.0.1 (one device each, gloo collectives) run tests/_distributed_worker.py;
+every process must get the results of a single-process run, bit for bit (the per-device
+arithmetic is the same: one item per device and chunk here, one item per chunk in the
+reference), refuse inputs that differ between processes, and leave the writing of a run folder
+to process 0. The TPU pod recipe is in docs/scaling.md ("Multi-process JAX").
+"""
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxaudit.datasets import make_csbm
+from jaxaudit.graph import train_shadow_models, uniform_sampler
+from jaxaudit.runs import load_results
+
+WORKER = Path(__file__).with_name("_distributed_worker.py")
+
+
+def _gloo_missing() -> str | None:
+    try:
+        from jax._src.lib import _jax
+    except ImportError as err:
+        return f"this jax build has no _jax extension ({err})"
+    if not hasattr(_jax, "make_gloo_tcp_collectives"):
+        return f"jax {jax.__version__} was built without gloo CPU collectives"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _item(key, scale):
+    return {"draw": jax.random.normal(key, (3,)) * scale, "key": key}
+
+
+@pytest.fixture(scope="module")
+def two_processes(tmp_path_factory):
+    """Run the worker as processes 0 and 1; their saved results."""
+    reason = _gloo_missing()
+    if reason:
+        pytest.skip(reason)
+    out, run_dir = tmp_path_factory.mktemp("distributed"), tmp_path_factory.mktemp("run") / "r"
+    flags = re.sub(r"--xla_force_host_platform_device_count=\S*", "",
+                   os.environ.get("XLA_FLAGS", "")).strip()
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=flags)
+    port = _free_port()
+    procs = [subprocess.Popen([sys.executable, str(WORKER), str(i), str(port), str(out),
+                               str(run_dir)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for i in range(2)]
+    logs = []
+    try:
+        for p in procs:
+            logs.append(p.communicate(timeout=120)[0])
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for i, p in enumerate(procs):
+        assert p.returncode == 0, f"process {i} failed:\n{logs[i][-4000:] if i < len(logs) else ''}"
+    return [dict(np.load(out / f"p{i}.npz")) for i in range(2)], run_dir
+
+
+def test_vmap_chunked_over_two_processes_equals_one_process(two_processes):
+    results, _ = two_processes
+    keys = jax.random.split(jax.random.key(0), 5)  # 5 items, chunks of 2: padding included
+    expected = jax.vmap(_item, in_axes=(0, None))(keys, jnp.float32(2.0))
+    for got in results:
+        assert bool(got["local"])  # every process holds the whole result itself
+        np.testing.assert_array_equal(got["draw"], np.asarray(expected["draw"]))
+        np.testing.assert_array_equal(got["key_data"],
+                                      np.asarray(jax.random.key_data(expected["key"])))
+
+
+def test_train_shadow_models_over_two_processes_equals_one_process(two_processes):
+    results, _ = two_processes
+    graph = make_csbm(jax.random.key(1), num_nodes=24, num_classes=2, num_features=4)
+    ref = train_shadow_models(jax.random.key(2), graph, uniform_sampler(0.5), "gcn", 3,
+                              epochs=3, devices=jax.devices()[:1])
+    for got in results:
+        np.testing.assert_array_equal(got["masks"], np.asarray(ref.masks))
+        np.testing.assert_array_equal(got["scores"], np.asarray(ref.scores))
+
+
+def test_inputs_that_differ_between_processes_are_refused_on_every_process(two_processes):
+    results, _ = two_processes
+    for got in results:
+        message = str(got["mismatch"])
+        assert "xs must be the same on every JAX process" in message, message
+        assert "[1]" in message
+
+
+def test_only_process_zero_writes_and_every_process_gets_every_chunk(two_processes):
+    results, run_dir = two_processes
+    for name in ("a", "b"):
+        keys = jax.random.split(jax.random.fold_in(jax.random.key(5), ord(name)), 3)
+        expected = np.asarray(jax.vmap(_item, in_axes=(0, None))(keys, jnp.float32(1.0))["draw"])
+        for got in results:
+            np.testing.assert_array_equal(got[f"chunk_{name}"], expected)
+            np.testing.assert_array_equal(got[f"resumed_{name}"], expected)  # loaded, sent
+    assert not any(bool(got["p1_folder_exists"]) for got in results)
+    stored = load_results(run_dir)
+    assert stored.missing == [] and sorted(stored.chunks) == ["a", "b"]
+    assert not (run_dir / "claims").exists()
