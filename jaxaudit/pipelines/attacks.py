@@ -1,0 +1,561 @@
+"""The attack sweeps: concrete attacks on DP mechanisms at several privacy levels, each run next
+to the adversary-aware count bound (docs/attacks.md).
+
+* :func:`run_secrets` (``jaxaudit attack secrets``): for every target ε and repetition r, draw
+  n secrets, DP-fine-tune a character GRU (from one public pretrained model shared by every run,
+  cached in the run folder), score every candidate of every user, rank by each scoring and count
+  the secrets found within k guesses (:func:`jaxaudit.attacks.train_and_score`,
+  :func:`jaxaudit.attacks.extraction_result`).
+* :func:`run_marginals` (``jaxaudit attack marginals``): for every ρ and repetition r, release
+  ρ-zCDP noisy k-way marginals of Fair's table and reconstruct the targets' hidden attributes
+  (:func:`jaxaudit.attacks.marginals_reconstruction`).
+
+Keys (:mod:`jaxaudit.runs.keys`): repetition r is unit r of the root ``seed``; its runs at every
+privacy level use ``unit_key(seed, r)``, so the levels are compared on the same secrets (the
+same targets): a paired design. The public pretrained model uses ``stream_key(pretrain_seed,
+"init")``. The configuration stores the key rule, so a folder written under an earlier rule
+(``jax.random.key(r)`` for repetition r) is refused rather than mixed.
+
+Each (level, repetition) is one chunk of a resumable run folder (``eps_<ε>_seed_<r>``,
+``rho_<ρ>_seed_<r>``); a finished sweep writes ``table.json``, ``summary.md`` and ``attack.png``
+(:mod:`jaxaudit.report.attacks`).
+
+References:
+  Swanberg, Annamalai, Hayes, Balle, Smith, "A Unified Framework for Adversary-Aware
+  Differential Privacy Bounds", arXiv 2507.08158 (count bound; Fig. 2; Appendix E).
+  Carlini, Liu, Erlingsson, Kos, Song, "The Secret Sharer", arXiv 1802.08232.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxaudit._validation import (
+    check_choice,
+    check_integer,
+    check_output_dir,
+    check_positive_finite,
+    check_probability,
+)
+from jaxaudit.attacks import SCORINGS, AttackResult
+from jaxaudit.attacks.privacy import MAX_DPSGD_EPSILON
+from jaxaudit.report import attacks as report
+from jaxaudit.runs import (
+    KEY_RULE,
+    Progress,
+    RunDir,
+    discard_new_run,
+    run_chunks,
+    stream_key,
+    unit_key,
+)
+
+__all__ = ["MarginalsConfig", "MarginalsResult", "SecretsConfig", "SecretsResult",
+           "check_marginals_config", "check_secrets_config", "level_name", "run_marginals",
+           "run_secrets"]
+
+# Limits refused before any work.
+MAX_REPETITIONS = 1000       # repetitions: one trained model / release per (level, repetition)
+MAX_LEVELS = 100             # values in epsilons / rhos
+MAX_EPSILON = MAX_DPSGD_EPSILON  # finite epsilons (σ calibration; the bound is 1 long before)
+MAX_STEPS = 1_000_000        # steps, pretrain_steps
+MAX_LEARNING_RATE = 1.0      # Adam's step; larger ones diverge
+MAX_HIDDEN_DIM = 4096        # GRU width
+MAX_SECRETS = 100_000        # num_secrets
+MAX_SCORE_BYTES = 4 * 2**30  # n x K candidate scores of one run, all scorings
+SCORE_BYTES_PER_PAIR = 48    # float32 model and reference scores, float64 attack scores, ...
+PUBLIC_FILLER = 1000         # filler sentences the public pretraining takes after the private
+
+MARGINAL_ATTRIBUTES = ("age", "yrs_married", "children", "educ", "religious", "occupation",
+                       "rate_marriage")
+MARGINAL_HIDDEN = ("religious", "occupation", "rate_marriage")
+
+
+class SecretsConfig(NamedTuple):
+    """Secret extraction from a DP-fine-tuned character LM (``jaxaudit attack secrets``).
+
+    Attributes:
+      prior: ``"passwords"`` (Zipf over zxcvbn's ranked list) or ``"digits"`` (uniform).
+      digits: length of digit secrets, 1 to 6 (``prior="digits"``).
+      candidates: password candidates kept, the Zipf support (``prior="passwords"``).
+      epsilons: distinct target ε of DP-SGD under replace-one neighbours, each > 0 and at most
+        100 when finite (inf: no noise); at most 100 values.
+      delta: δ ∈ (0, 1) of the (ε, δ) target.
+      num_secrets: n users, one secret each, 2 to 100,000 (n × candidates scores ≤ 4 GiB).
+      guesses: k guesses per secret.
+      num_filler: filler records of real text in the private corpus.
+      steps: DP-SGD steps T (≤ 10⁶).
+      batch_size: expected Poisson batch size.
+      clip_norm: per-example clipping norm C.
+      learning_rate: Adam step of the fine-tuning, in (0, 1].
+      pretrain_steps: public pretraining steps (0: fine-tune from scratch; ≤ 10⁶).
+      hidden_dim: GRU width (≤ 4096).
+      pretrain_seed: seed of the public pretraining (one public model for every run).
+      scoring: the ranking of the main columns, one of ``jaxaudit.attacks.SCORINGS``; every
+        scoring is computed on the same models.
+      repetitions: runs per ε (units 0 … repetitions − 1 of ``seed``; ≤ 1000).
+      seed: root seed of the sweep.
+      gamma: level γ ∈ (0, 1) of the count bound.
+    """
+
+    prior: str = "passwords"
+    digits: int = 4
+    candidates: int = 2000
+    epsilons: Sequence[float] = (1.0, 4.0, 8.0, math.inf)
+    delta: float = 1e-5
+    num_secrets: int = 100
+    guesses: int = 1
+    num_filler: int = 1000
+    steps: int = 200
+    batch_size: int = 64
+    clip_norm: float = 1.0
+    learning_rate: float = 1e-3
+    pretrain_steps: int = 200
+    hidden_dim: int = 96
+    pretrain_seed: int = 0
+    scoring: str = SCORINGS[0]
+    repetitions: int = 1
+    seed: int = 0
+    gamma: float = 0.05
+
+
+class MarginalsConfig(NamedTuple):
+    """Reconstruction of hidden attributes from noisy marginals (``jaxaudit attack marginals``).
+
+    Attributes:
+      rhos: distinct ρ of ρ-zCDP, each > 0 (inf: no noise); at most 100 values.
+      attributes: released columns of Fair's table (marginals over all ``way``-subsets).
+      hidden: columns to reconstruct (a subset of ``attributes``); memory grows as n × H² with
+        H their value combinations, and a run needing more than 2 GiB is refused.
+      distance: Hamming distance d of a success (0: exact), below the hidden count.
+      way: k of the k-way marginals, at most the attribute count.
+      num_targets: n target rows, fewer than the table's rows.
+      delta: δ ∈ (0, 1) of the reported (ε, δ) point.
+      repetitions: runs per ρ (units 0 … repetitions − 1 of ``seed``; ≤ 1000).
+      seed: root seed of the sweep.
+      gamma: level γ ∈ (0, 1) of the count bound.
+    """
+
+    rhos: Sequence[float] = (0.01, 0.1, 1.0, 10.0)
+    attributes: Sequence[str] = MARGINAL_ATTRIBUTES
+    hidden: Sequence[str] = MARGINAL_HIDDEN
+    distance: int = 0
+    way: int = 2
+    num_targets: int = 100
+    delta: float = 1e-5
+    repetitions: int = 1
+    seed: int = 0
+    gamma: float = 0.05
+
+
+class SecretsResult(NamedTuple):
+    """Every run of a secret-extraction sweep (R runs, in the order (repetition, ε)).
+
+    Attributes:
+      level_name: ``"epsilon_target"`` (the name of ``levels`` in the tables).
+      levels: (R,) the target ε of each run.
+      repetition: (R,) int, the repetition r of each run (its key is ``unit_key(seed, r)``).
+      attack: the :class:`jaxaudit.attacks.AttackResult` of the main ``scoring``, every field
+        stacked over the runs (leading axis R): ``successes`` are MEASURED counts, ``baseline``
+        the EXPECTED count without the model, ``bound`` and ``bound_eps_delta`` level-γ UPPER
+        BOUNDS v_γ on the count, ``top_bound``/``median_bound`` single-target posterior UPPER
+        BOUNDS; ``epsilon``, ``noise`` the mechanism's.
+      scorings: the scorings computed on every model (``"reference"`` only with pretraining).
+      scoring_successes: (R, len(scorings)) int, MEASURED successes of each scoring.
+      title: the caption of the tables and the figure.
+    """
+
+    level_name: str
+    levels: jax.Array
+    repetition: jax.Array
+    attack: AttackResult
+    scorings: tuple[str, ...]
+    scoring_successes: jax.Array
+    title: str
+
+
+class MarginalsResult(NamedTuple):
+    """Every run of a marginals-reconstruction sweep (R runs, in the order (repetition, ρ)).
+
+    Attributes:
+      level_name: ``"rho"``.
+      levels: (R,) the ρ of each run.
+      repetition: (R,) int, the repetition r of each run (its key is ``unit_key(seed, r)``).
+      attack: :class:`jaxaudit.attacks.AttackResult` stacked over the runs: ``successes``
+        MEASURED, ``baseline`` EXPECTED, ``bound``/``bound_eps_delta``/``top_bound``/
+        ``median_bound`` UPPER BOUNDS (see :class:`SecretsResult`).
+      scorings: ``()`` (one attack).
+      scoring_successes: (R, 0).
+      title: the caption of the tables and the figure.
+    """
+
+    level_name: str
+    levels: jax.Array
+    repetition: jax.Array
+    attack: AttackResult
+    scorings: tuple[str, ...]
+    scoring_successes: jax.Array
+    title: str
+
+
+@contextlib.contextmanager
+def _renamed(**names: str) -> Iterator[None]:
+    """Re-raise a library ``ValueError`` with its argument names replaced by the config fields
+    (``length`` -> ``digits``)."""
+    try:
+        yield
+    except ValueError as err:
+        msg = str(err)
+        for name, field in names.items():
+            msg = re.sub(rf"(?<![\w'-]){name}(?![\w'])", field, msg)
+        raise ValueError(msg) from err
+
+
+_SECRETS_NAMES = dict(epsilon="epsilons", length="digits", size="candidates")
+_MARGINALS_NAMES = dict(rho="rhos")
+
+
+def level_name(value: float) -> str:
+    """A chunk-name-safe form of :func:`jaxaudit.report.attacks.level_text`, one-to-one (``.``
+    -> ``p``, ``-`` -> ``m``, ``+`` dropped: ``1e+06`` -> ``1e06``, ``1e-05`` -> ``1em05``)."""
+    return report.level_text(value).replace(".", "p").replace("-", "m").replace("+", "")
+
+
+def _check_levels(name: str, values: Any, maximum: float | None = None) -> list[float]:
+    """Privacy levels: a non-empty sequence of distinct numbers > 0 (inf allowed, NaN refused),
+    at most :data:`MAX_LEVELS`, finite ones at most ``maximum``."""
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence | np.ndarray):
+        raise ValueError(f"{name} must be a sequence of numbers > 0, got {values!r}")
+    try:
+        levels = [float(v) for v in values]
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be a sequence of numbers > 0, got {values!r}") from err
+    if not levels:
+        raise ValueError(f"{name} must list at least one value")
+    if len(levels) > MAX_LEVELS:
+        raise ValueError(f"{name}: at most {MAX_LEVELS} values, got {len(levels)}")
+    for v in levels:
+        if not v > 0:  # also NaN
+            raise ValueError(f"{name}: every value must be > 0 (inf: no noise), got {v!r}")
+        if maximum is not None and math.isfinite(v) and v > maximum:
+            raise ValueError(f"{name}: finite values must be at most {maximum:g} (use inf for "
+                             f"no noise), got {v!r}")
+    if len(set(levels)) != len(levels):
+        twice = next(v for v in levels if levels.count(v) > 1)
+        raise ValueError(f"{name}: {twice!r} is listed twice; give each value once "
+                         "(repetitions repeat runs)")
+    return levels
+
+
+def _check_at_most(name: str, value: Any, minimum: int, maximum: int) -> int:
+    value = check_integer(name, value, minimum=minimum)
+    if value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
+    return value
+
+
+def _check_common(config: SecretsConfig | MarginalsConfig, run_dir: Any) -> None:
+    if run_dir is not None:
+        check_output_dir("run_dir", run_dir)
+    check_probability("delta", config.delta, open_low=True, open_high=True)
+    check_probability("gamma", config.gamma, open_low=True, open_high=True)
+    _check_at_most("repetitions", config.repetitions, 1, MAX_REPETITIONS)
+    check_integer("seed", config.seed, minimum=0)
+
+
+def check_secrets_config(config: SecretsConfig, run_dir: str | Path | None = None) -> Any:
+    """Every check of a :class:`SecretsConfig` (and of the run folder), before anything is
+    written or trained, including the noise calibration of every ε (seconds each, cached for
+    the runs); returns the secret prior (a :class:`jaxaudit.attacks.SecretPrior`).
+
+    Raises:
+      ValueError: naming the config field.
+    """
+    from jaxaudit.attacks import digit_prior, dpsgd_privacy, password_prior
+    from jaxaudit.attacks.corpus import filler_sentences
+
+    if not isinstance(config, SecretsConfig):
+        raise ValueError(f"config must be a SecretsConfig, got {type(config).__name__}")
+    _check_common(config, run_dir)
+    _check_levels("epsilons", config.epsilons, MAX_EPSILON)
+    check_choice("prior", config.prior, ("digits", "passwords"))
+    check_choice("scoring", config.scoring, SCORINGS)
+    num_secrets = check_integer("num_secrets", config.num_secrets, minimum=1)
+    if num_secrets < 2:
+        raise ValueError("num_secrets must be >= 2: the calibrated scoring compares each user "
+                         f"with the others, got {num_secrets}")
+    _check_at_most("num_secrets", num_secrets, 2, MAX_SECRETS)
+    for name in ("guesses", "num_filler", "batch_size"):
+        check_integer(name, getattr(config, name), minimum=1)
+    _check_at_most("steps", config.steps, 1, MAX_STEPS)
+    pretrain = _check_at_most("pretrain_steps", config.pretrain_steps, 0, MAX_STEPS)
+    _check_at_most("hidden_dim", config.hidden_dim, 1, MAX_HIDDEN_DIM)
+    check_integer("pretrain_seed", config.pretrain_seed, minimum=0)
+    lr = float(check_positive_finite("learning_rate", config.learning_rate))
+    if lr > MAX_LEARNING_RATE:
+        raise ValueError(f"learning_rate must be in (0, {MAX_LEARNING_RATE:g}] (Adam diverges "
+                         f"with larger steps), got {config.learning_rate!r}")
+    check_positive_finite("clip_norm", config.clip_norm)
+    if config.scoring == "reference" and not pretrain:
+        raise ValueError("scoring 'reference' needs a public pretrained model "
+                         "(pretrain_steps > 0)")
+    with _renamed(**_SECRETS_NAMES):
+        prior = (digit_prior(config.digits) if config.prior == "digits"
+                 else password_prior(config.candidates))
+    pairs = num_secrets * len(prior.candidates)
+    if pairs * SCORE_BYTES_PER_PAIR > MAX_SCORE_BYTES:
+        raise ValueError(
+            f"num_secrets {num_secrets} x {len(prior.candidates)} candidate secrets = {pairs} scores "
+            f"need about {pairs * SCORE_BYTES_PER_PAIR / 2**30:.1f} GiB (the limit is "
+            f"{MAX_SCORE_BYTES / 2**30:g} GiB); lower num_secrets or the candidates")
+    available = len(filler_sentences()[0]) - (PUBLIC_FILLER if pretrain else 0)
+    if config.num_filler > available:
+        public = f", less the {PUBLIC_FILLER} public ones of the pretraining" if pretrain else ""
+        raise ValueError(f"num_filler must be at most {available} (the filler sentences "
+                         f"available{public}), got {config.num_filler}")
+    # Every ε's noise calibration now, so that an ε no noise reaches is refused before the runs.
+    q = min(1.0, config.batch_size / (num_secrets + config.num_filler))
+    with _renamed(**_SECRETS_NAMES):
+        for eps in config.epsilons:
+            dpsgd_privacy(epsilon=eps, delta=config.delta, steps=config.steps, sampling_rate=q)
+    return prior
+
+
+def check_marginals_config(config: MarginalsConfig, run_dir: str | Path | None = None) -> None:
+    """Every check of a :class:`MarginalsConfig` (and of the run folder) before any work,
+    including the attack's memory (:func:`jaxaudit.attacks.marginals.check_marginals_arguments`).
+
+    Raises:
+      ValueError: naming the config field.
+    """
+    from jaxaudit.attacks import load_fair
+    from jaxaudit.attacks.marginals import check_marginals_arguments
+
+    if not isinstance(config, MarginalsConfig):
+        raise ValueError(f"config must be a MarginalsConfig, got {type(config).__name__}")
+    _check_common(config, run_dir)
+    _check_levels("rhos", config.rhos)
+    with _renamed(**_MARGINALS_NAMES):
+        check_marginals_arguments(load_fair(), attributes=config.attributes,
+                                  hidden=config.hidden, way=config.way,
+                                  num_targets=config.num_targets, distance=config.distance)
+
+
+def _stored(config: SecretsConfig | MarginalsConfig, levels: str) -> dict:
+    """The configuration as stored in the run folder's manifest: every field (levels as text,
+    so that inf survives strict JSON) and the key rule."""
+    stored = {k: list(v) if isinstance(v, tuple | list) else v
+              for k, v in config._asdict().items()}
+    stored[levels] = [str(float(v)) for v in getattr(config, levels)]
+    stored["key_rule"] = KEY_RULE
+    return stored
+
+
+def _sweep(kind: str, config: SecretsConfig | MarginalsConfig, levels: str, prefix: str, run_dir: Any,
+           compute: Callable[[float, int, RunDir | None], dict],
+           progress: Progress | None, worker: tuple[int, int] | None,
+           ) -> tuple[RunDir | None, list[tuple[str, tuple[float, int]]], dict[str, dict]]:
+    """Open the run folder, compute every missing (level, repetition) chunk and return the
+    folder, the plan and the chunks; a failed first chunk leaves the folder reusable."""
+    plan = [(f"{prefix}_{level_name(v)}_seed_{r}", (float(v), r))
+            for r in range(int(config.repetitions)) for v in getattr(config, levels)]
+    where = dict(plan)
+    run, existed, had_folder = None, False, False
+    if run_dir is not None:
+        existed, had_folder = (Path(run_dir) / "manifest.json").exists(), Path(run_dir).exists()
+        run = RunDir.open(run_dir, kind=kind, config=_stored(config, levels))
+    try:
+        chunks = run_chunks(run, [n for n, _ in plan], lambda n: compute(*where[n], run),
+                            progress=progress or False, worker=worker)
+    except ValueError:  # e.g. a diverged training: the corrected call may reuse run_dir
+        if run is not None:
+            if not existed and not any((run.path / "chunks").glob("*.npz")):
+                # discard_new_run removes the cached model but not its checksum record, which
+                # would leave the folder "not empty and without a manifest"
+                for record in run.path.glob("pretrained_seed_*.msgpack.sha256"):
+                    record.unlink(missing_ok=True)
+            discard_new_run(run.path, existed, keep_folder=had_folder)
+        raise
+    return run, plan, chunks
+
+
+def _stack(chunks: dict[str, dict], plan: list, scorings: tuple[str, ...] = (),
+           ) -> tuple[jax.Array, jax.Array, AttackResult, jax.Array]:
+    """The finished runs of ``plan`` as arrays over the runs (float64 kept, as in
+    :class:`jaxaudit.attacks.AttackResult`): levels, repetitions, the stacked
+    ``AttackResult`` and the (R, len(scorings)) successes of each scoring."""
+    done = [(n, lv) for n, lv in plan if n in chunks]
+    fields: list[np.ndarray] = [
+        np.stack([np.asarray(chunks[n][f]) for n, _ in done]) if done else np.zeros((0,))
+        for f in AttackResult._fields]
+    by_scoring = np.array([[int(chunks[n][f"successes_{sc}"]) for sc in scorings]
+                           for n, _ in done], dtype=np.int32).reshape(len(done), len(scorings))
+    with jax.enable_x64(True):
+        return (jnp.asarray([v for _, (v, _) in done], dtype=jnp.float64),
+                jnp.asarray([r for _, (_, r) in done], dtype=jnp.int32),
+                AttackResult(*(jnp.asarray(f) for f in fields)), jnp.asarray(by_scoring))
+
+
+def _pretrained(run: RunDir | None, config: SecretsConfig, prior: Any) -> tuple[Any, Any]:
+    """The public pretrained model, trained once per run folder from ``pretrain_seed`` and
+    cached there (``pretrained_seed_S.msgpack`` with a checksum record bound to the run), so
+    every run fine-tunes the same one; read back only when that record matches."""
+    import flax.serialization
+    import jax
+
+    from jaxaudit.attacks import CharGRU, pretrain_public
+
+    name = f"pretrained_seed_{config.pretrain_seed}.msgpack"
+    key = stream_key(config.pretrain_seed, "init")
+    cached = run.load_file(name) if run is not None else None
+    if cached is not None:
+        model = CharGRU(hidden_dim=config.hidden_dim)
+        template = model.init(key, jax.numpy.zeros((1, 8), jax.numpy.int32))
+        try:
+            return model, flax.serialization.from_bytes(template, cached)
+        except (ValueError, KeyError, TypeError):
+            pass  # a well-formed checksum over an unreadable model: train it again
+    model, params = pretrain_public(key, prior, num_filler=config.num_filler,
+                                    steps=config.pretrain_steps, batch_size=config.batch_size,
+                                    hidden_dim=config.hidden_dim)
+    if run is not None:
+        run.save_file(name, flax.serialization.to_bytes(params))
+    return model, params
+
+
+def run_secrets(config: SecretsConfig, run_dir: str | Path | None = None, *,
+                progress: Progress | None = None,
+                worker: tuple[int, int] | None = None) -> SecretsResult:
+    """Secret extraction at every ε of ``config``, ``config.repetitions`` times each.
+
+    Run (ε, r): draw n secrets from the prior with ``unit_key(seed, r)`` (the same secrets at
+    every ε), DP-fine-tune the public pretrained model (σ calibrated so that DP-SGD is (ε, δ)-DP
+    under replace-one neighbours), compute every user's candidate log-likelihoods, and count the
+    secrets among the top ``guesses`` of each scoring next to the baseline (top-k prior mass)
+    and the count bound v_γ from the run's PLD profile.
+
+    Args:
+      config: :class:`SecretsConfig`.
+      run_dir: run folder (created; resumed when it holds this configuration, refused when it
+        holds another); None computes in memory. A finished sweep writes ``table.json``,
+        ``summary.md``, ``attack.png``; each chunk holds the run's ``AttackResult`` fields,
+        ``successes_<scoring>``/``hits_<scoring>``, the score matrices ``scores`` (n, K),
+        ``reference_scores`` (with pretraining), ``secrets`` and ``seconds``.
+      progress: a :data:`jaxaudit.runs.Progress` callback ``(done, total)``.
+      worker: ``(index, count)``: compute only this worker's chunks (see
+        :func:`jaxaudit.runs.run_chunks`); the result holds the runs finished so far and the
+        summary files are written once every run is.
+
+    Returns:
+      :class:`SecretsResult`.
+
+    Raises:
+      ValueError: a bad config field (named) or run folder (``run_dir``), before anything is
+        written; a diverged training (the folder is left reusable when no run had finished).
+
+    References:
+      Swanberg et al., arXiv 2507.08158 (Fig. 2); Carlini et al., arXiv 1802.08232.
+    """
+    from jaxaudit.attacks import extraction_result, train_and_score
+
+    prior = check_secrets_config(config, run_dir)
+    scorings = tuple(s for s in SCORINGS if config.pretrain_steps or s != "reference")
+    pretrained: list = []
+
+    def compute(eps: float, rep: int, run: RunDir | None) -> dict:
+        start = time.perf_counter()
+        if config.pretrain_steps and not pretrained:
+            pretrained.append(_pretrained(run, config, prior))
+        scored = train_and_score(
+            unit_key(config.seed, rep), prior=prior, num_secrets=config.num_secrets,
+            epsilon=eps, delta=config.delta, num_filler=config.num_filler, steps=config.steps,
+            batch_size=config.batch_size, clip_norm=config.clip_norm,
+            learning_rate=config.learning_rate,
+            pretrained=pretrained[0] if pretrained else None, hidden_dim=config.hidden_dim)
+        main = extraction_result(scored, prior, scoring=config.scoring, guesses=config.guesses,
+                                 gamma=config.gamma)
+        out = {k: np.asarray(v) for k, v in main._asdict().items()}
+        for sc in scorings:
+            res = extraction_result(scored, prior, scoring=sc, guesses=config.guesses,
+                                    gamma=config.gamma)
+            out[f"successes_{sc}"] = np.asarray(res.successes)
+            out[f"hits_{sc}"] = np.asarray(res.hits)
+        # The adversary's likelihoods, so that other scorings can be evaluated later.
+        out["scores"], out["secrets"] = scored.scores, scored.secrets
+        if scored.reference is not None:
+            out["reference_scores"] = scored.reference
+        out["seconds"] = np.asarray(time.perf_counter() - start)
+        return out
+
+    with _renamed(**_SECRETS_NAMES):
+        run, plan, chunks = _sweep("attack-secrets", config, "epsilons", "eps", run_dir,
+                                   compute, progress, worker)
+    levels, reps, attack, by_scoring = _stack(chunks, plan, scorings)
+    result = SecretsResult(
+        "epsilon_target", levels, reps, attack, scorings, by_scoring,
+        f"secret extraction ({config.scoring}), {prior.source}; n = {config.num_secrets}, "
+        f"k = {config.guesses}")
+    if run is not None and len(levels) == len(plan):
+        report.write_summary(run, result)
+    return result
+
+
+def run_marginals(config: MarginalsConfig, run_dir: str | Path | None = None, *,
+                  progress: Progress | None = None,
+                  worker: tuple[int, int] | None = None) -> MarginalsResult:
+    """Reconstruction from noisy marginals at every ρ of ``config``, ``repetitions`` times each.
+
+    Run (ρ, r): with ``unit_key(seed, r)`` (the same targets at every ρ) draw the targets,
+    release every ``way``-way marginal of ``attributes`` with ρ-zCDP Gaussian noise, and let an
+    informed Bayes adversary guess the hidden columns (success within Hamming ``distance``),
+    next to the baseline Σ p_i and the count bound v_γ from the μ-GDP profile (μ = √(2ρ)).
+
+    Args:
+      config: :class:`MarginalsConfig`.
+      run_dir: run folder (created, resumed or refused as in :func:`run_secrets`); None
+        computes in memory. A finished sweep writes ``table.json``, ``summary.md``,
+        ``attack.png``; each chunk holds the run's ``AttackResult`` fields.
+      progress: a :data:`jaxaudit.runs.Progress` callback ``(done, total)``.
+      worker: ``(index, count)`` as in :func:`run_secrets`.
+
+    Returns:
+      :class:`MarginalsResult`.
+
+    Raises:
+      ValueError: a bad config field (named) or run folder (``run_dir``), before any work.
+
+    References:
+      Swanberg et al., arXiv 2507.08158 (Appendix E).
+    """
+    from jaxaudit.attacks import marginals_reconstruction
+
+    check_marginals_config(config, run_dir)
+
+    def compute(rho: float, rep: int, run: RunDir | None) -> dict:
+        result = marginals_reconstruction(
+            unit_key(config.seed, rep), rho=rho, attributes=list(config.attributes),
+            hidden=list(config.hidden), distance=config.distance, way=config.way,
+            num_targets=config.num_targets, delta=config.delta, gamma=config.gamma)
+        return {k: np.asarray(v) for k, v in result._asdict().items()}
+
+    with _renamed(**_MARGINALS_NAMES):
+        run, plan, chunks = _sweep("attack-marginals", config, "rhos", "rho", run_dir,
+                                   compute, progress, worker)
+    levels, reps, attack, by_scoring = _stack(chunks, plan)
+    result = MarginalsResult(
+        "rho", levels, reps, attack, (), by_scoring,
+        f"marginals reconstruction (Fair), {config.way}-way, hidden "
+        f"{','.join(config.hidden)}, Hamming ≤ {config.distance}; n = {config.num_targets}")
+    if run is not None and len(levels) == len(plan):
+        report.write_summary(run, result)
+    return result
