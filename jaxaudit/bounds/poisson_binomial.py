@@ -364,9 +364,10 @@ class _Prepared:
         return _Tilt(self.log_q, self.log_1mq, theta)
 
 
-def _logsf_fft(q, v):
+def _logsf_fft_tilts(q, v):
     """log Pr[S ≥ v] for integer-valued v (any shape) by tilts, v's sharing a tilt when they fall
-    in its trusted window (a ``lax.while_loop`` over the smallest v not yet served)."""
+    in its trusted window (a ``lax.while_loop`` over the smallest v not yet served); also the
+    tilt θ that served each v (0 where the value is exact)."""
     prep = _Prepared(q)
     flat = jnp.ravel(v).astype(prep.q.dtype)
     exact = jnp.where(flat <= prep.n_one, 0.0,
@@ -374,16 +375,55 @@ def _logsf_fft(q, v):
     done = (flat <= prep.n_one) | (flat >= prep.top)
 
     def body(state):
-        out, done = state
+        out, thetas, done = state
         v0 = jnp.min(jnp.where(done, jnp.inf, flat))
         tilt = prep.tilt_at(v0)
         upper = jnp.maximum(tilt.hi, v0)
         served = ~done & (flat <= upper)
         idx = jnp.clip(flat, 0, prep.q.shape[0]).astype(jnp.int32)
-        return jnp.where(served, tilt.logsf()[idx], out), done | served
+        return (jnp.where(served, tilt.logsf()[idx], out), jnp.where(served, tilt.theta, thetas),
+                done | served)
 
-    out, _ = jax.lax.while_loop(lambda s: jnp.any(~s[1]), body, (exact, done))
-    return out.reshape(jnp.shape(v))
+    out, thetas, _ = jax.lax.while_loop(lambda s: jnp.any(~s[2]), body,
+                                        (exact, jnp.zeros_like(exact), done))
+    return out.reshape(jnp.shape(v)), thetas
+
+
+@jax.custom_jvp
+def _logsf_fft(q, v):
+    """:func:`_logsf_fft_tilts` without the tilts; differentiable in q (see the JVP below)."""
+    return _logsf_fft_tilts(q, v)[0]
+
+
+@_logsf_fft.defjvp
+def _logsf_fft_jvp(primals, tangents):
+    """The tail's derivative in q, through the FFT at the tilts the value used, held fixed.
+
+    For any fixed θ the un-tilted value is exact (θ only moves where the tilted pmf is
+    accurate), so ∂/∂q log Pr[S ≥ v] is the derivative of the tilted formula at that θ; the
+    search for θ (a ``while_loop``, which reverse mode cannot differentiate) stays outside.
+    Counts whose value is exact (v ≤ n_one, v ≥ top) are differentiated in closed form; their
+    FFT branch is evaluated at a count inside the support so that no ∞·0 reaches the gradient.
+    """
+    q, v = primals
+    out, thetas = _logsf_fft_tilts(q, v)
+    flat = jnp.ravel(v)
+
+    def at_fixed_tilts(q):
+        prep = _Prepared(q)
+        f = flat.astype(prep.q.dtype)
+        edge = (f <= prep.n_one) | (f >= prep.top)
+        inside = jnp.clip(f, prep.n_one + 1, jnp.maximum(prep.top - 1, prep.n_one + 1))
+        idx = jnp.clip(jnp.where(edge, inside, f), 0, prep.q.shape[0]).astype(jnp.int32)
+        stopped = jax.lax.stop_gradient(thetas)
+        tilted = jax.lax.map(
+            lambda a: _Tilt(prep.log_q, prep.log_1mq, a[0]).logsf()[a[1]], (stopped, idx))
+        exact = jnp.where(f <= prep.n_one, 0.0,
+                          jnp.where(f > prep.top, -jnp.inf, prep.log_prob_top))
+        return jnp.where(edge, exact, tilted)
+
+    _, dout = jax.jvp(at_fixed_tilts, (q,), (tangents[0],))
+    return out, dout.reshape(jnp.shape(v)).astype(out.dtype)
 
 
 def _logpmf_fft(q):
