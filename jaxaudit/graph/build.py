@@ -27,7 +27,9 @@ before anything is decompressed.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any, TypeAlias
 
 import jax.numpy as jnp
 import numpy as np
@@ -43,8 +45,12 @@ from jaxaudit.graph.types import Graph
 
 __all__ = ["from_edge_index", "from_networkx", "from_pyg", "load_graph_npz", "save_graph_npz"]
 
+#: An array from any library: numpy, jax, a nested list, or a torch tensor (read through
+#: ``.detach().cpu().numpy()``, so torch is never imported).
+ArrayInput: TypeAlias = Any
 
-def _to_numpy(name: str, value) -> np.ndarray:
+
+def _to_numpy(name: str, value: ArrayInput) -> np.ndarray:
     """numpy view of an array-like (a torch tensor through ``.detach().cpu().numpy()``)."""
     if hasattr(value, "detach") and hasattr(value, "cpu"):
         value = value.detach().cpu().numpy()
@@ -56,7 +62,7 @@ def _to_numpy(name: str, value) -> np.ndarray:
     return arr
 
 
-def _mask(name: str, value, num_nodes: int) -> np.ndarray:
+def _mask(name: str, value: ArrayInput | None, num_nodes: int) -> np.ndarray:
     if value is None:
         return np.zeros(num_nodes, dtype=bool)
     arr = _to_numpy(name, value)
@@ -67,7 +73,7 @@ def _mask(name: str, value, num_nodes: int) -> np.ndarray:
     return arr.astype(bool)
 
 
-def _edges(edge_index, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+def _edges(edge_index: ArrayInput, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     """Symmetrised, self-loop-free, duplicate-free (sender, receiver) pairs in sorted order."""
     edges = _to_numpy("edge_index", edge_index)
     if edges.ndim != 2 or edges.shape[0] != 2:
@@ -86,8 +92,10 @@ def _edges(edge_index, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     return both[0].astype(np.int32), both[1].astype(np.int32)
 
 
-def from_edge_index(features, labels, edge_index, *, num_classes: int | None = None,
-                    train_mask=None, val_mask=None, test_mask=None, name: str = "graph") -> Graph:
+def from_edge_index(features: ArrayInput, labels: ArrayInput, edge_index: ArrayInput, *,
+                    num_classes: int | None = None, train_mask: ArrayInput | None = None,
+                    val_mask: ArrayInput | None = None, test_mask: ArrayInput | None = None,
+                    name: str = "graph") -> Graph:
     """A :class:`~jaxaudit.graph.Graph` from node arrays and an edge list.
 
     Args:
@@ -143,7 +151,7 @@ def from_edge_index(features, labels, edge_index, *, num_classes: int | None = N
     return graph
 
 
-def from_pyg(data, *, num_classes: int | None = None, name: str = "pyg") -> Graph:
+def from_pyg(data: Any, *, num_classes: int | None = None, name: str = "pyg") -> Graph:
     """A ``Graph`` from a PyTorch Geometric ``Data`` object (``x``, ``y``, ``edge_index`` and the
     masks it has). torch_geometric itself is not imported: any object with these attributes
     works."""
@@ -156,7 +164,7 @@ def from_pyg(data, *, num_classes: int | None = None, name: str = "pyg") -> Grap
         test_mask=getattr(data, "test_mask", None), name=name)
 
 
-def from_networkx(nx_graph, *, features: str = "x", label: str = "y",
+def from_networkx(nx_graph: Any, *, features: str = "x", label: str = "y",
                   num_classes: int | None = None, name: str = "networkx") -> Graph:
     """A ``Graph`` from a networkx graph whose nodes carry a feature vector (attribute
     ``features``) and a class (attribute ``label``). Nodes are numbered in ``nx_graph.nodes``
@@ -177,7 +185,7 @@ def from_networkx(nx_graph, *, features: str = "x", label: str = "y",
     return from_edge_index(x, y, edge_index, num_classes=num_classes, name=name)
 
 
-def save_graph_npz(path, graph: Graph) -> Path:
+def save_graph_npz(path: str | os.PathLike[str], graph: Graph) -> Path:
     """Write ``graph`` in the ``.npz`` format of this module (read back by
     :func:`load_graph_npz`)."""
     path = Path(path)
@@ -189,7 +197,7 @@ def save_graph_npz(path, graph: Graph) -> Path:
     return path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
 
 
-def load_graph_npz(path) -> Graph:
+def load_graph_npz(path: str | os.PathLike[str]) -> Graph:
     """A ``Graph`` from an ``.npz`` file in this module's format, read without unpickling and
     validated by :func:`from_edge_index`.
 

@@ -69,7 +69,7 @@ class Dropout(nn.Module):
     deterministic: bool | None = None
 
     @nn.compact
-    def __call__(self, x, deterministic: bool | None = None):
+    def __call__(self, x: jax.Array, deterministic: bool | None = None) -> jax.Array:
         if not 0.0 <= float(self.rate) <= 1.0:
             raise ValueError(f"rate must be in [0, 1], got {self.rate!r}")
         deterministic = nn.merge_param("deterministic", self.deterministic, deterministic)

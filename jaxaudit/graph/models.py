@@ -21,18 +21,24 @@ References:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import jraph
 
 from jaxaudit.graph.dropout import Dropout
-from jaxaudit.graph.propagation import linear, segment_softmax
+from jaxaudit.graph.propagation import SparseFeatures, linear, segment_softmax
 
 __all__ = ["GCN", "GraphSAGE", "GAT", "GCNConv", "SAGEConv", "GATConv"]
 
 
-def _num_nodes(x) -> int:
+#: the first two: the two convolutions; the third: the activation between them
+_Layers = tuple[Callable[..., jax.Array], Callable[..., jax.Array], Callable[[jax.Array], jax.Array]]
+
+
+def _num_nodes(x: jax.Array | SparseFeatures) -> int:
     return x.shape[0]
 
 
@@ -42,7 +48,7 @@ def _edge_weight(graph: jraph.GraphsTuple) -> jax.Array:
     return jnp.asarray(graph.edges, jnp.float32)
 
 
-def _in_features(x) -> int:
+def _in_features(x: jax.Array | SparseFeatures) -> int:
     return x.shape[1]
 
 
@@ -52,7 +58,8 @@ class GCNConv(nn.Module):
     features: int
 
     @nn.compact
-    def __call__(self, x, senders, receivers, weight):
+    def __call__(self, x: jax.Array | SparseFeatures, senders: jax.Array, receivers: jax.Array,
+                 weight: jax.Array) -> jax.Array:
         w = self.param("kernel", nn.initializers.glorot_uniform(), (_in_features(x), self.features))
         b = self.param("bias", nn.initializers.zeros, (self.features,))
         h = linear(x, w)
@@ -70,7 +77,8 @@ class SAGEConv(nn.Module):
     features: int
 
     @nn.compact
-    def __call__(self, x, senders, receivers, weight):
+    def __call__(self, x: jax.Array | SparseFeatures, senders: jax.Array, receivers: jax.Array,
+                 weight: jax.Array) -> jax.Array:
         w = self.param(
             "kernel", nn.initializers.glorot_uniform(), (_in_features(x), 2 * self.features)
         )
@@ -97,7 +105,8 @@ class GATConv(nn.Module):
     attention_dropout: float = 0.0
 
     @nn.compact
-    def __call__(self, x, senders, receivers, weight, training: bool = False):
+    def __call__(self, x: jax.Array | SparseFeatures, senders: jax.Array, receivers: jax.Array,
+                 weight: jax.Array, training: bool = False) -> jax.Array:
         k, f = self.heads, self.features
         w = self.param("kernel", nn.initializers.glorot_uniform(), (_in_features(x), k * f))
         a_src = self.param("att_src", nn.initializers.glorot_uniform(), (1, k, f))
@@ -120,17 +129,20 @@ class GATConv(nn.Module):
 
 
 class _TwoLayer(nn.Module):
-    def layers(self):
+    def layers(self) -> _Layers:
         raise AttributeError("subclasses define layers()")
 
     @nn.compact
-    def __call__(self, graph: jraph.GraphsTuple, training: bool = False):
+    def __call__(self, graph: jraph.GraphsTuple, training: bool = False) -> jax.Array:
         first, second, activation = self.layers()
         x = graph.nodes
         weight = _edge_weight(graph)
         kw = {"training": training} if isinstance(first, GATConv) else {}
         h = activation(first(x, graph.senders, graph.receivers, weight, **kw))
-        h = Dropout(rate=self.dropout, deterministic=not training)(h)
+        # every subclass declares ``dropout`` (declared here, the flax dataclass field would come
+        # first and shift the subclasses' positional arguments)
+        rate: float = self.dropout  # type: ignore[attr-defined]
+        h = Dropout(rate=rate, deterministic=not training)(h)
         return second(h, graph.senders, graph.receivers, weight, **kw)
 
 
@@ -151,7 +163,7 @@ class GCN(_TwoLayer):
     hidden: int = 64
     dropout: float = 0.5
 
-    def layers(self):
+    def layers(self) -> _Layers:
         return GCNConv(self.hidden), GCNConv(self.num_classes), nn.relu
 
 
@@ -162,7 +174,7 @@ class GraphSAGE(_TwoLayer):
     hidden: int = 64
     dropout: float = 0.5
 
-    def layers(self):
+    def layers(self) -> _Layers:
         return SAGEConv(self.hidden), SAGEConv(self.num_classes), nn.relu
 
 
@@ -177,7 +189,7 @@ class GAT(_TwoLayer):
     dropout: float = 0.6
     attention_dropout: float = 0.6
 
-    def layers(self):
+    def layers(self) -> _Layers:
         if self.hidden % self.heads:
             raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
         return (

@@ -14,7 +14,8 @@ Everything else in the models is plain ``vmap``.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -59,7 +60,7 @@ class SparseFeatures(NamedTuple):
         return (self.indptr.shape[0] - 1, self.t_indptr.shape[0] - 1)
 
 
-def _csr(x: np.ndarray):
+def _csr(x: np.ndarray) -> tuple[jax.Array, jax.Array, jax.Array]:
     rows, cols = np.nonzero(x)  # row-major order: sorted by row, then column
     indptr = np.zeros(x.shape[0] + 1, np.int32)
     np.cumsum(np.bincount(rows, minlength=x.shape[0]), out=indptr[1:])
@@ -75,27 +76,29 @@ def sparse_features(features: ArrayLike) -> SparseFeatures:
     return SparseFeatures(*_csr(x), *_csr(np.ascontiguousarray(x.T)))
 
 
-def _csr_product(data, indices, indptr, num_cols, dense):
+def _csr_product(data: jax.Array, indices: jax.Array, indptr: jax.Array, num_cols: int,
+                 dense: jax.Array) -> jax.Array:
     # (num_rows, num_cols) CSR @ dense (num_cols, H) on XLA's native sparse kernel.
     shape = (indptr.shape[0] - 1, num_cols)
     return jsparse.BCSR((data, indices, indptr), shape=shape) @ dense
 
 
-def _make_batched(transpose: bool):
+def _make_batched(transpose: bool) -> Callable[[SparseFeatures, jax.Array], jax.Array]:
     """X-side product (X W, or X^T G when ``transpose``) whose vmap over the dense operand
     concatenates the batch along the output axis: one sparse product for all items."""
 
-    def fields(x: SparseFeatures):
+    def fields(x: SparseFeatures) -> tuple[jax.Array, jax.Array, jax.Array, int]:
         if transpose:
             return x.t_data, x.t_indices, x.t_indptr, x.shape[0]
         return x.data, x.indices, x.indptr, x.shape[1]
 
     @custom_vmap
-    def product(x: SparseFeatures, dense):
+    def product(x: SparseFeatures, dense: jax.Array) -> jax.Array:
         return _csr_product(*fields(x), dense)
 
     @product.def_vmap
-    def _rule(axis_size, in_batched, x, dense):
+    def _rule(axis_size: int, in_batched: tuple[Any, bool], x: SparseFeatures, dense: jax.Array
+              ) -> tuple[jax.Array, bool]:
         x_batched, dense_batched = in_batched
         if any(jax.tree.leaves(x_batched)):
             # Different feature matrices per item: fall back to a per-item loop over vmap.
@@ -118,15 +121,15 @@ _xtg = _make_batched(transpose=True)
 
 
 @jax.custom_vjp
-def _sparse_matmul(x: SparseFeatures, w):
+def _sparse_matmul(x: SparseFeatures, w: jax.Array) -> jax.Array:
     return _xw(x, w)
 
 
-def _sparse_matmul_fwd(x, w):
+def _sparse_matmul_fwd(x: SparseFeatures, w: jax.Array) -> tuple[jax.Array, SparseFeatures]:
     return _xw(x, w), x
 
 
-def _sparse_matmul_bwd(x, g):
+def _sparse_matmul_bwd(x: SparseFeatures, g: jax.Array) -> tuple[SparseFeatures, jax.Array]:
     zeros = jax.tree.map(jnp.zeros_like, x)
     return zeros, _xtg(x, g)
 
@@ -144,15 +147,15 @@ def sparse_matmul(x: SparseFeatures, w: jax.Array) -> jax.Array:
     return _sparse_matmul(x, w)
 
 
-def linear(x: ArrayLike, w: jax.Array) -> jax.Array:
+def linear(x: ArrayLike | SparseFeatures, w: jax.Array) -> jax.Array:
     """``x @ w`` for dense or :class:`SparseFeatures` ``x``."""
     if isinstance(x, SparseFeatures):
         return sparse_matmul(x, w)
-    return x @ w
+    return jnp.matmul(x, w)
 
 
 def segment_softmax(logits: jax.Array, segment_ids: jax.Array, num_segments: int,
-                    mask: ArrayLike = None) -> jax.Array:
+                    mask: ArrayLike | None = None) -> jax.Array:
     """Softmax of edge logits over the edges sharing a receiver (masked edges get weight 0)."""
     if mask is not None:
         logits = jnp.where(mask, logits, -jnp.inf)

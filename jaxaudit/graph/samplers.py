@@ -18,7 +18,8 @@ References:
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
@@ -63,6 +64,9 @@ class Sampler(Protocol):
 
     def __call__(self, key: jax.Array, graph: Graph) -> Sample: ...
 
+    if TYPE_CHECKING:  # for the type checker only: isinstance checks stay as they were
+        def __hash__(self) -> int: ...
+
 
 @runtime_checkable
 class ExactSampler(Sampler, Protocol):
@@ -76,7 +80,7 @@ def induced_edges(graph: Graph, node_mask: jax.Array) -> jax.Array:
     return node_mask[graph.senders] & node_mask[graph.receivers]
 
 
-def _check_ratio(ratio) -> float:
+def _check_ratio(ratio: Any) -> float:
     return float(check_probability("ratio", as_scalar("ratio", ratio), open_low=True))
 
 
@@ -112,6 +116,12 @@ class UniformSampler:
 
     def exact_inclusion(self, graph: Graph) -> np.ndarray:
         return np.full((graph.num_nodes,), _target_size(self.ratio, graph.num_nodes) / graph.num_nodes)
+
+
+#: while-loop carries: snowball (in S, frontier, parent, key); random walk (in S, |S|, start,
+#: current node, steps without a new node, key)
+_SnowballState = tuple[jax.Array, jax.Array, jax.Array, jax.Array]
+_WalkState = tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]
 
 
 def _segment_rank(segment_ids: jax.Array, priority: jax.Array) -> jax.Array:
@@ -154,11 +164,11 @@ class SnowballSampler:
         seeds = seeds & (_segment_rank(jnp.zeros(n_nodes, jnp.int32), sub_pri) < target)
         senders, receivers = graph.senders, graph.receivers
 
-        def cond(state):
+        def cond(state: _SnowballState) -> jax.Array:
             in_s, frontier, _, _ = state
             return (jnp.sum(in_s) < target) & jnp.any(frontier)
 
-        def body(state):
+        def body(state: _SnowballState) -> _SnowballState:
             in_s, frontier, parent, k = state
             k, k_edge, k_node = jax.random.split(k, 3)
             eligible = frontier[senders] & ~in_s[receivers]
@@ -211,10 +221,10 @@ class RandomWalkSampler:
         start = jax.random.randint(k_start, (), 0, n_nodes)
         in_s = jnp.zeros(n_nodes, bool).at[start].set(True)
 
-        def cond(state):
+        def cond(state: _WalkState) -> jax.Array:
             return state[1] < target
 
-        def body(state):
+        def body(state: _WalkState) -> _WalkState:
             in_s, count, start, cur, stall, k = state
             k, k1, k2, k3 = jax.random.split(k, 4)
             d = deg[cur]
@@ -281,7 +291,7 @@ def inclusion_probabilities(key: jax.Array, sampler: Sampler, graph: Graph,
 
 
 @jax.jit(static_argnums=0)
-def _mc_inclusion(sampler, keys, graph):
+def _mc_inclusion(sampler: Sampler, keys: jax.Array, graph: Graph) -> jax.Array:
     batch = 50
     num = keys.shape[0]
     pad = (-num) % batch
@@ -301,7 +311,7 @@ def _mc_inclusion(sampler, keys, graph):
 SAMPLERS = ("uniform", "poisson", "snowball", "random_walk")
 
 
-def sampler_by_name(name: str, ratio: float, **options) -> Sampler:
+def sampler_by_name(name: str, ratio: float, **options: Any) -> Sampler:
     """The sampler called ``name`` (one of :data:`SAMPLERS`) at sampling ratio ``ratio``, with
     that sampler's keyword ``options`` (e.g. ``edges="induced"`` for the snowball sampler).
 
@@ -310,8 +320,10 @@ def sampler_by_name(name: str, ratio: float, **options) -> Sampler:
       'SnowballSampler'
     """
     check_choice("name", name, SAMPLERS)
-    factory = {"uniform": uniform_sampler, "poisson": poisson_sampler,
-               "snowball": snowball_sampler, "random_walk": random_walk_sampler}[name]
+    factories: dict[str, Callable[..., Sampler]] = {
+        "uniform": uniform_sampler, "poisson": poisson_sampler, "snowball": snowball_sampler,
+        "random_walk": random_walk_sampler}
+    factory = factories[name]
     try:
         return factory(ratio, **options)
     except TypeError as err:

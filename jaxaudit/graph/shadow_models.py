@@ -22,7 +22,7 @@ Score of node i under model r: the logit of the true-class probability,
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import flax.linen as nn
@@ -77,13 +77,13 @@ class ShadowModels(NamedTuple):
 class Inputs(NamedTuple):
     """Device-side data the training needs: features (dense or sparse), edges, labels."""
 
-    nodes: Any
+    nodes: jax.Array | SparseFeatures
     senders: jax.Array
     receivers: jax.Array
     labels: jax.Array
 
 
-def gnn_module(model: nn.Module, graph: Graph) -> nn.Module:
+def gnn_module(model: str | nn.Module, graph: Graph) -> nn.Module:
     """The flax module for ``model``: "gcn" | "sage" | "gat" (sized from ``graph``) or a module."""
     if isinstance(model, nn.Module):
         return model
@@ -102,13 +102,13 @@ def prepare_inputs(graph: Graph, *, normalize_features: bool = True,
         sums = x.sum(axis=1, keepdims=True)
         x = np.where(sums != 0, x / np.where(sums == 0, 1.0, sums), x)
     if sparse is None:
-        sparse = np.count_nonzero(x) <= 0.1 * x.size
+        sparse = bool(np.count_nonzero(x) <= 0.1 * x.size)
     nodes = sparse_features(x) if sparse else jnp.asarray(x)
     return Inputs(nodes, jnp.asarray(graph.senders), jnp.asarray(graph.receivers),
                   jnp.asarray(graph.labels, jnp.int32))
 
 
-def _graphs_tuple(inputs: Inputs, edge_weight) -> jraph.GraphsTuple:
+def _graphs_tuple(inputs: Inputs, edge_weight: jax.Array | None) -> jraph.GraphsTuple:
     n = (inputs.nodes.shape if isinstance(inputs.nodes, SparseFeatures) else inputs.nodes.shape)[0]
     return jraph.GraphsTuple(
         nodes=inputs.nodes, edges=edge_weight, senders=inputs.senders, receivers=inputs.receivers,
@@ -123,7 +123,8 @@ def true_class_logit(logits: jax.Array, labels: jax.Array) -> jax.Array:
     return z_y - jax.nn.logsumexp(others, axis=-1)
 
 
-def _fit(module, epochs, learning_rate, weight_decay, key, inputs, node_mask, edge_weight):
+def _fit(module: nn.Module, epochs: int, learning_rate: float, weight_decay: float,
+         key: jax.Array, inputs: Inputs, node_mask: jax.Array, edge_weight: jax.Array) -> Any:
     """Full-batch training of one model on the labels of ``node_mask``; returns the params."""
     k_init, k_drop = jax.random.split(key)
     graph = _graphs_tuple(inputs, edge_weight)
@@ -132,12 +133,13 @@ def _fit(module, epochs, learning_rate, weight_decay, key, inputs, node_mask, ed
     opt = optax.chain(optax.add_decayed_weights(weight_decay), optax.adam(learning_rate))
     weights = node_mask.astype(jnp.float32) / jnp.maximum(jnp.sum(node_mask), 1)
 
-    def loss_fn(p, k):
+    def loss_fn(p: Any, k: jax.Array) -> jax.Array:
         logits = module.apply(p, graph, training=True, rngs={"dropout": k})
         ce = optax.softmax_cross_entropy_with_integer_labels(logits, inputs.labels)
         return jnp.sum(ce * weights)
 
-    def step(carry, epoch):
+    def step(carry: tuple[Any, optax.OptState], epoch: jax.Array
+             ) -> tuple[tuple[Any, optax.OptState], None]:
         p, s = carry
         grads = jax.grad(loss_fn)(p, jax.random.fold_in(k_drop, epoch))
         updates, s = opt.update(grads, s, p)
@@ -147,7 +149,8 @@ def _fit(module, epochs, learning_rate, weight_decay, key, inputs, node_mask, ed
     return params
 
 
-def _edge_weights(edge_access, inputs, node_mask, train_edges):
+def _edge_weights(edge_access: str, inputs: Inputs, node_mask: jax.Array, train_edges: jax.Array
+                  ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """(train, query-for-members, query-for-non-members) edge weights."""
     ones = jnp.ones(inputs.senders.shape, jnp.float32)
     if edge_access == "full":
@@ -160,17 +163,21 @@ def _edge_weights(edge_access, inputs, node_mask, train_edges):
     return train, train, rest
 
 
-def _one_shadow(sampler, module, epochs, learning_rate, weight_decay, edge_access,
-                key, graph, inputs):
+def _one_shadow(sampler: Sampler, module: nn.Module, epochs: int, learning_rate: float,
+                weight_decay: float, edge_access: str, key: jax.Array, graph: Graph,
+                inputs: Inputs) -> tuple[jax.Array, jax.Array]:
     k_sample, k_train = jax.random.split(key)
     sample = sampler(k_sample, graph)
     w_train, w_in, w_out = _edge_weights(edge_access, inputs, sample.node_mask, sample.edge_mask)
     params = _fit(module, epochs, learning_rate, weight_decay, k_train, inputs,
                   sample.node_mask, w_train)
-    score_in = true_class_logit(module.apply(params, _graphs_tuple(inputs, w_in)), inputs.labels)
+    # flax types apply() as "output or (output, state)"; without ``mutable`` it is the output
+    logits_in: jax.Array = module.apply(params, _graphs_tuple(inputs, w_in))  # type: ignore[assignment]
+    score_in = true_class_logit(logits_in, inputs.labels)
     if edge_access == "inductive":
-        score_out = true_class_logit(module.apply(params, _graphs_tuple(inputs, w_out)),
-                                     inputs.labels)
+        logits_out: jax.Array = module.apply(  # type: ignore[assignment]
+            params, _graphs_tuple(inputs, w_out))
+        score_out = true_class_logit(logits_out, inputs.labels)
         score = jnp.where(sample.node_mask, score_in, score_out)
     else:
         score = score_in
@@ -178,32 +185,37 @@ def _one_shadow(sampler, module, epochs, learning_rate, weight_decay, edge_acces
 
 
 @functools.lru_cache(maxsize=32)
-def _batched_trainer(sampler, module, epochs, learning_rate, weight_decay, edge_access,
-                     chunk_size, devices):
+def _batched_trainer(sampler: Sampler, module: nn.Module, epochs: int, learning_rate: float,
+                     weight_decay: float, edge_access: str, chunk_size: int | None,
+                     devices: tuple[jax.Device, ...] | None
+                     ) -> Callable[..., tuple[jax.Array, jax.Array]]:
     one = functools.partial(_one_shadow, sampler, module, epochs, learning_rate, weight_decay,
                             edge_access)
     return vmap_chunked(one, chunk_size=chunk_size, devices=devices)
 
 
 @functools.lru_cache(maxsize=32)
-def _single_trainer(sampler, module, epochs, learning_rate, weight_decay, edge_access):
+def _single_trainer(sampler: Sampler, module: nn.Module, epochs: int, learning_rate: float,
+                    weight_decay: float, edge_access: str
+                    ) -> Callable[..., tuple[jax.Array, jax.Array]]:
     return jax.jit(functools.partial(_one_shadow, sampler, module, epochs, learning_rate,
                                      weight_decay, edge_access))
 
 
 @functools.lru_cache(maxsize=32)
-def _compiled_fit(module, epochs, learning_rate, weight_decay):
+def _compiled_fit(module: nn.Module, epochs: int, learning_rate: float, weight_decay: float
+                  ) -> Callable[..., Any]:
     """The jitted full-batch fit of :func:`train_gnn`, cached per static recipe."""
     return jax.jit(functools.partial(_fit, module, epochs, learning_rate, weight_decay))
 
 
 @functools.lru_cache(maxsize=32)
-def _compiled_apply(module):
+def _compiled_apply(module: nn.Module) -> Callable[..., jax.Array]:
     """The jitted ``module.apply`` of :func:`gnn_logits`, cached per module."""
     return jax.jit(module.apply)
 
 
-def _check_recipe(graph, epochs, learning_rate, weight_decay) -> None:
+def _check_recipe(graph: Graph, epochs: int, learning_rate: float, weight_decay: float) -> None:
     """The graph and the optimisation recipe (finite: an inf learning rate trains NaN scores)."""
     if not isinstance(graph, Graph):
         raise ValueError(f"graph must be a jaxaudit.datasets.Graph, got {type(graph).__name__}")
@@ -213,7 +225,8 @@ def _check_recipe(graph, epochs, learning_rate, weight_decay) -> None:
     check_nonnegative_finite("weight_decay", weight_decay)
 
 
-def _check_shadow(graph, sampler, epochs, learning_rate, weight_decay, edge_access) -> None:
+def _check_shadow(graph: Graph, sampler: Sampler, epochs: int, learning_rate: float,
+                  weight_decay: float, edge_access: str) -> None:
     """:func:`_check_recipe` plus the sampler and the edge access of a shadow model."""
     _check_recipe(graph, epochs, learning_rate, weight_decay)
     if not isinstance(sampler, Sampler):
@@ -221,7 +234,7 @@ def _check_shadow(graph, sampler, epochs, learning_rate, weight_decay, edge_acce
     check_choice("edge_access", edge_access, EDGE_ACCESS)
 
 
-def _check_trained(scores: jax.Array, learning_rate, weight_decay) -> None:
+def _check_trained(scores: jax.Array, learning_rate: float, weight_decay: float) -> None:
     """Refuse the scores of diverged models (NaN or ±inf: a finite model's true-class logit is
     finite), naming the recipe, so that they are never saved or attacked as if they were
     measurements."""
