@@ -176,6 +176,18 @@ def test_discard_new_run_keeps_finished_chunks(tmp_path):
     assert mine.is_dir() and not any(mine.iterdir())
 
 
+def test_docs_example_runs(capsys):
+    """The Python example of docs/attacks.md runs as written."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "attacks.md").read_text()
+    section = text[text.index("## The sweeps from Python"):text.index("## Results")]
+    code = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
+    exec(compile(code, "docs/attacks.md", "exec"), {})
+    assert "| rho |" in capsys.readouterr().out
+
+
 def test_level_names_are_safe_exact_and_distinct():
     """Issue 24 (3): ε = 10^6 gave the invalid chunk name 'eps_1e+06', and 2 and 2.0000001
     shared 'eps_2' (one run reported under both). Names must be valid chunk names, one per
