@@ -57,6 +57,7 @@ from jaxaudit.bounds.priors import (
     uniform_prior,
     zipf_prior,
 )
+from jaxaudit.bounds.registry import PRIORS, NamedPrior, prior_by_name
 from jaxaudit.bounds.success import gain, gain_ratio, max_gain, max_gain_prior, posterior_success
 from jaxaudit.bounds.summary import BoundsSummary, PerTarget, PrivacyModel, summarize_bounds
 
@@ -101,6 +102,10 @@ __all__ = [
     "columns_prior",
     "zipf_prior",
     "uniform_prior",
+    # priors by name (the registry the CLI and the pipelines share)
+    "PRIORS",
+    "NamedPrior",
+    "prior_by_name",
     # everything side by side (what `jaxaudit bounds` prints)
     "PrivacyModel",
     "PerTarget",

@@ -1,10 +1,6 @@
-"""Argument types and the help formatter shared by the ``jaxaudit`` sub-commands.
-
-The types only parse: a number of the right kind (an integer, a finite float), so that
-``--seed -1`` or ``--learning-rate inf`` is refused at once with the flag's name, before any
-work. Ranges that the library knows (a sampling ratio in (0, 1], δ in [0, 1), ...) are checked by
-the library functions, which the commands call before they create a run folder.
-"""
+"""Argument types, the help formatter and the error naming shared by the sub-commands. The
+types only parse (``--seed -1`` or ``--learning-rate inf`` is refused at once with the flag's
+name); the pipelines check ranges before any run folder (:func:`as_flags` names the flags)."""
 
 from __future__ import annotations
 
@@ -12,80 +8,67 @@ import argparse
 import contextlib
 import math
 import re
+from collections.abc import Callable, Iterator
+from typing import Any
 
 
-def _integer(text: str, minimum: int) -> int:
+def _parsed(text: str, kind: type, ok: Callable[[Any], bool], what: str) -> Any:
     try:
-        value = int(text)
+        value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}") from None
-    if value < minimum:
-        raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
+        value = math.nan
+    if not ((isinstance(value, int) or math.isfinite(value)) and ok(value)):
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
     return value
 
 
 def count(text: str) -> int:
     """An integer >= 1 (models, runs, epochs, steps, chunk sizes)."""
-    return _integer(text, 1)
+    return _parsed(text, int, lambda v: v >= 1, "an integer >= 1")
 
 
 def nonnegative_int(text: str) -> int:
     """An integer >= 0 (a seed, a size that may be 0)."""
-    return _integer(text, 0)
+    return _parsed(text, int, lambda v: v >= 0, "an integer >= 0")
 
 
 def finite(text: str) -> float:
     """A finite float (inf and nan refused)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
+    return _parsed(text, float, lambda v: True, "a finite number")
 
 
 def positive(text: str) -> float:
     """A finite float > 0 (a learning rate, a clip norm, ε of an audit)."""
-    value = finite(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
-    return value
+    return _parsed(text, float, lambda v: v > 0, "a finite number > 0")
 
 
 def nonnegative(text: str) -> float:
     """A finite float >= 0 (a weight decay)."""
-    value = finite(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
-    return value
+    return _parsed(text, float, lambda v: v >= 0, "a finite number >= 0")
 
 
 class HelpFormatter(argparse.HelpFormatter):
-    """Every option's help ends with its default: ``(default: %(default)s)`` unless the help
-    already says it, ``(default: off)`` for a flag."""
+    """Every option's help ends with ``(default: %(default)s)`` (a flag: ``(default: off)``)."""
 
-    def _get_help_string(self, action):
+    def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         if (not action.option_strings or "default" in text or action.default is argparse.SUPPRESS
                 or isinstance(action, argparse._HelpAction | argparse._VersionAction)):
             return text
         if isinstance(action, argparse._StoreTrueAction):
             return f"{text} (default: off)"
-        if action.default is None:
-            return text
-        return f"{text} (default: %(default)s)"
+        return text if action.default is None else f"{text} (default: %(default)s)"
 
 
 class Parser(argparse.ArgumentParser):
     """``argparse.ArgumentParser`` with :class:`HelpFormatter` for itself and its sub-parsers."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: object, **kwargs: object) -> None:
         kwargs["formatter_class"] = HelpFormatter
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
 
-def bounded(kind, low: int, high: int):
+def bounded(kind: Callable[[str], int], low: int, high: int) -> Callable[[str], int]:
     """An integer flag in [low, high] (the parse of ``kind``, then the upper limit)."""
     def parse(text: str) -> int:
         value = kind(text)
@@ -96,13 +79,12 @@ def bounded(kind, low: int, high: int):
 
 
 @contextlib.contextmanager
-def as_flags(**names: str):
-    """Re-raise a library ``ValueError`` with its argument names replaced by the flags
-    (``learning_rate`` -> ``--learning-rate``)."""
+def as_flags(**names: str) -> Iterator[None]:
+    """Re-raise a ValueError/FileNotFoundError naming flags (``learning_rate`` -> ``--learning-rate``)."""
     try:
         yield
-    except ValueError as err:
+    except (ValueError, FileNotFoundError) as err:
         msg = str(err)
         for name, flag in names.items():
-            msg = re.sub(rf"(?<![\w'-]){name}(?![\w'])", flag, msg)
-        raise ValueError(msg) from err
+            msg = re.sub(rf"(?<![\w'/.-]){name}(?![\w'/]|\.\w)", flag, msg)
+        raise (FileNotFoundError if isinstance(err, FileNotFoundError) else ValueError)(msg) from err

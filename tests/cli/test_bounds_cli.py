@@ -111,9 +111,9 @@ def test_hostile_arguments_refused(argv, message, capsys):
 def test_bad_paths_refused_before_computing(tmp_path, capsys, monkeypatch):
     """Hostile 9 and 11: --json at a folder gave a traceback after the computation; a 2-D
     --priors file was flattened."""
-    import jaxaudit.cli.bounds as cli_bounds
+    import jaxaudit.pipelines.bounds as pipeline
 
-    monkeypatch.setattr(cli_bounds, "_results", lambda *a: pytest.fail("computed first"))
+    monkeypatch.setattr(pipeline, "summarize_bounds", lambda *a, **k: pytest.fail("computed first"))
     assert main(["bounds", "--epsilon", "1", "--uniform", "10", "--targets", "10",
                  "--json", str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err
