@@ -35,20 +35,21 @@ looser (enable x64 there). The ε⁻ are lowered by a bound on the round-off of 
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import betainc
+from jax.typing import ArrayLike
 
-from jaxaudit._validation import check_finite, is_traced
-from jaxaudit.mia.types import validate_counts
+from jaxaudit._validation import check_finite, check_probability, is_traced
+from jaxaudit.mia.types import ErrorCounts, validate_counts
+from jaxaudit.stats import binomial as cp
+from jaxaudit.stats.binomial import _rounded_down, cp_upper_core
 
 __all__ = ["CertifiedEpsilons", "certified_epsilons", "clopper_pearson_upper"]
 
-_BISECTION_STEPS = 64  # the bracket [0, 1] halves 64 times: below float64 resolution
-_F32_BETAINC_SLACK = 48.0  # relative margin on float32 betainc, in (a + b + 2) float32 eps
 
 
 class CertifiedEpsilons(NamedTuple):
@@ -67,52 +68,13 @@ class CertifiedEpsilons(NamedTuple):
     confidence: float
 
 
-def _cp_upper(k, n, level, tail=None):
-    """Upper Clopper–Pearson limit: the p with I_p(k + 1, n − k) = level (1 when k = n).
-
-    Unvalidated, traceable core; in float64 exact to the last bracket; in float32 the test is on
-    the upper tail ``tail`` = 1 − level (pass it when it is known more precisely than
-    1 − level) with the margin of the module docstring, so the limit is never below the exact
-    one."""
-    a = k + 1.0
-    b = jnp.maximum(n - k, 1.0)  # placeholder where k = n (answer 1)
-    dtype = jnp.result_type(a)
-    if dtype == jnp.float64:
-        def below(p):
-            return betainc(a, b, p) < level  # I_p increases in p
-    else:
-        tail = 1.0 - level if tail is None else tail
-        margin = 1.0 + _F32_BETAINC_SLACK * (a + b + 2.0) * jnp.finfo(dtype).eps
-
-        def below(p):
-            # 1 − p rounded up, so that the tail is not underestimated by the subtraction
-            q = jnp.minimum(jnp.nextafter(1.0 - p, jnp.asarray(2.0, dtype)), 1.0)
-            return betainc(b, a, q) * margin > tail  # Q = 1 − I_p(a, b) decreases in p
-
-    def body(_, bracket):
-        lo, hi = bracket
-        mid = 0.5 * (lo + hi)
-        is_below = below(mid)
-        return jnp.where(is_below, mid, lo), jnp.where(is_below, hi, mid)
-
-    lo, hi = jax.lax.fori_loop(0, _BISECTION_STEPS, body, (jnp.zeros_like(a), jnp.ones_like(a)))
-    return jnp.where(k >= n, 1.0, hi)
-
-
-def _rounded_down(value: float, dtype):
-    """A concrete float in ``dtype``, rounded towards 0 (a smaller tail: a larger, safe limit)."""
-    y = np.asarray(value, dtype)
-    if y > value:
-        y = np.nextafter(y, np.asarray(0, dtype))
-    return jnp.asarray(y)
-
-
 @jax.jit
 def _certified(fp, n0, fn, n1, level, tail=None):
     """Unvalidated, traceable core of :func:`certified_epsilons` (float counts, level
     1 − (1 − c)/2, optionally its tail (1 − c)/2)."""
-    a_hi = _cp_upper(fp, n0, level, tail)
-    b_hi = _cp_upper(fn, n1, level, tail)
+    failure = 1.0 - level if tail is None else tail
+    a_hi = cp_upper_core(fp, n0, failure)
+    b_hi = cp_upper_core(fn, n1, failure)
     # log((1 − β⁺)/α⁺) with log(0) = −inf where β⁺ = 1 (no certificate): clipped at 0 below
     log_tnr, log_fpr = jnp.log1p(-a_hi), jnp.log(a_hi)
     log_tpr, log_fnr = jnp.log1p(-b_hi), jnp.log(b_hi)
@@ -126,35 +88,50 @@ def _certified(fp, n0, fn, n1, level, tail=None):
     return jnp.maximum(eps_l, 0.0), jnp.maximum(eps_r, 0.0), a_hi, b_hi
 
 
-def clopper_pearson_upper(k, n, *, level: float = 0.95):
-    """One-sided exact upper confidence limit of a binomial proportion: Pr(p ≤ p⁺) ≥ ``level``.
+def clopper_pearson_upper(k: ArrayLike, n: ArrayLike, *, confidence: ArrayLike | None = None,
+                          level: ArrayLike | None = None) -> jax.Array:
+    """One-sided exact upper confidence limit of a binomial proportion: Pr(p ≤ p⁺) ≥ confidence.
 
-    p⁺ = B⁻¹(level; k + 1, n − k) (Clopper & Pearson 1934), 1 when k = n; float64 bisection on
-    the regularised incomplete beta function (the returned value is ≥ the exact quantile).
+    p⁺ = B⁻¹(confidence; k + 1, n − k) (Clopper & Pearson 1934), 1 when k = n:
+    :func:`jaxaudit.stats.clopper_pearson_upper` (the one copy; float64 bisection eagerly, the
+    returned value ≥ the exact quantile), rounded up into the default float dtype.
+
+    Args:
+      k: successes (integers in [0, n]).
+      n: trials (integers ≥ 1).
+      confidence: one-sided coverage in (0, 1); 0.95 when neither it nor ``level`` is given.
+      level: deprecated name of ``confidence`` here (warns). Note that the deprecated ``level``
+        of ``jaxaudit.renyi``'s Clopper–Pearson functions is the failure probability.
+
+    Returns:
+      The limit in the default float dtype (traced inputs: the stats core in their dtype).
 
     Example:
-      >>> round(float(clopper_pearson_upper(0, 10, level=0.95)), 4)  # 1 − 0.05^(1/10)
+      >>> round(float(clopper_pearson_upper(0, 10, confidence=0.95)), 4)  # 1 − 0.05^(1/10)
       0.2589
     """
-    if is_traced(k, n, level):
+    if level is not None:
+        if confidence is not None:
+            raise ValueError("clopper_pearson_upper: give confidence only (level is its "
+                             "deprecated name), not both")
+        warnings.warn("jaxaudit.bmp.clopper_pearson_upper(level=...) is deprecated: level is the "
+                      "confidence here; pass confidence=level (jaxaudit.stats."
+                      "clopper_pearson_upper)", DeprecationWarning, stacklevel=2)
+        if not is_traced(level):
+            level = check_probability("level", level, open_low=True, open_high=True)
+        confidence = level
+    if confidence is None:
+        confidence = 0.95
+    if is_traced(k, n, confidence):
         dtype = jnp.result_type(float)
         k, n = jnp.broadcast_arrays(jnp.asarray(k, dtype), jnp.asarray(n, dtype))
-        tail = None if is_traced(level) else _rounded_down(1.0 - float(level), dtype)
-        return _cp_upper(k, n, jnp.asarray(level, dtype), tail)
-    level = float(check_finite("level", level))
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must lie in (0, 1), got {level}")
-    k, n = np.broadcast_arrays(np.asarray(k, np.float64), np.asarray(n, np.float64))
-    if np.any(~np.isfinite(k)) or np.any(k < 0) or np.any(k != np.round(k)) or np.any(k > n):
-        raise ValueError(f"k must hold integers in [0, n], got {k}")
-    if np.any(~np.isfinite(n)) or np.any(n < 1) or np.any(n != np.round(n)):
-        raise ValueError(f"n must hold integers >= 1, got {n}")
-    with jax.enable_x64(True):
-        out = jax.device_get(_cp_upper(jnp.asarray(k), jnp.asarray(n), jnp.float64(level)))
+        return cp.clopper_pearson_upper(k, n, confidence=confidence)
+    out = cp.clopper_pearson_upper(np.asarray(k, np.float64), np.asarray(n, np.float64),
+                                   confidence=confidence)
     return _to_default_float(out, up=True)
 
 
-def _to_default_float(x, *, up: bool):
+def _to_default_float(x: ArrayLike, *, up: bool) -> jax.Array:
     """float64 → the default float dtype, rounded up (``up``) or down so that bounds stay valid."""
     x = np.asarray(x, np.float64)
     dtype = jnp.result_type(float)
@@ -165,7 +142,7 @@ def _to_default_float(x, *, up: bool):
     return jnp.asarray(y)
 
 
-def certified_epsilons(counts, *, confidence: float = 0.95) -> CertifiedEpsilons:
+def certified_epsilons(counts: ErrorCounts, *, confidence: ArrayLike = 0.95) -> CertifiedEpsilons:
     """Certified lower bounds on (ε_L, ε_R) per node, jointly valid with probability ≥ confidence.
 
     ε_R⁻ = max(0, log((1 − β⁺)/α⁺)), ε_L⁻ = max(0, log((1 − α⁺)/β⁺)), with α⁺, β⁺ the one-sided
@@ -207,7 +184,8 @@ def certified_epsilons(counts, *, confidence: float = 0.95) -> CertifiedEpsilons
     level = 1.0 - (1.0 - confidence) / 2.0
     with jax.enable_x64(True):
         args = [jnp.asarray(c, jnp.float64) for c in counts]
-        eps_l, eps_r, a_hi, b_hi = _certified(*args, jnp.float64(level))
+        eps_l, eps_r, a_hi, b_hi = _certified(*args, jnp.float64(level),
+                                              jnp.float64((1.0 - confidence) / 2.0))
         eps_l, eps_r, a_hi, b_hi = jax.device_get((eps_l, eps_r, a_hi, b_hi))
     return CertifiedEpsilons(_to_default_float(eps_l, up=False), _to_default_float(eps_r, up=False),
                              _to_default_float(a_hi, up=True), _to_default_float(b_hi, up=True),

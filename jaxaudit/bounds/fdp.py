@@ -30,6 +30,7 @@ from jaxaudit._validation import (
     check_positive,
     check_probability,
 )
+from jaxaudit.stats.gdp import gdp_delta_core
 
 __all__ = ["gdp_delta", "gdp_tradeoff", "approx_dp_tradeoff", "approx_dp_delta"]
 
@@ -67,17 +68,8 @@ def gdp_delta(epsilon: ArrayLike, mu: ArrayLike) -> jax.Array:
     return upper_bound(_gdp_delta, epsilon, mu)
 
 
-@jax.jit
-def _gdp_delta(eps, mu):
-    a = -eps / mu + mu / 2.0
-    b = -eps / mu - mu / 2.0
-    log_phi_a = norm.logcdf(a)
-    delta = jnp.exp(log_phi_a) * -jnp.expm1(eps + norm.logcdf(b) - log_phi_a)
-    # Φ(a) = 0 (ε = ∞, or ε/μ overflowing) makes both terms 0: δ = 0, not ∞ − ∞ = NaN.
-    delta = jnp.where(log_phi_a == -jnp.inf, 0.0, delta)
-    # μ = ∞ (no privacy): δ = 1 for every ε, also ε = ∞ where ε/μ is NaN (the safe choice).
-    delta = jnp.where(mu == jnp.inf, 1.0, delta)
-    return jnp.clip(delta, 0.0, 1.0)
+#: δ_μ(ε)'s one implementation is :func:`jaxaudit.stats.gdp.gdp_delta_core`.
+_gdp_delta = gdp_delta_core
 
 
 def gdp_tradeoff(alpha: ArrayLike, mu: ArrayLike) -> jax.Array:

@@ -17,6 +17,7 @@ import jax
 import numpy as np
 from jax.typing import ArrayLike
 
+from jaxaudit.accounting.guarantees import ApproxDP, GaussianDP, PureDP
 from jaxaudit.bounds.count_bound import (
     aggregate_gain,
     success_count_bound,
@@ -43,7 +44,10 @@ __all__ = ["PrivacyModel", "PerTarget", "BoundsSummary", "summarize_bounds"]
 
 class PrivacyModel(NamedTuple):
     """The mechanism's guarantee: ε-DP, (ε, δ)-DP, or μ-GDP (then ``epsilon``, if given, is only
-    the ε at which the per-target β(ε, κ) is reported).
+    the ε at which the per-target β(ε, κ) is reported), under replace-one neighbours.
+
+    The bounds' view of :mod:`jaxaudit.accounting.guarantees` (:meth:`guarantee`,
+    :meth:`from_guarantee`); :func:`summarize_bounds` takes either.
 
     Attributes:
       epsilon: ε ≥ 0 (required unless ``gdp_mu`` is given).
@@ -78,6 +82,39 @@ class PrivacyModel(NamedTuple):
     def _delta_of_epsilon(self) -> Callable:
         mu = self.gdp_mu
         return lambda e: gdp_delta(e, mu)
+
+    def guarantee(self) -> PureDP | ApproxDP | GaussianDP:
+        """This model as the library's guarantee type (:mod:`jaxaudit.accounting.guarantees`),
+        with relation ``"replace_one"``: the bounds' game changes one target's value."""
+        self._checked()
+        if self.gdp_mu is not None:
+            return GaussianDP(self.gdp_mu, "replace_one")
+        if self.delta:
+            return ApproxDP(self.epsilon, self.delta, "replace_one")
+        return PureDP(self.epsilon, "replace_one")
+
+    @classmethod
+    def from_guarantee(cls, guarantee: PureDP | ApproxDP | GaussianDP) -> PrivacyModel:
+        """The model of a :class:`~jaxaudit.accounting.PureDP`, :class:`~jaxaudit.accounting.ApproxDP`
+        or :class:`~jaxaudit.accounting.GaussianDP` guarantee under replace-one neighbours.
+
+        An add/remove guarantee is refused (ValueError naming ``privacy.relation``): the bounds
+        need replace-one, which it implies only through group privacy — convert it with
+        ``guarantee.to_replace_one()`` (docs/vocabulary.md)."""
+        if not isinstance(guarantee, PureDP | ApproxDP | GaussianDP):
+            raise ValueError("privacy must be a PrivacyModel, PureDP, ApproxDP or GaussianDP, got "
+                             f"{type(guarantee).__name__} (convert an RdpCurve with "
+                             ".to_approx(delta))")
+        if guarantee.relation != "replace_one":
+            raise ValueError(f"privacy.relation must be 'replace_one' (the bounds' game replaces "
+                             f"one target's value), got {guarantee.relation!r}: convert an "
+                             "add/remove guarantee with .to_replace_one() (group privacy)")
+        guarantee.validate()
+        if isinstance(guarantee, GaussianDP):
+            return cls(gdp_mu=float(guarantee.mu))
+        if isinstance(guarantee, ApproxDP):
+            return cls(epsilon=float(guarantee.epsilon), delta=float(guarantee.delta))
+        return cls(epsilon=float(guarantee.epsilon))
 
     def _checked(self) -> PrivacyModel:
         if self.gdp_mu is None and self.epsilon is None:
@@ -129,13 +166,16 @@ class BoundsSummary(NamedTuple):
     baselines: dict
 
 
-def summarize_bounds(priors: ArrayLike, privacy: PrivacyModel, *, gamma: float = 0.05,
+def summarize_bounds(priors: ArrayLike, privacy: PrivacyModel | PureDP | ApproxDP | GaussianDP,
+                     *, gamma: float = 0.05,
                      uniform_support: int | None = None, attempts: int = 1) -> BoundsSummary:
     """Every bound of :mod:`jaxaudit.bounds` for these targets, side by side.
 
     Args:
       priors: (n,) baseline success p_i of each target.
-      privacy: the mechanism's :class:`PrivacyModel`.
+      privacy: the mechanism's :class:`PrivacyModel`, or a replace-one
+        :class:`~jaxaudit.accounting.PureDP`, :class:`~jaxaudit.accounting.ApproxDP` or
+        :class:`~jaxaudit.accounting.GaussianDP` (:meth:`PrivacyModel.from_guarantee`).
       gamma: level γ ∈ (0, 1) of the count bound and of the one-run tests.
       uniform_support: K when the priors come from a uniform prior over K values (enables the
         one-run baselines that assume it: MMC, and Steinke et al. for K = 2).
@@ -150,6 +190,8 @@ def summarize_bounds(priors: ArrayLike, privacy: PrivacyModel, *, gamma: float =
       >>> s.count_bound, round(s.aggregate_gain, 3), round(s.per_target.beta, 6)
       (255, 0.155, 0.231969)
     """
+    if not isinstance(privacy, PrivacyModel):
+        privacy = PrivacyModel.from_guarantee(privacy)
     privacy = privacy._checked()
     with jax.enable_x64(True):
         v_gamma = privacy.count_bound(priors, gamma)  # validates priors and gamma

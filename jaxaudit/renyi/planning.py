@@ -73,8 +73,8 @@ from jaxaudit._validation import (
     check_score_vector,
     plain,
 )
-from jaxaudit.renyi.confidence import _bernstein_radius, _hoeffding_radius
 from jaxaudit.renyi.threshold_tests import refuse_traced
+from jaxaudit.stats.radii import _bernstein_radius, _hoeffding_radius
 
 __all__ = ["RunsNeeded", "runs_needed", "format_runs_needed"]
 

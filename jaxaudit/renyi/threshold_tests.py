@@ -36,24 +36,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy import special as jsp_special
-from jax.scipy.stats import norm
 from jax.typing import ArrayLike
-from scipy import special, stats
+from scipy import special
 
 from jaxaudit._validation import (
     check_broadcast,
     check_choice,
     check_finite,
-    check_nonnegative,
     check_order_limits,
     check_orders,
     check_probability,
     check_score_vector,
     is_traced,
-    plain,
 )
-from jaxaudit.bounds.fdp import gdp_delta
 from jaxaudit.renyi.closed_forms import float_arrays
+from jaxaudit.stats import binomial as cp
+from jaxaudit.stats.binomial import cp_lower_host, cp_upper_host
+from jaxaudit.stats.gdp import gdp_epsilon, gdp_epsilon_core, gdp_to_rdp
 
 __all__ = [
     "ThresholdTest",
@@ -99,29 +98,10 @@ class GdpLowerBound(NamedTuple):
     test: ThresholdTest
 
 
-#: Bisection steps of the traceable Clopper–Pearson and GDP cores (enough to reach adjacent
-#: floats in float64 on [0, 1]; the GDP bracket is scaled, see :func:`_gdp_epsilon`).
-_BISECTION_STEPS = 128
-
-
-def _check_counts(k, n):
-    """k successes of n trials: integers with 0 ≤ k ≤ n, n ≥ 1 (concrete values only)."""
-    k_arr = check_finite("k", k)
-    n_arr = check_finite("n", n)
-    for name, arr in (("k", k_arr), ("n", n_arr)):
-        bad = arr != np.round(arr)
-        if bad.any():
-            raise ValueError(f"{name} must be integer counts, got {plain(arr[bad].ravel()[0])}")
-    if (n_arr < 1).any():
-        raise ValueError(f"n must be >= 1, got {plain(n_arr[n_arr < 1].ravel()[0])}")
-    check_broadcast(k=k, n=n)
-    if (k_arr < 0).any() or (k_arr > n_arr).any():
-        bad = k_arr[(k_arr < 0) | (k_arr > n_arr)].ravel() if k_arr.ndim else k_arr
-        raise ValueError(f"k must lie in [0, n], got {plain(np.ravel(bad)[0])}")
-
-
-def _failure_probability(level, confidence, function):
-    """The one-sided failure probability from ``confidence`` (new) or ``level`` (deprecated)."""
+def _failure_probability(level: ArrayLike | None, confidence: ArrayLike | None,
+                         function: str) -> ArrayLike:
+    """``confidence`` from ``confidence`` (new) or ``level`` (deprecated: the failure
+    probability, so confidence = 1 − level)."""
     if level is not None and confidence is not None:
         raise ValueError(f"{function}: give confidence only (level is its deprecated "
                          "complement), not both")
@@ -132,85 +112,41 @@ def _failure_probability(level, confidence, function):
                       "pass confidence=1 - level instead", DeprecationWarning, stacklevel=3)
         if not is_traced(level):
             level = check_probability("level", level, open_low=True, open_high=True)
-        return level
-    if not is_traced(confidence):
-        confidence = check_probability("confidence", confidence, open_low=True, open_high=True)
-    return 1.0 - confidence
+        return 1.0 - level
+    return confidence
 
 
-def _bisect(fn_at_least, lo, hi, steps=_BISECTION_STEPS):
-    """Bisection on [lo, hi] for a predicate that is False at lo and True at hi (monotone);
-    returns the final (lo, hi) with fn(lo) False and fn(hi) True (elementwise, static steps)."""
-
-    def step(_, bracket):
-        lo, hi = bracket
-        mid = lo + 0.5 * (hi - lo)
-        above = fn_at_least(mid)
-        return jnp.where(above, lo, mid), jnp.where(above, mid, hi)
-
-    return jax.lax.fori_loop(0, steps, step, (lo, hi))
-
-
-def _cp_upper_core(k, n, failure):
-    """p_hi = Beta(k + 1, n − k)'s (1 − failure)-quantile, 1 at k = n: the smallest p with
-    I_p(k + 1, n − k) ≥ 1 − failure (bisection on ``jax.scipy.special.betainc``; the upper end of
-    the final bracket, so never below the exact quantile up to the accuracy of betainc)."""
-    full = k >= n
-    k_safe = jnp.where(full, jnp.zeros_like(k), k)
-    n_safe = jnp.where(full, jnp.ones_like(n), n)
-    target = 1.0 - failure
-    zero = jnp.zeros(jnp.broadcast_shapes(k.shape, n.shape, failure.shape), k.dtype)
-    _, hi = _bisect(lambda p: jsp_special.betainc(k_safe + 1.0, n_safe - k_safe, p) >= target,
-                    zero, jnp.ones_like(zero))
-    return jnp.where(full, jnp.ones_like(hi), hi)
-
-
-def _cp_lower_core(k, n, failure):
-    """p_lo = Beta(k, n − k + 1)'s failure-quantile, 0 at k = 0: the largest p with
-    I_p(k, n − k + 1) ≤ failure (the lower end of the final bracket)."""
-    empty = k <= 0
-    k_safe = jnp.where(empty, jnp.ones_like(k), k)
-    zero = jnp.zeros(jnp.broadcast_shapes(k.shape, n.shape, failure.shape), k.dtype)
-    lo, _ = _bisect(lambda p: jsp_special.betainc(k_safe, n - k_safe + 1.0, p) > failure,
-                    zero, jnp.ones_like(zero))
-    return jnp.where(empty, jnp.zeros_like(lo), lo)
-
-
-def clopper_pearson_upper(k: ArrayLike, n: ArrayLike, level: ArrayLike = None, *,
-                          confidence: ArrayLike = None):
+def clopper_pearson_upper(k: ArrayLike, n: ArrayLike, level: ArrayLike | None = None, *,
+                          confidence: ArrayLike | None = None) -> jax.Array | np.ndarray:
     """One-sided Clopper–Pearson upper bound p_hi: P(p > p_hi) ≤ 1 − confidence, k successes of n.
 
-    p_hi is the ``confidence``-quantile of Beta(k + 1, n − k) (1 at k = n) (Clopper & Pearson,
-    Biometrika 1934).
+    :func:`jaxaudit.stats.clopper_pearson_upper` (the one copy; Clopper & Pearson, Biometrika
+    1934) with the deprecated positional ``level`` of this module kept for one release.
 
     Args:
       k: successes (integers in [0, n]).
       n: trials (integers ≥ 1).
       level: deprecated: the failure probability 1 − confidence (warns). Note
-        ``jaxaudit.bmp.clopper_pearson_upper``'s ``level`` is the confidence.
+        ``jaxaudit.bmp.clopper_pearson_upper``'s deprecated ``level`` is the confidence.
       confidence: one-sided coverage in (0, 1), e.g. 0.975.
 
     Returns:
-      Concrete inputs: a float64 numpy array (``scipy.stats.beta.ppf``). Traced inputs (inside
-      jit/vmap): the same quantile by 128 bisection steps on ``jax.scipy.special.betainc`` in the
-      inputs' dtype (the upper end of the bracket); not differentiable (k, n are counts).
+      As :func:`jaxaudit.stats.clopper_pearson_upper`.
 
     Examples:
       >>> round(float(clopper_pearson_upper(0, 10, confidence=0.95)), 4)   # 1 − 0.05^(1/10)
       0.2589
     """
-    failure = _failure_probability(level, confidence, "clopper_pearson_upper")
-    if is_traced(k, n, failure):
-        return _cp_upper_core(*float_arrays(k, n, failure))
-    _check_counts(k, n)
-    return _cp_upper_np(k, n, failure)
+    confidence = _failure_probability(level, confidence, "clopper_pearson_upper")
+    return cp.clopper_pearson_upper(k, n, confidence=confidence)
 
 
-def clopper_pearson_lower(k: ArrayLike, n: ArrayLike, level: ArrayLike = None, *,
-                          confidence: ArrayLike = None):
+def clopper_pearson_lower(k: ArrayLike, n: ArrayLike, level: ArrayLike | None = None, *,
+                          confidence: ArrayLike | None = None) -> jax.Array | np.ndarray:
     """One-sided Clopper–Pearson lower bound p_lo: P(p < p_lo) ≤ 1 − confidence, k successes of n.
 
-    p_lo is the (1 − confidence)-quantile of Beta(k, n − k + 1) (0 at k = 0).
+    :func:`jaxaudit.stats.clopper_pearson_lower` with the deprecated ``level`` (the failure
+    probability) of this module kept for one release.
 
     Args:
       k: successes (integers in [0, n]).
@@ -219,32 +155,19 @@ def clopper_pearson_lower(k: ArrayLike, n: ArrayLike, level: ArrayLike = None, *
       confidence: one-sided coverage in (0, 1).
 
     Returns:
-      As :func:`clopper_pearson_upper` (scipy in float64 for concrete inputs, bisection on
-      betainc for traced ones, the lower end of the bracket).
+      As :func:`jaxaudit.stats.clopper_pearson_lower`.
 
     Examples:
       >>> round(float(clopper_pearson_lower(10, 10, confidence=0.95)), 4)   # 0.05^(1/10)
       0.7411
     """
-    failure = _failure_probability(level, confidence, "clopper_pearson_lower")
-    if is_traced(k, n, failure):
-        return _cp_lower_core(*float_arrays(k, n, failure))
-    _check_counts(k, n)
-    return _cp_lower_np(k, n, failure)
+    confidence = _failure_probability(level, confidence, "clopper_pearson_lower")
+    return cp.clopper_pearson_lower(k, n, confidence=confidence)
 
 
-def _cp_upper_np(k, n, failure) -> np.ndarray:
-    """Host-side float64 Clopper–Pearson upper bound at failure probability ``failure``."""
-    k, n = np.asarray(k, dtype=np.float64), np.asarray(n, dtype=np.float64)
-    safe_k = np.minimum(k, n - 1)
-    return np.where(k >= n, 1.0, stats.beta.ppf(1.0 - failure, safe_k + 1.0, n - safe_k))
-
-
-def _cp_lower_np(k, n, failure) -> np.ndarray:
-    """Host-side float64 Clopper–Pearson lower bound at failure probability ``failure``."""
-    k, n = np.asarray(k, dtype=np.float64), np.asarray(n, dtype=np.float64)
-    safe_k = np.maximum(k, 1)
-    return np.where(k <= 0, 0.0, stats.beta.ppf(failure, safe_k, n - safe_k + 1.0))
+#: Host-side float64 limits at a failure probability (scipy), for the threshold searches.
+_cp_upper_np = cp_upper_host
+_cp_lower_np = cp_lower_host
 
 
 def _split(rng, x, fraction):
@@ -310,104 +233,8 @@ def _mu_from_rates(tpr_lo, fpr_hi):
     return np.where(np.isnan(mu), 0.0, np.maximum(mu, 0.0))
 
 
-@jax.custom_jvp
-def _gdp_epsilon(mu, delta):
-    """Smallest ε ≥ 0 with δ_μ(ε) ≤ δ for μ-GDP. Unvalidated, traceable, differentiable.
-
-    δ_μ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) decreases in ε and is below its first term,
-    which equals δ at ε_hi = μ²/2 − μ Φ⁻¹(δ); so the root lies in [0, max(ε_hi, 0)], found by
-    128 bisection steps (static, so it jits and vmaps). The lower end of the final bracket is
-    returned: δ_μ(ε) > δ there, so it is never above the exact ε (up to the rounding of δ_μ).
-    Limits: 0 when μ = 0 or δ ≥ δ_μ(0); ∞ when δ = 0 < μ or μ = ∞ (with δ < 1).
-    Gradient by the implicit function theorem (see the JVP below).
-    """
-    regular = (mu > 0) & jnp.isfinite(mu) & (delta > 0)
-    mu_s = jnp.where(regular, mu, jnp.ones_like(mu))
-    delta_s = jnp.where(regular, delta, jnp.full_like(delta, 0.5))
-    eps_hi = jnp.maximum(mu_s * mu_s / 2.0 - mu_s * jsp_special.ndtri(delta_s), 0.0)
-    lo, _ = _bisect(lambda e: gdp_delta(e, mu_s) <= delta_s, jnp.zeros_like(eps_hi), eps_hi)
-    infinite = (delta < 1) & ((mu == jnp.inf) | ((delta <= 0) & (mu > 0)))
-    return jnp.where(regular, lo, jnp.where(infinite, jnp.inf, jnp.zeros_like(lo)))
-
-
-@_gdp_epsilon.defjvp
-def _gdp_epsilon_jvp(primals, tangents):
-    """dε = (φ(a) dμ − dδ) / (e^ε Φ(b)), a = −ε/μ + μ/2, b = a − μ, from δ_μ(ε) = δ:
-    ∂δ_μ/∂ε = −e^ε Φ(b) and ∂δ_μ/∂μ = φ(a) (Dong, Roth, Su, arXiv 1905.02383, using
-    e^ε φ(b) = φ(a)). Zero where ε is 0 or ∞ (a constant piece)."""
-    mu, delta = primals
-    d_mu, d_delta = tangents
-    eps = _gdp_epsilon(mu, delta)
-    interior = (eps > 0) & jnp.isfinite(eps)
-    eps_s = jnp.where(interior, eps, jnp.ones_like(eps))
-    mu_s = jnp.where(interior, mu, jnp.ones_like(mu))
-    a = -eps_s / mu_s + mu_s / 2.0
-    slope = jnp.exp(eps_s + norm.logcdf(a - mu_s))
-    d_eps = (jnp.exp(norm.logpdf(a)) * d_mu - d_delta) / slope
-    return eps, jnp.where(interior, d_eps, jnp.zeros_like(d_eps))
-
-
-def gdp_epsilon(mu: ArrayLike, delta: ArrayLike):
-    """Smallest ε ≥ 0 with δ_μ(ε) ≤ δ for μ-GDP: the (ε, δ) curve of μ-GDP.
-
-    δ_μ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth, Su, "Gaussian Differential Privacy",
-    arXiv 1905.02383, Corollary 2.13; :func:`jaxaudit.bounds.gdp_delta`), inverted by bisection
-    on [0, μ²/2 − μ Φ⁻¹(δ)] (128 steps; the lower end of the bracket, never above the exact ε).
-    0 if μ = 0 or δ ≥ δ_μ(0); ∞ if δ = 0 < μ or μ = ∞.
-
-    Args:
-      mu: μ ≥ 0 (∞ allowed).
-      delta: δ ∈ [0, 1] (broadcasts with ``mu``).
-
-    Returns:
-      Concrete inputs: a Python float for scalars, a float64 numpy array otherwise (computed in
-      float64). Traced inputs (inside jit/vmap/grad): a jax array in the inputs' dtype;
-      differentiable in μ and δ (implicit function theorem).
-
-    Examples:
-      >>> round(gdp_epsilon(1.0, 1e-5), 3)   # ε = 4.38 at δ = 1e−5 is μ ≈ 1.0006
-      4.377
-    """
-    if is_traced(mu, delta):
-        return _gdp_epsilon(*float_arrays(mu, delta))
-    mu_np = check_nonnegative("mu", mu)
-    delta_np = check_probability("delta", delta)
-    check_broadcast(mu=mu, delta=delta)
-    with jax.enable_x64(True):
-        out = np.asarray(_gdp_epsilon_jit(jnp.asarray(mu_np), jnp.asarray(delta_np)))
-    return float(out) if out.ndim == 0 else out
-
-
-_gdp_epsilon_jit = jax.jit(_gdp_epsilon)
-
-
-def _gdp_to_rdp(mu, alpha):
-    """α μ²/2 (0 at μ = 0 for every α, also α = ∞). Unvalidated, traceable."""
-    value = alpha * mu**2 / 2.0
-    return jnp.where(mu == 0, jnp.zeros_like(value), value)
-
-
-def gdp_to_rdp(mu: ArrayLike, alpha: ArrayLike):
-    """μ-GDP implies (α, α μ²/2)-RDP for every α ≥ 1 (the GDP → RDP conversion).
-
-    μ-GDP is exactly the privacy profile of N(μ, 1) vs N(0, 1), whose Rényi divergence is
-    α μ²/2 (Dong, Roth, Su, arXiv 1905.02383; Mironov, arXiv 1702.07476, Proposition 7).
-
-    Args:
-      mu: μ ≥ 0.
-      alpha: order(s) α ∈ [1, ∞] (broadcasts with ``mu``).
-
-    Returns:
-      Concrete inputs: a float64 numpy array; traced inputs: a jax array in their dtype.
-    """
-    if is_traced(mu, alpha):
-        return _gdp_to_rdp(*float_arrays(mu, alpha))
-    mu_np = check_nonnegative("mu", mu)
-    alpha_np = check_order_limits("alpha", alpha)
-    check_broadcast(mu=mu, alpha=alpha)
-    with np.errstate(invalid="ignore"):
-        value = alpha_np * mu_np**2 / 2.0
-    return np.asarray(np.where(mu_np == 0, 0.0, value), dtype=np.float64)
+#: The GDP conversions live in :mod:`jaxaudit.stats.gdp` (the one copy); re-exported here.
+_gdp_epsilon = gdp_epsilon_core
 
 
 #: Why the threshold-test baselines, the binned bound and the run planner stay on the host.

@@ -213,11 +213,15 @@ def test_clopper_pearson_composes(fn):
     n = 1000.0
     eager = fn(np.asarray(k), n, confidence=0.975)   # scipy, float64
     traced = jax.jit(lambda k: fn(k, n, confidence=0.975))(k)
-    # float32: (1 − p)^n carries ~n·6e−8 relative rounding (1.2e−4 at k = 0, n = 1000)
-    np.testing.assert_allclose(traced, eager, rtol=5e-4, atol=1e-7)
+    # float32: the one core (jaxaudit.stats.binomial) keeps a margin over float32 betainc's
+    # error, so the traced limit is on the safe side of the exact one, within 1e-4 at n = 1000
+    side = 1.0 if fn is clopper_pearson_upper else -1.0
+    assert np.all(side * (np.asarray(traced, np.float64) - eager) >= 0)
+    np.testing.assert_allclose(traced, eager, rtol=1e-2, atol=1e-4)
     per_level = jax.vmap(lambda c: fn(7.0, 40.0, confidence=c))(jnp.array([0.9, 0.975, 0.999]))
-    np.testing.assert_allclose(per_level, [fn(7, 40, confidence=c) for c in (0.9, 0.975, 0.999)],
-                               rtol=2e-5)
+    exact = np.asarray([fn(7, 40, confidence=c) for c in (0.9, 0.975, 0.999)])
+    assert np.all(side * (np.asarray(per_level, np.float64) - exact) >= 0)
+    np.testing.assert_allclose(per_level, exact, rtol=1e-3)
     with jax.enable_x64(True):
         traced64 = jax.jit(lambda k: fn(k, n, confidence=0.975))(jnp.asarray(k, jnp.float64))
     np.testing.assert_allclose(traced64, eager, rtol=1e-9, atol=1e-14)

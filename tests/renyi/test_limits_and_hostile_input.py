@@ -198,7 +198,7 @@ def test_gdp_epsilon_ends():
                                        (lambda: gdp_epsilon(np.nan, 1e-5), "mu"),
                                        (lambda: gdp_epsilon(1.0, 1.5), "delta"),
                                        (lambda: gdp_to_rdp(-1.0, 2.0), "mu"),
-                                       (lambda: gdp_to_rdp(1.0, 0.5), "alpha")])
+                                       (lambda: gdp_to_rdp(1.0, 0.5), "order")])
 def test_gdp_bad_input(call, name):
     with pytest.raises(ValueError, match=name):
         call()
