@@ -25,9 +25,9 @@ from jaxaudit.accounting import rdp_epsilons
 from jaxaudit.renyi import (
     estimate_renyi,
     gdp_epsilon_lower_bound,
-    gdp_to_rdp,
     threshold_renyi_lower_bound,
 )
+from jaxaudit.stats import gdp_to_rdp
 
 __all__ = ["OrderAudit", "audit_dpsgd"]
 
