@@ -150,7 +150,7 @@ def audit_to_arrays(audit: Any) -> dict[str, np.ndarray]:
     return out
 
 
-def audit_from_arrays(arrays: dict, masks: np.ndarray, scores: np.ndarray) -> Any:
+def audit_from_arrays(arrays: dict, masks: Any, scores: Any) -> Any:
     """The ``BmpAudit`` of :func:`audit_to_arrays`' arrays and the shadow masks and scores."""
     from jaxaudit import bmp
 

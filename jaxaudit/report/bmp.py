@@ -182,7 +182,7 @@ def plot(folder: str | Path, table: dict[str, np.ndarray],
         fig, ax = plt.subplots(figsize=(5, 4))
         both = np.concatenate([med_r, other_r])
         top = float(both[np.isfinite(both)].max()) if np.isfinite(both).any() else 1.0
-        bins = np.linspace(0, max(top, 1e-9), 40)
+        bins = np.linspace(0, max(top, 1e-9), 40).tolist()
         ax.hist(other_r[~np.isnan(other_r)], bins=bins, alpha=0.6, label=other_label)
         ax.hist(med_r[ok], bins=bins, alpha=0.6, label="this run")
         ax.set(xlabel="posterior median ε_R (Bayesian)", ylabel="nodes",

@@ -140,9 +140,9 @@ def test_html_report_shows_certified_and_bayesian_columns(report):
 def test_compare_folder_read_before_work(report):
     """Issue 24 (5): --compare is parsed (manifest and nodes.csv) before the audit; a valid
     report gives its posterior medians (NaN where it has none) and its sampler."""
-    from jaxaudit.cli.bmp import _read_compare
+    from jaxaudit.report.bmp import read_compare
 
-    values, label = _read_compare(report)
+    values, label = read_compare(report)
     rows = list(csv.DictReader((report / "nodes.csv").open()))
     want = np.array([float(r["bayes_eps_r_q50"]) if r["bayes_eps_r_q50"] else np.nan
                      for r in rows])
@@ -150,24 +150,5 @@ def test_compare_folder_read_before_work(report):
     assert label == "uniform"
 
 
-@pytest.mark.slow
-def test_same_seed_same_models_in_shadow_and_bmp(report, tmp_path):
-    """The one key rule (model m of seed s uses fold_in(key(s), m), whatever the chunking):
-    `bmp` training its own 8 models in one chunk of 8 equals `shadow` in two chunks of 4 followed
-    by `bmp --shadow` — the same error counts and the same posteriors on every node (before the
-    rule the two differed on 289 of 300 nodes)."""
-    out = tmp_path / "own"
-    rc = main(["bmp", "--dataset", "csbm", "--csbm-nodes", str(NODES), "--models", "8",
-               "--epochs", "5", "--model-chunk", "8", "--sampler", "uniform", "--out", str(out),
-               *POST])
-    assert rc == 0
-    via_shadow = list(csv.DictReader((report / "nodes.csv").open()))
-    own = list(csv.DictReader((out / "nodes.csv").open()))
-    assert len(own) == len(via_shadow) == NODES
-    for column in ("fp", "n0", "fn", "n1"):
-        assert [r[column] for r in own] == [r[column] for r in via_shadow], column
-    for column in ("bayes_eps_r_q50", "certified_eps_r"):
-        if column in own[0]:
-            np.testing.assert_allclose([float(r[column] or "nan") for r in own],
-                                       [float(r[column] or "nan") for r in via_shadow],
-                                       rtol=1e-5, equal_nan=True, err_msg=column)
+# test_same_seed_same_models_in_shadow_and_bmp: now a library test,
+# tests/pipelines/test_bmp.py (run_shadow then run_bmp(shadow_run=...) against run_bmp).
