@@ -48,7 +48,7 @@ out["draw"], out["key_data"] = np.asarray(got["draw"]), np.asarray(jax.random.ke
 out["local"] = np.asarray(got["draw"].is_fully_addressable)
 
 graph = make_csbm(jax.random.key(1), num_nodes=24, num_classes=2, num_features=4)
-shadow = train_shadow_models(jax.random.key(2), graph, uniform_sampler(0.5), "gcn", 3, epochs=3)
+shadow = train_shadow_models(jax.random.key(2), graph, uniform_sampler(0.5), "gcn", 3, epochs=2)
 out["masks"], out["scores"] = np.asarray(shadow.masks), np.asarray(shadow.scores)
 
 try:  # each process passes other keys: refused on every process, nothing mixed

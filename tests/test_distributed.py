@@ -89,7 +89,7 @@ def test_train_shadow_models_over_two_processes_equals_one_process(two_processes
     results, _ = two_processes
     graph = make_csbm(jax.random.key(1), num_nodes=24, num_classes=2, num_features=4)
     ref = train_shadow_models(jax.random.key(2), graph, uniform_sampler(0.5), "gcn", 3,
-                              epochs=3, devices=jax.devices()[:1])
+                              epochs=2, devices=jax.devices()[:1])
     for got in results:
         np.testing.assert_array_equal(got["masks"], np.asarray(ref.masks))
         np.testing.assert_array_equal(got["scores"], np.asarray(ref.scores))
