@@ -26,7 +26,9 @@ import math
 import os
 import zipfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.lib.format as npformat
@@ -42,8 +44,12 @@ _NPY_MAGIC = b"\x93NUMPY"
 _ZIP_MAGIC = b"PK\x03\x04"
 _EMPTY_ZIP = b"PK\x05\x06"
 
+#: Where arrays are read from: a path, or the file's content as bytes.
+Source: TypeAlias = str | os.PathLike[str] | bytes | bytearray | memoryview
+_T = TypeVar("_T")
 
-def _label(source, name: str | None) -> str:
+
+def _label(source: Source, name: str | None) -> str:
     if name is not None:
         return name
     if isinstance(source, bytes | bytearray | memoryview):
@@ -51,7 +57,8 @@ def _label(source, name: str | None) -> str:
     return str(source)
 
 
-def _read_header(f, available: int, label: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+def _read_header(f: IO[bytes], available: int, label: str
+                 ) -> tuple[tuple[int, ...], bool, np.dtype]:
     """Shape, Fortran order and dtype from the ``.npy`` header at ``f``'s position, checked
     against the ``available`` bytes from that position on."""
     start = f.tell()
@@ -64,7 +71,9 @@ def _read_header(f, available: int, label: str) -> tuple[tuple[int, ...], bool, 
         else:  # 3.0 (utf-8 field names): not exposed publicly by numpy
             from numpy.lib import _format_impl
 
-            shape, fortran, dtype = _format_impl._read_array_header(f, version)
+            # private in numpy (absent from its stubs), the only reader of format 3.0 headers
+            shape, fortran, dtype = _format_impl._read_array_header(  # type: ignore[attr-defined]
+                f, version)
     except (ValueError, EOFError, OSError, SyntaxError, TypeError, AttributeError,
             ImportError, zlib.error, zipfile.BadZipFile) as err:
         raise ValueError(f"{label} is not a valid .npy array ({err})") from None
@@ -83,7 +92,7 @@ def _read_header(f, available: int, label: str) -> tuple[tuple[int, ...], bool, 
     return shape, fortran, dtype
 
 
-def _read_checked(f, available: int, label: str) -> np.ndarray:
+def _read_checked(f: IO[bytes], available: int, label: str) -> np.ndarray:
     start = f.tell()
     _read_header(f, available, label)
     f.seek(start)
@@ -93,7 +102,7 @@ def _read_checked(f, available: int, label: str) -> np.ndarray:
         raise ValueError(f"{label} could not be read ({err})") from None
 
 
-def _open(source) -> tuple:
+def _open(source: Source) -> tuple[IO[bytes], int]:
     """(file object, size in bytes) for a path or bytes; the caller closes the file."""
     if isinstance(source, bytes | bytearray | memoryview):
         data = bytes(source)
@@ -105,7 +114,7 @@ def _open(source) -> tuple:
     return f, os.fstat(f.fileno()).st_size
 
 
-def load_npy(source, *, name: str | None = None) -> np.ndarray:
+def load_npy(source: Source, *, name: str | None = None) -> np.ndarray:
     """One array from a ``.npy`` file (a path, or its bytes), checked before it is allocated.
 
     Args:
@@ -130,7 +139,8 @@ def load_npy(source, *, name: str | None = None) -> np.ndarray:
         return _read_checked(f, size, label)
 
 
-def _members(zf: zipfile.ZipFile, archive_size: int, max_bytes: int | None, label: str):
+def _members(zf: zipfile.ZipFile, archive_size: int, max_bytes: int | None, label: str
+             ) -> list[zipfile.ZipInfo]:
     infos = zf.infolist()
     total = sum(i.file_size for i in infos)
     limit = (max(DEFAULT_MIN_LIMIT, DEFAULT_MAX_RATIO * archive_size)
@@ -148,20 +158,21 @@ def _members(zf: zipfile.ZipFile, archive_size: int, max_bytes: int | None, labe
     return infos
 
 
-def _zip(f, label: str) -> zipfile.ZipFile:
+def _zip(f: IO[bytes], label: str) -> zipfile.ZipFile:
     try:
         return zipfile.ZipFile(f)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as err:
         raise ValueError(f"{label} is not a valid .npz archive ({err})") from None
 
 
-def _each_member(source, name, max_bytes, read) -> dict:
+def _each_member(source: Source, name: str | None, max_bytes: int | None,
+                 read: Callable[[IO[bytes], int, str], _T]) -> dict[str, _T]:
     """``{array name: read(member, declared size, label)}`` over the checked members of an
     ``.npz`` (:func:`_members`); a member that cannot be decompressed is a ValueError naming it."""
     label = _label(source, name)
     f, size = _open(source)
     with f, _zip(f, label) as zf:
-        out = {}
+        out: dict[str, _T] = {}
         for info in _members(zf, size, max_bytes, label):
             what = f"{label} (member {info.filename})"
             try:
@@ -173,7 +184,7 @@ def _each_member(source, name, max_bytes, read) -> dict:
         return out
 
 
-def load_npz(source, *, name: str | None = None, max_bytes: int | None = None,
+def load_npz(source: Source, *, name: str | None = None, max_bytes: int | None = None,
              ) -> dict[str, np.ndarray]:
     """Every array of an ``.npz`` archive (a path, or its bytes), checked before decompression.
 
@@ -195,18 +206,18 @@ def load_npz(source, *, name: str | None = None, max_bytes: int | None = None,
     return _each_member(source, name, max_bytes, _read_checked)
 
 
-def describe_npz(source, *, name: str | None = None, max_bytes: int | None = None,
+def describe_npz(source: Source, *, name: str | None = None, max_bytes: int | None = None,
                  ) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
     """``{array name: (shape, dtype)}`` of an ``.npz`` from the member headers alone, with the
     checks of :func:`load_npz` on the declared sizes and headers (no array is loaded)."""
-    def header(member, size, what):
+    def header(member: IO[bytes], size: int, what: str) -> tuple[tuple[int, ...], np.dtype]:
         shape, _, dtype = _read_header(member, size, what)
         return shape, dtype
 
     return _each_member(source, name, max_bytes, header)
 
 
-def load_arrays(source, *, name: str | None = None, max_bytes: int | None = None,
+def load_arrays(source: Source, *, name: str | None = None, max_bytes: int | None = None,
                 ) -> np.ndarray | dict[str, np.ndarray]:
     """An ``.npy`` (one array) or an ``.npz`` (``{name: array}``), told apart by their first
     bytes, with the checks of :func:`load_npy` / :func:`load_npz`."""

@@ -69,7 +69,7 @@ class Claim:
     def __enter__(self) -> Claim:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.release()
 
 

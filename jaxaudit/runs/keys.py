@@ -36,7 +36,7 @@ MAX_UNITS = 2**31
 STREAMS = ("priors", "audit", "init", "eval")
 
 
-def _root(seed) -> jax.Array:
+def _root(seed: int) -> jax.Array:
     return jax.random.key(check_integer("seed", seed, minimum=0))
 
 

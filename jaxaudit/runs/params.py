@@ -51,7 +51,8 @@ def params_from_arrays(arrays: Mapping[str, Any], like: Any) -> Any:
       [1.0, 1.0]
     """
     treedef = jax.tree.structure(like)
-    names = [_leaf_name(i) for i in range(treedef.num_leaves)]
+    # PyTreeDef comes from jaxlib's C++ extension, which mypy cannot resolve
+    names = [_leaf_name(i) for i in range(treedef.num_leaves)]  # type: ignore[attr-defined]
     if sorted(arrays) != names:
         raise ValueError(f"arrays must hold exactly {names[:3]}… ({len(names)} leaves of like), "
                          f"got {sorted(arrays)[:3]}… ({len(arrays)} entries)")

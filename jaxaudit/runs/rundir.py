@@ -76,7 +76,7 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
-def _jsonable(obj, strict: bool = True):
+def _jsonable(obj: Any, strict: bool = True) -> Any:
     """``obj`` with numpy/JAX values as Python ones, paths as strings and (``strict``)
     non-finite floats as None (JSON ``null``)."""
     if isinstance(obj, dict):
@@ -96,7 +96,7 @@ def _jsonable(obj, strict: bool = True):
     return obj
 
 
-def dumps_strict(obj, **kwargs) -> str:
+def dumps_strict(obj: Any, **kwargs: Any) -> str:
     """``json.dumps`` of ``obj`` as strict JSON: numpy/JAX values converted, every non-finite
     number written as ``null`` (``allow_nan=False``: nothing else can produce a bare ``NaN`` or
     ``Infinity``). ``kwargs`` go to :func:`json.dumps` (``indent``, ``sort_keys``, ...)."""
@@ -110,7 +110,7 @@ def config_hash(config: dict) -> str:
         dumps_strict(config, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _legacy_config_hash(config) -> str:
+def _legacy_config_hash(config: dict) -> str:
     """The hash of earlier versions (non-finite numbers as ``NaN``/``Infinity``)."""
     text = json.dumps(_jsonable(config, strict=False), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
@@ -123,7 +123,7 @@ def _manifest_digest(manifest: dict) -> str:
         dumps_strict(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _depth_exceeds(obj, limit: int) -> bool:
+def _depth_exceeds(obj: Any, limit: int) -> bool:
     """True when lists/dicts nest deeper than ``limit`` (iterative: no recursion)."""
     stack = [(obj, 1)]
     while stack:
@@ -136,7 +136,7 @@ def _depth_exceeds(obj, limit: int) -> bool:
     return False
 
 
-def parse_json(data: bytes, what) -> Any:
+def parse_json(data: bytes, what: object) -> Any:
     """JSON from ``data``; ``ValueError`` naming ``what`` when it is not UTF-8 JSON or nests
     deeper than :data:`MAX_JSON_DEPTH`."""
     try:
@@ -259,11 +259,13 @@ def _write_temp(path: Path, data: bytes) -> str:
 def _write_error(path: Path, err: OSError) -> OSError:
     """An ``OSError`` of the same kind whose message names ``path`` and the remedy."""
     reason = err.strerror or str(err)
-    hint = {errno.ENOSPC: "free some space or choose another folder",
-            errno.EDQUOT: "free some space or choose another folder",
-            errno.EROFS: "the file system is read-only: choose another folder",
-            errno.EACCES: "choose a folder you can write to",
-            errno.EPERM: "choose a folder you can write to"}.get(err.errno, "")
+    hints: dict[int | None, str] = {
+        errno.ENOSPC: "free some space or choose another folder",
+        errno.EDQUOT: "free some space or choose another folder",
+        errno.EROFS: "the file system is read-only: choose another folder",
+        errno.EACCES: "choose a folder you can write to",
+        errno.EPERM: "choose a folder you can write to"}
+    hint = hints.get(err.errno, "")
     new = type(err)(err.errno, f"cannot write {path}: {reason}" + (f" ({hint})" if hint else ""))
     return new
 
@@ -408,7 +410,7 @@ def _write_manifest(path: Path, manifest: dict) -> None:
     atomic_write_bytes(path / MANIFEST, dumps_strict(manifest, indent=2).encode())
 
 
-def _safe_relpath(relpath) -> Path:
+def _safe_relpath(relpath: str | os.PathLike[str]) -> Path:
     rel = Path(relpath)
     if rel.is_absolute() or not rel.parts or any(p in ("", ".", "..") for p in rel.parts):
         raise ValueError(f"relpath must be a relative path inside the run folder, got {relpath!r}")
@@ -418,7 +420,7 @@ def _safe_relpath(relpath) -> Path:
 class RunDir:
     """A run folder. Use :meth:`open`; see the module docstring for the layout."""
 
-    def __init__(self, path: Path, manifest: dict):
+    def __init__(self, path: Path, manifest: dict) -> None:
         self.path = Path(path)
         self.manifest = manifest
 
@@ -437,7 +439,7 @@ class RunDir:
         return "manifest_hash" not in self.manifest
 
     @classmethod
-    def open(cls, path, *, kind: str, config: dict) -> RunDir:
+    def open(cls, path: str | os.PathLike[str], *, kind: str, config: dict) -> RunDir:
         """Create the run folder, or resume it when it holds a run with the same configuration.
 
         Raises:
@@ -464,7 +466,7 @@ class RunDir:
                                  f"({err.strerror or err})") from err
             if others:
                 raise ValueError(f"{path} is not empty and holds no {MANIFEST}; use a new folder")
-            manifest = {
+            manifest: dict[str, Any] = {
                 "kind": kind,
                 "config": config,
                 "config_hash": digest,
@@ -498,7 +500,7 @@ class RunDir:
             )
         return cls(path, manifest)
 
-    def plan(self, names) -> None:
+    def plan(self, names: Sequence[str]) -> None:
         """Record chunk names the run will hold (kept in the manifest, in order, without
         duplicates, covered by ``manifest_hash``), so that :func:`load_results` can tell a
         finished run from a partial one."""
@@ -665,7 +667,7 @@ class RunDir:
         return sorted(names)
 
     # -- other outputs ------------------------------------------------------------------------
-    def write_json(self, relpath: str, obj) -> Path:
+    def write_json(self, relpath: str, obj: Any) -> Path:
         """Write ``obj`` as strict JSON (non-finite numbers as ``null``, see
         :func:`dumps_strict`)."""
         path = self.path / _safe_relpath(relpath)
@@ -729,7 +731,8 @@ class RunResults(NamedTuple):
             raise ValueError(f"chunks {lacking[:5]} hold no array {array!r}")
         return np.concatenate([self.chunks[n][array] for n in names])
 
-    def __getitem__(self, key):
+    # a str key too, unlike tuple's __getitem__: the override is deliberate
+    def __getitem__(self, key: str | int | slice) -> Any:  # type: ignore[override]
         """``results["chunks"]`` as well as ``results.chunks`` (the dict this used to be)."""
         if isinstance(key, str):
             if key not in self._fields:
@@ -784,7 +787,8 @@ def load_results(path: str | Path) -> RunResults:
                       chunks=chunks, planned=planned, missing=missing, tables=tables, files=files)
 
 
-def discard_new_run(path, existed: bool, *, keep_folder: bool = False) -> None:
+def discard_new_run(path: str | os.PathLike[str], existed: bool, *, keep_folder: bool = False
+                    ) -> None:
     """Remove what this command wrote into a run folder it created (the manifest, the cached
     public model, an empty chunks/ folder) when no chunk was finished: the first chunk failed
     (e.g. the training diverged), and the corrected command must be able to use the same
