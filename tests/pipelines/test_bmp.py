@@ -145,3 +145,42 @@ def test_cli_limits_agree_with_the_library():
         lib.MAX_PRIOR_DRAWS, lib.MAX_NUTS_STEPS, lib.MAX_CHAINS)
     assert cli.MAX_DRAW_GIB * 2**30 == lib.MAX_DRAW_BYTES
     assert cli.BYTES_PER_DRAW == lib.BYTES_PER_DRAW
+
+
+def _fake_shadow_run(path, chunks, **config):
+    """A shadow run folder written directly (no training): 2 models per chunk on 6 nodes."""
+    from jaxaudit.runs import RunDir
+
+    cfg = dict(dataset="csbm", model="gcn", sampler="uniform", ratio=0.5, models=4, epochs=1,
+               edge_access="inductive", chunk=2, seed=0, csbm_nodes=6) | config
+    run = RunDir.open(path, kind="shadow", config=cfg)
+    rng = np.random.default_rng(0)
+    for name in chunks:
+        run.save_chunk(name, {"masks": rng.random((2, 6)) < 0.5,
+                              "scores": rng.normal(size=(2, 6)).astype(np.float32)})
+    return path
+
+
+def test_shadow_run_checked_before_any_folder(tmp_path):
+    """An incomplete shadow run, one with chunks its plan lacks, and one made from an in-memory
+    graph without that graph are refused before the report folder is written."""
+    from jaxaudit.graph import from_edge_index
+
+    partial = _fake_shadow_run(tmp_path / "partial", ["chunk_00000"])
+    with pytest.raises(ValueError, match="incomplete: 1 of 2 chunks.*chunk_00001"):
+        run_bmp(BmpConfig(shadow_run=partial), tmp_path / "a")
+    padded = _fake_shadow_run(tmp_path / "padded", ["chunk_00000", "chunk_00001", "chunk_00002"])
+    with pytest.raises(ValueError, match="inconsistent"):
+        run_bmp(BmpConfig(shadow_run=padded), tmp_path / "b")
+    mine = from_edge_index(np.eye(2)[[0, 1, 0, 1, 0, 1]], [0, 1, 0, 1, 0, 1],
+                           [[0, 1, 2, 3], [1, 2, 3, 4]])
+    made = _fake_shadow_run(tmp_path / "graph", ["chunk_00000", "chunk_00001"], dataset="graph",
+                            graph={"name": "mine", "num_nodes": 6, "sha256": "0" * 64})
+    with pytest.raises(ValueError, match="pass the same graph"):
+        run_bmp(BmpConfig(shadow_run=made), tmp_path / "c")
+    with pytest.raises(ValueError, match="graph differs"):
+        run_bmp(BmpConfig(shadow_run=made), tmp_path / "d", graph=mine)
+    with pytest.raises(ValueError, match="model and shadow_run"):
+        run_bmp(BmpConfig(shadow_run=made), tmp_path / "e", model=object())
+    for name in "abcde":
+        assert not (tmp_path / name).exists()
