@@ -18,7 +18,10 @@ the program on every host (on a Cloud TPU pod slice it needs no arguments::
     gcloud compute tpus tpu-vm ssh NAME --worker=all --command="python my_audit.py"
 
 with ``jax.distributed.initialize()`` as the first line of ``my_audit.py``); ``jax.devices()`` then
-lists the devices of all hosts and the mesh built here spans them.
+lists the devices of all hosts and the mesh built here spans them. Every process calls the map
+with the same inputs (checked), which are placed as global arrays; every process gets the whole
+result back as process-local arrays (docs/scaling.md, "Multi-process JAX", which also says how
+run folders are written by process 0 only).
 
 Every CPU core (one host, no accelerator): JAX's CPU backend is one device unless
 ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` is set before JAX initialises its

@@ -115,3 +115,15 @@ def test_only_process_zero_writes_and_every_process_gets_every_chunk(two_process
     stored = load_results(run_dir)
     assert stored.missing == [] and sorted(stored.chunks) == ["a", "b"]
     assert not (run_dir / "claims").exists()
+
+
+def test_in_one_process_the_helpers_change_nothing(tmp_path):
+    from jaxaudit.runs.rundir import atomic_write_bytes, jax_process
+    from jaxaudit.sharding import broadcast_bytes
+
+    assert jax_process() == (0, 1)
+    assert broadcast_bytes(b"\x00chunk") == b"\x00chunk"
+    with pytest.raises(ValueError, match="data"):
+        broadcast_bytes(None)
+    atomic_write_bytes(tmp_path / "f", b"written")  # process 0 of 1 writes
+    assert (tmp_path / "f").read_bytes() == b"written"

@@ -77,6 +77,9 @@ def run_chunks(
     Several processes may work on one folder at once: each chunk is claimed before it is
     computed (:mod:`jaxaudit.runs.claims`), so no two live processes compute the same chunk, and
     a chunk whose process died (its claim not renewed for ``lease_s`` seconds) is redone.
+    In a multi-process JAX program (``jax.distributed.initialize()``) the processes go through
+    the chunks together: process 0 alone reads, claims and writes the folder and sends every
+    chunk to the others (docs/scaling.md).
 
     Args:
       run: the run folder; None computes every chunk in memory (nothing is saved, nothing
