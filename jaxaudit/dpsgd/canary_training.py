@@ -132,6 +132,24 @@ def _check(model, private_data, canary, num_runs, noise_multiplier, clip_norm, s
     return inputs, labels
 
 
+def _init_fn(init_params: Any) -> Any:
+    """The per-run initialiser (a hashable :class:`ParamsInit`) or None for shared params."""
+    return init_params if isinstance(init_params, ParamsInit) else None
+
+
+def _run_keys(key: jax.Array, num_runs: int) -> jax.Array:
+    """The 2R run keys (R "in" runs, then R "out" runs) from one key or from R unit keys."""
+    if not jnp.issubdtype(jnp.asarray(key).dtype, jax.dtypes.prng_key):
+        key = jax.random.wrap_key_data(jnp.asarray(key, jnp.uint32))  # legacy uint32 keys
+    if key.ndim == 0:
+        return jax.random.split(key, 2 * num_runs)
+    if key.shape != (num_runs,):
+        raise ValueError(f"key must be one PRNG key or num_runs = {num_runs} unit keys (one per "
+                         f"pair of runs), got a key array of shape {key.shape}")
+    pairs = jax.vmap(jax.random.split)(key)  # unit u: (key of its "in" run, of its "out" run)
+    return jnp.concatenate([pairs[:, 0], pairs[:, 1]])
+
+
 def train_run(key: jax.Array, model: nn.Module, init_params: Any | ParamsInit,
               private_data: tuple[ArrayLike, ArrayLike], canary: tuple[ArrayLike, ArrayLike], *,
               include_canary: bool, noise_multiplier: float, clip_norm: float, steps: int,
@@ -148,7 +166,7 @@ def train_run(key: jax.Array, model: nn.Module, init_params: Any | ParamsInit,
     prepare, run, _ = _compiled(
         model, inputs.shape[0], float(clip_norm), int(steps),
         float(learning_rate), float(sampling_rate), method, int(unroll),
-        init_params if isinstance(init_params, ParamsInit) else None, None, None,
+        _init_fn(init_params), None, None,
     )
     params0 = None if isinstance(init_params, ParamsInit) else init_params
     cx, cy = jnp.asarray(canary[0], jnp.float32), jnp.asarray(canary[1], jnp.int32)
@@ -164,14 +182,20 @@ def canary_runs(
     num_runs: int, noise_multiplier: float, clip_norm: float, steps: int, learning_rate: float,
     sampling_rate: float = 1.0, chunk_size: int | None = None,
     devices: Sequence[jax.Device] | None = None, method: str = "auto", unroll: int = 1,
-) -> tuple[jax.Array, jax.Array]:
+) -> tuple[np.ndarray, np.ndarray]:
     """R private trainings with the canary and R without; returns (in_scores, out_scores).
 
     Each run: θ₀ = ``init_params``; for t < T, θ ← θ − η(Σ_{i∈B_t} clip_C(∇ℓ_i) + N(0, σ²C²I))/(q|D⁻|),
     B_t = D (full batch, q = 1) or a Poisson(q) sample of D; score = −CE(canary; θ_T). All 2R runs
     are one jit-compiled call vmapped over runs (chunked and sharded over ``devices`` by
-    :func:`jaxaudit.sharding.vmap_chunked`). Run keys: ``jax.random.split(key, 2R)``, the first R
-    for the "in" world.
+    :func:`jaxaudit.sharding.vmap_chunked`). Run keys: with one key, ``jax.random.split(key, 2R)``,
+    the first R for the "in" world; with R *unit keys* (a key array of shape (R,), e.g.
+    ``jaxaudit.runs.unit_keys(seed, start, R)``), unit u is the pair of runs u: its "in" run uses
+    ``split(keys[u])[0]`` and its "out" run ``split(keys[u])[1]``. Under the unit-key rule
+    (:mod:`jaxaudit.runs.keys`: unit u of seed s uses ``fold_in(key(s), u)``) the runs of a sweep
+    do not depend on how it is cut into calls: R runs in one call and the same units in several
+    chunks, resumed or split over workers, give the same scores (bit for bit on one machine when
+    ``chunk_size`` is the same; :func:`jaxaudit.pipelines.run_rdp` uses it).
 
     Every CPU core: on CPU, JAX has a single device unless it is told otherwise before it starts,
     and then all runs share that one device. Call :func:`jaxaudit.sharding.use_all_cpu_cores`
@@ -187,7 +211,7 @@ def canary_runs(
         in_scores, out_scores = canary_runs(jax.random.key(0), model, params, data, canary, ...)
 
     Args:
-      key: PRNG key.
+      key: PRNG key, or R unit keys (a key array of shape (R,), see above).
       model: flax module.
       init_params: parameters (``model.init``'s format) shared by every run — the worst-case
         setting; or a function ``key -> params`` to give each run its own random initialisation
@@ -228,7 +252,7 @@ def canary_runs(
     prepare, _, mapped = _compiled(
         model, inputs.shape[0], float(clip_norm), int(steps),
         float(learning_rate), float(sampling_rate), method, int(unroll),
-        init_params if isinstance(init_params, ParamsInit) else None,
+        _init_fn(init_params),
         None if chunk_size is None else int(chunk_size),
         None if devices is None else tuple(devices),
     )
@@ -237,7 +261,7 @@ def canary_runs(
     all_x = jnp.concatenate([jnp.asarray(inputs, jnp.float32), cx[None]])
     all_y = jnp.concatenate([jnp.asarray(labels, jnp.int32), cy[None]])
     r = int(num_runs)
-    keys = jax.random.split(key, 2 * r)
+    keys = _run_keys(key, r)
     flags = jnp.concatenate([jnp.ones(r, bool), jnp.zeros(r, bool)])
     scores = np.asarray(mapped((keys, flags), prepare(all_x), all_y, params0, (cx, cy),
                                jnp.float32(noise_multiplier)))

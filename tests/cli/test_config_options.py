@@ -61,6 +61,9 @@ CHANGES_NO_NUMBER = {
 }
 #: Options stored under another key: dest -> configuration key.
 STORED_AS = {
+    # the rdp pipelines' configuration names (RdpConfig, ScoresAuditConfig)
+    ("rdp", "training"): {"clip": "clip_norm", "runs": "num_runs", "significance": "confidence"},
+    ("rdp", "scores"): {"significance": "confidence"},
     ("bmp",): {"no_mp": "mp_baseline", "graph": "graph_file"},
     ("shadow",): {"graph": "graph_file"},
 }
@@ -146,9 +149,9 @@ def test_every_option_that_changes_a_number_is_stored(path, tmp_path, monkeypatc
     monkeypatch.setattr(RunDir, "open", classmethod(record))
     # the scores mode's minimum-count check (slow to compute, tested in test_rdp_scores) is not
     # what this test is about
-    import jaxaudit.cli.rdp_steps
+    import jaxaudit.pipelines.rdp
 
-    monkeypatch.setattr(jaxaudit.cli.rdp_steps, "min_scores_per_world", lambda significance: 4)
+    monkeypatch.setattr(jaxaudit.pipelines.rdp, "min_scores_per_world", lambda significance: 4)
     parser = _command_parsers()[path[:1] if path[0] == "rdp" else path]
     stored = set()
     for argv in _invocations(tmp_path)[path]:

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from jaxaudit.cli.main import main
-from jaxaudit.cli.rdp_steps import DATASETS, audit_data
 from jaxaudit.datasets import load_cifar10
+from jaxaudit.datasets.audit_split import AUDIT_DATASETS as DATASETS
+from jaxaudit.datasets.audit_split import audit_data
 from jaxaudit.dpsgd import MODELS, blank_canary, canary_runs, model_by_name, worst_case_label
 from jaxaudit.dpsgd.models import CifarCNN
 

@@ -63,9 +63,10 @@ def test_parser_choices_match_the_library_and_help_does_not_import_jax():
     import sys
 
     from jaxaudit import dpsgd
-    from jaxaudit.cli import rdp, rdp_steps
+    from jaxaudit.cli import rdp
+    from jaxaudit.datasets.audit_split import AUDIT_DATASETS
 
-    assert set(rdp.DATASETS) == set(rdp_steps.DATASETS)
+    assert set(rdp.DATASETS) == set(AUDIT_DATASETS)
     assert set(rdp.MODELS) == set(dpsgd.MODELS)
     code = ("import sys; from jaxaudit.cli.main import main\n"
             "try:\n    main(['rdp', '--help'])\nexcept SystemExit:\n    pass\n"

@@ -1,0 +1,580 @@
+"""The Rényi/[31] audit as library pipelines: canary runs in both worlds → one score per run →
+the audit table (``jaxaudit rdp``), and the audit of scores from any training code
+(``jaxaudit rdp --scores IN OUT``).
+
+:func:`run_rdp` trains R private models with and R without a worst-case canary (Annamalai & De
+Cristofaro, arXiv 2405.14106: θ₀ pretrained on public data disjoint from D⁻, a blank canary,
+DP-GD/DP-SGD), in resumable chunks, then audits the scores. :func:`run_scores_audit` starts from
+the scores. Both end in the same audit step: the DV lower bounds of ε_α next to the accountant
+and the threshold and GDP baselines (Kim, Alabi & Varshney, arXiv 2605.21938;
+:func:`jaxaudit.dpsgd.audit_dpsgd`), ε at δ (accountant, GDP baseline, Clopper–Pearson threshold
+test, Jagielski et al., arXiv 2006.07709) and every score-based ε lower bound
+(:func:`jaxaudit.renyi.epsilon_lower_bounds`: one-run, Steinke et al., arXiv 2305.08846; f-DP
+one-run, Mahloujifar et al., arXiv 2410.22235).
+
+Keys (:mod:`jaxaudit.runs.keys`): unit u (the pair of runs u, with and without the canary) of
+seed s uses ``unit_key(s, u)``; the pretraining uses the stream ``"init"``, the DV estimator
+and the held-out splits the stream ``"audit"``. A chunked, resumed or worker-split sweep
+therefore gives the serial sweep's scores, and the scores mode with the training's seed gives
+the training mode's records.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, NamedTuple, cast
+
+import jax
+import numpy as np
+from jax.typing import ArrayLike
+
+from jaxaudit import dpsgd
+from jaxaudit._validation import (
+    check_choice,
+    check_integer,
+    check_orders,
+    check_output_dir,
+    check_positive_finite,
+    check_probability,
+    check_score_vector,
+)
+from jaxaudit.accounting import noise_for_epsilon, rdp_epsilons
+from jaxaudit.datasets.audit_split import AUDIT_DATASETS, audit_data
+from jaxaudit.dpsgd.scores import accountant_epsilon, file_sha256, load_scores, min_scores_per_world
+from jaxaudit.renyi.score_bounds import MIN_SCORES as SCORE_BOUNDS_MIN
+from jaxaudit.report import rdp as report
+from jaxaudit.runs import (
+    KEY_RULE,
+    Progress,
+    RunDir,
+    discard_new_run,
+    params_from_arrays,
+    params_to_arrays,
+    run_chunks,
+    stream_key,
+    unit_keys,
+)
+
+__all__ = ["RdpConfig", "RdpResult", "ScoresAuditConfig", "ScoresAuditResult", "audit_rows",
+           "audit_scores", "run_rdp", "run_scores_audit"]
+
+#: Images in the split each data set's audit draws from (MNIST test split, CIFAR-10 train).
+_SPLIT_SIZES = {"mnist": 10_000, "cifar10": 50_000, "synthetic": None}
+#: The published step on the noisy sum: η = 4 over |D| = 30,000 (MNIST).
+LR_ON_SUM = 4.0 / 30_000
+
+
+class RdpConfig(NamedTuple):
+    """Configuration of :func:`run_rdp` (defaults: ``jaxaudit rdp``'s, the published protocol).
+
+    Attributes:
+      dataset: "mnist", "synthetic" or "cifar10".
+      model: "cnn", "mlp", "logreg" or "cifar_cnn" (:func:`jaxaudit.dpsgd.model_by_name`).
+      dataset_size: |D⁻|, the private training set.
+      public_size: public examples for pretraining, disjoint from D⁻ (None: every other image of
+        the split, 2000 for synthetic; 0: random initialisation).
+      pretrain_epochs, pretrain_optimizer ("sgd"/"adam"), pretrain_lr, pretrain_batch: the
+        pretraining of θ₀.
+      canary_label: label of the blank canary, an int or "worst" (the least likely for θ₀).
+      accountant: "pld" (tight) or "rdp": calibrates σ from ``epsilon`` and gives the ε-at-δ
+        upper bound (the reported ε_α is the RDP accountant's at that σ either way).
+      epsilon: target ε at ``delta`` that calibrates σ (None: 10, unless ``noise_multiplier``).
+      delta: δ of the (ε, δ) statements, in (0, 1).
+      noise_multiplier: σ (None: calibrated from ``epsilon``).
+      steps: T.
+      clip_norm: C.
+      learning_rate: η on the mean-gradient scale (None: 1.333e−4·q·|D⁻|, the published step of
+        4/30000 on the noisy sum).
+      sampling_rate: Poisson rate q (1: full batch).
+      num_runs: R runs per world (≥ 2).
+      chunk: runs per world per saved chunk.
+      orders: Rényi orders α > 1 (repeats dropped).
+      confidence: coverage of every lower bound, in (0, 1).
+      seed: root seed (units, streams).
+      data_dir: data directory (None: $JAXAUDIT_DATA, else ~/.cache/jaxaudit).
+      vmap_chunk: runs computed simultaneously inside a chunk (None: all).
+      unroll: lax.scan unroll factor over steps.
+      score_bounds: also compute :func:`jaxaudit.renyi.epsilon_lower_bounds` (skipped with
+        fewer than 8 runs per world).
+    """
+
+    dataset: str = "mnist"
+    model: str = "cnn"
+    dataset_size: int = 100
+    public_size: int | None = None
+    pretrain_epochs: float = 5.0
+    pretrain_optimizer: str = "sgd"
+    pretrain_lr: float = 0.01
+    pretrain_batch: int = 32
+    canary_label: int | str = 9
+    accountant: str = "pld"
+    epsilon: float | None = None
+    delta: float = 1e-5
+    noise_multiplier: float | None = None
+    steps: int = 100
+    clip_norm: float = 1.0
+    learning_rate: float | None = None
+    sampling_rate: float = 1.0
+    num_runs: int = 64
+    chunk: int = 32
+    orders: tuple[float, ...] = (1.25, 1.5, 2.0, 3.0)
+    confidence: float = 0.95
+    seed: int = 0
+    data_dir: str | None = None
+    vmap_chunk: int | None = None
+    unroll: int = 10
+    score_bounds: bool = True
+
+
+class ScoresAuditConfig(NamedTuple):
+    """Configuration of :func:`run_scores_audit`: canary scores from any training code.
+
+    Attributes:
+      in_scores: scores of the runs with the canary: a ``.npy`` file saved with ``numpy.save``
+        (:func:`jaxaudit.dpsgd.scores.load_scores`) or a 1-D array.
+      out_scores: scores of the runs without it (a file or an array).
+      noise_multiplier: σ of that training (None: calibrated from ``epsilon`` and ``delta``).
+      sampling_rate: its Poisson rate q, the same in both worlds (required).
+      steps: its T (required).
+      epsilon: ε at ``delta`` to calibrate σ from when ``noise_multiplier`` is None.
+      delta, accountant, orders, confidence, seed, score_bounds: as in :class:`RdpConfig`.
+    """
+
+    in_scores: Any
+    out_scores: Any
+    noise_multiplier: float | None = None
+    sampling_rate: float | None = None
+    steps: int | None = None
+    epsilon: float | None = None
+    delta: float = 1e-5
+    accountant: str = "pld"
+    orders: tuple[float, ...] = (1.25, 1.5, 2.0, 3.0)
+    confidence: float = 0.95
+    seed: int = 0
+    score_bounds: bool = True
+
+
+class RdpResult(NamedTuple):
+    """Result of :func:`run_rdp` and :func:`run_scores_audit`.
+
+    BOUNDS: ``records[i].accountant`` and the ``accountant`` rows (upper bounds); the DV,
+    threshold and GDP lower bounds of ``records``/``rows`` (``dv_lower``, ``threshold_lower``,
+    ``gdp_lower``: each at ``confidence``; GDP assumes a Gaussian profile); the lower-bound rows
+    of ``epsilon_at_delta`` and ``score_bounds`` (their ``kind`` says which).
+    ESTIMATES: ``dv_point`` (± ``dv_se``, its sampling SE given the critic), ``dv_estimate``
+    (the point raised to the best valid bound), the ε of μ-GDP rows of ``score_bounds``.
+
+    Attributes:
+      in_scores, out_scores: (R,) scores of the runs with and without the canary.
+      noise_multiplier: σ of the audited training.
+      canary_label: the canary's label (None in the scores mode).
+      records: one :class:`jaxaudit.dpsgd.OrderAudit` per order (empty when ``complete`` is
+        False).
+      rows: one dict per order (:func:`audit_rows`).
+      epsilon_at_delta: the ε-at-δ rows (:func:`jaxaudit.report.rdp.epsilon_table`).
+      score_bounds: the rows of :func:`jaxaudit.report.rdp.score_bounds_rows` (empty when not
+        computed).
+      violation: some lower bound exceeds the accountant.
+      runs_needed_text: how many runs per world would make the DV bound informative (Gaussian
+        model of the scores, :func:`jaxaudit.renyi.runs_needed`).
+      confidence: the coverage of the bounds.
+      header, title: the printed header and the plot's title.
+      summary: what ``results.json`` holds.
+      complete: False when a worker stopped before every chunk was finished (no audit yet).
+    """
+
+    in_scores: np.ndarray
+    out_scores: np.ndarray
+    noise_multiplier: float
+    canary_label: int | None
+    records: tuple
+    rows: list
+    epsilon_at_delta: list
+    score_bounds: list
+    violation: bool
+    runs_needed_text: str
+    confidence: float
+    header: str
+    title: str
+    summary: dict
+    complete: bool = True
+
+
+#: The scores mode's result has the same fields.
+ScoresAuditResult = RdpResult
+
+
+# ------------------------------------------------------------------------------ the audit step
+def audit_rows(records: Any) -> list[dict]:
+    """One table row per order: the records plus the reconciled DV estimate.
+
+    ``dv_estimate`` is the DV point estimate raised to the best valid lower bound of the order
+    (max of the DV and threshold-test lower bounds and 0; the GDP baseline is left out, it
+    assumes a Gaussian privacy profile), and ``raised_to_bound`` says whether it was raised
+    (:func:`jaxaudit.renyi.reconcile_estimate`). ``dv_se`` is the held-out standard error of
+    ``dv_point`` given the trained critic: the sampling spread of the estimator, not its bias
+    (the DV estimate is biased downwards), so it says nothing about ``dv_estimate`` once raised.
+    """
+    from jaxaudit.renyi import reconcile_estimate
+
+    records = list(records)
+    if not records:
+        return []
+    point = np.array([r.dv_point for r in records], np.float64)
+    bounds = np.array([[r.dv_lower for r in records], [r.threshold_lower for r in records],
+                       [0.0] * len(records)], np.float64)
+    # an undefined estimate or bound (NaN) is "none": the bound, or the estimate, stands alone
+    point, bounds = np.nan_to_num(point, nan=-np.inf), np.nan_to_num(bounds, nan=-np.inf)
+    with jax.enable_x64(True):  # the table's numbers in float64, as audit_dpsgd gives them
+        rec = jax.device_get(reconcile_estimate(point, bounds))
+    rows = []
+    for r, est, raised in zip(records, np.asarray(rec.estimate), np.asarray(rec.raised)):
+        rows.append({"order": r.order, "accountant": r.accountant, "dv_point": r.dv_point,
+                     "dv_se": r.dv_se, "dv_estimate": float(est), "raised_to_bound": bool(raised),
+                     "dv_lower": r.dv_lower, "threshold_lower": r.threshold_lower,
+                     "gdp_lower": r.gdp_lower, "violation": r.violation})
+    return rows
+
+
+def _accountant_curve(orders: np.ndarray, acc: dict) -> tuple[np.ndarray, np.ndarray]:
+    grid = np.linspace(max(1.01, float(orders.min()) * 0.9), float(orders.max()) * 1.1, 60)
+    return grid, np.asarray(rdp_epsilons(orders=grid, **acc), np.float64)
+
+
+def audit_scores(seed: int, in_scores: ArrayLike, out_scores: ArrayLike, *, orders: Any,
+                 accountant_params: dict, confidence: float = 0.95, delta: float = 1e-5,
+                 accountant: str = "rdp", score_bounds: bool = True, info: dict | None = None,
+                 title: str = "", header: str = "", canary_label: int | None = None,
+                 rundir: RunDir | None = None) -> RdpResult:
+    """The audit step shared by both pipelines: the scores exist; audit them (and write the
+    run folder's files when ``rundir`` is given, :func:`jaxaudit.report.rdp.write_results`).
+
+    The DV estimator and the held-out splits use the stream key ``"audit"`` of ``seed``.
+    ``accountant_params``: ``dict(noise_multiplier=σ, sampling_rate=q, steps=T)``. Inputs are
+    assumed checked (the pipelines check their configurations).
+    """
+    from jaxaudit.renyi import (
+        clopper_pearson_epsilon_lower_bound,
+        epsilon_lower_bounds,
+        format_runs_needed,
+        runs_needed,
+    )
+
+    significance = 1.0 - confidence  # exact for confidence in [0.5, 1) (Sterbenz)
+    in_s, out_s = np.asarray(in_scores), np.asarray(out_scores)
+    orders_arr = np.asarray(orders, np.float64)
+    records = dpsgd.audit_dpsgd(stream_key(seed, "audit"), in_s, out_s, orders_arr,
+                                accountant_params=accountant_params, significance=significance,
+                                delta=delta)
+    upper = accountant_epsilon(**accountant_params, delta=delta, accountant=accountant)
+    cp = clopper_pearson_epsilon_lower_bound(in_s, out_s, delta, significance)
+    eps_rows = report.epsilon_table(records, accountant_epsilon=upper, accountant=accountant,
+                                    clopper_pearson=cp, delta=delta)
+    rows = audit_rows(records)
+    bounds: list[dict] = []
+    if score_bounds and min(in_s.size, out_s.size) >= SCORE_BOUNDS_MIN:
+        bounds = report.score_bounds_rows(epsilon_lower_bounds(
+            in_s, out_s, delta=delta, confidence=confidence, seed=seed), delta=delta)
+    need = runs_needed(in_s, out_s, orders_arr, delta=significance)
+    violation = any(r.violation for r in records)
+    summary = {
+        **(info or {}), **accountant_params, "accountant": accountant, "delta": delta,
+        "confidence": confidence, "significance": significance,
+        "num_in_scores": int(in_s.size), "num_out_scores": int(out_s.size),
+        "records": [r._asdict() for r in records], "rows": rows, "epsilon_at_delta": eps_rows,
+        "score_bounds": bounds, "violation": violation,
+    }
+    result = RdpResult(
+        in_scores=in_s, out_scores=out_s, noise_multiplier=float(accountant_params[
+            "noise_multiplier"]), canary_label=canary_label, records=tuple(records), rows=rows,
+        epsilon_at_delta=eps_rows, score_bounds=bounds, violation=violation,
+        runs_needed_text=format_runs_needed(need, min(in_s.size, out_s.size)),
+        confidence=confidence, header=header, title=title, summary=summary)
+    if rundir is not None:
+        report.write_results(rundir, result, curve=_accountant_curve(orders_arr,
+                                                                     accountant_params))
+    return result
+
+
+# ------------------------------------------------------------------------------- configurations
+def _unique_orders(name: str, orders: Any) -> tuple[float, ...]:
+    arr = check_orders(name, orders)
+    return tuple(dict.fromkeys(float(a) for a in np.asarray(arr)))
+
+
+def _check_common(config: Any) -> Any:
+    """Checks shared by both modes (everything the accountant and the audit read)."""
+    check_choice("accountant", config.accountant, ("pld", "rdp"))
+    check_probability("delta", config.delta, open_low=True, open_high=True)
+    check_probability("confidence", config.confidence, open_low=True, open_high=True)
+    check_integer("seed", config.seed, minimum=0)
+    if not isinstance(config.score_bounds, bool):
+        raise ValueError(f"score_bounds must be True or False, got {config.score_bounds!r}")
+    for name in ("epsilon", "noise_multiplier"):
+        if getattr(config, name) is not None:
+            check_positive_finite(name, getattr(config, name))
+    if config.sampling_rate is not None:
+        check_probability("sampling_rate", config.sampling_rate, open_low=True)
+    if config.steps is not None:
+        check_integer("steps", config.steps, minimum=1)
+    return config._replace(orders=_unique_orders("orders", config.orders),
+                           confidence=float(config.confidence), delta=float(config.delta))
+
+
+def _noise_multiplier(config: Any) -> float:
+    if config.noise_multiplier is not None:
+        return float(config.noise_multiplier)
+    return float(noise_for_epsilon(config.epsilon, config.delta, config.steps,
+                                   config.sampling_rate, accountant=config.accountant))
+
+
+def _resolve(config: RdpConfig) -> RdpConfig:
+    """``config`` checked (ValueError naming the field) with its defaults filled in."""
+    if not isinstance(config, RdpConfig):
+        raise ValueError(f"config must be an RdpConfig, got {type(config).__name__}")
+    if config.epsilon is None and config.noise_multiplier is None:
+        config = config._replace(epsilon=10.0)
+    config = _check_common(config)
+    check_choice("dataset", config.dataset, AUDIT_DATASETS)
+    check_choice("model", config.model, dpsgd.MODELS)
+    check_choice("pretrain_optimizer", config.pretrain_optimizer, ("sgd", "adam"))
+    for name in ("chunk", "dataset_size", "pretrain_batch", "unroll"):
+        check_integer(name, getattr(config, name), minimum=1)
+    check_integer("num_runs", config.num_runs, minimum=2)  # the held-out split needs two runs
+    if config.vmap_chunk is not None:
+        check_integer("vmap_chunk", config.vmap_chunk, minimum=1)
+    for name in ("clip_norm", "pretrain_epochs", "pretrain_lr"):
+        check_positive_finite(name, getattr(config, name))
+    label = config.canary_label
+    if isinstance(label, str) and label.isdigit():
+        label = int(label)
+    if label != "worst" and (isinstance(label, bool) or not isinstance(label, int | np.integer)
+                             or label < 0):
+        raise ValueError(f"canary_label must be a non-negative integer or 'worst', got {label!r}")
+    if config.model == "cifar_cnn" and config.dataset != "cifar10":
+        raise ValueError(f"model cifar_cnn takes 32×32×3 images: use it with dataset cifar10 "
+                         f"(dataset {config.dataset} has 28×28 images; use model cnn, mlp or "
+                         "logreg)")
+    public = config.public_size
+    if public is None:
+        total = _SPLIT_SIZES[config.dataset]
+        public = 2000 if total is None else max(total - config.dataset_size, 0)
+    check_integer("public_size", public, minimum=0)
+    lr = config.learning_rate
+    if lr is None:
+        lr = LR_ON_SUM * config.dataset_size * config.sampling_rate
+    check_positive_finite("learning_rate", lr)
+    return config._replace(canary_label=label if label == "worst" else int(label),
+                           public_size=int(public), learning_rate=float(lr))
+
+
+#: Fields of RdpConfig that change no number (not stored in the run configuration).
+_NOT_STORED = ("data_dir", "vmap_chunk", "unroll")
+
+
+def _stored_config(config: RdpConfig) -> dict:
+    stored = {k: v for k, v in config._asdict().items() if k not in _NOT_STORED}
+    return {**stored, "orders": list(config.orders), "key_rule": KEY_RULE}
+
+
+# ---------------------------------------------------------------------------------- run_rdp
+def _initial_params(config: RdpConfig, rundir: RunDir | None, model: Any, data: tuple,
+                    public: tuple) -> Any:
+    """The worst-case initialisation θ₀, pretrained on the public split (chunk ``init``)."""
+    (x, _), (xp, yp) = data, public
+    key = stream_key(config.seed, "init")
+    public_size = cast(int, config.public_size)  # resolved: never None
+
+    def compute_init(_name: str) -> dict:
+        if public_size > 0:
+            steps = max(1, round(config.pretrain_epochs * public_size / config.pretrain_batch))
+            params = dpsgd.pretrain(key, model, xp, yp, steps=steps,
+                                    learning_rate=config.pretrain_lr,
+                                    batch_size=config.pretrain_batch,
+                                    optimizer=config.pretrain_optimizer)
+        else:
+            params = model.init(key, x[:1])
+        return params_to_arrays(params)
+
+    stored = run_chunks(rundir, ["init"], compute_init)["init"]
+    return params_from_arrays(stored, like=model.init(jax.random.key(0), x[:1]))
+
+
+def _canary(config: RdpConfig, model: Any, init: Any, x: np.ndarray) -> tuple[Any, int]:
+    """The blank canary and its label (``canary_label``, or the worst case for θ₀)."""
+    canary = dpsgd.blank_canary(x.shape[1:])
+    label = (dpsgd.worst_case_label(model, init, canary) if config.canary_label == "worst"
+             else int(config.canary_label))
+    num_classes = model.apply(init, canary[None]).shape[-1]
+    if not 0 <= label < num_classes:
+        raise ValueError(f"canary_label must be in [0, {num_classes}), got {label}")
+    return canary, label
+
+
+def _chunks(config: RdpConfig) -> list[tuple[str, int, int]]:
+    """(name, first unit, units) of each saved chunk."""
+    size = min(config.chunk, config.num_runs)
+    return [(f"chunk_{c:05d}", s, min(size, config.num_runs - s))
+            for c, s in enumerate(range(0, config.num_runs, size))]
+
+
+def run_rdp(config: RdpConfig, run_dir: str | Path | None = None, *,
+            progress: Progress | None = None, worker: tuple[int, int] | None = None
+            ) -> RdpResult:
+    """Canary runs in both worlds, their scores and the audit (``jaxaudit rdp``).
+
+    Steps: (1) σ for (ε, δ) after T steps (``config.accountant``), or ``noise_multiplier``;
+    (2) θ₀ pretrained on a public split disjoint from D⁻ (chunk ``init``), the blank canary with
+    ``canary_label``; (3) R runs with and R without the canary in chunks of ``chunk`` units
+    (unit u: the pair of runs u, key ``unit_key(seed, u)``; each chunk saved when done, so an
+    interrupted run resumes and several workers may share the folder); (4) the audit
+    (:func:`audit_scores`). With ``run_dir`` the folder holds the chunks and the files of
+    :func:`jaxaudit.report.rdp.write_results`; it resumes under the same configuration and
+    refuses another.
+
+    Args:
+      config: the :class:`RdpConfig` (checked before any folder is created; a bad field is a
+        ``ValueError`` naming it).
+      run_dir: run folder (None: everything in memory).
+      progress: ``progress(done, total)`` over the canary chunks.
+      worker: ``(index, count)``: compute only chunks ``index, index + count, …`` (see
+        :func:`jaxaudit.runs.run_chunks`); the audit is done once every chunk is finished,
+        otherwise the result has ``complete=False``.
+
+    Returns:
+      :class:`RdpResult`.
+    """
+    config = _resolve(config)
+    if run_dir is not None:
+        check_output_dir("run_dir", run_dir)
+    sigma = _noise_multiplier(config)
+    model = dpsgd.model_by_name(config.model)
+    data, public = audit_data(config.dataset, config.dataset_size, cast(int, config.public_size),
+                              seed=config.seed, data_dir=config.data_dir)
+    try:  # a model that cannot take these images fails here, in words, not deep inside JAX
+        jax.eval_shape(model.init, jax.random.key(0), data[0][:1])
+    except (TypeError, ValueError, ZeroDivisionError) as err:
+        raise ValueError(f"model {config.model} cannot take dataset {config.dataset} images of "
+                         f"shape {data[0].shape[1:]} ({type(err).__name__}: {err})") from None
+    existed = run_dir is not None and Path(run_dir).exists()
+    rundir = None if run_dir is None else RunDir.open(run_dir, kind="rdp",
+                                                      config=_stored_config(config))
+    try:
+        init = _initial_params(config, rundir, model, data, public)
+        canary, label = _canary(config, model, init, data[0])
+        chunks = _chunks(config)
+
+        def compute(name: str) -> dict:
+            _, start, size = next(c for c in chunks if c[0] == name)
+            in_s, out_s = dpsgd.canary_runs(
+                unit_keys(config.seed, start, size), model, init, data, (canary, label),
+                num_runs=size, noise_multiplier=sigma, clip_norm=config.clip_norm,
+                steps=config.steps, learning_rate=cast(float, config.learning_rate),
+                sampling_rate=config.sampling_rate, chunk_size=config.vmap_chunk,
+                unroll=max(1, min(config.unroll, config.steps)))
+            return {"in_scores": in_s, "out_scores": out_s}
+
+        names = [c[0] for c in chunks]
+        results = run_chunks(rundir, names, compute, progress=progress, worker=worker)
+    except BaseException:
+        if run_dir is not None:
+            discard_new_run(run_dir, existed)
+        raise
+    in_s = np.concatenate([results[n]["in_scores"] for n in names if n in results])
+    out_s = np.concatenate([results[n]["out_scores"] for n in names if n in results])
+    header = (f"noise multiplier σ = {sigma:.4f}; canary label {label}; {len(in_s)} runs per "
+              "world")
+    acc = dict(noise_multiplier=sigma, sampling_rate=config.sampling_rate, steps=config.steps)
+    title = (f"{config.dataset} {config.model} |D|={config.dataset_size} R={len(in_s)} "
+             f"T={config.steps} q={config.sampling_rate:.3g} σ={sigma:.3g}")
+    if len(results) < len(names):  # a worker that stopped before the others finished
+        return RdpResult(in_s, out_s, sigma, label, (), [], [], [], False, "", config.confidence,
+                         header, title, {}, complete=False)
+    info = {"canary_label": label, "runs_per_world": len(in_s), "epsilon": config.epsilon}
+    return audit_scores(config.seed, in_s, out_s, orders=config.orders, accountant_params=acc,
+                        confidence=config.confidence, delta=config.delta,
+                        accountant=config.accountant, score_bounds=config.score_bounds,
+                        info=info, title=title, header=header, canary_label=label,
+                        rundir=rundir)
+
+
+# ------------------------------------------------------------------------- run_scores_audit
+def _scores(value: Any, name: str) -> tuple[np.ndarray, str, str | None]:
+    """(scores, SHA-256 digest, path or None) of a score file or array."""
+    import hashlib
+
+    if isinstance(value, str | Path):
+        return load_scores(value, name), file_sha256(value), str(value)
+    arr = np.asarray(check_score_vector(name, value, minimum=4), np.float64)
+    return arr, hashlib.sha256(arr.tobytes()).hexdigest(), None
+
+
+def run_scores_audit(config: ScoresAuditConfig, run_dir: str | Path | None = None, *,
+                     progress: Progress | None = None, worker: tuple[int, int] | None = None
+                     ) -> RdpResult:
+    """Audit canary scores saved by any training code (``jaxaudit rdp --scores IN OUT``).
+
+    The scores enter at the arrow "one score per run" of :func:`run_rdp` and go through the same
+    audit (:func:`audit_scores`) with the accountant of the training that made them (σ, q, T;
+    the same q in both worlds). The two inputs must differ (two files with identical contents
+    are refused) and hold at least :func:`jaxaudit.dpsgd.scores.min_scores_per_world` scores
+    each. The run configuration holds the SHA-256 of both inputs, so other scores are refused
+    in the same folder.
+
+    Args:
+      config: the :class:`ScoresAuditConfig`.
+      run_dir: run folder for the files (None: nothing written).
+      progress: ``progress(done, total)``: (0, 1) before the audit, (1, 1) after.
+      worker: accepted for symmetry with the other pipelines; the audit is one unit.
+
+    Returns:
+      :class:`RdpResult` (``canary_label`` None).
+    """
+    if not isinstance(config, ScoresAuditConfig):
+        raise ValueError(f"config must be a ScoresAuditConfig, got {type(config).__name__}")
+    missing = [name for name in ("steps", "sampling_rate") if getattr(config, name) is None]
+    if config.noise_multiplier is None and config.epsilon is None:
+        missing.append("noise_multiplier (or epsilon with delta)")
+    if missing:
+        raise ValueError(f"the scores audit needs the audited training's {', '.join(missing)}")
+    config = _check_common(config)
+    if run_dir is not None:
+        check_output_dir("run_dir", run_dir)
+    in_s, in_sha, in_path = _scores(config.in_scores, "in_scores")
+    out_s, out_sha, out_path = _scores(config.out_scores, "out_scores")
+    same_path = (in_path is not None and out_path is not None
+                 and Path(in_path).resolve() == Path(out_path).resolve())
+    if same_path or in_sha == out_sha:
+        same = "the same file" if same_path else "inputs with identical contents"
+        raise ValueError(f"in_scores and out_scores are {same} ({in_path or 'an array'}, "
+                         f"{out_path or 'an array'}): the audit compares runs with the canary "
+                         "to runs without it; give one per world")
+    need = min_scores_per_world(1.0 - config.confidence)
+    for name, path, scores in (("in_scores", in_path, in_s), ("out_scores", out_path, out_s)):
+        if scores.shape[0] < need:
+            raise ValueError(f"{name}: {path or 'the array'} holds {scores.shape[0]} scores; at "
+                             f"confidence {config.confidence:g} the lower bounds need at least "
+                             f"{need} per world (with fewer they show nothing even when the "
+                             "worlds are perfectly separated); train more runs")
+    sigma = _noise_multiplier(config)
+    digests = {"in_sha256": in_sha, "out_sha256": out_sha}
+    stored = {"scores": digests, "key_rule": KEY_RULE, **{k: getattr(config, k) for k in (
+        "accountant", "epsilon", "delta", "noise_multiplier", "steps", "sampling_rate",
+        "confidence", "seed", "score_bounds")}, "orders": list(config.orders)}
+    rundir = None if run_dir is None else RunDir.open(run_dir, kind="rdp", config=stored)
+    if progress is not None:
+        progress(0, 1)
+    info = {"epsilon": config.epsilon,
+            "score_files": {"in": in_path, "out": out_path, **digests}}
+    header = (f"noise multiplier σ = {sigma:.4f}; {len(in_s)} scores with and {len(out_s)} "
+              "without the canary")
+    title = (f"scores R={len(in_s)}/{len(out_s)} T={config.steps} "
+             f"q={config.sampling_rate:.3g} σ={sigma:.3g}")
+    acc = dict(noise_multiplier=sigma, sampling_rate=config.sampling_rate, steps=config.steps)
+    result = audit_scores(config.seed, in_s, out_s, orders=config.orders, accountant_params=acc,
+                          confidence=config.confidence, delta=config.delta,
+                          accountant=config.accountant, score_bounds=config.score_bounds,
+                          info=info, title=title, header=header, rundir=rundir)
+    if progress is not None:
+        progress(1, 1)
+    return result
