@@ -39,7 +39,9 @@ import io
 import json
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, TypeAlias
 from urllib.parse import quote
 
 import numpy as np
@@ -56,6 +58,11 @@ from jaxaudit.runs.rundir import (
 )
 
 __all__ = ["render_report"]
+
+#: (caption, columns, rows) of one table
+_Table: TypeAlias = tuple[str, Sequence[Any], Sequence[Sequence[Any]]]
+#: ("heading", level, text), ("table", columns, rows) or ("para", text)
+_Block: TypeAlias = tuple[Any, ...]
 
 HTML_NAME = "report.html"
 MD_NAME = "report.md"
@@ -96,7 +103,7 @@ def _md_neutral(text: str) -> str:
     return _MD_INLINE.sub(r"\\\1", text)
 
 
-def _md_text(value) -> str:
+def _md_text(value: object) -> str:
     """One line of markdown text (a heading, a table cell, a caption), neutralised."""
     text = " ".join(str(value).splitlines())
     return _md_neutral(text).replace("|", "\\|")
@@ -119,7 +126,7 @@ def _fence(text: str) -> str:
 
 
 # -- tables -----------------------------------------------------------------------------------
-def _cell(value) -> str:
+def _cell(value: object) -> str:
     """A short text form of a table cell (floats to 6 significant digits)."""
     if isinstance(value, bool) or value is None:
         return str(value)
@@ -130,35 +137,35 @@ def _cell(value) -> str:
     return json.dumps(value, default=str)
 
 
-def _is_number(value) -> bool:
+def _is_number(value: object) -> bool:
     return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
 
 
-def _is_scalar(value) -> bool:
+def _is_scalar(value: object) -> bool:
     return not isinstance(value, dict | list)
 
 
-def _inline(value) -> bool:
+def _inline(value: object) -> bool:
     """Shown in a cell: a scalar, or a short list of scalars (``[1, 2]``)."""
     return _is_scalar(value) or (isinstance(value, list) and len(value) <= 8
                                  and all(_is_scalar(v) for v in value))
 
 
-def _json_tables(obj, caption: str = "") -> list[tuple[str, list, list]] | None:
+def _json_tables(obj: Any, caption: str = "") -> list[_Table] | None:
     """``[(caption, columns, rows), ...]``: the main table of a JSON value (caption ``""``) and
     one sub-table per nested list or object (caption: its key path); None when the value is not
     table-like (then it is shown as JSON)."""
-    def sub(value, path):
+    def sub(value: Any, path: str) -> list[_Table]:
         return _json_tables(value, path) or [(path, ["value"], [[value]])]
 
-    def join(key):
+    def join(key: object) -> str:
         return f"{caption}.{key}" if caption else str(key)
 
     if isinstance(obj, list) and obj and all(isinstance(r, dict) for r in obj):
         columns = list(dict.fromkeys(k for r in obj for k, v in r.items() if _inline(v)))
         rows = [[r.get(c, "") if _inline(r.get(c, "")) else "(below)" for c in columns]
                 for r in obj]
-        out = [(caption, columns, rows)] if columns else []
+        out: list[_Table] = [(caption, columns, rows)] if columns else []
         for i, r in enumerate(obj):
             for k, v in r.items():
                 if not _inline(v):
@@ -180,34 +187,35 @@ def _json_tables(obj, caption: str = "") -> list[tuple[str, list, list]] | None:
             inner = list(dict.fromkeys(k for v in values for k, x in v.items() if _inline(x)))
             rows = [[k, *(v.get(c, "") if _inline(v.get(c, "")) else "(below)" for c in inner)]
                     for k, v in obj.items()]
-            out = [(caption, ["key", *inner], rows)] if inner else []
+            nested: list[_Table] = [(caption, ["key", *inner], rows)] if inner else []
             for k, v in obj.items():
                 for c, x in v.items():
                     if not _inline(x):
-                        out += sub(x, f"{join(k)}.{c}")
-            return out
-        out = [(caption, ["key", "value"], [[k, v] for k, v in obj.items() if _inline(v)])]
-        if not out[0][2]:
-            out = []
+                        nested += sub(x, f"{join(k)}.{c}")
+            return nested
+        pairs: list[_Table] = [
+            (caption, ["key", "value"], [[k, v] for k, v in obj.items() if _inline(v)])]
+        if not pairs[0][2]:
+            pairs = []
         for k, v in obj.items():
             if not _inline(v):
-                out += sub(v, join(k))
-        return out
+                pairs += sub(v, join(k))
+        return pairs
     if _is_scalar(obj):
         return [(caption, ["value"], [[obj]])]
     return None
 
 
-def _flatten(config, prefix="") -> list[tuple[str, object]]:
+def _flatten(config: Any, prefix: str = "") -> list[tuple[str, object]]:
     if isinstance(config, dict) and config:
-        out = []
+        out: list[tuple[str, object]] = []
         for k, v in config.items():
             out.extend(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
         return out
     return [(prefix, config)]
 
 
-def _html_table(columns, rows, max_rows: int) -> str:
+def _html_table(columns: Sequence[Any], rows: Sequence[Sequence[Any]], max_rows: int) -> str:
     shown = rows[:max_rows]
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
     body = []
@@ -225,7 +233,7 @@ def _html_table(columns, rows, max_rows: int) -> str:
     return out
 
 
-def _md_table(columns, rows, max_rows: int) -> str:
+def _md_table(columns: Sequence[Any], rows: Sequence[Sequence[Any]], max_rows: int) -> str:
     lines = [
         "| " + " | ".join(_md_text(c) for c in columns) + " |",
         "|" + "---|" * len(columns),
@@ -236,12 +244,14 @@ def _md_table(columns, rows, max_rows: int) -> str:
     return "\n".join(lines)
 
 
-def _markdown_blocks(text: str):
+def _markdown_blocks(text: str) -> list[_Block]:
     """Split a small markdown text into ("heading", level, text), ("table", columns, rows) and
     ("para", text) blocks: enough for the summaries the commands write."""
-    blocks, para, table = [], [], []
+    blocks: list[_Block] = []
+    para: list[str] = []
+    table: list[str] = []
 
-    def flush():
+    def flush() -> None:
         if para:
             blocks.append(("para", " ".join(para)))
             para.clear()
@@ -273,7 +283,7 @@ def _markdown_blocks(text: str):
 
 # -- sections ---------------------------------------------------------------------------------
 class _Report:
-    def __init__(self, max_rows: int):
+    def __init__(self, max_rows: int) -> None:
         self.max_rows = max_rows
         self.html: list[str] = []
         self.md: list[str] = []
@@ -282,7 +292,8 @@ class _Report:
         self.html.append(f"<h{level}>{html.escape(text)}</h{level}>")
         self.md.append("#" * level + " " + _md_text(text))
 
-    def table(self, columns, rows, *, whole: bool = False) -> None:
+    def table(self, columns: Sequence[Any], rows: Sequence[Sequence[Any]], *, whole: bool = False
+              ) -> None:
         """A table of its first ``max_rows`` rows (every row with ``whole``)."""
         limit = max(len(rows), 1) if whole else self.max_rows
         self.html.append(_html_table(columns, rows, limit))
@@ -317,9 +328,9 @@ class _Report:
         self.md.append(f"{fence}\n{text.rstrip()}\n{fence}")
 
 
-def _chunk_rows(run: RunDir) -> list[list]:
+def _chunk_rows(run: RunDir) -> list[list[str]]:
     """(name, arrays from the headers, status) per chunk; no array is loaded."""
-    rows = []
+    rows: list[list[str]] = []
     for name in run.chunk_names():
         data, reason = run._checked_bytes(run._chunk_path(name))
         if data is None:
@@ -337,7 +348,7 @@ def _chunk_rows(run: RunDir) -> list[list]:
     return rows
 
 
-def _read_csv(data: bytes) -> tuple[list[str], list[list]]:
+def _read_csv(data: bytes) -> tuple[list[str], list[list[str]]]:
     rows = list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
     if not rows:
         return ["(empty)"], []
@@ -349,7 +360,8 @@ def _png_size(data: bytes) -> tuple[int, int]:
     return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
 
 
-def render_report(run_dir, out_dir=None, *, max_rows: int = 50) -> tuple[Path, Path]:
+def render_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None,
+                  *, max_rows: int = 50) -> tuple[Path, Path]:
     """Write ``report.html`` (self-contained) and ``report.md`` for a run folder.
 
     Args:
@@ -403,7 +415,7 @@ def render_report(run_dir, out_dir=None, *, max_rows: int = 50) -> tuple[Path, P
                  f"links are never followed; only regular files are read): {shown}. See "
                  "'Skipped' below.", bad=True)
     by_kind: dict[str, list[Path]] = {".json": [], ".csv": [], ".md": [], ".png": []}
-    others = []
+    others: list[Path] = []
     for p in files:
         by_kind.get(p.suffix.lower(), others).append(p)
 
@@ -448,8 +460,9 @@ def render_report(run_dir, out_dir=None, *, max_rows: int = 50) -> tuple[Path, P
         )
         rep.md.append(f"![{_md_text(name)}]({_href(p, out_dir)})")
 
-    # 3. tables, shortest first
-    tables = []
+    # 3. tables, shortest first: (rows, file, (what, content)); the content is the text of a
+    # "bad" or "pre" entry, the list of tables of a "tables" entry
+    tables: list[tuple[int, Path, tuple[str, Any]]] = []
     for p in by_kind[".json"]:
         data = read(p)
         if isinstance(data, str):
