@@ -177,3 +177,13 @@ def test_priors_npy_checked_and_json_strict(tmp_path, capsys):
     assert main(["bounds", "--epsilon", "1", "--uniform", "10", "--targets", "100", "--json",
                  str(out), "--quiet"]) == 0
     json.loads(out.read_text(), parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+
+
+def test_flag_names_not_substituted_inside_paths(tmp_path, capsys):
+    """The library's field names become flags in messages, but not inside a file's path (a
+    folder called targets/ holding priors.txt was printed as --targets/--priors.txt)."""
+    (tmp_path / "targets").mkdir()
+    path = tmp_path / "targets" / "priors.txt"
+    np.savetxt(path, [0.1, 0.2, 0.3])
+    assert main(["bounds", "--epsilon", "1", "--priors", str(path), "--targets", "5"]) == 2
+    assert f"--targets is 5 but --priors {path} holds 3 values" in capsys.readouterr().err
