@@ -25,7 +25,7 @@ estimate towards the truth when the bound holds (probability ≥ 1 − s); never
 
 Only bounds that hold without a model assumption belong in ``lower_bounds``: the GDP baseline's
 α μ²/2 assumes a Gaussian privacy profile (Nasr et al., USENIX Security 2023) and is left out by
-:mod:`jaxaudit.cli.rdp_steps`. Our choice of the rule and its reading are in docs/opacus.md.
+:func:`jaxaudit.pipelines.rdp.audit_rows`. Our choice of the rule and its reading are in docs/opacus.md.
 
 The core is pure ``jnp``: it works inside ``jax.jit``, ``jax.vmap`` and ``jax.grad`` (the
 gradient of ε̃ flows to whichever of estimate or bound is larger).
