@@ -304,7 +304,7 @@ def check_secrets_config(config: SecretsConfig, run_dir: str | Path | None = Non
     lr = float(check_positive_finite("learning_rate", config.learning_rate))
     if lr > MAX_LEARNING_RATE:
         raise ValueError(f"learning_rate must be in (0, {MAX_LEARNING_RATE:g}] (Adam diverges "
-                         f"with larger steps), got {config.learning_rate!r}")
+                         f"above it), got {config.learning_rate!r}")
     check_positive_finite("clip_norm", config.clip_norm)
     if config.scoring == "reference" and not pretrain:
         raise ValueError("scoring 'reference' needs a public pretrained model "
