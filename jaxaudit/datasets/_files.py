@@ -23,7 +23,7 @@ import tempfile
 import urllib.error
 import urllib.request
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -78,7 +78,7 @@ BASE_URLS: dict[str, tuple[str, ...]] = {
 _CHUNK = 1 << 20
 
 
-def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
+def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
     """The data directory: ``data_dir`` if given, else ``$JAXAUDIT_DATA``, else ``~/.cache/jaxaudit``.
 
     Args:
@@ -185,7 +185,8 @@ def prepare_folder(folder: Path) -> None:
         raise _local_error(folder, PermissionError(errno.EACCES, os.strerror(errno.EACCES)))
 
 
-def fetch_first(urls: Iterable[str], folder: Path, label: str, use) -> None:
+def fetch_first(urls: Iterable[str], folder: Path, label: str, use: Callable[[Path], None]
+                ) -> None:
     """Fetch the first of ``urls`` that answers into a temporary file in ``folder`` and call
     ``use(tmp)`` on it (verify, then rename or extract); the temporary file is always removed.
 
@@ -241,7 +242,8 @@ def download_file(key: str, dest: Path) -> None:
 
 
 def require_files(
-    sub: str, names: Iterable[str], data_dir=None, download: bool = False
+    sub: str, names: Iterable[str], data_dir: str | os.PathLike[str] | None = None,
+    download: bool = False
 ) -> dict[str, Path]:
     """Locate (and with ``download`` fetch) the files ``sub/<name>``, each checksum-verified.
 
@@ -278,7 +280,7 @@ class FileStatus(NamedTuple):
     status: str  # "ok", "bad" (checksum mismatch) or "missing"
 
 
-def verify_files(data_dir=None) -> list[FileStatus]:
+def verify_files(data_dir: str | os.PathLike[str] | None = None) -> list[FileStatus]:
     """Check the SHA-256 of every known file in the data directory.
 
     Args:

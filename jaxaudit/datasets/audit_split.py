@@ -15,7 +15,7 @@ __all__ = ["AUDIT_DATASETS", "audit_data"]
 AUDIT_DATASETS = ("mnist", "synthetic", "cifar10")
 
 
-def _synthetic(seed: int, n: int):
+def _synthetic(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Ten classes of 28×28 images: a fixed random prototype per class plus N(0, 0.3²) pixels,
     clipped to [0, 1] (deterministic in ``seed``)."""
     rng = np.random.default_rng(seed)

@@ -30,6 +30,7 @@ restricted to the few numpy/builtin callables the format needs, so a file can ne
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import pickle
@@ -37,7 +38,9 @@ import tarfile
 import tempfile
 import warnings
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -78,7 +81,7 @@ _IMAGE_SIZE = 32 * 32 * 3
 _CHUNK = 1 << 20
 
 
-def cifar10_folder(data_dir=None) -> Path:
+def cifar10_folder(data_dir: str | os.PathLike[str] | None = None) -> Path:
     """The folder holding the batch files: ``<data_dir>/cifar10/cifar-10-batches-py``.
 
     Args:
@@ -90,7 +93,7 @@ def cifar10_folder(data_dir=None) -> Path:
     return resolve_data_dir(data_dir) / SUBFOLDER / BATCH_FOLDER
 
 
-def _hashes(path) -> tuple[str, str]:
+def _hashes(path: str | os.PathLike[str]) -> tuple[str, str]:
     """(MD5, SHA-256) of a file, read once in 1 MiB chunks."""
     md5, sha = hashlib.md5(usedforsecurity=False), hashlib.sha256()
     with open(path, "rb") as f:
@@ -133,7 +136,7 @@ class _BatchUnpickler(pickle.Unpickler):
         ("numpy", "ndarray"), ("numpy", "dtype"),
     }
 
-    def find_class(self, module, name):
+    def find_class(self, module: str, name: str) -> Any:
         if (module, name) in self._NUMPY:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)
@@ -143,7 +146,7 @@ class _BatchUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"unexpected class {module}.{name} in a CIFAR-10 batch")
 
 
-def _latin1_encode(text, encoding):
+def _latin1_encode(text: object, encoding: str) -> bytes:
     """``_codecs.encode`` restricted to latin-1 (how protocol 2 stores ``bytes``)."""
     if encoding not in ("latin1", "latin-1") or not isinstance(text, str):
         raise pickle.UnpicklingError(f"unexpected encoding {encoding!r} in a CIFAR-10 batch")
@@ -191,7 +194,7 @@ def _remedy(folder: Path) -> str:
     )
 
 
-def _extract_batches(archive: Path, names, folder: Path, verify: bool) -> None:
+def _extract_batches(archive: Path, names: Iterable[str], folder: Path, verify: bool) -> None:
     """Copy the members ``cifar-10-batches-py/<name>`` of the archive into ``folder``, each via a
     temporary file that is verified (with ``verify``) before it is renamed into place."""
     try:
@@ -201,13 +204,14 @@ def _extract_batches(archive: Path, names, folder: Path, verify: bool) -> None:
                     member = tar.getmember(f"{BATCH_FOLDER}/{name}")
                 except KeyError:
                     raise ValueError(f"{ARCHIVE} has no member {BATCH_FOLDER}/{name}") from None
-                if not member.isfile():
+                content = tar.extractfile(member) if member.isfile() else None
+                if content is None:
                     raise ValueError(f"{ARCHIVE}: {BATCH_FOLDER}/{name} is not a regular file")
                 fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=folder)
                 tmp = Path(tmp_name)
                 try:
-                    with os.fdopen(fd, "wb") as out, tar.extractfile(member) as src:
-                        for block in iter(lambda src=src: src.read(_CHUNK), b""):
+                    with os.fdopen(fd, "wb") as out, content as src:
+                        for block in iter(functools.partial(src.read, _CHUNK), b""):
                             out.write(block)
                     if verify:
                         _check_batch_digest(tmp, name)
@@ -219,7 +223,7 @@ def _extract_batches(archive: Path, names, folder: Path, verify: bool) -> None:
         raise ValueError(f"{ARCHIVE} is not a valid gzipped tar archive ({err})") from err
 
 
-def _download(names, folder: Path, verify: bool) -> None:
+def _download(names: Iterable[str], folder: Path, verify: bool) -> None:
     """Fetch the archive from :data:`ARCHIVE_URLS` (first that answers), verify it (with
     ``verify``), extract ``names`` into ``folder`` and delete the archive."""
 
@@ -232,8 +236,8 @@ def _download(names, folder: Path, verify: bool) -> None:
     fetch_first(ARCHIVE_URLS, folder.parent, ARCHIVE, use)
 
 
-def load_cifar10(split: str = "train", data_dir=None, download: bool = False, *,
-                 verify: bool = True):
+def load_cifar10(split: str = "train", data_dir: str | os.PathLike[str] | None = None,
+                 download: bool = False, *, verify: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Load a CIFAR-10 split from the python-pickle batches.
 
     Args:
@@ -287,7 +291,7 @@ def load_cifar10(split: str = "train", data_dir=None, download: bool = False, *,
     return images, labels
 
 
-def verify_cifar10_files(data_dir=None) -> list[FileStatus]:
+def verify_cifar10_files(data_dir: str | os.PathLike[str] | None = None) -> list[FileStatus]:
     """Check every CIFAR-10 batch found in the data directory against its published MD5.
 
     Args:

@@ -29,6 +29,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import (
     check_choice,
@@ -52,7 +53,8 @@ def edge_homophily(graph: Graph) -> float:
     return float(np.mean(labels[s] == labels[r]))
 
 
-def _split_sizes(num_nodes, num_classes, class_sizes, train_per_class, num_val, num_test):
+def _split_sizes(num_nodes: int, num_classes: int, class_sizes: np.ndarray, train_per_class: int,
+                 num_val: int, num_test: int) -> tuple[int, int, int]:
     """Planetoid-like sizes, shrunk when the graph is too small for the requested ones."""
     train_per_class = min(train_per_class, int(class_sizes.min()) // 2)
     rest = num_nodes - train_per_class * num_classes
@@ -187,7 +189,8 @@ def make_csbm(
 
 
 @jax.jit
-def _edge_block(key, labels, start, p_in, p_out):
+def _edge_block(key: jax.Array, labels: jax.Array, start: int | jax.Array, p_in: ArrayLike,
+                p_out: ArrayLike) -> jax.Array:
     """Bernoulli draws for the pairs (i, j), i in rows [start, start + block), j > i."""
     n = labels.shape[0]
     rows = start + jnp.arange(_ROW_BLOCK)
@@ -199,7 +202,8 @@ def _edge_block(key, labels, start, p_in, p_out):
     return (u < prob) & (cols[None, :] > rows[:, None]) & (rows[:, None] < n)
 
 
-def _sample_edges(key, labels: np.ndarray, p_in: float, p_out: float):
+def _sample_edges(key: jax.Array, labels: np.ndarray, p_in: float, p_out: float
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """One Bernoulli draw per unordered pair i < j, in row blocks; both directions, sorted."""
     n = labels.shape[0]
     lab = jnp.asarray(labels)
@@ -217,7 +221,9 @@ def _sample_edges(key, labels: np.ndarray, p_in: float, p_out: float):
 
 
 @partial(jax.jit, static_argnames=("num_nodes", "num_classes", "num_features", "kind"))
-def _sample_nodes(key, num_nodes, num_classes, num_features, kind, signal, density):
+def _sample_nodes(key: jax.Array, num_nodes: int, num_classes: int, num_features: int, kind: str,
+                  signal: ArrayLike, density: ArrayLike
+                  ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Labels (balanced, permuted), class-conditional features and the split order."""
     k_label, k_mean, k_feat, k_split = jax.random.split(key, 4)
     labels = jax.random.permutation(k_label, jnp.arange(num_nodes, dtype=jnp.int32) % num_classes)

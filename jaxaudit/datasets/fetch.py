@@ -9,6 +9,7 @@ renamed) and verifies every file of the set.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from jaxaudit._validation import check_choice
@@ -33,7 +34,8 @@ def _splits(name: str, split: str | None) -> tuple[str, ...]:
     return ()
 
 
-def dataset_files(name: str, data_dir=None, split: str | None = None) -> list[Path]:
+def dataset_files(name: str, data_dir: str | os.PathLike[str] | None = None,
+                  split: str | None = None) -> list[Path]:
     """The paths of the files data set ``name`` needs (``split``: only that split's files).
 
     Args:
@@ -54,12 +56,13 @@ def dataset_files(name: str, data_dir=None, split: str | None = None) -> list[Pa
     return [folder / b for s in _splits(name, split) for b in cifar10.SPLITS[s]]
 
 
-def missing_files(name: str, data_dir=None, split: str | None = None) -> list[Path]:
+def missing_files(name: str, data_dir: str | os.PathLike[str] | None = None,
+                  split: str | None = None) -> list[Path]:
     """The files of :func:`dataset_files` that are not in the data directory."""
     return [p for p in dataset_files(name, data_dir, split) if not p.is_file()]
 
 
-def download_dataset(name: str, data_dir=None) -> list[Path]:
+def download_dataset(name: str, data_dir: str | os.PathLike[str] | None = None) -> list[Path]:
     """Fetch the missing files of data set ``name`` and verify every file of the set.
 
     Args:

@@ -12,6 +12,7 @@ and length are checked as well.
 from __future__ import annotations
 
 import gzip
+import os
 import struct
 import zlib
 
@@ -26,7 +27,7 @@ _FILES = {
 }
 
 
-def _read_idx(path, magic: int, shape: tuple[int, ...]) -> np.ndarray:
+def _read_idx(path: str | os.PathLike[str], magic: int, shape: tuple[int, ...]) -> np.ndarray:
     """Read one gzipped IDX file, refusing any deviation from the expected header and length."""
     try:
         with gzip.open(path, "rb") as f:
@@ -46,7 +47,8 @@ def _read_idx(path, magic: int, shape: tuple[int, ...]) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(shape)
 
 
-def load_mnist(split: str = "test", data_dir=None, download: bool = False):
+def load_mnist(split: str = "test", data_dir: str | os.PathLike[str] | None = None,
+               download: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Load an MNIST split from the IDX files.
 
     Args:

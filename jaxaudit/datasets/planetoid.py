@@ -16,8 +16,10 @@ all-zero one-hot labels (label 0 after argmax; they are in no split). Masks: tra
 from __future__ import annotations
 
 import collections
+import os
 import pickle
 import warnings
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
@@ -40,7 +42,7 @@ class _PlanetoidUnpickler(pickle.Unpickler):
     class is refused.
     """
 
-    def find_class(self, module, name):
+    def find_class(self, module: str, name: str) -> Any:
         if module.startswith("scipy.sparse") and name in ("csr_matrix", "csc_matrix", "lil_matrix"):
             return getattr(sp, name)
         if (module, name) == ("collections", "defaultdict"):
@@ -58,7 +60,7 @@ class _PlanetoidUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"unexpected class {module}.{name} in a Planetoid file")
 
 
-def _unpickle(path):
+def _unpickle(path: str | os.PathLike[str]) -> Any:
     with open(path, "rb") as f, warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         return _PlanetoidUnpickler(f, encoding="latin1").load()
@@ -75,7 +77,8 @@ def _edges_from_dict(adjacency: dict, num_nodes: int) -> tuple[np.ndarray, np.nd
     return (codes // num_nodes).astype(np.int32), (codes % num_nodes).astype(np.int32)
 
 
-def load_planetoid(name: str, data_dir=None, download: bool = False) -> Graph:
+def load_planetoid(name: str, data_dir: str | os.PathLike[str] | None = None,
+                   download: bool = False) -> Graph:
     """Load Cora or CiteSeer as a :class:`Graph` with the standard Planetoid split.
 
     Every file is checked against its SHA-256 before it is unpickled.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 import jax
 
@@ -18,7 +18,7 @@ GRAPH_DATASETS = (*PLANETOID_NAMES, "csbm")
 
 
 def graph_by_name(name: str, *, seed: int = 0, num_nodes: int = 2708,
-                  data_dir: str | Path | None = None) -> Graph:
+                  data_dir: str | os.PathLike[str] | None = None) -> Graph:
     """The graph called ``name`` (one of :data:`GRAPH_DATASETS`): Cora or CiteSeer from
     ``data_dir`` (:func:`load_planetoid`), or a CSBM of ``num_nodes`` nodes with Bernoulli
     features drawn from ``jax.random.key(seed)`` (:func:`make_csbm`; the run plan's rule for
