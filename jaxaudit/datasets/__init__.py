@@ -12,6 +12,13 @@ from jaxaudit.datasets._files import FileStatus, resolve_data_dir, verify_files
 from jaxaudit.datasets.audit_split import AUDIT_DATASETS, audit_data
 from jaxaudit.datasets.cifar10 import load_cifar10, verify_cifar10_files
 from jaxaudit.datasets.csbm import edge_homophily, make_csbm
+from jaxaudit.datasets.inventory import (
+    INFO_DATASETS,
+    Inventory,
+    describe_dataset,
+    fetch_dataset,
+    verify_data_dir,
+)
 from jaxaudit.datasets.mnist import load_mnist
 from jaxaudit.datasets.planetoid import load_planetoid
 from jaxaudit.datasets.registry import GRAPH_DATASETS, graph_by_name
@@ -21,9 +28,13 @@ __all__ = [
     "AUDIT_DATASETS",
     "FileStatus",
     "GRAPH_DATASETS",
+    "INFO_DATASETS",
+    "Inventory",
     "Graph",
     "audit_data",
+    "describe_dataset",
     "edge_homophily",
+    "fetch_dataset",
     "graph_by_name",
     "load_cifar10",
     "load_mnist",
@@ -31,5 +42,6 @@ __all__ = [
     "make_csbm",
     "resolve_data_dir",
     "verify_cifar10_files",
+    "verify_data_dir",
     "verify_files",
 ]
