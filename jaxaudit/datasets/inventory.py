@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from jaxaudit._validation import check_choice, check_integer
 from jaxaudit.datasets._files import FileStatus, prepare_folder, resolve_data_dir, verify_files
@@ -41,7 +42,7 @@ _SPLITS = (("cora", (None,)), ("citeseer", (None,)), ("mnist", ("test", "train")
            ("cifar10", ("test", "train")))
 
 
-def _counts(labels: np.ndarray, num_classes: int) -> str:
+def _counts(labels: ArrayLike, num_classes: int) -> str:
     counts = np.bincount(np.asarray(labels), minlength=num_classes)
     return " ".join(f"{c}:{int(n)}" for c, n in enumerate(counts))
 
