@@ -411,7 +411,6 @@ def _pretrained(run: RunDir | None, config: SecretsConfig, prior: Any) -> tuple[
     cached there (``pretrained_seed_S.msgpack`` with a checksum record bound to the run), so
     every run fine-tunes the same one; read back only when that record matches."""
     import flax.serialization
-    import jax
 
     from jaxaudit.attacks import CharGRU, pretrain_public
 
