@@ -794,10 +794,11 @@ def discard_new_run(path: str | os.PathLike[str], existed: bool, *, keep_folder:
     (e.g. the training diverged), and the corrected command must be able to use the same
     ``--out`` instead of being refused as a different configuration. A folder that held a run
     before (``existed``), or any finished chunk, is left alone; the folder itself is kept when
-    it existed (empty) before the command (``keep_folder``)."""
+    it existed (empty) before the command (``keep_folder``). Only process 0 of a multi-process
+    JAX program removes anything (:func:`jax_process`)."""
     path = Path(path)
     chunks = path / "chunks"
-    if existed or (chunks.is_dir() and any(chunks.glob("*.npz"))):
+    if existed or jax_process()[0] != 0 or (chunks.is_dir() and any(chunks.glob("*.npz"))):
         return
     try:
         for name in ("manifest.json", *(p.name for p in path.glob("pretrained_seed_*.msgpack"))):
