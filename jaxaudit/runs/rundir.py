@@ -64,7 +64,7 @@ import numpy as np
 from jaxaudit.runs.arrays import describe_npz, load_npz
 
 __all__ = ["RunDir", "RunResults", "load_results", "read_manifest", "config_hash",
-           "atomic_write_bytes", "dumps_strict", "scan_run_folder", "MAX_JSON_DEPTH"]
+           "atomic_write_bytes", "dumps_strict", "scan_run_folder", "MAX_JSON_DEPTH", "jax_process"]
 
 _CHUNK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 MANIFEST = "manifest.json"
@@ -801,7 +801,7 @@ def discard_new_run(path: str | os.PathLike[str], existed: bool, *, keep_folder:
     if existed or jax_process()[0] != 0 or (chunks.is_dir() and any(chunks.glob("*.npz"))):
         return
     try:
-        for name in ("manifest.json", *(p.name for p in path.glob("pretrained_seed_*.msgpack"))):
+        for name in ("manifest.json", *(p.name for p in path.glob("pretrained_seed_*.msgpack*"))):
             (path / name).unlink(missing_ok=True)
         if chunks.is_dir() and not any(chunks.iterdir()):
             chunks.rmdir()
