@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import ArrayLike
 
 from jaxaudit._validation import check_choice
@@ -35,7 +36,7 @@ __all__ = [
 ]
 
 
-def _as_images(x):
+def _as_images(x: ArrayLike) -> jax.Array:
     """(N, 28, 28) or (N, 28, 28, 1) -> (N, 28, 28, 1) float32."""
     x = jnp.asarray(x, jnp.float32)
     return x[..., None] if x.ndim == 3 else x
@@ -58,7 +59,7 @@ class SmallCNN(nn.Module):
     num_classes: int = 10
 
     @nn.compact
-    def __call__(self, x):
+    def __call__(self, x: ArrayLike) -> jax.Array:
         x = _as_images(x)
         x = nn.Conv(16, (5, 5), padding="VALID", name="conv1")(x)
         x = jnp.tanh(nn.max_pool(x, (2, 2), strides=(2, 2)))
@@ -101,15 +102,15 @@ class CifarCNN(nn.Module):
     num_classes: int = 10
 
     @nn.compact
-    def __call__(self, x):
-        x = jnp.asarray(x, jnp.float32)
+    def __call__(self, x: ArrayLike) -> jax.Array:
+        h = jnp.asarray(x, jnp.float32)
         for block, width in enumerate((32, 64, 128), start=1):
             for j in (1, 2):
-                x = jnp.tanh(nn.Conv(width, (3, 3), padding="SAME", name=f"conv{block}_{j}")(x))
-            x = nn.max_pool(x, (2, 2), strides=(2, 2))
-        x = x.reshape((x.shape[0], -1))
-        x = jnp.tanh(nn.Dense(128, name="fc1")(x))
-        return nn.Dense(self.num_classes, name="fc2")(x)
+                h = jnp.tanh(nn.Conv(width, (3, 3), padding="SAME", name=f"conv{block}_{j}")(h))
+            h = nn.max_pool(h, (2, 2), strides=(2, 2))
+        h = h.reshape((h.shape[0], -1))
+        h = jnp.tanh(nn.Dense(128, name="fc1")(h))
+        return nn.Dense(self.num_classes, name="fc2")(h)
 
 
 class MLP(nn.Module):
@@ -127,7 +128,7 @@ class MLP(nn.Module):
     num_classes: int = 10
 
     @nn.compact
-    def __call__(self, x):
+    def __call__(self, x: jax.Array | np.ndarray) -> jax.Array:
         x = jnp.asarray(x, jnp.float32).reshape((x.shape[0], -1))
         for i, width in enumerate(self.hidden):
             x = jnp.tanh(nn.Dense(width, name=f"dense{i}")(x))
@@ -148,7 +149,7 @@ class LogisticRegression(nn.Module):
     num_classes: int = 10
 
     @nn.compact
-    def __call__(self, x):
+    def __call__(self, x: jax.Array | np.ndarray) -> jax.Array:
         x = jnp.asarray(x, jnp.float32).reshape((x.shape[0], -1))
         return nn.Dense(self.num_classes, name="dense0")(x)
 
@@ -163,10 +164,10 @@ class Layer(NamedTuple):
 
     name: str
     kind: str
-    after: object
+    after: Callable[[jax.Array], jax.Array]
 
 
-def im2col(x: ArrayLike, kh: int, kw: int) -> jax.Array:
+def im2col(x: jax.Array | np.ndarray, kh: int, kw: int) -> jax.Array:
     """Valid-convolution patches by slicing: (N, H, W, C) -> (N, (H−kh+1)(W−kw+1), kh·kw·C).
 
     The feature order (h, w, c) matches ``kernel.reshape(kh * kw * C, O)`` for flax's HWIO kernels.
@@ -178,7 +179,7 @@ def im2col(x: ArrayLike, kh: int, kw: int) -> jax.Array:
     return p.reshape(n, oh * ow, kh * kw * c)
 
 
-def _pool_tanh(z, side: int):
+def _pool_tanh(z: jax.Array, side: int) -> jax.Array:
     """(N, side², C) conv output -> 2×2 max pool (floor) -> tanh, as (N, side//2, side//2, C)."""
     n, _, c = z.shape
     z = z.reshape(n, side, side, c)
@@ -187,22 +188,23 @@ def _pool_tanh(z, side: int):
     return jnp.tanh(z)
 
 
-def _same_patches(x):
+def _same_patches(x: jax.Array) -> jax.Array:
     """3×3 "SAME" convolution patches: zero-pad by 1, then :func:`im2col`."""
     return im2col(jnp.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0))), 3, 3)
 
 
-def _cifar_program():
+def _cifar_program() -> _Program:
     """CifarCNN as six im2col convolutions and two dense layers (tanh after each conv; the 2×2
     max pool after every second conv commutes with the monotone tanh)."""
-    layers = []
+    layers: list[Layer] = []
     side = 32
     for block, width in enumerate((32, 64, 128), start=1):
         for j in (1, 2):
             pool = j == 2
             last = block == 3 and pool
 
-            def after(z, side=side, width=width, pool=pool, last=last):
+            def after(z: jax.Array, side: int = side, width: int = width, pool: bool = pool,
+                      last: bool = last) -> jax.Array:
                 a = jnp.tanh(z).reshape(z.shape[0], side, side, width)
                 if pool:
                     half = side // 2
@@ -215,7 +217,11 @@ def _cifar_program():
     return (lambda x: _same_patches(jnp.asarray(x, jnp.float32))), layers
 
 
-def layer_program(model: nn.Module) -> tuple[Callable, list[Layer]] | None:
+#: ``(prepare, layers)`` of :func:`layer_program`
+_Program = tuple[Callable[[Any], jax.Array], list[Layer]]
+
+
+def layer_program(model: nn.Module) -> _Program | None:
     """The model as a list of affine layers for :mod:`jaxaudit.dpsgd.private_step`.
 
     Returns ``(prepare, layers)``: ``prepare(inputs)`` maps raw inputs to the first layer's input
@@ -225,13 +231,13 @@ def layer_program(model: nn.Module) -> tuple[Callable, list[Layer]] | None:
     ``vmap(grad)`` path is used then).
     """
     if isinstance(model, SmallCNN):
-        def prepare(x):
+        def prepare(x: ArrayLike) -> jax.Array:
             return im2col(_as_images(x), 5, 5)
 
-        def after1(z):
+        def after1(z: jax.Array) -> jax.Array:
             return im2col(_pool_tanh(z, 24), 4, 4)
 
-        def after2(z):
+        def after2(z: jax.Array) -> jax.Array:
             return _pool_tanh(z, 9).reshape(z.shape[0], -1)
 
         layers = [
@@ -260,7 +266,8 @@ def fast_apply(model: nn.Module, params: Any, inputs: ArrayLike) -> jax.Array:
     XLA convolutions, several times faster on CPU); falls back to ``model.apply``."""
     program = layer_program(model)
     if program is None:
-        return model.apply(params, inputs)
+        # flax types apply() as "output or (output, state)"; without ``mutable`` it is the output
+        return model.apply(params, inputs)  # type: ignore[return-value]
     prepare, layers = program
     a, p = prepare(inputs), params["params"]
     for layer in layers:
@@ -280,5 +287,7 @@ def model_by_name(name: str) -> nn.Module:
     ``"cifar_cnn"`` → :class:`CifarCNN` (the CIFAR-10 CNN of Annamalai & De Cristofaro, arXiv
     2405.14106)."""
     check_choice("model", name, MODELS)
-    return {"cnn": SmallCNN, "mlp": lambda: MLP(hidden=(32,)), "logreg": LogisticRegression,
-            "cifar_cnn": CifarCNN}[name]()
+    factories: dict[str, Callable[[], nn.Module]] = {
+        "cnn": SmallCNN, "mlp": lambda: MLP(hidden=(32,)), "logreg": LogisticRegression,
+        "cifar_cnn": CifarCNN}
+    return factories[name]()

@@ -67,17 +67,18 @@ def pretrain(key: jax.Array, model: nn.Module, public_images: ArrayLike, public_
     check_choice("optimizer", optimizer, ("adam", "sgd"))
     batch = min(int(batch_size), x.shape[0])
     k_init, k_batches = jax.random.split(key)
-    x, y = jnp.asarray(x), jnp.asarray(y, jnp.int32)
-    params = model.init(k_init, x[:1]) if init_params is None else init_params
+    xs, ys = jnp.asarray(x), jnp.asarray(y, jnp.int32)
+    params = model.init(k_init, xs[:1]) if init_params is None else init_params
     opt = optax.adam(learning_rate) if optimizer == "adam" else optax.sgd(learning_rate)
 
     @jax.jit
-    def train(params, k):
-        def body(carry, kk):
+    def train(params: Any, k: jax.Array) -> Any:
+        def body(carry: tuple[Any, optax.OptState], kk: jax.Array
+                 ) -> tuple[tuple[Any, optax.OptState], jax.Array]:
             p, s = carry
-            idx = jax.random.randint(kk, (batch,), 0, x.shape[0])
+            idx = jax.random.randint(kk, (batch,), 0, xs.shape[0])
             loss, g = jax.value_and_grad(
-                lambda q: _per_example_losses(fast_apply(model, q, x[idx]), y[idx]).mean())(p)
+                lambda q: _per_example_losses(fast_apply(model, q, xs[idx]), ys[idx]).mean())(p)
             upd, s = opt.update(g, s, p)
             return (optax.apply_updates(p, upd), s), loss
 

@@ -44,7 +44,7 @@ References:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -81,10 +81,12 @@ class DPAggregateState(NamedTuple):
     """
 
     key: jax.Array | None
-    count: jax.Array
+    # shadows tuple.count, as the ``count`` of optax's states does
+    count: jax.Array  # type: ignore[assignment]
 
 
-def noise_stddev(noise_multiplier, clip_norm, neighbouring: str = "add_remove"):
+def noise_stddev(noise_multiplier: float | jax.Array, clip_norm: float | jax.Array,
+                 neighbouring: str = "add_remove") -> float | jax.Array:
     """σ·Δ: the standard deviation of the noise on the clipped sum, Δ = C (add/remove) or 2C
     (replace-one). Python floats in, a Python float out (traced values stay traced)."""
     check_choice("neighbouring", neighbouring, NEIGHBOURING_RELATIONS)
@@ -100,12 +102,12 @@ def add_gaussian_noise(key: jax.Array, tree: Any, stddev: float | jax.Array) -> 
     return jax.tree.unflatten(treedef, noisy)
 
 
-def _leading_size(tree) -> int:
+def _leading_size(tree: Any) -> int:
     sizes = {jnp.shape(leaf)[0] if jnp.ndim(leaf) else None for leaf in jax.tree.leaves(tree)}
     if len(sizes) != 1 or None in sizes:
         raise ValueError("per-example gradients must be a pytree of arrays sharing one leading "
                          f"example axis, got leading sizes {sorted(map(str, sizes))}")
-    return sizes.pop()
+    return cast(int, sizes.pop())  # not None: refused above
 
 
 def clip_and_sum(per_example_grads: Any, clip_norm: float | jax.Array,
@@ -142,7 +144,8 @@ def per_example_gradients(loss: Callable[..., jax.Array], params: Any, *batch: A
     return jax.vmap(jax.grad(loss), in_axes=(None,) + (0,) * len(batch))(params, *batch)
 
 
-def _check(clip_norm, noise_multiplier, key, normalizer, neighbouring):
+def _check(clip_norm: float | jax.Array, noise_multiplier: float | jax.Array,
+           key: jax.Array | None, normalizer: float | jax.Array, neighbouring: str) -> None:
     check_positive_finite("clip_norm", clip_norm)
     check_nonnegative_finite("noise_multiplier", noise_multiplier)
     check_positive_finite("normalizer", normalizer)
@@ -151,15 +154,20 @@ def _check(clip_norm, noise_multiplier, key, normalizer, neighbouring):
         check_key("key", key)
 
 
-def _noise_transform(clip_norm, noise_multiplier, key, normalizer, neighbouring, prepare):
+def _noise_transform(clip_norm: float | jax.Array, noise_multiplier: float | jax.Array,
+                     key: jax.Array | None, normalizer: float | jax.Array, neighbouring: str,
+                     prepare: Callable[[Any, jax.Array | None], Any]
+                     ) -> optax.GradientTransformationExtraArgs:
     """The one noise stage: ĝ = (prepare(updates) + N(0, (σΔ)² I)) / n̄."""
     stddev = noise_stddev(noise_multiplier, clip_norm, neighbouring)
 
-    def init_fn(params):
+    def init_fn(params: Any) -> DPAggregateState:
         del params
         return DPAggregateState(key=key, count=jnp.zeros((), jnp.int32))
 
-    def update_fn(updates, state, params=None, *, noise_key=None, mask=None, **extra_args):
+    def update_fn(updates: Any, state: DPAggregateState, params: Any = None, *,
+                  noise_key: jax.Array | None = None, mask: jax.Array | None = None,
+                  **extra_args: Any) -> tuple[Any, DPAggregateState]:
         del params, extra_args
         summed = prepare(updates, mask)
         new_key = state.key
@@ -232,7 +240,7 @@ def dp_noisy_sum(clip_norm: float, noise_multiplier: float | jax.Array, *,
     """
     _check(clip_norm, noise_multiplier, key, normalizer, neighbouring)
 
-    def prepare(summed, mask):
+    def prepare(summed: Any, mask: jax.Array | None) -> Any:
         if mask is not None:
             raise ValueError("dp_noisy_sum takes an already masked clipped sum; got a mask")
         return summed

@@ -44,16 +44,17 @@ References:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import optax
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import check_choice, check_finite, check_nonnegative, check_positive
-from jaxaudit.dpsgd.models import layer_program
+from jaxaudit.dpsgd.models import Layer, layer_program
 from jaxaudit.dpsgd.private_aggregate import (
     add_gaussian_noise,
     clip_and_sum,
@@ -70,36 +71,41 @@ _METHODS = ("auto", "ghost", "vmap")
 Prepare = Callable[[jax.Array], Any]
 #: ``step(key, params, features, labels, mask) -> params``: one private step (jit/vmap/scan-able).
 PrivateStep = Callable[[jax.Array, Any, Any, jax.Array, jax.Array], Any]
+#: ``f(params, features, labels, weights, C) -> (clipped sum, per-example norms)``
+_ClippedSum = Callable[[Any, Any, jax.Array, jax.Array, Any], tuple[Any, jax.Array]]
 
 
-def _per_example_losses(logits, labels):
+def _per_example_losses(logits: jax.Array, labels: jax.Array) -> jax.Array:
     return optax.softmax_cross_entropy_with_integer_labels(logits, labels)
 
 
-def _clip_factors(sq_norms, weights, clip_norm):
+def _clip_factors(sq_norms: jax.Array, weights: jax.Array, clip_norm: float | jax.Array
+                  ) -> tuple[jax.Array, jax.Array]:
     """w_i / max(1, ‖g_i‖/C) — optax's per_example_global_norm_clip factor times the mask."""
     norms = jnp.sqrt(sq_norms)
     return weights / jnp.maximum(norms / clip_norm, 1.0), norms
 
 
-def _ghost_clipped_sum(layers, params, features, labels, weights, clip_norm):
+def _ghost_clipped_sum(layers: Sequence[Layer], params: Any, features: jax.Array,
+                       labels: jax.Array, weights: jax.Array, clip_norm: float | jax.Array
+                       ) -> tuple[Any, jax.Array]:
     """Σ_i w_i clip_C(∇ℓ_i) from one batched backward pass (see the module docstring)."""
     p = params["params"]
 
-    def affine(layer, a):
+    def affine(layer: Layer, a: jax.Array) -> jax.Array:
         kernel, bias = p[layer.name]["kernel"], p[layer.name]["bias"]
         if layer.kind == "conv":
             kernel = kernel.reshape(-1, kernel.shape[-1])
         return a @ kernel + bias
 
-    def forward(perturbations):
+    def forward(perturbations: list[jax.Array]) -> tuple[jax.Array, list[jax.Array]]:
         a, acts = features, []
         for layer, e in zip(layers, perturbations):
             acts.append(a)
             a = layer.after(affine(layer, a) + e)
         return _per_example_losses(a, labels), acts
 
-    def shapes():
+    def shapes() -> list[jax.Array]:
         a, out = features, []
         for layer in layers:
             z = affine(layer, a)
@@ -112,7 +118,7 @@ def _ghost_clipped_sum(layers, params, features, labels, weights, clip_norm):
     (grads_z,) = vjp_fn(jnp.ones_like(losses))
 
     sq = jnp.zeros(losses.shape, losses.dtype)
-    per_example = []
+    per_example: list[Any] = []  # (gw, gb) of a conv layer, None for a dense one
     for layer, a, g in zip(layers, acts, grads_z):
         if layer.kind == "conv":
             # Per-example (P_iᵀ G_i)ᵀ = G_iᵀ P_i, shape (N, O, K). Materialising G_iᵀ first
@@ -128,7 +134,7 @@ def _ghost_clipped_sum(layers, params, features, labels, weights, clip_norm):
             per_example.append(None)
     factors, norms = _clip_factors(sq, weights, clip_norm)
 
-    out = {}
+    out: dict[str, dict[str, jax.Array]] = {}
     for layer, a, g, pe in zip(layers, acts, grads_z, per_example):
         shape = p[layer.name]["kernel"].shape
         if layer.kind == "conv":
@@ -146,11 +152,14 @@ def _ghost_clipped_sum(layers, params, features, labels, weights, clip_norm):
     return {"params": out}, norms
 
 
-def _vmap_clipped_sum(model, params, inputs, labels, weights, clip_norm):
+def _vmap_clipped_sum(model: nn.Module, params: Any, inputs: jax.Array, labels: jax.Array,
+                      weights: jax.Array, clip_norm: float | jax.Array) -> tuple[Any, jax.Array]:
     """Reference: per-example gradients by vmap(grad), optax's clip-and-sum of w_i·g_i."""
 
-    def loss(prm, x, y):
-        return _per_example_losses(model.apply(prm, x[None]), y[None])[0]
+    def loss(prm: Any, x: jax.Array, y: jax.Array) -> jax.Array:
+        # flax types apply() as "output or (output, state)"; without ``mutable`` it is the output
+        logits: jax.Array = model.apply(prm, x[None])  # type: ignore[assignment]
+        return _per_example_losses(logits, y[None])[0]
 
     grads = per_example_gradients(loss, params, inputs, labels)
     norms = jnp.sqrt(sum(jnp.sum(g.reshape(g.shape[0], -1) ** 2, axis=1)
@@ -158,7 +167,8 @@ def _vmap_clipped_sum(model, params, inputs, labels, weights, clip_norm):
     return clip_and_sum(grads, clip_norm, weights), norms
 
 
-def _resolve(model, method):
+def _resolve(model: nn.Module, method: str
+             ) -> tuple[str, tuple[Callable[[Any], jax.Array], list[Layer]] | None]:
     check_choice("method", method, _METHODS)
     program = layer_program(model)
     if method == "ghost" and program is None:
@@ -169,7 +179,7 @@ def _resolve(model, method):
 
 
 @functools.lru_cache(maxsize=32)
-def _compiled_clipped_sum(model: nn.Module, method: str):
+def _compiled_clipped_sum(model: nn.Module, method: str) -> tuple[Prepare, _ClippedSum]:
     """(prepare, jitted clipped sum), cached per (model, method) so repeated calls reuse the
     compiled function (the library's one caching pattern: an lru_cache over the static
     configuration returning jitted functions, as in ``canary_training._compiled``)."""
@@ -179,7 +189,8 @@ def _compiled_clipped_sum(model: nn.Module, method: str):
 
 @functools.lru_cache(maxsize=32)
 def _compiled_step(model: nn.Module, clip_norm: float, noise_multiplier: float,
-                   learning_rate: float, normalizer: float, method: str):
+                   learning_rate: float, normalizer: float, method: str
+                   ) -> tuple[Prepare, PrivateStep]:
     """(prepare, jitted private step), cached per static configuration."""
     prepare, step = make_private_step(
         model, clip_norm=clip_norm, noise_multiplier=noise_multiplier,
@@ -188,10 +199,10 @@ def _compiled_step(model: nn.Module, clip_norm: float, noise_multiplier: float,
     return prepare, jax.jit(step)
 
 
-def _clipped_sum_fn(model, method):
+def _clipped_sum_fn(model: nn.Module, method: str) -> tuple[Prepare, _ClippedSum]:
     """Return (prepare, f) with f(params, features, labels, weights, C) -> (clipped sum, norms)."""
     method, program = _resolve(model, method)
-    if method == "ghost":
+    if method == "ghost" and program is not None:  # "ghost" always has a program
         prepare, layers = program
         return prepare, lambda prm, f, y, w, c: _ghost_clipped_sum(layers, prm, f, y, w, c)
     return (lambda x: jnp.asarray(x, jnp.float32)), (
@@ -200,7 +211,8 @@ def _clipped_sum_fn(model, method):
 
 
 
-def _checked_batch(inputs, labels, per_example, name):
+def _checked_batch(inputs: ArrayLike, labels: ArrayLike, per_example: ArrayLike | None, name: str
+                   ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Inputs, int32 labels of shape (B,), and float32 per-example weights (default ones)."""
     inputs = jnp.asarray(inputs)
     labels = jnp.asarray(labels, jnp.int32)
@@ -263,7 +275,8 @@ def make_private_step(model: nn.Module, *, clip_norm: float, noise_multiplier: f
     tx = optax.chain(dp_noisy_sum(clip_norm, noise_multiplier, neighbouring="add_remove"),
                      optax.sgd(learning_rate / normalizer))
 
-    def step(key, params, features, labels, mask):
+    def step(key: jax.Array, params: Any, features: Any, labels: jax.Array, mask: jax.Array
+             ) -> Any:
         summed, _ = fn(params, features, labels, mask, clip_norm)
         updates, _ = tx.update(summed, tx.init(params), params, noise_key=key)
         return optax.apply_updates(params, updates)
