@@ -153,10 +153,6 @@ def test_failed_first_run_leaves_the_folder_reusable(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="diverged"):
         run_secrets(TINY_SECRETS, mine)
     assert mine.is_dir() and not any(mine.iterdir())
-    cached = RunDir.open(tmp_path / "cached", kind="x", config={"a": 1})  # a pretrained model
-    cached.save_file("pretrained_seed_0.msgpack", b"params")              # and its checksum
-    discard_new_run(cached.path, existed=False)
-    assert not cached.path.exists()
     RunDir.open(mine, kind="attack-secrets", config={"another": 1})  # reusable
 
 
@@ -178,6 +174,10 @@ def test_discard_new_run_keeps_finished_chunks(tmp_path):
     RunDir.open(mine, kind="x", config={"a": 1})
     discard_new_run(mine, existed=False, keep_folder=True)
     assert mine.is_dir() and not any(mine.iterdir())
+    cached = RunDir.open(tmp_path / "cached", kind="x", config={"a": 1})  # a pretrained model
+    cached.save_file("pretrained_seed_0.msgpack", b"params")              # and its checksum
+    discard_new_run(cached.path, existed=False)
+    assert not cached.path.exists()
 
 
 def test_docs_example_runs(capsys):
