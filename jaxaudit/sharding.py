@@ -48,7 +48,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxaudit._validation import check_chunk_size, is_traced
 
 __all__ = ["vmap_chunked", "batch_mesh", "use_all_cpu_cores", "cpu_core_count", "BATCH_AXIS",
-           "DEVICE_COUNT_FLAG", "broadcast_bytes"]
+           "DEVICE_COUNT_FLAG"]
 
 #: Name of the mesh axis that carries the item (model / run / node) axis.
 BATCH_AXIS = "batch"
@@ -141,29 +141,6 @@ def _leading_size(xs: Any) -> int:
     if len(sizes) != 1 or -1 in sizes:
         raise ValueError(f"every leaf of xs needs the same leading batch axis, got sizes {sizes}")
     return sizes.pop()
-
-
-def broadcast_bytes(data: bytes | None) -> bytes:
-    """Process 0's ``data`` on every process of a multi-process JAX program (a collective:
-    every process calls it; the others may pass None). In one process: ``data`` itself."""
-    if jax.process_count() == 1:
-        if data is None:
-            raise ValueError("data must be bytes in process 0, got None")
-        return bytes(data)
-    from jax.experimental import multihost_utils
-
-    primary = jax.process_index() == 0
-    if primary and data is None:
-        raise ValueError("data must be bytes in process 0, got None")
-    if primary and data is not None and len(data) >= 2**31:
-        raise ValueError(f"data holds {len(data):,} bytes; at most 2**31 - 1 can be broadcast")
-    mine = np.asarray([len(data) if primary and data is not None else 0], np.int32)
-    size = int(np.asarray(multihost_utils.broadcast_one_to_all(mine))[0])
-    if size == 0:
-        return b""
-    buf = (np.frombuffer(data, np.uint8) if primary and data is not None
-           else np.zeros(size, np.uint8))
-    return np.asarray(multihost_utils.broadcast_one_to_all(buf), np.uint8).tobytes()
 
 
 def _spans_processes(mesh: Mesh) -> bool:

@@ -154,6 +154,32 @@ def run_chunks(
     return {n: results[n] for n in names if n in results}
 
 
+def _broadcast_bytes(data: bytes | None) -> bytes:
+    """Process 0's ``data`` on every process of a multi-process JAX program (a collective:
+    every process calls it; the others may pass None). In one process: ``data`` itself."""
+    import jax
+    import numpy as np
+
+    if jax.process_count() == 1:
+        if data is None:
+            raise ValueError("data must be bytes in process 0, got None")
+        return bytes(data)
+    from jax.experimental import multihost_utils
+
+    primary = jax.process_index() == 0
+    if primary and data is None:
+        raise ValueError("data must be bytes in process 0, got None")
+    if primary and data is not None and len(data) >= 2**31:
+        raise ValueError(f"data holds {len(data):,} bytes; at most 2**31 - 1 can be broadcast")
+    mine = np.asarray([len(data) if primary and data is not None else 0], np.int32)
+    size = int(np.asarray(multihost_utils.broadcast_one_to_all(mine))[0])
+    if size == 0:
+        return b""
+    buf = (np.frombuffer(data, np.uint8) if primary and data is not None
+           else np.zeros(size, np.uint8))
+    return np.asarray(multihost_utils.broadcast_one_to_all(buf), np.uint8).tobytes()
+
+
 _COMPUTE, _DONE, _HELD, _SKIP = b"c", b"d", b"h", b"s"
 
 
@@ -168,8 +194,6 @@ def _run_chunks_lockstep(run: RunDir, names: list[str], mine: set[str],
     process 0 alone decides which chunks are done, claims and saves them; it sends each chunk's
     saved bytes to the others, so that every process returns the same arrays. The other
     processes never touch the folder (their ``run`` may name a folder that does not exist)."""
-    from jaxaudit.sharding import broadcast_bytes
-
     primary = jax_process()[0] == 0
     if primary:
         run.plan(names)
@@ -194,7 +218,7 @@ def _run_chunks_lockstep(run: RunDir, names: list[str], mine: set[str],
                     else:
                         claim = claim_unit(run, name, lease_s=lease_s)
                         state = _HELD if claim is None else _COMPUTE
-                state = broadcast_bytes(state if primary else None)
+                state = _broadcast_bytes(state if primary else None)
                 if state == _HELD:
                     held.append(name)
                     continue
@@ -208,7 +232,7 @@ def _run_chunks_lockstep(run: RunDir, names: list[str], mine: set[str],
                     finally:
                         if claim is not None:
                             claim.release()
-                data = broadcast_bytes(run._verified_bytes(name) if primary else None)
+                data = _broadcast_bytes(run._verified_bytes(name) if primary else None)
                 results[name] = load_npz(data, name=f"chunk {name!r} in {run.path}")
                 if name in mine:
                     bar.update(1)
