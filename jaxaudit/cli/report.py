@@ -1,7 +1,5 @@
 """``jaxaudit report DIR``: a self-contained HTML (and markdown) report of a run folder."""
 
-from __future__ import annotations
-
 import argparse
 from typing import Any
 
@@ -10,13 +8,7 @@ from jaxaudit.cli._types import count
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "report",
-        help="write report.html and report.md for a run folder",
-        description="Render the configuration, tables, summaries and figures of a run folder "
-        "as one self-contained HTML file (figures embedded; opens with no server) and a "
-        "markdown file referencing the figures by relative path.",
-    )
+    p = subparsers.add_parser("report", help="write report.html and report.md for a run folder", description="Render the configuration, tables, summaries and figures of a run folder as one self-contained HTML file (figures embedded; opens with no server) and a markdown file referencing the figures by relative path.")
     p.add_argument("run_dir", metavar="DIR", help="run folder (holds manifest.json)")
     p.add_argument("--out", default=None, help="output folder (default: DIR)")
     p.add_argument("--max-rows", type=count, default=50, help="rows shown per table")
@@ -28,8 +20,5 @@ def run(args: argparse.Namespace) -> int:
 
     check_input_path("DIR", args.run_dir, folder=True)
     check_output_dir("--out", args.run_dir if args.out is None else args.out)
-
-    html_path, md_path = render_report(args.run_dir, args.out, max_rows=args.max_rows)
-    print(f"wrote {html_path}")
-    print(f"wrote {md_path}")
+    print("\n".join(f"wrote {p}" for p in render_report(args.run_dir, args.out, max_rows=args.max_rows)))
     return 0

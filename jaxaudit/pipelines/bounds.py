@@ -128,7 +128,7 @@ def _check_config(config: BoundsConfig) -> BoundsConfig:
     if c.max_success is not None and c.max_count is not None:
         raise ValueError("give max_success or max_count, not both")
     if inverse and (c.epsilon is not None or c.gdp_mu is not None):
-        raise ValueError("max_success and max_count find epsilon: give neither epsilon nor "
+        raise ValueError("max_success and max_count find ε: give neither epsilon nor "
                          "gdp_mu with them")
     if inverse and check_bool("tail_curve", c.tail_curve):
         raise ValueError("tail_curve describes the bounds at a given ε; it does not apply "
@@ -141,7 +141,7 @@ def _check_config(config: BoundsConfig) -> BoundsConfig:
         raise ValueError("give prior (a prior by name, e.g. 'uniform:10') or priors_file, "
                          "exactly one")
     if c.prior is not None and c.targets is None:
-        raise ValueError("targets is required with a prior by name")
+        raise ValueError("targets is required with prior")
     if c.targets is not None and not 1 <= check_integer("targets", c.targets) <= MAX_TARGETS:
         raise ValueError(f"targets must lie in [1, {MAX_TARGETS}] (memory), got {c.targets}")
     check_integer("attempts", c.attempts, minimum=1)

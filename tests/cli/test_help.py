@@ -51,3 +51,17 @@ def test_bmp_help_shows_dataset_and_ratio_defaults(capsys):
         build_parser().parse_args(["bmp", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "(default: cora)" in out and "(default: 0.5)" in out and "(default: off)" in out
+
+
+def test_help_of_every_command_imports_no_jax():
+    """``jaxaudit --help`` and each ``jaxaudit COMMAND --help`` stay fast: no jax import (the
+    commands import their pipelines inside ``run``)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom jaxaudit.cli.main import COMMANDS, main\n"
+            "for argv in [['--help']] + [[c, '--help'] for c in COMMANDS]:\n"
+            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+            "print('jax' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip().splitlines()[-1] == "False", out.stdout[-2000:] + out.stderr[-2000:]

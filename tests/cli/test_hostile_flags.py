@@ -224,3 +224,35 @@ def test_bmp_sampler_sizes_refused_before_work(tmp_path, capsys, extra, needles)
     _refused(["bmp", "--dataset", "csbm", "--csbm-nodes", "60", "--out", str(tmp_path / "run"),
               "--quiet", *extra], capsys, *needles)
     assert not (tmp_path / "run").exists()
+
+
+BOUNDS = ["bounds", "--epsilon", "1", "--uniform", "10", "--targets", "100"]
+
+
+@pytest.mark.parametrize(("argv", "needles"), [
+    ([*BOUNDS, "--gamma", "nan"], ["--gamma"]),
+    ([*BOUNDS, "--delta", "1"], ["--delta", "[0, 1)"]),
+    (["bounds", "--epsilon", "nan", "--uniform", "10", "--targets", "100"], ["--epsilon"]),
+    (["bounds", "--gdp-mu", "-1", "--uniform", "10", "--targets", "100"], ["--gdp-mu", "> 0"]),
+    ([*BOUNDS, "--attempts", "0"], ["--attempts"]),
+    (["bounds", "--epsilon", "1", "--uniform", "10", "--targets", "0"], ["--targets"]),
+    (["bounds", "--epsilon", "1", "--uniform", "0", "--targets", "5"], ["--uniform", "K"]),
+    (["bounds", "--epsilon", "1", "--zipf", "0,10", "--targets", "5"], ["--zipf", "exponent"]),
+    (["bounds", "--epsilon", "1", "--uniform", "10"], ["--targets is required"]),
+    (["bounds", "--max-count", "-3", "--uniform", "10", "--targets", "5"], ["--max-count"]),
+    (["bounds", "--max-success", "2", "--uniform", "10", "--targets", "5"], ["--max-success"]),
+    ([*BOUNDS[:1], "--max-count", "3", *BOUNDS[3:], "--plot", "x.png"], ["--plot"]),
+])
+def test_bounds_flags(tmp_path, capsys, argv, needles):
+    _refused([*argv, "--json", str(tmp_path / "b.json")] if "--max-count" not in argv
+             and "--max-success" not in argv else argv, capsys, *needles)
+    assert not (tmp_path / "b.json").exists()
+
+
+@pytest.mark.parametrize(("argv", "needles"), [
+    (["data", "info", "csbm", "--seed", "-1"], ["--seed", ">= 0"]),
+    (["data", "info", "pubmed"], ["pubmed"]),
+    (["data", "download", "pubmed"], ["NAME", "pubmed"]),
+])
+def test_data_flags(capsys, argv, needles):
+    _refused(argv, capsys, *needles)
