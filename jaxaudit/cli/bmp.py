@@ -74,5 +74,5 @@ def run(args: argparse.Namespace) -> int:
     with flags(FLAGS), ProgressBar("bmp", enabled=not args.quiet) as bar:
         result = run_bmp(config, args.out, progress=bar)
     if not args.quiet:
-        print(report.text(result))
+        print(report.text_table(result))
     return 0

@@ -89,5 +89,5 @@ def run(args: argparse.Namespace) -> int:
                                         enabled=not args.quiet) as bar:
         result = run_shadow(config, args.out, progress=bar)
     if not args.quiet:
-        print(report.text(result))
+        print(report.text_table(result))
     return 0

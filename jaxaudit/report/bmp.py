@@ -15,7 +15,7 @@ import numpy as np
 from jaxaudit._validation import check_input_path
 from jaxaudit.runs import read_manifest
 
-__all__ = ["COMPARE_COLUMN", "csv_text", "markdown", "plot", "read_compare", "text",
+__all__ = ["COMPARE_COLUMN", "csv_text", "markdown", "plot_bmp", "read_compare", "text_table",
            "write_csv", "write_report"]
 
 #: The column of ``nodes.csv`` that ``compare`` plots against this run's.
@@ -126,12 +126,12 @@ def markdown(result: Any) -> str:
     return "\n".join(lines)
 
 
-def text(result: Any) -> str:
+def text_table(result: Any) -> str:
     """What ``jaxaudit bmp`` prints: the markdown summary."""
     return markdown(result)
 
 
-def plot(folder: str | Path, table: dict[str, np.ndarray],
+def plot_bmp(folder: str | Path, table: dict[str, np.ndarray],
          compare: tuple[np.ndarray, str] | None = None) -> list[Path]:
     """The PNG plots of a BMP audit into ``folder``: ε_R vs η, ε_R vs degree (posterior medians
     with 5–95% intervals beside the certified lower bounds), the histograms, BMP vs MP and (with
@@ -206,5 +206,5 @@ def write_report(run_dir: Any, result: Any, top: np.ndarray,
     write_csv(run_dir, "nodes.csv", table)
     write_csv(run_dir, "most_leaking.csv", {k: v[top] for k, v in table.items()})
     run_dir.write_json("summary.json", result.summary)
-    plot(run_dir.path, table, compare)
+    plot_bmp(run_dir.path, table, compare)
     run_dir.write_text("summary.md", markdown(result))

@@ -7,7 +7,7 @@ from typing import Any
 
 from jaxaudit.runs import dumps_strict
 
-__all__ = ["summary", "text"]
+__all__ = ["summary", "text_table"]
 
 
 def summary(result: Any) -> dict:
@@ -23,7 +23,7 @@ def summary(result: Any) -> dict:
     return out
 
 
-def text(result: Any) -> str:
+def text_table(result: Any) -> str:
     """What ``jaxaudit shadow`` prints: the summary and the run folder, as strict JSON."""
     extra = {} if result.path is None else {"out": str(result.path)}
     return dumps_strict(summary(result) | extra, indent=1)

@@ -152,3 +152,30 @@ def test_compare_folder_read_before_work(report):
 
 # test_same_seed_same_models_in_shadow_and_bmp: now a library test,
 # tests/pipelines/test_bmp.py (run_shadow then run_bmp(shadow_run=...) against run_bmp).
+
+
+def test_bmp_cli_builds_the_config_and_prints_the_summary(tmp_path, capsys, monkeypatch):
+    """The command parses its flags into a BmpConfig (--no-mp as mp_baseline, --shadow as
+    shadow_run, --model-chunk), calls run_bmp once and prints report.bmp's markdown (no training
+    here: the pipeline is replaced)."""
+    from types import SimpleNamespace
+
+    import jaxaudit.pipelines as pipelines
+    import jaxaudit.report.bmp as report_bmp
+
+    seen = {}
+
+    def fake(config, run_dir, *, progress=None):
+        seen.update(config=config, run_dir=run_dir)
+        return SimpleNamespace(config={}, summary={})
+
+    monkeypatch.setattr(pipelines, "run_bmp", fake)
+    monkeypatch.setattr(report_bmp, "text_table", lambda result: "the summary")
+    assert main(["bmp", "--shadow", str(tmp_path), "--model-chunk", "8", "--no-mp",
+                 "--attack-prior", "optimal", "--confidence", "0.9", "--out",
+                 str(tmp_path / "r")]) == 0
+    config = seen["config"]
+    assert config.shadow_run == str(tmp_path) and config.model_chunk == 8
+    assert config.mp_baseline is False and config.attack_prior == "optimal"
+    assert config.confidence == 0.9 and seen["run_dir"] == str(tmp_path / "r")
+    assert capsys.readouterr().out.strip() == "the summary"

@@ -122,3 +122,31 @@ def test_own_graph_file_through_shadow_and_bmp(tmp_path, capsys):
     assert main(["bmp", "--graph", str(path), "--shadow", str(out), "--out",
                  str(tmp_path / "both")]) == 2
     assert "--graph and --shadow" in capsys.readouterr().err
+
+
+def test_shadow_cli_builds_the_config_and_prints_the_summary(tmp_path, capsys, monkeypatch):
+    """The command parses its flags into a ShadowConfig, calls run_shadow once with a progress
+    bar and prints report.shadow's summary (no training here: the pipeline is replaced)."""
+    import jaxaudit.pipelines as pipelines
+    from jaxaudit.pipelines import ShadowRun
+    from jaxaudit.runs import ProgressBar
+
+    seen = {}
+
+    def fake(config, run_dir, *, progress=None):
+        seen.update(config=config, run_dir=run_dir, progress=progress)
+        masks = np.array([[True, False], [False, True], [True, True], [False, False]])
+        return ShadowRun(masks, np.zeros((4, 2), np.float32), 0.5, 0.625, {"chunk": 2},
+                         tmp_path)
+
+    monkeypatch.setattr(pipelines, "run_shadow", fake)
+    argv = [a for a in ARGS if a != "--quiet"]
+    assert main([*argv, "--seed", "7", "--learning-rate", "0.02", "--out", str(tmp_path)]) == 0
+    config = seen["config"]
+    assert (config.dataset, config.csbm_nodes, config.num_models, config.chunk, config.epochs,
+            config.seed, config.learning_rate) == ("csbm", 200, 4, 2, 5, 7, 0.02)
+    assert seen["run_dir"] == str(tmp_path) and isinstance(seen["progress"], ProgressBar)
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == {"num_models": 4, "num_nodes": 2, "mean_inclusion": 0.5,
+                       "chunks": ["chunk_00000", "chunk_00001"], "lira_global_auc": 0.625,
+                       "out": str(tmp_path)}

@@ -184,3 +184,31 @@ def test_shadow_run_checked_before_any_folder(tmp_path):
         run_bmp(BmpConfig(shadow_run=made), tmp_path / "e", model=object())
     for name in "abcde":
         assert not (tmp_path / name).exists()
+
+
+def test_report_renders_a_result_without_training():
+    """report.bmp on a duck-typed result: CSV cells (integers as such, NaN empty, 6 significant
+    digits) read back by csv, and the markdown labels bounds and Bayesian quantities."""
+    from types import SimpleNamespace
+
+    from jaxaudit.report import bmp as report_mod
+
+    table = {"node": np.arange(3), "fp": np.array([0, 2, 5]),
+             "bayes_eps_r_q50": np.array([0.1234567, np.nan, 2.0])}
+    rows = list(csv.DictReader(report_mod.csv_text(table).splitlines()))
+    assert [r["fp"] for r in rows] == ["0", "2", "5"]
+    assert [r["bayes_eps_r_q50"] for r in rows] == ["0.123457", "", "2"]
+    summary = {"confidence": 0.9, "num_models": 8, "num_nodes": 3, "nodes_with_estimate": 2,
+               "global_attack_auc": 0.61, "per_node_auc_p10_p90": [0.4, 0.8],
+               "certified_eps_r_max": 1.5, "certified_eps_l_max": None,
+               "fraction_certified_eps_r_positive": 0.25, "bayes_eps_r_median": 0.7,
+               "bayes_eps_l_median": 0.3, "attack_prior": "Beta(1, 1)",
+               "bayes_eps_r_p10_p90": None, "mp_eps_median": None,
+               "fraction_bmp_r_below_mp": None, "fraction_rhat_le_1_05": 1.0, "min_ess": 400.0,
+               "divergences": 0}
+    cfg = {"dataset": "csbm", "model": "gcn", "sampler": "snowball", "ratio": 0.5,
+           "edge_access": "inductive"}
+    md = report_mod.text_table(SimpleNamespace(config=cfg, summary=summary))
+    assert md.startswith("# BMP audit: csbm / gcn / snowball (ratio 0.5, 8 models")
+    assert "| largest certified eps_R (eps_L) | 1.500 (n/a) | 90% lower bound per node |" in md
+    assert "| global LOO-LiRA AUC | 0.610 | estimate |" in md and "Bayesian" in md
