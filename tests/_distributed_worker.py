@@ -9,6 +9,7 @@ stay absent (only process 0 writes; a host without a shared file system).
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import jax
 
@@ -42,7 +43,7 @@ def failing(name: str) -> dict:
 
 
 assert jax.process_count() == 2 and len(jax.devices()) == 2 and len(jax.local_devices()) == 1
-out = {}
+out: dict[str, Any] = {}
 got = vmap_chunked(item, chunk_size=2)(jax.random.split(jax.random.key(0), 5), jnp.float32(2.0))
 out["draw"], out["key_data"] = np.asarray(got["draw"]), np.asarray(jax.random.key_data(got["key"]))
 out["local"] = np.asarray(got["draw"].is_fully_addressable)
