@@ -35,6 +35,7 @@ from jaxaudit._validation import (
 from jaxaudit.pipelines.shadow import (
     MAX_EPOCHS,
     MAX_MODELS,
+    ShadowRun,
     bounded,
     check_graph_source,
     check_result_size,
@@ -67,7 +68,8 @@ class BmpConfig(NamedTuple):
 
     The shadow-model fields (``dataset`` … ``model_chunk``) are those of
     :class:`jaxaudit.pipelines.ShadowConfig` (``model_chunk`` = its ``chunk``); with
-    ``shadow_run`` (a finished shadow run folder) its stored configuration replaces them.
+    ``shadow_run`` (a finished shadow run folder, or the :class:`ShadowRun` that
+    ``run_shadow``/``load_shadow`` returned) its stored configuration replaces them.
 
     Attributes:
       prior_draws: Monte Carlo draws for the priors η when the sampler has no exact law.
@@ -98,7 +100,7 @@ class BmpConfig(NamedTuple):
     model_chunk: int = 32
     seed: int = 0
     csbm_nodes: int = 2708
-    shadow_run: str | Path | None = None
+    shadow_run: str | Path | ShadowRun | None = None
     prior_draws: int = 1000
     fix_variance: bool = False
     attack_prior: str = "uniform"
@@ -241,10 +243,17 @@ def _stored_config(config: BmpConfig, run_dir: str | Path | None, model: Any, gr
         if model is not None:
             raise ValueError("model and shadow_run: the shadow run's models are trained; give "
                              "one of them")
-        shadow = load_shadow(config.shadow_run)
+        if isinstance(config.shadow_run, ShadowRun):
+            shadow = config.shadow_run
+            if shadow.missing:
+                raise ValueError(f"shadow_run is incomplete: chunks {list(shadow.missing[:3])} "
+                                 "are not finished")
+        else:
+            shadow = load_shadow(config.shadow_run)
         cfg = {k: shadow.config[k] for k in _SHADOW_KEYS if k in shadow.config}
         cfg.setdefault("csbm_nodes", int(config.csbm_nodes))
-        cfg["shadow_run"] = {"path": str(Path(config.shadow_run).resolve()),
+        where = shadow.path if isinstance(config.shadow_run, ShadowRun) else config.shadow_run
+        cfg["shadow_run"] = {"path": None if where is None else str(Path(where).resolve()),
                              "config_sha256": config_hash(shadow.config),
                              "num_models": int(shadow.masks.shape[0])}
     else:

@@ -34,7 +34,7 @@ def report(shadow_dir, tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_same_seed_same_models_in_shadow_and_bmp(report):
+def test_same_seed_same_models_in_shadow_and_bmp(report, shadow_dir):
     """The one key rule (model m of seed s uses fold_in(key(s), m), whatever the chunking):
     `run_bmp` training its own 8 models in one chunk of 8 equals `run_shadow` in two chunks of 4
     followed by `run_bmp(shadow_run=...)` — the same error counts and the same posteriors on
@@ -51,6 +51,14 @@ def test_same_seed_same_models_in_shadow_and_bmp(report):
     for column in ("bayes_eps_r_q50", "certified_eps_r_lower", "certified_eps_l_lower"):
         np.testing.assert_allclose(own.table[column], via_shadow.table[column], rtol=1e-5,
                                    equal_nan=True, err_msg=column)
+    # the shadow run as a ShadowRun object (in memory) instead of its folder: the same audit
+    from jaxaudit.pipelines import load_shadow
+
+    loaded = load_shadow(shadow_dir)
+    obj = run_bmp(BmpConfig(shadow_run=loaded, **NUTS))
+    assert obj.config["shadow_run"] == via_shadow.config["shadow_run"]
+    for column in ("fp", "n0", "fn", "n1", "bayes_eps_r_q50"):
+        np.testing.assert_array_equal(obj.table[column], via_shadow.table[column], column)
 
 
 @pytest.mark.slow
