@@ -71,17 +71,6 @@ def check_relation(name: str, relation: object) -> None:
                          f"got {relation!r}")
 
 
-def _guarantee(*data_fields: str):  # noqa: ANN202 - a class decorator
-    """Frozen dataclass + pytree registration (``data_fields`` leaves, ``relation`` static)."""
-
-    def wrap(cls: type) -> type:
-        cls = dataclasses.dataclass(frozen=True, repr=False)(cls)
-        return jax.tree_util.register_dataclass(cls, data_fields=list(data_fields),
-                                                meta_fields=["relation"])
-
-    return wrap
-
-
 class _Base:
     relation: Relation
 
@@ -100,7 +89,7 @@ class _Base:
                 check(f"{type(self).__name__}.{field}", value, **kwargs)
 
 
-@_guarantee("epsilon")
+@dataclasses.dataclass(frozen=True, repr=False)
 class PureDP(_Base):
     """ε-DP under ``relation`` neighbours.
 
@@ -134,7 +123,7 @@ class PureDP(_Base):
         return PureDP(2.0 * self.epsilon, "replace_one")
 
 
-@_guarantee("epsilon", "delta")
+@dataclasses.dataclass(frozen=True, repr=False)
 class ApproxDP(_Base):
     """(ε, δ)-DP under ``relation`` neighbours.
 
@@ -165,7 +154,7 @@ class ApproxDP(_Base):
         return ApproxDP(2.0 * eps, delta, "replace_one")
 
 
-@_guarantee("mu")
+@dataclasses.dataclass(frozen=True, repr=False)
 class GaussianDP(_Base):
     """μ-GDP under ``relation`` neighbours (Dong, Roth, Su, arXiv 1905.02383).
 
@@ -219,7 +208,7 @@ class GaussianDP(_Base):
         return GaussianDP(2.0 * self.mu, "replace_one")
 
 
-@_guarantee("orders", "epsilons")
+@dataclasses.dataclass(frozen=True, repr=False)
 class RdpCurve(_Base):
     """(α, ε_α)-RDP at each order α under ``relation`` neighbours (Mironov, arXiv 1702.07476).
 
@@ -252,7 +241,7 @@ class RdpCurve(_Base):
         return ApproxDP(_epsilon_from_rdp(orders, eps, d), d, self.relation)
 
 
-@_guarantee("epsilon", "delta", "noise", "epsilons", "deltas")
+@dataclasses.dataclass(frozen=True, repr=False)
 class PldProfile(_Base):
     """A mechanism's privacy profile δ(ε) on a grid and its reported (ε, δ) point.
 
@@ -291,6 +280,14 @@ class PldProfile(_Base):
     def to_approx(self) -> ApproxDP:
         """The reported point (ε, δ)."""
         return ApproxDP(self.epsilon, self.delta, self.relation)
+
+
+# numbers are pytree leaves (jit/vmap see them), the relation is static metadata
+jax.tree_util.register_dataclass(PureDP, data_fields=["epsilon"], meta_fields=["relation"])
+jax.tree_util.register_dataclass(ApproxDP, data_fields=["epsilon", "delta"], meta_fields=["relation"])
+jax.tree_util.register_dataclass(GaussianDP, data_fields=["mu"], meta_fields=["relation"])
+jax.tree_util.register_dataclass(RdpCurve, data_fields=["orders", "epsilons"], meta_fields=["relation"])
+jax.tree_util.register_dataclass(PldProfile, data_fields=["epsilon", "delta", "noise", "epsilons", "deltas"], meta_fields=["relation"])
 
 
 def _gdp_epsilon_upper(mu: jax.Array, d: jax.Array) -> jax.Array:

@@ -125,7 +125,7 @@ def clopper_pearson_upper(k: ArrayLike, n: ArrayLike, *, confidence: ArrayLike |
     if is_traced(k, n, confidence):
         dtype = jnp.result_type(float)
         k, n = jnp.broadcast_arrays(jnp.asarray(k, dtype), jnp.asarray(n, dtype))
-        return cp.clopper_pearson_upper(k, n, confidence=confidence)
+        return jnp.asarray(cp.clopper_pearson_upper(k, n, confidence=confidence))
     out = cp.clopper_pearson_upper(np.asarray(k, np.float64), np.asarray(n, np.float64),
                                    confidence=confidence)
     return _to_default_float(out, up=True)
@@ -142,7 +142,7 @@ def _to_default_float(x: ArrayLike, *, up: bool) -> jax.Array:
     return jnp.asarray(y)
 
 
-def certified_epsilons(counts: ErrorCounts, *, confidence: ArrayLike = 0.95) -> CertifiedEpsilons:
+def certified_epsilons(counts: ErrorCounts, *, confidence: float = 0.95) -> CertifiedEpsilons:
     """Certified lower bounds on (ε_L, ε_R) per node, jointly valid with probability ≥ confidence.
 
     ε_R⁻ = max(0, log((1 − β⁺)/α⁺)), ε_L⁻ = max(0, log((1 − α⁺)/β⁺)), with α⁺, β⁺ the one-sided
@@ -177,7 +177,7 @@ def certified_epsilons(counts: ErrorCounts, *, confidence: ArrayLike = 0.95) -> 
         eps_l, eps_r, a_hi, b_hi = _certified(*(jnp.asarray(c, dtype) for c in counts),
                                               1.0 - tail, tail)
         return CertifiedEpsilons(eps_l, eps_r, a_hi, b_hi, confidence)
-    confidence = float(check_finite("confidence", confidence))
+    confidence = float(np.asarray(check_finite("confidence", confidence)))
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
     counts = validate_counts(counts)

@@ -71,16 +71,24 @@ class PrivacyModel(NamedTuple):
         """Upper bound on Pr[L ≥ v] (:func:`success_tail` or :func:`success_tail_fdp`)."""
         if self.gdp_mu is not None:
             return success_tail_fdp(priors, self._delta_of_epsilon(), v, gamma=gamma)
-        return success_tail(priors, self.epsilon, v, self.delta)
+        return success_tail(priors, self._epsilon(), v, self.delta)
 
     def count_bound(self, priors: ArrayLike, gamma: float = 0.05) -> int:
         """v_γ (:func:`success_count_bound` or :func:`success_count_bound_fdp`)."""
         if self.gdp_mu is not None:
             return success_count_bound_fdp(priors, self._delta_of_epsilon(), gamma)
-        return success_count_bound(priors, self.epsilon, self.delta, gamma)
+        return success_count_bound(priors, self._epsilon(), self.delta, gamma)
+
+    def _epsilon(self) -> float:
+        """ε (ValueError when the model has none, as a μ-GDP model may not)."""
+        if self.epsilon is None:
+            raise ValueError("privacy needs epsilon (ε-DP or (ε, δ)-DP) or gdp_mu (μ-GDP)")
+        return self.epsilon
 
     def _delta_of_epsilon(self) -> Callable:
         mu = self.gdp_mu
+        if mu is None:
+            raise ValueError("privacy has no gdp_mu")
         return lambda e: gdp_delta(e, mu)
 
     def guarantee(self) -> PureDP | ApproxDP | GaussianDP:
@@ -90,8 +98,8 @@ class PrivacyModel(NamedTuple):
         if self.gdp_mu is not None:
             return GaussianDP(self.gdp_mu, "replace_one")
         if self.delta:
-            return ApproxDP(self.epsilon, self.delta, "replace_one")
-        return PureDP(self.epsilon, "replace_one")
+            return ApproxDP(self._epsilon(), self.delta, "replace_one")
+        return PureDP(self._epsilon(), "replace_one")
 
     @classmethod
     def from_guarantee(cls, guarantee: PureDP | ApproxDP | GaussianDP) -> PrivacyModel:
@@ -111,10 +119,11 @@ class PrivacyModel(NamedTuple):
                              "add/remove guarantee with .to_replace_one() (group privacy)")
         guarantee.validate()
         if isinstance(guarantee, GaussianDP):
-            return cls(gdp_mu=float(guarantee.mu))
+            return cls(gdp_mu=float(np.asarray(guarantee.mu)))
         if isinstance(guarantee, ApproxDP):
-            return cls(epsilon=float(guarantee.epsilon), delta=float(guarantee.delta))
-        return cls(epsilon=float(guarantee.epsilon))
+            return cls(epsilon=float(np.asarray(guarantee.epsilon)),
+                       delta=float(np.asarray(guarantee.delta)))
+        return cls(epsilon=float(np.asarray(guarantee.epsilon)))
 
     def _checked(self) -> PrivacyModel:
         if self.gdp_mu is None and self.epsilon is None:
@@ -209,17 +218,19 @@ def summarize_bounds(priors: ArrayLike, privacy: PrivacyModel | PureDP | ApproxD
                          "balle_rero_zcdp": float(balle_rero_zcdp(kappa, mu**2 / 2.0))}
             inverse_blowup = inverse_blowup_gdp(mu)
         elif delta:
-            baselines = {"kgk_plus": float(kgk_bound_approx(kappa, eps, delta))}
+            baselines = {"kgk_plus": float(kgk_bound_approx(kappa, privacy._epsilon(), delta))}
             inverse_blowup = None
         else:
-            baselines = {"kgk_plus": float(kgk_bound_pure(kappa, eps)),
-                         "balle_rero": float(balle_rero_pure(kappa, eps))}
-            inverse_blowup = inverse_blowup_pure(eps)
+            eps_dp = privacy._epsilon()
+            baselines = {"kgk_plus": float(kgk_bound_pure(kappa, eps_dp)),
+                         "balle_rero": float(balle_rero_pure(kappa, eps_dp))}
+            inverse_blowup = inverse_blowup_pure(eps_dp)
         if uniform_support is not None and inverse_blowup is not None and attempts == 1:
             # MMC's test is for one guess per target; with several attempts it does not apply
             baselines["mmc_threshold"] = mmc_threshold(n, n, uniform_support, inverse_blowup, gamma)
         if uniform_support == 2 and mu is None and attempts == 1:
-            baselines["steinke_threshold"] = steinke_threshold(n, n, eps, delta, gamma)
+            baselines["steinke_threshold"] = steinke_threshold(n, n, privacy._epsilon(), delta,
+                                                               gamma)
         return BoundsSummary(
             privacy=privacy.describe(),
             targets=n,
@@ -230,7 +241,7 @@ def summarize_bounds(priors: ArrayLike, privacy: PrivacyModel | PureDP | ApproxD
             aggregate_gain=aggregate_gain(p, v_gamma),
             max_prior=kappa,
             # one target (n = 1): β(ε, κ) + δ, or inf_ε β(ε, κ) + δ_f(ε) under f-DP
-            single_target_bound=float(privacy.tail([kappa], 1, gamma)),
+            single_target_bound=float(privacy.tail(np.asarray([kappa]), 1, gamma)),
             per_target=per_target,
             baselines=baselines,
         )

@@ -98,7 +98,7 @@ def _check_sample_size(name, value):
 
 def held_out_lower_bound(g_q: ArrayLike, g_p: ArrayLike, alpha: ArrayLike, lo: ArrayLike,
                          hi: ArrayLike, delta: ArrayLike, method: str = "bernstein", *,
-                         n_q: ArrayLike = None, n_p: ArrayLike = None) -> jax.Array:
+                         n_q: ArrayLike | None = None, n_p: ArrayLike | None = None) -> jax.Array:
     """Lower confidence bound on D_α(Q‖P) from a fixed critic evaluated on held-out samples.
 
     ε_α ≥ α/(α−1) log A_lo − log B_hi (module docstring; Kim, Alabi, Varshney, arXiv
@@ -200,11 +200,12 @@ def rademacher_bound(params: Any, input_norm: ArrayLike, n: ArrayLike) -> jax.Ar
         check_positive("n", n)
     layers = [params[name] for name in sorted(params, key=lambda s: int(s.split("_")[-1]))]
     depth = len(layers)
-    product = 1.0
+    product = jnp.asarray(1.0)
     for j, layer in enumerate(layers):
         sq = jnp.sum(layer["kernel"] ** 2) + jnp.sum(layer["bias"] ** 2)
         product = product * jnp.sqrt(sq + (1.0 if j < depth - 1 else 0.0))
-    return input_norm * (math.sqrt(2.0 * depth * math.log(2.0)) + 1.0) * product / jnp.sqrt(n)
+    return jnp.asarray(input_norm) * (math.sqrt(2.0 * depth * math.log(2.0)) + 1.0) * product / (
+        jnp.sqrt(n))
 
 
 def theory_radius(alpha: ArrayLike, bound: ArrayLike, rademacher_q: ArrayLike,

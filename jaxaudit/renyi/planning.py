@@ -328,7 +328,7 @@ def runs_needed(
     shift = abs(mean_in - mean_out) / sd
     delta_dir = delta / 2.0 if both_directions else delta
 
-    fields = {k: [] for k in ("runs_per_world", "reachable", "held_out_per_world", "estimate",
+    fields: dict[str, list] = {k: [] for k in ("runs_per_world", "reachable", "held_out_per_world", "estimate",
                               "target", "expected_bound", "pilot_bound", "clip_lo", "clip_hi")}
     for a in np.atleast_1d(alphas):
         a = float(a)
@@ -352,7 +352,7 @@ def runs_needed(
         fields["clip_hi"].append(c)
     if alphas.ndim == 0:
         per_order = {k: v[0] for k, v in fields.items()}
-        alpha_out = float(alphas)
+        alpha_out: float | np.ndarray = float(alphas)
     else:
         per_order = {k: np.asarray(v, dtype=bool if k == "reachable" else np.float64)
                      for k, v in fields.items()}
@@ -397,8 +397,8 @@ def format_runs_needed(result: RunsNeeded, n_pilot: int) -> str:
         raise ValueError(f"n_pilot must be an int >= {_smallest_valid_n(result.split)}, "
                          f"got {n_pilot!r}")
     held = _held_out(int(n_pilot), result.split)
-    alphas = np.atleast_1d(result.alpha)
-    several = np.ndim(result.alpha) > 0
+    alphas = np.atleast_1d(np.asarray(result.alpha))
+    several = np.ndim(np.asarray(result.alpha)) > 0
     sentences = []
     for i, a in enumerate(alphas):
         pick = (lambda v, i=i: np.atleast_1d(v)[i]) if several else (lambda v: v)

@@ -30,7 +30,7 @@ References:
 from __future__ import annotations
 
 import warnings
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -99,7 +99,7 @@ class GdpLowerBound(NamedTuple):
 
 
 def _failure_probability(level: ArrayLike | None, confidence: ArrayLike | None,
-                         function: str) -> ArrayLike:
+                         function: str) -> Any:
     """``confidence`` from ``confidence`` (new) or ``level`` (deprecated: the failure
     probability, so confidence = 1 − level)."""
     if level is not None and confidence is not None:
@@ -310,7 +310,7 @@ def gdp_epsilon_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, delta: 
     test = _threshold_test(in_scores, out_scores, significance, _mu_from_rates,
                            selection_fraction, seed, selection)
     mu = float(_mu_from_rates(test.tpr_lo, test.fpr_hi))
-    return GdpLowerBound(gdp_epsilon(mu, delta), mu, test)
+    return GdpLowerBound(float(gdp_epsilon(mu, delta)), mu, test)
 
 
 def _cp_epsilon(tpr_lo, fpr_hi, delta):

@@ -18,6 +18,7 @@ References:
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -39,11 +40,10 @@ __all__ = ["hoeffding_radius", "bernstein_radius"]
 
 def _hoeffding_radius(n: ArrayLike, value_range: ArrayLike, failure: ArrayLike) -> jax.Array:
     """range · sqrt(log(1/β)/(2n)), β = ``failure``. Unvalidated, traceable."""
-    return value_range * jnp.sqrt(-jnp.log(failure) / (2.0 * n))
+    return jnp.asarray(value_range) * jnp.sqrt(-jnp.log(failure) / (2.0 * n))
 
 
-def _radius_failure(delta: ArrayLike | None, confidence: ArrayLike | None,
-                    function: str) -> ArrayLike:
+def _radius_failure(delta: Any, confidence: Any, function: str) -> Any:
     """The one-sided failure probability β of a radius from ``confidence`` = 1 − β (new name)
     or ``delta`` = β (deprecated: ``delta`` is reserved for DP's δ)."""
     if delta is not None and confidence is not None:
