@@ -70,7 +70,8 @@ STORED_AS = {
 #: Commands that keep no run folder, with the reason (nothing stored that could disagree).
 NO_RUN_FOLDER = {
     ("bounds",): "a closed-form bound computed afresh on every call; --json/--plot write its "
-    "result, which holds its inputs (privacy, prior, γ, targets)",
+    "result, which holds its inputs (privacy, prior, γ, targets); the library's "
+    "run_bounds(config, run_dir) stores the whole BoundsConfig (tests/pipelines/test_bounds.py)",
     ("data", "info"): "describes a data set; stores nothing",
     ("data", "verify"): "checks files; stores nothing",
     ("data", "download"): "fetches files; stores nothing",
