@@ -36,7 +36,8 @@ References:
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeAlias
 
 import distrax
 import jax
@@ -44,6 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.nn import log_sigmoid, sigmoid, softplus
 from jax.scipy.special import betainc, betaln, gammaln, logsumexp, xlog1py, xlogy
+from jax.typing import ArrayLike
 
 from jaxaudit.bmp.region import region_area, region_corner, tradeoff_curve
 from jaxaudit.mia.types import ErrorCounts
@@ -103,8 +105,11 @@ class AttackPrior(NamedTuple):
 #: float32; beyond, (a − 1) log s overflows in the sampler's log density).
 MAX_BETA_PARAMETER = 1e6
 
+#: What :func:`as_attack_prior` accepts.
+AttackPriorSpec: TypeAlias = AttackPrior | tuple[float, float] | list[float] | float | str | None
 
-def as_attack_prior(spec=None) -> AttackPrior:
+
+def as_attack_prior(spec: AttackPriorSpec = None) -> AttackPrior:
     """An :class:`AttackPrior` from ``None`` (Beta(1, 1)), an ``AttackPrior``, a pair ``(a, b)``
     (Beta(a, b)), a number (fixed s in [0, 1)), ``"optimal"`` (the attack at the corner of
     R(ε)), or a string ``"beta:A,B"`` / ``"fixed:S"`` / ``"uniform"`` / ``"optimal"`` (the command
@@ -127,7 +132,7 @@ def as_attack_prior(spec=None) -> AttackPrior:
         except ValueError:
             values = []
         if kind.strip().lower() == "beta" and len(values) == 2:
-            spec = tuple(values)
+            spec = (values[0], values[1])
         elif kind.strip().lower() == "fixed" and len(values) == 1:
             spec = values[0]
         else:
@@ -140,7 +145,7 @@ def as_attack_prior(spec=None) -> AttackPrior:
     elif isinstance(spec, tuple | list) and len(spec) == 2:
         (a, b), fixed = spec, None
     elif isinstance(spec, int | float | np.integer | np.floating) and not isinstance(spec, bool):
-        a, b, fixed = 1.0, 1.0, spec
+        a, b, fixed = 1.0, 1.0, float(spec)
     else:
         raise ValueError(f"attack_prior must be None, (a, b), a fixed s, 'optimal' or an "
                          f"AttackPrior, got {spec!r}")
@@ -160,12 +165,13 @@ def as_attack_prior(spec=None) -> AttackPrior:
     return AttackPrior(a, b, None)
 
 
-def half_normal_logpdf(eps, variance=PRIOR_VARIANCE):
+def half_normal_logpdf(eps: ArrayLike, variance: ArrayLike = PRIOR_VARIANCE) -> jax.Array:
     """log of the half-normal density 2 N(ε; 0, v) on ε ≥ 0."""
     return jnp.log(2.0) + distrax.Normal(0.0, jnp.sqrt(variance)).log_prob(eps)
 
 
-def log_strength_prior(log_s, log1m_s, a, b):
+def log_strength_prior(log_s: jax.Array, log1m_s: ArrayLike, a: ArrayLike, b: ArrayLike
+                      ) -> jax.Array:
     """log Beta(s; a, b) = (a − 1) log s + (b − 1) log(1 − s) − log B(a, b), from log s and
     log(1 − s). Written out rather than with ``distrax.Beta(a, b).log_prob(s)`` because near an
     optimal attack 1 − s underflows in s (the samplers carry log(1 − s) directly)."""
@@ -174,16 +180,16 @@ def log_strength_prior(log_s, log1m_s, a, b):
     return safe(a - 1, log_s) + safe(b - 1, log1m_s) - betaln(a, b)
 
 
-def band_area(eps_l, eps_r, s):
+def band_area(eps_l: ArrayLike, eps_r: ArrayLike, s: ArrayLike) -> jax.Array:
     """Area of the attack band, lower half of R(ε_L, ε_R) \\ R(s ε_L, s ε_R): (|R(ε)| − |R(sε)|)/2."""
     return 0.5 * (region_area(eps_l, eps_r) - region_area(s * eps_l, s * eps_r))
 
 
-def _log_binom_coef(k, n):
+def _log_binom_coef(k: jax.Array, n: jax.Array) -> jax.Array:
     return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
 
 
-def _binomial_logpmf(k, n, p_log, q_log):
+def _binomial_logpmf(k: jax.Array, n: jax.Array, p_log: jax.Array, q_log: jax.Array) -> jax.Array:
     """log Bin(k; n, p) given log p and log(1 − p)."""
     return (_log_binom_coef(k, n)
             + jnp.where(k > 0, k * p_log, 0.0) + jnp.where(n - k > 0, (n - k) * q_log, 0.0))
@@ -197,7 +203,8 @@ _ALPHA_SDS = (-8.0, -4.0, -2.0, -1.0, 0.0, 1.0, 2.0, 4.0, 8.0)
 _BETA_SDS = (-6.0, -2.0, 0.0, 2.0, 6.0)
 
 
-def _lml_scalar(eps_l, eps_r, s, fp, n0, fn, n1, nodes, weights):
+def _lml_scalar(eps_l: jax.Array, eps_r: jax.Array, s: jax.Array, fp: jax.Array, n0: jax.Array,
+                fn: jax.Array, n1: jax.Array, nodes: jax.Array, weights: jax.Array) -> jax.Array:
     dtype = nodes.dtype
     mean_a = (fp + 1.0) / (n0 + 2.0)
     sd_a = jnp.sqrt(mean_a * (1 - mean_a) / (n0 + 3.0))
@@ -234,7 +241,8 @@ def _lml_scalar(eps_l, eps_r, s, fp, n0, fn, n1, nodes, weights):
     return logsumexp(log_terms) - jnp.log(n1 + 1.0) - jnp.log(band_area(eps_l, eps_r, s))
 
 
-def log_marginal_likelihood(eps_l, eps_r, s, counts: ErrorCounts, *, order: int = 16):
+def log_marginal_likelihood(eps_l: ArrayLike, eps_r: ArrayLike, s: ArrayLike, counts: ErrorCounts,
+                            *, order: int = 16) -> jax.Array:
     """log p(X, Y | ε_L, ε_R, s) with the attack point (α, β) integrated out.
 
     p = (1/|B|) ∫_0^1 Bin(X; N0, α) [I_{u(α)}(Y+1, N1−Y+1) − I_{l(α)}(Y+1, N1−Y+1)] / (N1+1) dα,
@@ -258,11 +266,16 @@ def log_marginal_likelihood(eps_l, eps_r, s, counts: ErrorCounts, *, order: int 
 
 
 @functools.partial(jax.jit, static_argnames="order")
-def _lml_jit(eps_l, eps_r, s, fp, n0, fn, n1, *, order):
-    nodes, weights = np.polynomial.legendre.leggauss(order)
-    nodes, weights = jnp.asarray(nodes, eps_l.dtype), jnp.asarray(weights, eps_l.dtype)
-    return jnp.vectorize(lambda *a: _lml_scalar(*a, nodes, weights))(
-        eps_l, eps_r, s, fp, n0, fn, n1)
+def _lml_jit(eps_l: jax.Array, eps_r: jax.Array, s: jax.Array, fp: jax.Array, n0: jax.Array,
+             fn: jax.Array, n1: jax.Array, *, order: int) -> jax.Array:
+    gl_nodes, gl_weights = np.polynomial.legendre.leggauss(order)
+    nodes, weights = jnp.asarray(gl_nodes, eps_l.dtype), jnp.asarray(gl_weights, eps_l.dtype)
+
+    def scalar(el: jax.Array, er: jax.Array, sv: jax.Array, x: jax.Array, m0: jax.Array,
+               y: jax.Array, m1: jax.Array) -> jax.Array:
+        return _lml_scalar(el, er, sv, x, m0, y, m1, nodes, weights)
+
+    return jnp.vectorize(scalar)(eps_l, eps_r, s, fp, n0, fn, n1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -285,7 +298,7 @@ class Constrained(NamedTuple):
 DELTA_LINKS = ("softplus", "exp")
 
 
-def _log_sigmoid_pair(x):
+def _log_sigmoid_pair(x: jax.Array) -> tuple[jax.Array, jax.Array]:
     """(log σ(x), log σ(−x)) from one softplus: log σ(−x) = log σ(x) − x (the sampler evaluates
     these for every leapfrog step of every node, so each transcendental saved counts)."""
     ls = log_sigmoid(x)
@@ -298,7 +311,7 @@ def _check_link(link: str) -> str:
     return link
 
 
-def _delta_link(z, link: str = "softplus"):
+def _delta_link(z: jax.Array, link: str = "softplus") -> tuple[jax.Array, jax.Array, jax.Array]:
     """δ = link(z) > 0 with log δ and log dδ/dz; ``link`` is "softplus" (default) or "exp".
 
     softplus rather than exp: δ ≈ e^z for small δ (the data's scale), but linear for large δ, so
@@ -313,7 +326,8 @@ def _delta_link(z, link: str = "softplus"):
     return delta, log_delta, log_sigmoid(z)
 
 
-def _centered_parts(position, symmetric=False, link="softplus"):
+def _centered_parts(position: jax.Array, symmetric: bool = False, link: str = "softplus"
+                   ) -> dict[str, Any]:
     a, b = position[..., 0], position[..., 1]
     log_alpha, log1m_alpha = _log_sigmoid_pair(a)
     log_sig_b, log_sig_mb = _log_sigmoid_pair(b)
@@ -349,7 +363,8 @@ def _centered_parts(position, symmetric=False, link="softplus"):
                 symmetric=symmetric)
 
 
-def _log_band_near_optimal(eps_l, eps_r, s, log_r):
+def _log_band_near_optimal(eps_l: jax.Array, eps_r: jax.Array, s: jax.Array, log_r: jax.Array
+                          ) -> jax.Array:
     """log |B(ε, s)| with r = 1 − s; for r < 1e-3 the first-order form r·(ε·∇|R|)/2 avoids the
     cancellation in |R(ε)| − |R(sε)| (relative error ≲ r)."""
     r = jnp.exp(log_r)
@@ -362,7 +377,8 @@ def _log_band_near_optimal(eps_l, eps_r, s, log_r):
     return jnp.log(jnp.where(small, 0.5 * r * slope, exact))
 
 
-def constrain_centered(position, symmetric: bool = False, link: str = "softplus") -> Constrained:
+def constrain_centered(position: jax.Array, symmetric: bool = False, link: str = "softplus"
+                      ) -> Constrained:
     """Map a centered position (a, b, z_L, z_R, t) (δ = link(z), softplus by default) — or
     (a, b, z, t) for the symmetric model — to (ε_L, ε_R, s, α, β)."""
     p = _centered_parts(position, symmetric, link)
@@ -370,9 +386,10 @@ def constrain_centered(position, symmetric: bool = False, link: str = "softplus"
                        jnp.exp(p["log_beta"]))
 
 
-def log_joint_centered(position, counts: ErrorCounts, prior_variance=PRIOR_VARIANCE,
-                       symmetric: bool = False, strength_prior=(1.0, 1.0),
-                       link: str = "softplus"):
+def log_joint_centered(position: jax.Array, counts: ErrorCounts,
+                       prior_variance: ArrayLike = PRIOR_VARIANCE, symmetric: bool = False,
+                       strength_prior: tuple[ArrayLike, ArrayLike] = (1.0, 1.0),
+                       link: str = "softplus") -> jax.Array:
     """Log joint density (up to a constant) on the centered coordinates, for free s ~ Beta(a, b).
 
     Coordinates: α = σ(a), β = (1 − α) σ(b) (the lower half α + β ≤ 1); the tightest parameters
@@ -415,13 +432,15 @@ def log_joint_centered(position, counts: ErrorCounts, prior_variance=PRIOR_VARIA
     return log_prior - log_band + log_lik + log_jac
 
 
-def _noncentered_parts(position, attack_strength, strength_prior=(1.0, 1.0)):
+def _noncentered_parts(position: jax.Array, attack_strength: ArrayLike | None,
+                       strength_prior: tuple[ArrayLike, ArrayLike] = (1.0, 1.0)
+                      ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
     z_l, z_r, u_raw, v_raw = (position[..., i] for i in range(4))
     eps_l, eps_r = jnp.exp(z_l), jnp.exp(z_r)
     if attack_strength is None:
         t = position[..., 4]
         s = sigmoid(t)
-        log_jac_s = (log_sigmoid(t) + log_sigmoid(-t)
+        log_jac_s: ArrayLike = (log_sigmoid(t) + log_sigmoid(-t)
                      + log_strength_prior(log_sigmoid(t), log_sigmoid(-t), *strength_prior))
     else:
         s = jnp.asarray(attack_strength, eps_l.dtype)
@@ -446,14 +465,17 @@ def _noncentered_parts(position, attack_strength, strength_prior=(1.0, 1.0)):
     return eps_l, eps_r, s, alpha, beta, log_jac
 
 
-def constrain_noncentered(position, attack_strength=None) -> Constrained:
+def constrain_noncentered(position: jax.Array, attack_strength: ArrayLike | None = None
+                         ) -> Constrained:
     """Map a non-centered position (log ε_L, log ε_R, logit u, logit v[, logit s]) to the model."""
     eps_l, eps_r, s, alpha, beta, _ = _noncentered_parts(position, attack_strength)
     return Constrained(eps_l, eps_r, jnp.broadcast_to(s, eps_l.shape), alpha, beta)
 
 
-def log_joint_noncentered(position, counts: ErrorCounts, prior_variance=PRIOR_VARIANCE,
-                          attack_strength=None, strength_prior=(1.0, 1.0)):
+def log_joint_noncentered(position: jax.Array, counts: ErrorCounts,
+                          prior_variance: ArrayLike = PRIOR_VARIANCE,
+                          attack_strength: ArrayLike | None = None,
+                          strength_prior: tuple[ArrayLike, ArrayLike] = (1.0, 1.0)) -> jax.Array:
     """Log joint density on the non-centered coordinates (log ε_L, log ε_R, logit u, logit v
     [, logit s]).
 
@@ -478,7 +500,8 @@ def log_joint_noncentered(position, counts: ErrorCounts, prior_variance=PRIOR_VA
     return log_prior + log_lik + log_jac
 
 
-def _corner_parts(position):
+def _corner_parts(position: jax.Array
+    ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
     """(a, b) ↦ α = σ(a), β = (1 − α) σ(b), and the ε whose region has (α, β) at its corner:
     ε_L = log((1 − α)/β) = softplus(−b), ε_R = log((1 − β)/α) = softplus(u), u = −a − softplus(b);
     with log |∂(ε_L, ε_R)/∂(a, b)| = log σ(−b) + log σ(u) (the map is triangular)."""
@@ -493,13 +516,14 @@ def _corner_parts(position):
     return eps_l, eps_r, log_alpha, log1m_alpha, log_beta, log1m_beta, log_jac
 
 
-def constrain_corner(position) -> Constrained:
+def constrain_corner(position: jax.Array) -> Constrained:
     """Map a position (a, b) of the optimal-attack model to (ε_L, ε_R, s = 1, α, β)."""
     eps_l, eps_r, log_alpha, _, log_beta, _, _ = _corner_parts(position)
     return Constrained(eps_l, eps_r, jnp.ones_like(eps_l), jnp.exp(log_alpha), jnp.exp(log_beta))
 
 
-def log_joint_corner(position, counts: ErrorCounts, prior_variance=PRIOR_VARIANCE):
+def log_joint_corner(position: jax.Array, counts: ErrorCounts,
+                     prior_variance: ArrayLike = PRIOR_VARIANCE) -> jax.Array:
     """Log joint density of the optimal-attack model on the coordinates (a, b).
 
     Model: ε_L, ε_R ~ HN(v); the attack is the most powerful test at the corner of R(ε),
@@ -535,14 +559,15 @@ class LogDensity(NamedTuple):
     """A sampler target: ``logdensity(position)``, ``constrain(position) -> Constrained`` and the
     position's dimension."""
 
-    logdensity: object
-    constrain: object
+    logdensity: Callable[[jax.Array], jax.Array]
+    constrain: Callable[[jax.Array], Constrained]
     dim: int
 
 
 def make_log_density(parameterization: str, counts: ErrorCounts, *,
-                     prior_variance=PRIOR_VARIANCE, strength_prior=(1.0, 1.0),
-                     attack_strength=None, symmetric: bool = False,
+                     prior_variance: ArrayLike = PRIOR_VARIANCE,
+                     strength_prior: tuple[ArrayLike, ArrayLike] = (1.0, 1.0),
+                     attack_strength: ArrayLike | None = None, symmetric: bool = False,
                      link: str = "softplus") -> LogDensity:
     """The log joint density of one count set on the coordinates ``parameterization`` names, with
     every setting (the δ ``link`` included) bound as an argument — no module state.

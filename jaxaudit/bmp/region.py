@@ -31,9 +31,11 @@ References:
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.nn import sigmoid
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import (
     check_nonnegative,
@@ -78,7 +80,7 @@ def _check_side(side: str) -> None:
 _ROUND_OFF = 1e-6
 
 
-def _check_rate(name: str, value) -> None:
+def _check_rate(name: str, value: ArrayLike) -> None:
     """A probability in [0, 1] up to round-off (_ROUND_OFF); NaN refused. Skipped when traced."""
     if is_traced(value):
         return
@@ -92,13 +94,13 @@ def _check_null(null: str) -> None:
         raise ValueError(f"null must be one of {_NULLS}, got {null!r}")
 
 
-def _orient(alpha, beta, null: str):
+def _orient(alpha: jax.Array, beta: jax.Array, null: str) -> tuple[jax.Array, jax.Array]:
     _check_null(null)
     return (alpha, beta) if null == "non-member" else (beta, alpha)
 
 
-def region_contains(alpha, beta, eps_l, eps_r, *, side: str = "both", null: str = "non-member",
-                    atol: float = 0.0):
+def region_contains(alpha: ArrayLike, beta: ArrayLike, eps_l: ArrayLike, eps_r: ArrayLike, *,
+                    side: str = "both", null: str = "non-member", atol: float = 0.0) -> jax.Array:
     """Whether the operating point (α, β) is allowed by (ε_L, ε_R)-BMP.
 
     Constraints: (i) e^{ε_R} α + β ≥ 1, (ii) α + e^{ε_L} β ≥ 1,
@@ -127,8 +129,8 @@ def region_contains(alpha, beta, eps_l, eps_r, *, side: str = "both", null: str 
     return _region_contains(alpha, beta, eps_l, eps_r, side=side, null=null, atol=atol)
 
 
-def _region_contains(alpha, beta, eps_l, eps_r, *, side: str = "both", null: str = "non-member",
-                     atol: float = 0.0):
+def _region_contains(alpha: ArrayLike, beta: ArrayLike, eps_l: ArrayLike, eps_r: ArrayLike, *,
+                     side: str = "both", null: str = "non-member", atol: float = 0.0) -> jax.Array:
     """Unvalidated, traceable core of :func:`region_contains`."""
     _check_side(side)
     alpha, beta = _orient(jnp.asarray(alpha), jnp.asarray(beta), null)
@@ -145,12 +147,12 @@ def _region_contains(alpha, beta, eps_l, eps_r, *, side: str = "both", null: str
     return c1 & c2 & c3 & c4
 
 
-def _safe_ratio(num, den, at_zero):
+def _safe_ratio(num: jax.Array, den: jax.Array, at_zero: ArrayLike) -> jax.Array:
     ok = den > 0
     return jnp.where(ok, num / jnp.where(ok, den, 1.0), at_zero)
 
 
-def region_area(eps_l, eps_r, *, side: str = "both"):
+def region_area(eps_l: ArrayLike, eps_r: ArrayLike, *, side: str = "both") -> jax.Array:
     """Area of R(ε_L, ε_R) in the unit square.
 
     |R| = (e^{ε_L} − 1)(e^{ε_R} − 1)/(e^{ε_L+ε_R} − 1), half of it below the diagonal;
@@ -167,7 +169,7 @@ def region_area(eps_l, eps_r, *, side: str = "both"):
     return _region_area(eps_l, eps_r, side=side)
 
 
-def _region_area(eps_l, eps_r, *, side: str = "both"):
+def _region_area(eps_l: ArrayLike, eps_r: ArrayLike, *, side: str = "both") -> jax.Array:
     """Unvalidated, traceable core of :func:`region_area`."""
     _check_side(side)
     eps_l, eps_r = jnp.asarray(eps_l), jnp.asarray(eps_r)
@@ -179,7 +181,8 @@ def _region_area(eps_l, eps_r, *, side: str = "both"):
     return _safe_ratio(num, -jnp.expm1(-(eps_l + eps_r)), 0.0)
 
 
-def region_corner(eps_l, eps_r, *, null: str = "non-member"):
+def region_corner(eps_l: ArrayLike, eps_r: ArrayLike, *, null: str = "non-member"
+                 ) -> tuple[jax.Array, jax.Array]:
     """The most powerful allowed test: the corner where constraints (i) and (ii) meet.
 
     α* = (e^{ε_L} − 1)/(e^{ε_L+ε_R} − 1), β* = (e^{ε_R} − 1)/(e^{ε_L+ε_R} − 1). At
@@ -194,7 +197,8 @@ def region_corner(eps_l, eps_r, *, null: str = "non-member"):
     return _region_corner(eps_l, eps_r, null=null)
 
 
-def _region_corner(eps_l, eps_r, *, null: str = "non-member"):
+def _region_corner(eps_l: ArrayLike, eps_r: ArrayLike, *, null: str = "non-member"
+                  ) -> tuple[jax.Array, jax.Array]:
     """Unvalidated, traceable core of :func:`region_corner`."""
     eps_l, eps_r = jnp.asarray(eps_l), jnp.asarray(eps_r)
     den = -jnp.expm1(-(eps_l + eps_r))  # 1 − e^{−ε_L−ε_R}
@@ -203,7 +207,7 @@ def _region_corner(eps_l, eps_r, *, null: str = "non-member"):
     return _orient(a, b, null)
 
 
-def tradeoff_curve(alpha, eps_l, eps_r):
+def tradeoff_curve(alpha: ArrayLike, eps_l: ArrayLike, eps_r: ArrayLike) -> jax.Array:
     """Smallest β an (ε_L, ε_R)-BMP learner allows at false-positive rate α.
 
     β_min(α) = max(1 − e^{ε_R} α, (1 − α) e^{−ε_L}, 0).
@@ -214,13 +218,15 @@ def tradeoff_curve(alpha, eps_l, eps_r):
     return _tradeoff_curve(alpha, eps_l, eps_r)
 
 
-def _tradeoff_curve(alpha, eps_l, eps_r):
+def _tradeoff_curve(alpha: ArrayLike, eps_l: ArrayLike, eps_r: ArrayLike) -> jax.Array:
     """Unvalidated, traceable core of :func:`tradeoff_curve`."""
     alpha = jnp.asarray(alpha)
-    return jnp.maximum(jnp.maximum(1 - jnp.exp(eps_r) * alpha, (1 - alpha) * jnp.exp(-eps_l)), 0.0)
+    return jnp.maximum(jnp.maximum(1 - jnp.exp(eps_r) * alpha,
+                                   (1 - alpha) * jnp.exp(-jnp.asarray(eps_l))), 0.0)
 
 
-def epsilons_from_errors(alpha, beta, *, null: str = "non-member"):
+def epsilons_from_errors(alpha: ArrayLike, beta: ArrayLike, *, null: str = "non-member"
+                        ) -> tuple[jax.Array, jax.Array]:
     """The tightest (ε_L, ε_R) one operating point certifies (the inverse of the region).
 
     ε_R = max(log((1 − β)/α), log(β/(1 − α)), 0) = max(log(TPR/FPR), …),
@@ -236,10 +242,12 @@ def epsilons_from_errors(alpha, beta, *, null: str = "non-member"):
     return _epsilons_from_errors(alpha, beta, null=null)
 
 
-def _epsilons_from_errors(alpha, beta, *, null: str = "non-member"):
+def _epsilons_from_errors(alpha: ArrayLike, beta: ArrayLike, *, null: str = "non-member"
+                         ) -> tuple[jax.Array, jax.Array]:
     """Unvalidated, traceable core of :func:`epsilons_from_errors`."""
     alpha, beta = _orient(jnp.asarray(alpha), jnp.asarray(beta), null)
-    def log_ratio(num, den):  # log(num/den); 0/0 (a trivial test) carries no information
+    # log(num/den); 0/0 (a trivial test) carries no information
+    def log_ratio(num: jax.Array, den: jax.Array) -> jax.Array:
         return jnp.where(num > 0, jnp.log(num) - jnp.log(den), -jnp.inf)
 
     zero = jnp.zeros_like(alpha + beta)
@@ -248,7 +256,8 @@ def _epsilons_from_errors(alpha, beta, *, null: str = "non-member"):
     return eps_l, eps_r
 
 
-def epsilons_from_roc(fpr, fnr, *, null: str = "non-member"):
+def epsilons_from_roc(fpr: ArrayLike, fnr: ArrayLike, *, null: str = "non-member"
+                     ) -> tuple[jax.Array, jax.Array]:
     """Sup over the operating points of a ROC curve (last axis) of :func:`epsilons_from_errors`."""
     _check_null(null)
     _check_rate("fpr", fpr)
@@ -256,13 +265,14 @@ def epsilons_from_roc(fpr, fnr, *, null: str = "non-member"):
     return _epsilons_from_roc(fpr, fnr, null=null)
 
 
-def _epsilons_from_roc(fpr, fnr, *, null: str = "non-member"):
+def _epsilons_from_roc(fpr: ArrayLike, fnr: ArrayLike, *, null: str = "non-member"
+                      ) -> tuple[jax.Array, jax.Array]:
     """Unvalidated, traceable core of :func:`epsilons_from_roc`."""
     eps_l, eps_r = _epsilons_from_errors(fpr, fnr, null=null)
     return jnp.max(eps_l, axis=-1), jnp.max(eps_r, axis=-1)
 
 
-def mp_epsilon(alpha, beta, *, null: str = "non-member"):
+def mp_epsilon(alpha: ArrayLike, beta: ArrayLike, *, null: str = "non-member") -> jax.Array:
     """Symmetric membership-privacy (pure ε-DP region) baseline: the smallest ε with
     (α, β) ∈ R(ε, ε), i.e. max(ε_L, ε_R) of :func:`epsilons_from_errors` (so ε_MP ≥ both)."""
     _check_null(null)
@@ -271,24 +281,25 @@ def mp_epsilon(alpha, beta, *, null: str = "non-member"):
     return _mp_epsilon(alpha, beta, null=null)
 
 
-def _mp_epsilon(alpha, beta, *, null: str = "non-member"):
+def _mp_epsilon(alpha: ArrayLike, beta: ArrayLike, *, null: str = "non-member") -> jax.Array:
     """Unvalidated, traceable core of :func:`mp_epsilon`."""
     eps_l, eps_r = _epsilons_from_errors(alpha, beta, null=null)
     return jnp.maximum(eps_l, eps_r)
 
 
-def mp_region_area(eps):
+def mp_region_area(eps: ArrayLike) -> jax.Array:
     """Area of the symmetric region R(ε, ε): (e^ε − 1)/(e^ε + 1) = tanh(ε/2)."""
     check_nonnegative("eps", eps)
     return _mp_region_area(eps)
 
 
-def _mp_region_area(eps):
+def _mp_region_area(eps: ArrayLike) -> jax.Array:
     """Unvalidated, traceable core of :func:`mp_region_area`."""
     return jnp.tanh(jnp.asarray(eps) / 2)
 
 
-def posterior_interval(eta, eps_l, eps_r):
+def posterior_interval(eta: ArrayLike, eps_l: ArrayLike, eps_r: ArrayLike
+                      ) -> tuple[jax.Array, jax.Array]:
     """Range of the attacker's posterior π_i(1|w) under (ε_L, ε_R)-BMP with prior η.
 
     η e^{−ε_L}/(η e^{−ε_L} + 1 − η) ≤ π_i(1|w) ≤ η e^{ε_R}/(η e^{ε_R} + 1 − η), i.e. the posterior
@@ -300,37 +311,38 @@ def posterior_interval(eta, eps_l, eps_r):
     return _posterior_interval(eta, eps_l, eps_r)
 
 
-def _posterior_interval(eta, eps_l, eps_r):
+def _posterior_interval(eta: ArrayLike, eps_l: ArrayLike, eps_r: ArrayLike
+                       ) -> tuple[jax.Array, jax.Array]:
     """Unvalidated, traceable core of :func:`posterior_interval`."""
     logit_eta = jnp.log(eta) - jnp.log1p(-jnp.asarray(eta))
     return sigmoid(logit_eta - eps_l), sigmoid(logit_eta + eps_r)
 
 
-def precision_bound(eta, eps_r):
+def precision_bound(eta: ArrayLike, eps_r: ArrayLike) -> jax.Array:
     """BMP-R in posterior coordinates: precision ≤ η e^{ε_R}/(1 − η + η e^{ε_R})."""
     _check_rate("eta", eta)
     check_nonnegative("eps_r", eps_r)
     return _precision_bound(eta, eps_r)
 
 
-def _precision_bound(eta, eps_r):
+def _precision_bound(eta: ArrayLike, eps_r: ArrayLike) -> jax.Array:
     """Unvalidated, traceable core of :func:`precision_bound`."""
     return _posterior_interval(eta, 0.0, eps_r)[1]
 
 
-def npv_bound(eta, eps_l):
+def npv_bound(eta: ArrayLike, eps_l: ArrayLike) -> jax.Array:
     """BMP-L in posterior coordinates: NPV ≤ (1 − η) e^{ε_L}/((1 − η) e^{ε_L} + η)."""
     _check_rate("eta", eta)
     check_nonnegative("eps_l", eps_l)
     return _npv_bound(eta, eps_l)
 
 
-def _npv_bound(eta, eps_l):
+def _npv_bound(eta: ArrayLike, eps_l: ArrayLike) -> jax.Array:
     """Unvalidated, traceable core of :func:`npv_bound`."""
     return _posterior_interval(1 - jnp.asarray(eta), 0.0, eps_l)[1]
 
 
-def to_joint(alpha, beta, eta):
+def to_joint(alpha: ArrayLike, beta: ArrayLike, eta: ArrayLike) -> tuple[jax.Array, jax.Array]:
     """(α, β) → joint coordinates a = (1 − η) α = Pr(declare member, non-member),
     b = η β = Pr(declare non-member, member); R_η is the image of R under this map."""
     _check_rate("alpha", alpha)
@@ -339,12 +351,12 @@ def to_joint(alpha, beta, eta):
     return _to_joint(alpha, beta, eta)
 
 
-def _to_joint(alpha, beta, eta):
+def _to_joint(alpha: ArrayLike, beta: ArrayLike, eta: ArrayLike) -> tuple[jax.Array, jax.Array]:
     """Unvalidated, traceable core of :func:`to_joint`."""
     return (1 - jnp.asarray(eta)) * alpha, jnp.asarray(eta) * beta
 
 
-def from_joint(a, b, eta):
+def from_joint(a: ArrayLike, b: ArrayLike, eta: ArrayLike) -> tuple[jax.Array, jax.Array]:
     """Inverse of :func:`to_joint`: (a, b) → (a/(1 − η), b/η)."""
     _check_rate("a", a)
     _check_rate("b", b)
@@ -352,12 +364,13 @@ def from_joint(a, b, eta):
     return _from_joint(a, b, eta)
 
 
-def _from_joint(a, b, eta):
+def _from_joint(a: ArrayLike, b: ArrayLike, eta: ArrayLike) -> tuple[jax.Array, jax.Array]:
     """Unvalidated, traceable core of :func:`from_joint`."""
-    return a / (1 - jnp.asarray(eta)), b / jnp.asarray(eta)
+    return jnp.asarray(a) / (1 - jnp.asarray(eta)), jnp.asarray(b) / jnp.asarray(eta)
 
 
-def to_posterior_coordinates(alpha, beta, eta):
+def to_posterior_coordinates(alpha: ArrayLike, beta: ArrayLike, eta: ArrayLike
+                            ) -> tuple[jax.Array, jax.Array]:
     """(α, β) → (1 − precision, false-omission rate) for prior η.
 
     precision = η(1 − β)/(η(1 − β) + (1 − η) α); FOR = η β/(η β + (1 − η)(1 − α)).
@@ -368,7 +381,8 @@ def to_posterior_coordinates(alpha, beta, eta):
     return _to_posterior_coordinates(alpha, beta, eta)
 
 
-def _to_posterior_coordinates(alpha, beta, eta):
+def _to_posterior_coordinates(alpha: ArrayLike, beta: ArrayLike, eta: ArrayLike
+                             ) -> tuple[jax.Array, jax.Array]:
     """Unvalidated, traceable core of :func:`to_posterior_coordinates`."""
     eta = jnp.asarray(eta)
     tp, fp = eta * (1 - beta), (1 - eta) * alpha
@@ -376,7 +390,8 @@ def _to_posterior_coordinates(alpha, beta, eta):
     return fp / (tp + fp), fn / (fn + tn)
 
 
-def compose(eps_l1, eps_r1, eps_l2, eps_r2):
+def compose(eps_l1: ArrayLike, eps_r1: ArrayLike, eps_l2: ArrayLike, eps_r2: ArrayLike
+           ) -> tuple[jax.Array, jax.Array]:
     """Composition of two rounds whose outputs are conditionally independent given M_i (fresh
     samples each round): (ε_L1 + ε_L2, ε_R1 + ε_R2)."""
     check_nonnegative("eps_l1", eps_l1)
@@ -386,12 +401,14 @@ def compose(eps_l1, eps_r1, eps_l2, eps_r2):
     return _compose(eps_l1, eps_r1, eps_l2, eps_r2)
 
 
-def _compose(eps_l1, eps_r1, eps_l2, eps_r2):
+def _compose(eps_l1: ArrayLike, eps_r1: ArrayLike, eps_l2: ArrayLike, eps_r2: ArrayLike
+            ) -> tuple[jax.Array, jax.Array]:
     """Unvalidated, traceable core of :func:`compose`."""
     return jnp.asarray(eps_l1) + eps_l2, jnp.asarray(eps_r1) + eps_r2
 
 
-def compose_with_sampling(eps_l_phi, eps_r_phi, c_l, c_r):
+def compose_with_sampling(eps_l_phi: ArrayLike, eps_r_phi: ArrayLike, c_l: ArrayLike, c_r: ArrayLike
+                         ) -> tuple[jax.Array, jax.Array]:
     """Prior bound (a): a node-level (ε_L^Φ, ε_R^Φ)-private trainer given S_{−i} run on a sample
     with sampling leakage (c_L, c_R) is (ε_L^Φ + c_L, ε_R^Φ + c_R)-BMP (also BMP ∘ MP, and a
     shared-sample composition at the BMDP level followed by adding c once)."""
@@ -402,12 +419,14 @@ def compose_with_sampling(eps_l_phi, eps_r_phi, c_l, c_r):
     return _compose_with_sampling(eps_l_phi, eps_r_phi, c_l, c_r)
 
 
-def _compose_with_sampling(eps_l_phi, eps_r_phi, c_l, c_r):
+def _compose_with_sampling(eps_l_phi: ArrayLike, eps_r_phi: ArrayLike, c_l: ArrayLike,
+                           c_r: ArrayLike) -> tuple[jax.Array, jax.Array]:
     """Unvalidated, traceable core of :func:`compose_with_sampling`."""
     return jnp.asarray(eps_l_phi) + c_l, jnp.asarray(eps_r_phi) + c_r
 
 
-def finite_mechanism_epsilons(p0, p1, *, axis: int = -1):
+def finite_mechanism_epsilons(p0: ArrayLike, p1: ArrayLike, *, axis: int = -1
+                             ) -> tuple[jax.Array, jax.Array]:
     """Tight (ε_L, ε_R) of a mechanism with finite output laws P_0 (non-member), P_1 (member).
 
     ε_R = max_w log(p_1(w)/p_0(w)), ε_L = max_w log(p_0(w)/p_1(w)) over outputs with positive
@@ -419,7 +438,8 @@ def finite_mechanism_epsilons(p0, p1, *, axis: int = -1):
     return _finite_mechanism_epsilons(p0, p1, axis=axis)
 
 
-def _finite_mechanism_epsilons(p0, p1, *, axis: int = -1):
+def _finite_mechanism_epsilons(p0: ArrayLike, p1: ArrayLike, *, axis: int = -1
+                              ) -> tuple[jax.Array, jax.Array]:
     """Unvalidated, traceable core of :func:`finite_mechanism_epsilons`."""
     p0, p1 = jnp.asarray(p0), jnp.asarray(p1)
     lr = jnp.log(p1) - jnp.log(p0)
@@ -429,7 +449,8 @@ def _finite_mechanism_epsilons(p0, p1, *, axis: int = -1):
     return jnp.maximum(eps_l, 0.0), jnp.maximum(eps_r, 0.0)
 
 
-def bayes_optimal_errors(p0, p1, eta):
+def bayes_optimal_errors(p0: ArrayLike, p1: ArrayLike, eta: ArrayLike
+                        ) -> tuple[jax.Array, jax.Array]:
     """(α, β) of the Bayes-optimal test for prior η on a finite mechanism (outputs on the last axis).
 
     Declares "member" iff η p_1(w) > (1 − η) p_0(w) (equivalently B_i(w) > (1 − η)/η).
@@ -440,7 +461,8 @@ def bayes_optimal_errors(p0, p1, eta):
     return _bayes_optimal_errors(p0, p1, eta)
 
 
-def _bayes_optimal_errors(p0, p1, eta):
+def _bayes_optimal_errors(p0: ArrayLike, p1: ArrayLike, eta: ArrayLike
+                         ) -> tuple[jax.Array, jax.Array]:
     """Unvalidated, traceable core of :func:`bayes_optimal_errors`."""
     p0, p1 = jnp.asarray(p0), jnp.asarray(p1)
     eta = jnp.expand_dims(jnp.asarray(eta), -1)
