@@ -279,7 +279,7 @@ def audit_scores(seed: int, in_scores: ArrayLike, out_scores: ArrayLike, *, orde
     violation = any(r.violation for r in records)
     summary = {
         **(info or {}), **accountant_params, "accountant": accountant, "delta": delta,
-        "confidence": confidence, "significance": significance,
+        "confidence": confidence, "significance": float(f"{significance:.15g}"),  # shown
         "num_in_scores": int(in_s.size), "num_out_scores": int(out_s.size),
         "records": [r._asdict() for r in records], "rows": rows, "epsilon_at_delta": eps_rows,
         "score_bounds": bounds, "violation": violation,

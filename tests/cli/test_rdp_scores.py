@@ -93,6 +93,12 @@ def test_scores_mode_table_accountant_and_bounds(tmp_path, capsys):
         assert name in printed
     assert "SE(samp.)" in printed and "not its bias" in printed
     assert "| α |" in (out / "summary.md").read_text()
+    # issue 28 item 5: every score-based ε lower bound, printed and in summary.md
+    assert "score-based ε lower bounds" in printed and "f-DP one-run audit" in printed
+    assert "| method | ε at δ | μ | kind | tests K | reference |" in (out / "summary.md").read_text()
+    for row in summary["score_bounds"]:
+        if row["kind"].startswith("bound"):
+            assert 0 <= row["epsilon"] <= truth, row
     files = summary["score_files"]
     assert len(files["in_sha256"]) == len(files["out_sha256"]) == 64
 
