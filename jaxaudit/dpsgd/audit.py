@@ -109,8 +109,10 @@ def audit_dpsgd(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, ord
     dv_point = np.atleast_1d(np.asarray(jax.device_get(est.point), np.float64))
     dv_lower = np.atleast_1d(np.asarray(jax.device_get(est.lower), np.float64))
     dv_se = np.atleast_1d(np.asarray(jax.device_get(est.point_se), np.float64))
-    gdp = gdp_epsilon_lower_bound(in_s, out_s, delta, significance)
-    thr = np.atleast_1d(threshold_renyi_lower_bound(in_s, out_s, orders_arr, significance))
+    confidence = 1.0 - significance   # docs/vocabulary.md: the baselines take the coverage
+    gdp = gdp_epsilon_lower_bound(in_s, out_s, delta, confidence=confidence)
+    thr = np.atleast_1d(threshold_renyi_lower_bound(in_s, out_s, orders_arr,
+                                                    confidence=confidence))
     records = []
     for i, a in enumerate(orders_arr):
         gdp_rdp = float(gdp_to_rdp(gdp.mu, a))

@@ -414,15 +414,17 @@ def epsilon_lower_bounds(in_scores: ArrayLike, out_scores: ArrayLike, *, delta: 
     confidence = float(check_probability("confidence", confidence, open_low=True,
                                          open_high=True))
     significance = 1.0 - confidence
-    cp = clopper_pearson_epsilon_lower_bound(in_np, out_np, delta, significance, seed=seed)
-    gdp = gdp_epsilon_lower_bound(in_np, out_np, delta, significance, seed=seed)
+    cp = clopper_pearson_epsilon_lower_bound(in_np, out_np, delta, confidence=confidence,
+                                             seed=seed)
+    gdp = gdp_epsilon_lower_bound(in_np, out_np, delta, confidence=confidence, seed=seed)
     check_choice("bonferroni", bonferroni, BONFERRONI)
     one_run, fdp_mu, fdp_eps, n_tests = one_run_bounds(in_np, out_np, delta, significance,
                                                         bonferroni, seed)
     if include_rdp:
         orders_np = np.atleast_1d(np.asarray(orders, dtype=np.float64))
-        t_rdp = np.asarray(threshold_renyi_lower_bound(in_np, out_np, orders_np, significance,
-                                                       seed=seed), dtype=np.float64)
+        t_rdp = np.asarray(threshold_renyi_lower_bound(in_np, out_np, orders_np,
+                                                       confidence=confidence, seed=seed),
+                           dtype=np.float64)
         b_rdp = np.asarray(binned_renyi_lower_bound(in_np, out_np, orders_np,
                                                     significance=significance, seed=seed),
                            dtype=np.float64)

@@ -11,7 +11,9 @@ takes the best of all thresholds on all scores): the threshold is chosen on all 
 rates are bounded on the same scores. Taking the maximum over thresholds of bounds computed on
 the data that chose the threshold is optimistic — the stated level no longer holds (the paper
 says a held-out set would be better); use it only to compare with their published numbers.
-Their per-rate level is one-sided 95%, i.e. ``significance=0.1`` here.
+Their per-rate level is one-sided 95%, i.e. ``confidence=0.9`` here (the total
+failure probability 1 − confidence is split in two halves, one per rate; the deprecated
+``significance`` argument is that failure probability).
 With no signal the chosen test has TPR ≈ FPR and every baseline returns ε = 0 (up to its
 significance), never a spurious positive value.
 
@@ -254,6 +256,23 @@ def refuse_traced(function: str, **values) -> None:
                         f"{', '.join(traced)})")
 
 
+def _significance(significance: Any, confidence: Any, function: str) -> Any:
+    """The total failure probability from ``confidence`` (new: 1 − failure) or ``significance``
+    (deprecated: the failure probability itself)."""
+    if significance is not None and confidence is not None:
+        raise ValueError(f"{function}: give confidence only (significance is its deprecated "
+                         "complement), not both")
+    if significance is None and confidence is None:
+        raise ValueError(f"{function}: confidence is required (e.g. confidence=0.95)")
+    if significance is not None:
+        warnings.warn(f"{function}(significance=...) is deprecated: pass confidence=1 - "
+                      "significance instead", DeprecationWarning, stacklevel=3)
+        return significance
+    confidence = float(check_probability("confidence", confidence, open_low=True,
+                                         open_high=True))
+    return 1.0 - confidence
+
+
 def _common_checks(in_scores, out_scores, significance, selection_fraction, selection="held_out",
                    function="this function"):
     refuse_traced(function, in_scores=in_scores, out_scores=out_scores)
@@ -268,7 +287,9 @@ def _common_checks(in_scores, out_scores, significance, selection_fraction, sele
 
 
 def gdp_epsilon_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, delta: ArrayLike,
-                            significance: float, *, selection_fraction: float = 0.5, seed: int = 0,
+                            significance: float | None = None, *,
+                            confidence: float | None = None, selection_fraction: float = 0.5,
+                            seed: int = 0,
                             selection: str = "held_out") -> GdpLowerBound:
     """Nasr et al. (2023) GDP auditing: ε lower bound at δ from a threshold test.
 
@@ -285,12 +306,13 @@ def gdp_epsilon_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, delta: 
       in_scores: 1-D scores of runs with the canary.
       out_scores: 1-D scores of runs without.
       delta: δ ∈ (0, 1) of the (ε, δ) statement.
-      significance: total failure probability in (0, 1) (e.g. 0.05).
+      significance: deprecated: the total failure probability 1 − confidence (warns).
+      confidence: joint coverage in (0, 1) (e.g. 0.95): the bound holds with this probability.
       selection_fraction: fraction of each world used to choose the threshold.
       seed: seed of the split shuffle.
       selection: "held_out" (default, valid at the stated level) or "all" (Annamalai & De
         Cristofaro's protocol: threshold and rates on all scores; optimistic, see the module
-        docstring; their setting is ``selection="all", significance=0.1``).
+        docstring; their setting is ``selection="all", confidence=0.9``).
 
     Returns:
       :class:`GdpLowerBound` (epsilon at δ, mu, test). With no signal, epsilon = mu = 0.
@@ -299,10 +321,11 @@ def gdp_epsilon_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, delta: 
       >>> import numpy as np
       >>> rng = np.random.default_rng(0)
       >>> out = rng.normal(size=2000); inn = 2.0 + rng.normal(size=2000)
-      >>> res = gdp_epsilon_lower_bound(inn, out, 1e-5, 0.1, selection="all")
+      >>> res = gdp_epsilon_lower_bound(inn, out, 1e-5, confidence=0.9, selection="all")
       >>> bool(res.mu > 1.7 and res.epsilon > 5)   # true μ = 2; "all" can overshoot it
       True
     """
+    significance = _significance(significance, confidence, "gdp_epsilon_lower_bound")
     in_scores, out_scores, significance, selection_fraction = _common_checks(
         in_scores, out_scores, significance, selection_fraction, selection, "gdp_epsilon_lower_bound"
     )
@@ -324,7 +347,8 @@ def _cp_epsilon(tpr_lo, fpr_hi, delta):
 
 
 def clopper_pearson_epsilon_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike,
-                                        delta: ArrayLike, significance: float, *,
+                                        delta: ArrayLike, significance: float | None = None, *,
+                                        confidence: float | None = None,
                                         selection_fraction: float = 0.5, seed: int = 0,
                                         selection: str = "held_out") -> float:
     """Jagielski et al. (2020): ε ≥ max{log((TPR − δ)/FPR), log((TNR − δ)/FNR)} at CP bounds.
@@ -337,7 +361,8 @@ def clopper_pearson_epsilon_lower_bound(in_scores: ArrayLike, out_scores: ArrayL
       in_scores: 1-D scores with the canary.
       out_scores: 1-D scores without.
       delta: δ ∈ [0, 1).
-      significance: total failure probability in (0, 1).
+      significance: deprecated: the total failure probability 1 − confidence (warns).
+      confidence: joint coverage in (0, 1) (e.g. 0.95).
       selection_fraction: fraction used to choose the threshold.
       seed: seed of the split shuffle.
       selection: "held_out" (default) or "all" (optimistic; see the module docstring).
@@ -345,6 +370,7 @@ def clopper_pearson_epsilon_lower_bound(in_scores: ArrayLike, out_scores: ArrayL
     Returns:
       ε lower bound (float, ≥ 0; 0 when the test has no power).
     """
+    significance = _significance(significance, confidence, "clopper_pearson_epsilon_lower_bound")
     in_scores, out_scores, significance, selection_fraction = _common_checks(
         in_scores, out_scores, significance, selection_fraction, selection, "clopper_pearson_epsilon_lower_bound"
     )
@@ -442,7 +468,8 @@ def _threshold_renyi(tpr_lo, fpr_hi, alpha):
 
 
 def threshold_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, alpha: ArrayLike,
-                                significance: float, *, selection_fraction: float = 0.5,
+                                significance: float | None = None, *,
+                                confidence: float | None = None, selection_fraction: float = 0.5,
                                 seed: int = 0, selection: str = "held_out") -> np.ndarray:
     """Rigorous RDP lower bound of a threshold test (data processing for Rényi divergences).
 
@@ -456,7 +483,8 @@ def threshold_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, alp
       in_scores: 1-D scores with the canary.
       out_scores: 1-D scores without.
       alpha: order α > 1, or a 1-D array of orders.
-      significance: total failure probability in (0, 1).
+      significance: deprecated: the total failure probability 1 − confidence (warns).
+      confidence: joint coverage in (0, 1) (e.g. 0.95).
       selection_fraction: fraction used to choose the threshold.
       seed: seed of the split shuffle.
       selection: "held_out" (default) or "all" (optimistic; see the module docstring).
@@ -464,6 +492,7 @@ def threshold_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, alp
     Returns:
       float64 array of ε_α lower bounds (≥ 0) with the shape of ``alpha``.
     """
+    significance = _significance(significance, confidence, "threshold_renyi_lower_bound")
     in_scores, out_scores, significance, selection_fraction = _common_checks(
         in_scores, out_scores, significance, selection_fraction, selection, "threshold_renyi_lower_bound"
     )
