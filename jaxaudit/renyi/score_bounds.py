@@ -33,6 +33,7 @@ bounds are host-side (data-dependent sizes).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import jax
@@ -357,7 +358,8 @@ def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float,
 
 def epsilon_lower_bounds(in_scores: ArrayLike, out_scores: ArrayLike, *, delta: float,
                          confidence: float = 0.95, include_rdp: bool = False,
-                         orders: ArrayLike = (2.0, 4.0, 8.0, 16.0, 32.0), seed: int = 0,
+                         orders: ArrayLike | Sequence[float] = (2.0, 4.0, 8.0, 16.0, 32.0),
+                         seed: int = 0,
                          bonferroni: str = "grid"
                          ) -> ScoreBounds:
     """What ε do these canary scores show? Every score-based lower bound side by side.
