@@ -282,7 +282,7 @@ _noise_for_epsilon_rdp_jit = jax.jit(_noise_for_epsilon_rdp, static_argnums=5)
 
 
 def noise_for_epsilon(epsilon: ArrayLike, delta: ArrayLike, steps: int, sampling_rate: float, *,
-                      orders: ArrayLike = None, accountant: str = "rdp") -> float:
+                      orders: ArrayLike | None = None, accountant: str = "rdp") -> float:
     """Smallest noise multiplier σ for which T rounds are (ε, δ)-DP.
 
     ``accountant="rdp"`` (ours): bisection in log σ on :func:`epsilon_for_delta` (exact RDP of

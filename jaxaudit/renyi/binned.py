@@ -437,7 +437,8 @@ def _select(in_sel, out_sel, alpha, candidates, significance):
 
 
 def binned_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, alpha: ArrayLike, *,
-                             bins: int = DEFAULT_BINS, significance: float = 0.05,
+                             bins: int | tuple[int, ...] = DEFAULT_BINS,
+                             significance: float = 0.05,
                              selection_fraction: float = 0.5, seed: int = 0) -> np.ndarray:
     """Rigorous RDP lower bound from binned scores: min of D_α(q‖p) over a confidence set.
 

@@ -12,7 +12,7 @@ References:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import flax.linen as nn
 import jax
@@ -48,7 +48,7 @@ class Critic(nn.Module):
 
     hidden: Sequence[int] = (32, 32)
     bound: float = 3.0
-    activation: callable = nn.relu
+    activation: Callable[[jax.Array], jax.Array] = nn.relu
 
     @nn.compact
     def __call__(self, x):
@@ -73,11 +73,11 @@ def init_critic(key: jax.Array, critic: Critic, x_train: ArrayLike) -> dict:
     Returns:
       Flax variables ``{"params": ..., "stats": {"mean", "scale"}}``.
     """
-    variables = critic.init(key, x_train[:1])
+    variables = critic.init(key, jnp.asarray(x_train)[:1])
     stats = fit_standardiser(x_train)
     return {"params": variables["params"], "stats": stats}
 
 
-def critic_apply(critic: Critic, variables: dict, x) -> jax.Array:
+def critic_apply(critic: Critic, variables: dict, x: ArrayLike) -> jax.Array:
     """g(x) for samples x of shape (n, d)."""
-    return critic.apply(variables, x)
+    return jnp.asarray(critic.apply(variables, x))

@@ -21,6 +21,7 @@ References:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -49,14 +50,14 @@ class EmaLogMeanExpState(NamedTuple):
     """
 
     log_ema: jax.Array
-    count: jax.Array
+    count: jax.Array  # type: ignore[assignment]  # shadows tuple.count; a public field name
 
 
 class EmaLogMeanExp(NamedTuple):
     """An ``(init, update)`` pair; ``update(x, state) -> (log_ema, new_state)``."""
 
-    init: callable
-    update: callable
+    init: Callable[..., Any]
+    update: Callable[..., Any]
 
 
 def ema_log_mean_exp(rate: float) -> EmaLogMeanExp:

@@ -169,8 +169,9 @@ def train_critic(
       True
     """
     config = check_config(config)
-    x_q, x_p = _as_samples(x_q), _as_samples(x_p)
-    alpha = jnp.asarray(alpha, x_q.dtype)
+    x_q, x_p = jnp.asarray(_as_samples(x_q)), jnp.asarray(_as_samples(x_p))
+    dtype = x_q.dtype
+    alpha = jnp.asarray(alpha, dtype)
     critic = make_critic(config)
     key_init, key_steps, key_q, key_p = jax.random.split(key, 4)
     variables = init_critic(key_init, critic, jnp.concatenate([x_q, x_p]))
@@ -180,11 +181,11 @@ def train_critic(
     def apply(params, x):
         return critic.apply({"params": params, "stats": stats}, x)
 
-    criterion = _criterion(apply, held, alpha, config, x_q.dtype)
+    criterion = _criterion(apply, held, alpha, config, dtype)
     step, init_carry = _adam_step(apply, x_q, x_p, alpha, config)
     params, objective, val, best_step = _fit_with_early_stopping(
         key_steps, variables["params"], init_carry, step, criterion, config,
-        early_stopping=held is not None, dtype=x_q.dtype)
+        early_stopping=held is not None, dtype=dtype)
     return {"params": params, "stats": stats}, TrainHistory(objective, val, best_step)
 
 
