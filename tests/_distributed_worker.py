@@ -24,6 +24,7 @@ import numpy as np  # noqa: E402
 from jaxaudit.datasets import make_csbm  # noqa: E402
 from jaxaudit.graph import train_shadow_models, uniform_sampler  # noqa: E402
 from jaxaudit.runs import RunDir, run_chunks  # noqa: E402
+from jaxaudit.runs.claims import claim_unit  # noqa: E402
 from jaxaudit.sharding import vmap_chunked  # noqa: E402
 
 
@@ -63,6 +64,12 @@ run = RunDir.open(folder, kind="distributed-test", config={"seed": 5})
 first = run_chunks(run, ["a", "b"], chunk_of_draws)
 resumed = run_chunks(RunDir.open(folder, kind="distributed-test", config={"seed": 5}),
                      ["a", "b"], failing)  # process 0 has both: every process gets its bytes
+# chunk "c" is held by a live claim (as by an independent worker): skipped on every process
+held = claim_unit(run, "c") if PROCESS_ID == 0 else None
+partial = run_chunks(run, ["a", "b", "c"], failing, worker=(0, 1))
+if held is not None:
+    held.release()
+out["partial"] = np.asarray(sorted(partial))
 for name in ("a", "b"):
     out[f"chunk_{name}"] = first[name]["draw"]
     out[f"resumed_{name}"] = resumed[name]["draw"]

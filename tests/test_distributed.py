@@ -124,8 +124,10 @@ def test_only_process_zero_writes_and_every_process_gets_every_chunk(two_process
             np.testing.assert_array_equal(got[f"chunk_{name}"], expected)
             np.testing.assert_array_equal(got[f"resumed_{name}"], expected)  # loaded, sent
     assert not any(bool(got["p1_folder_exists"]) for got in results)
+    for got in results:  # "c" held by a live claim: skipped by every process together
+        assert list(got["partial"]) == ["a", "b"]
     stored = load_results(run_dir)
-    assert stored.missing == [] and sorted(stored.chunks) == ["a", "b"]
+    assert stored.missing == ["c"] and sorted(stored.chunks) == ["a", "b"]
     assert not (run_dir / "claims").exists()
 
 
