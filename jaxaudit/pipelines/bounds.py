@@ -190,10 +190,11 @@ def _read_priors_file(name: str, path_text: str, targets: int | None) -> np.ndar
 
 
 def _priors(c: BoundsConfig) -> tuple[np.ndarray, str, int | None]:
+    """(p_i, the prior's description, K of a uniform prior by name or None)."""
     if c.prior is not None:
         named = prior_by_name(c.prior, attempts=c.attempts)
-        return np.full(int(c.targets or 0), named.baseline), named.description, \
-            named.uniform_support
+        priors = np.full(int(c.targets or 0), named.baseline)  # targets is checked: not None
+        return priors, named.description, named.uniform_support
     path = str(c.priors_file)
     values = _read_priors_file("priors_file", path, c.targets)
     return values, f"per-target priors from {Path(path).name}", None

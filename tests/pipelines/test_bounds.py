@@ -170,3 +170,18 @@ def test_bad_priors_files_and_worker(tmp_path):
         run_bounds(UNIFORM, worker=(2, 2))
     with pytest.raises(TypeError, match="BoundsConfig"):
         run_bounds({"epsilon": 1.0})
+
+
+def test_a_failed_computation_leaves_the_folder_reusable(tmp_path, monkeypatch):
+    import jaxaudit.pipelines.bounds as pipeline
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("engine failed")
+
+    monkeypatch.setattr(pipeline, "summarize_bounds", broken)
+    with pytest.raises(RuntimeError, match="engine failed"):
+        run_bounds(UNIFORM, tmp_path / "run")
+    assert not (tmp_path / "run" / "manifest.json").exists()
+    monkeypatch.undo()
+    other = UNIFORM._replace(epsilon=0.5)  # another configuration, same folder: accepted
+    assert run_bounds(other, tmp_path / "run").summary.count_bound < 255
