@@ -415,7 +415,7 @@ def _fdp_setup(priors, delta_of_epsilon, gamma, epsilons):
 
 
 def success_tail_fdp(
-    priors: ArrayLike, delta_of_epsilon: Callable, v: ArrayLike, epsilons: ArrayLike = None, *,
+    priors: ArrayLike, delta_of_epsilon: Callable, v: ArrayLike, epsilons: ArrayLike | None = None, *,
     gamma: float = 0.05, method: str = "auto",
 ) -> jax.Array:
     """f-DP bound on Pr[L ≥ v]: min over the ε grid of Pr[PoiBin(β(ε, p)) ≥ v] + n·δ_f(ε).
@@ -452,7 +452,7 @@ def success_tail_fdp(
 
 
 def success_count_bound_fdp(priors: ArrayLike, delta_of_epsilon: Callable, gamma: float = 0.05,
-                            epsilons: ArrayLike = None, *, method: str = "auto"):
+                            epsilons: ArrayLike | None = None, *, method: str = "auto"):
     """f-DP count bound: v_γ = min{v : inf_ε Pr[PoiBin(β(ε, p)) ≥ v] + n·δ_f(ε) ≤ γ}.
 
     Equivalently the minimum over the grid of the (ε, δ_f(ε)) count bounds, since

@@ -18,6 +18,7 @@ concrete exponent (mpmath).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -110,7 +111,7 @@ def top_k_mass(probs: ArrayLike, attempts: int = 1, axis: int = -1) -> np.ndarra
     attempts = check_integer("attempts", attempts, minimum=1)
     k = min(int(attempts), p.shape[axis])
     if is_traced(p):
-        return jax.lax.top_k(jnp.moveaxis(p, axis, -1), k)[0].sum(axis=-1)
+        return jax.lax.top_k(jnp.moveaxis(p, axis, -1), k)[0].sum(axis=-1)  # type: ignore[return-value]  # traced: a jax array
     part = -np.partition(-p, k - 1, axis=axis)
     return np.take(part, np.arange(k), axis=axis).sum(axis=axis)
 
@@ -237,7 +238,7 @@ def ball_mass_sup(values: ArrayLike, probs: ArrayLike, radius: ArrayLike, metric
     return float(_ball_mass(np, x, p, x, eta, metric).max())
 
 
-def columns_prior(column_probs: ArrayLike, threshold: int) -> float:
+def columns_prior(column_probs: Sequence[ArrayLike], threshold: int) -> float:
     """Multi-attribute reconstruction: p* for "at least t of the hidden columns right".
 
     With independent columns, a guess z gets column j right with probability D_j(z_j), and
@@ -259,12 +260,13 @@ def columns_prior(column_probs: ArrayLike, threshold: int) -> float:
     threshold = check_integer("threshold", threshold, minimum=1)
     if is_traced(columns):
         modes = jnp.stack([jnp.max(c) for c in columns])
-        return poisson_binomial_tail(modes, threshold, method="recursion")
-    modes = np.array([c.max() for c in columns])
-    return float(poisson_binomial_tail(modes, threshold, method="recursion"))
+        return poisson_binomial_tail(modes, threshold, method="recursion")  # type: ignore[return-value]  # traced: a jax array
+    modes_np = np.array([c.max() for c in columns])
+    return float(poisson_binomial_tail(modes_np, threshold, method="recursion"))
 
 
-def zipf_prior(exponent: float, support_size: int, ranks: ArrayLike = None) -> np.ndarray:
+def zipf_prior(exponent: float, support_size: int,
+               ranks: ArrayLike | None = None) -> np.ndarray:
     """Zipf prior masses r^{−s}/H_N(s) of the given ranks (1 = most likely).
 
     H_N(s) = Σ_{r ≤ N} r^{−s} = ζ(s) − ζ(s, N + 1) (Hurwitz zeta, by analytic continuation also
@@ -294,7 +296,7 @@ def zipf_prior(exponent: float, support_size: int, ranks: ArrayLike = None) -> n
             harmonic = float(mpmath.zeta(s) - mpmath.zeta(s, n + 1))
     r = np.arange(1, n + 1) if ranks is None else check_finite("ranks", ranks)
     if is_traced(r):
-        return jnp.exp(-s * jnp.log(r) - math.log(harmonic))
+        return jnp.exp(-s * jnp.log(r) - math.log(harmonic))  # type: ignore[return-value]  # traced: a jax array
     if np.any(r < 1) or np.any(r > n) or np.any(r != np.floor(r)):
         raise ValueError(f"ranks must be integers in [1, {n}]")
     return np.exp(-s * np.log(r) - math.log(harmonic))
@@ -308,7 +310,7 @@ def uniform_prior(alphabet_size: int, attempts: int = 1) -> float:
       0.1
     """
     if is_traced(alphabet_size, attempts):
-        return jnp.minimum(1.0, attempts / alphabet_size)
+        return jnp.minimum(1.0, attempts / alphabet_size)  # type: ignore[return-value]  # traced: a jax array
     alphabet_size = check_integer("alphabet_size", alphabet_size, minimum=1)
     attempts = check_integer("attempts", attempts, minimum=1)
     return min(1.0, attempts / alphabet_size)
