@@ -7,23 +7,30 @@ each number: docs/bmp.md.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import check_probability, check_shape
 from jaxaudit.bmp.certified import certified_epsilons
-from jaxaudit.bmp.likelihood import PRIOR_VARIANCE, as_attack_prior
+from jaxaudit.bmp.likelihood import PRIOR_VARIANCE, AttackPriorSpec, as_attack_prior
 from jaxaudit.bmp.posterior import (
     NutsConfig,
     jeffreys_estimate,
     posterior_nuts,
     posterior_quantiles,
 )
-from jaxaudit.graph.types import node_degrees
+from jaxaudit.graph.types import Graph, node_degrees
 from jaxaudit.mia.types import ErrorCounts
+
+if TYPE_CHECKING:
+    import flax.linen as nn
+
+    from jaxaudit.graph.samplers import Sampler
 
 __all__ = ["BmpAudit", "audit_bmp", "audit_from_scores", "audit_summary", "audit_table", "most_leaking",
            "node_degrees"]
@@ -76,12 +83,13 @@ class BmpAudit(NamedTuple):
     scores: jax.Array
 
 
-def audit_from_scores(key, scores, masks, eta, *, eta_se=None, degree=None,
-                      fix_variance: bool = False, attack_prior=None,
+def audit_from_scores(key: jax.Array, scores: ArrayLike, masks: ArrayLike, eta: ArrayLike, *,
+                      eta_se: ArrayLike | None = None, degree: ArrayLike | None = None,
+                      fix_variance: bool = False, attack_prior: AttackPriorSpec = None,
                       prior_variance: float = PRIOR_VARIANCE, confidence: float = 0.95,
                       num_warmup: int = 500, num_samples: int = 1000, num_chains: int = 4,
                       mp_baseline: bool = True, max_num_doublings: int | None = None,
-                      chunk_size: int | None = None, devices=None,
+                      chunk_size: int | None = None, devices: Sequence[jax.Device] | None = None,
                       min_ess: float | None = None) -> BmpAudit:
     """The audit from existing shadow runs: (R, N) scores and membership masks plus priors η.
 
@@ -122,7 +130,9 @@ def audit_from_scores(key, scores, masks, eta, *, eta_se=None, degree=None,
     prior = as_attack_prior(attack_prior)
     llr = lira_loo(scores, masks, fix_variance=fix_variance)
     decisions = bayes_decision(llr, jnp.asarray(eta, jnp.float32))
-    counts = ErrorCounts(*(np.asarray(c) for c in error_counts(decisions, masks)))
+    # host copies (numpy) in ErrorCounts' fields, which are typed as error_counts' jax arrays
+    counts = ErrorCounts(*(np.asarray(c)  # type: ignore[arg-type]
+                           for c in error_counts(decisions, masks)))
     auc = np.asarray(roc_auc(llr, masks, axis=0))
     global_auc = roc_auc(np.asarray(llr).ravel(), masks.ravel())
     valid = (counts.n0 > 0) & (counts.n1 > 0)
@@ -143,7 +153,7 @@ def audit_from_scores(key, scores, masks, eta, *, eta_se=None, degree=None,
         config = NutsConfig(num_warmup=num_warmup, num_samples=num_samples,
                             num_chains=num_chains, max_num_doublings=max_num_doublings,
                             chunk_size=chunk_size, min_ess=min_ess)
-        kw = dict(prior_variance=prior_variance, config=config, devices=devices)
+        kw: dict[str, Any] = dict(prior_variance=prior_variance, config=config, devices=devices)
         post = posterior_nuts(k_post, sub, attack_prior=prior, **kw)
         eps_l[:, valid] = np.asarray(posterior_quantiles(post.eps_l, QUANTILES))
         eps_r[:, valid] = np.asarray(posterior_quantiles(post.eps_r, QUANTILES))
@@ -162,14 +172,14 @@ def audit_from_scores(key, scores, masks, eta, *, eta_se=None, degree=None,
                     scores=arr(scores))
 
 
-def audit_bmp(key, graph, sampler, model, num_models: int, *, epochs: int = 200,
-              learning_rate: float = 0.01, weight_decay: float = 5e-4,
-              edge_access: str = "inductive", num_prior_draws: int = 1000,
-              fix_variance: bool = False, attack_prior=None,
-              prior_variance: float = PRIOR_VARIANCE, confidence: float = 0.95,
-              num_warmup: int = 500, num_samples: int = 1000, num_chains: int = 4,
-              mp_baseline: bool = True, max_num_doublings: int | None = None,
-              chunk_size: int | None = None, devices=None,
+def audit_bmp(key: jax.Array, graph: Graph, sampler: Sampler, model: str | nn.Module,
+              num_models: int, *, epochs: int = 200, learning_rate: float = 0.01,
+              weight_decay: float = 5e-4, edge_access: str = "inductive",
+              num_prior_draws: int = 1000, fix_variance: bool = False,
+              attack_prior: AttackPriorSpec = None, prior_variance: float = PRIOR_VARIANCE,
+              confidence: float = 0.95, num_warmup: int = 500, num_samples: int = 1000,
+              num_chains: int = 4, mp_baseline: bool = True, max_num_doublings: int | None = None,
+              chunk_size: int | None = None, devices: Sequence[jax.Device] | None = None,
               min_ess: float | None = None) -> BmpAudit:
     """Node-level BMP audit of a GNN training pipeline (sampler, model) on ``graph``.
 
@@ -254,7 +264,8 @@ def audit_summary(audit: BmpAudit) -> dict:
     mp_ok = ok & ~np.isnan(med_mp)
     rhat, ess, div = np.asarray(audit.rhat), np.asarray(audit.ess), np.asarray(audit.divergences)
 
-    def stat(fn, x, mask):
+    def stat(fn: Callable[[np.ndarray], Any], x: np.ndarray, mask: np.ndarray
+            ) -> float | list[Any] | None:
         if not mask.any():
             return None
         value = fn(x[mask])

@@ -31,6 +31,7 @@ import blackjax
 import jax
 import jax.numpy as jnp
 from jax.scipy.special import ndtri
+from jax.typing import ArrayLike
 
 __all__ = ["Diagnostics", "bulk_ess", "diagnose", "median_mcse", "quantile_mcse", "rank_normalize",
            "rhat", "split_chains"]
@@ -43,7 +44,7 @@ class Diagnostics(NamedTuple):
     ess: jax.Array
 
 
-def _check_draws(draws) -> jax.Array:
+def _check_draws(draws: ArrayLike) -> jax.Array:
     """(num_chains, num_samples) draws with at least 4 samples (2 per split half); shapes are
     static, so this also holds under jit and vmap."""
     draws = jnp.asarray(draws)
@@ -61,7 +62,7 @@ def split_chains(draws: jax.Array) -> jax.Array:
     return jnp.concatenate([draws[:, :half], draws[:, half:2 * half]], axis=0)
 
 
-def _packable(flat) -> bool:
+def _packable(flat: jax.Array) -> bool:
     return flat.dtype == jnp.float32 and jax.dtypes.canonicalize_dtype(jnp.int64) == jnp.int64
 
 
@@ -106,7 +107,7 @@ def rank_normalize(draws: jax.Array) -> jax.Array:
     return _normal_scores(flat, _argsort(flat)).reshape(draws.shape)
 
 
-def _sorted_quantile(ordered: jax.Array, p) -> jax.Array:
+def _sorted_quantile(ordered: jax.Array, p: ArrayLike) -> jax.Array:
     """Quantile of sorted draws at probability ``p``, linear interpolation (numpy's default)."""
     n = ordered.shape[0]
     pos = jnp.clip(p, 0.0, 1.0) * (n - 1)
@@ -115,7 +116,7 @@ def _sorted_quantile(ordered: jax.Array, p) -> jax.Array:
     return ordered[lo] * (1 - frac) + ordered[lo + 1] * frac
 
 
-def _quantile_mcse(split: jax.Array, ordered: jax.Array, q) -> jax.Array:
+def _quantile_mcse(split: jax.Array, ordered: jax.Array, q: ArrayLike) -> jax.Array:
     """MCSE of the q-quantile from the split chains and the sorted pooled draws."""
     q = jnp.asarray(q, ordered.dtype)
     theta = _sorted_quantile(ordered, q)
@@ -125,7 +126,7 @@ def _quantile_mcse(split: jax.Array, ordered: jax.Array, q) -> jax.Array:
     return 0.5 * (_sorted_quantile(ordered, q + sd) - _sorted_quantile(ordered, q - sd))
 
 
-def _diagnose_all(draws: jax.Array):
+def _diagnose_all(draws: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """(R̂, bulk ESS, MCSE of the median) sharing the sorts."""
     split = split_chains(draws)
     flat = split.reshape(-1)
@@ -156,7 +157,7 @@ def diagnose(draws: jax.Array) -> Diagnostics:
     return Diagnostics(rhat_value, ess)
 
 
-def quantile_mcse(draws: jax.Array, q) -> jax.Array:
+def quantile_mcse(draws: jax.Array, q: ArrayLike) -> jax.Array:
     """Monte Carlo standard error of the q-quantile of (num_chains, num_samples) draws (Vehtari
     et al. 2021, section 4.3, arXiv 1903.08008).
 

@@ -9,11 +9,13 @@ the padding and the deduplication. :func:`jaxaudit.bmp.posterior_nuts` is built 
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import DTypeLike
 
 from jaxaudit.mia.types import ErrorCounts
 from jaxaudit.sharding import vmap_chunked
@@ -35,9 +37,9 @@ class CountTable(NamedTuple):
     rows: np.ndarray
     num_rows: int
     inverse: np.ndarray | None
-    shape: tuple
+    shape: tuple[int, ...]
 
-    def restore(self, out):
+    def restore(self, out: Any) -> Any:
         """Per-row results (leading axis = padded rows) back to the given counts' shape."""
         out = jax.tree.map(lambda x: x[self.inverse] if self.inverse is not None
                            else x[:self.num_rows], out)
@@ -67,29 +69,31 @@ def count_table(counts: ErrorCounts, *, deduplicate: bool = True,
                 chunk_size: int | None = None) -> CountTable:
     """The (validated) counts as a padded :class:`CountTable`."""
     table = np.stack([np.atleast_1d(c).ravel() for c in counts], axis=1)
-    inverse = None
+    inverse: np.ndarray | None = None
     if deduplicate:
-        table, inverse = np.unique(table, axis=0, return_inverse=True)
-        inverse = inverse.ravel()
+        table, found = np.unique(table, axis=0, return_inverse=True)
+        inverse = found.ravel()
     num_rows = table.shape[0]
     return CountTable(pad_rows(table, size_bucket(num_rows, chunk_size)), num_rows, inverse,
                       tuple(np.shape(counts.fp)))
 
 
-def rows_as_counts(rows: np.ndarray, dtype=None) -> ErrorCounts:
+def rows_as_counts(rows: np.ndarray, dtype: DTypeLike | None = None) -> ErrorCounts:
     """(rows, 4) table → ``ErrorCounts`` of (rows,) arrays in ``dtype`` (default float)."""
     dtype = jnp.result_type(float) if dtype is None else dtype
     return ErrorCounts(*(jnp.asarray(rows[:, j], dtype) for j in range(4)))
 
 
-def vmapped(fn, *, chunk_size: int | None = None, devices=None):
+def vmapped(fn: Callable[..., Any], *, chunk_size: int | None = None,
+            devices: Sequence[jax.Device] | None = None) -> Callable[[tuple[Any, ...]], Any]:
     """``g((keys, counts, *per_row))``: ``fn(key, counts, *per_row)`` of one count set, vmapped
     over rows in chunks of ``chunk_size`` and sharded over ``devices``
     (:func:`jaxaudit.sharding.vmap_chunked`)."""
     return vmap_chunked(lambda xs: fn(*xs), chunk_size=chunk_size, devices=devices)
 
 
-def run_rows(runner, key, rows: np.ndarray, *per_row):
+def run_rows(runner: Callable[[tuple[Any, ...]], Any], key: jax.Array, rows: np.ndarray,
+             *per_row: Any) -> Any:
     """Run a :func:`vmapped` ``runner`` on every row of ``rows`` with its own key
     (``jax.random.split(key, rows)``)."""
     return runner((jax.random.split(key, rows.shape[0]), rows_as_counts(rows), *per_row))

@@ -8,24 +8,27 @@ al., arXiv 2504.16683); the quadrature and its accuracy are described in docs/bm
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import xlog1py, xlogy
+from jax.typing import ArrayLike
 from scipy import special as sp_special
 
 from jaxaudit._validation import check_integer, check_positive
 from jaxaudit.bmp.likelihood import (
     PRIOR_VARIANCE,
     AttackPrior,
+    AttackPriorSpec,
     as_attack_prior,
     band_area,
     half_normal_logpdf,
 )
 from jaxaudit.bmp.region import epsilons_from_errors, region_corner, tradeoff_curve
-from jaxaudit.mia.types import validate_counts
+from jaxaudit.mia.types import ErrorCounts, validate_counts
 
 __all__ = ["GridPosterior", "posterior_grid"]
 
@@ -44,21 +47,21 @@ class GridPosterior(NamedTuple):
     marginal_l: jax.Array
     marginal_r: jax.Array
 
-    def cdf(self, which: str, x):
+    def cdf(self, which: str, x: ArrayLike) -> np.ndarray:
         """Marginal CDF of ``which`` ("l" or "r") at ``x`` (piecewise-constant density)."""
         edges, cdf = self._edges_cdf(which)
         return np.interp(np.asarray(x), edges, cdf)
 
-    def quantile(self, which: str, q):
+    def quantile(self, which: str, q: ArrayLike) -> np.ndarray:
         """Quantile(s) of the marginal of ``which`` ("l" or "r"), piecewise-constant density."""
         edges, cdf = self._edges_cdf(which)
         return np.interp(np.asarray(q), cdf, edges)
 
-    def density_at(self, which: str, x):
+    def density_at(self, which: str, x: ArrayLike) -> np.ndarray:
         dens = np.asarray(self.marginal_l if which == "l" else self.marginal_r, np.float64)
-        return np.interp(x, np.asarray(self.eps, np.float64), dens)
+        return np.interp(np.asarray(x), np.asarray(self.eps, np.float64), dens)
 
-    def _edges_cdf(self, which):
+    def _edges_cdf(self, which: str) -> tuple[np.ndarray, np.ndarray]:
         if which not in ("l", "r"):
             raise ValueError(f"which must be 'l' or 'r', got {which!r}")
         dens = np.asarray(self.marginal_l if which == "l" else self.marginal_r, np.float64)
@@ -69,7 +72,8 @@ class GridPosterior(NamedTuple):
         return edges, cdf / cdf[-1]
 
 
-def _beta_tables(counts, num_alpha_segments, alpha_order, num_knots, z_max=30.0):
+def _beta_tables(counts: ErrorCounts, num_alpha_segments: int, alpha_order: int, num_knots: int,
+                 z_max: float = 30.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Host-side tables: nodes for the α-integral on the logit-quantile scale of
     Beta(X+1, N0−X+1) (so the binomial weight becomes the logistic density), and the logit-CDF of
     Beta(Y+1, N1−Y+1) on a uniform β grid (for the β-integral)."""
@@ -91,7 +95,7 @@ def _beta_tables(counts, num_alpha_segments, alpha_order, num_knots, z_max=30.0)
     return alpha_nodes, wz, z_table
 
 
-def _logit_cdf(x, z_table):
+def _logit_cdf(x: jax.Array, z_table: jax.Array) -> jax.Array:
     n = z_table.shape[0] - 1
     pos = jnp.clip(x, 0.0, 1.0) * n
     i0 = jnp.clip(jnp.floor(pos).astype(jnp.int32), 0, n - 1)
@@ -100,7 +104,9 @@ def _logit_cdf(x, z_table):
 
 
 @jax.jit
-def _grid_log_lik(eps_l, eps_r, s, alpha_nodes, alpha_weights, z_table, n0, n1):
+def _grid_log_lik(eps_l: jax.Array, eps_r: jax.Array, s: jax.Array, alpha_nodes: jax.Array,
+                  alpha_weights: jax.Array, z_table: jax.Array, n0: jax.Array, n1: jax.Array
+                 ) -> jax.Array:
     """log p(X, Y | ε, s) by quadrature on Beta quantile nodes and a tabulated Beta CDF."""
     lower = tradeoff_curve(alpha_nodes, eps_l[..., None], eps_r[..., None])
     upper = tradeoff_curve(alpha_nodes, s * eps_l[..., None], s * eps_r[..., None])
@@ -116,7 +122,8 @@ def _grid_log_lik(eps_l, eps_r, s, alpha_nodes, alpha_weights, z_table, n0, n1):
 
 
 @jax.jit
-def _corner_log_lik(eps_l, eps_r, fp, n0, fn, n1):
+def _corner_log_lik(eps_l: jax.Array, eps_r: jax.Array, fp: jax.Array, n0: jax.Array, fn: jax.Array,
+                    n1: jax.Array) -> jax.Array:
     """log Bin(X; N0, α) + log Bin(Y; N1, β) at the corner (α, β) = c(ε_L, ε_R) (up to the
     binomial coefficients, constant in ε)."""
     alpha, beta = region_corner(eps_l, eps_r)
@@ -124,10 +131,11 @@ def _corner_log_lik(eps_l, eps_r, fp, n0, fn, n1):
             + xlog1py(n1 - fn, -beta))
 
 
-def posterior_grid(counts, *, attack_prior=None, prior_variance: float = PRIOR_VARIANCE,
+def posterior_grid(counts: ErrorCounts | Sequence[ArrayLike], *,
+                   attack_prior: AttackPriorSpec = None, prior_variance: float = PRIOR_VARIANCE,
                    eps_max: float | None = None, num_eps: int = 160, num_s: int = 16,
-                   alpha_order: int = 8, num_alpha_segments: int = 16,
-                   num_knots: int = 8193) -> GridPosterior:
+                   alpha_order: int = 8, num_alpha_segments: int = 16, num_knots: int = 8193
+                  ) -> GridPosterior:
     """Deterministic grid posterior of the same model as :func:`posterior_nuts` (one count set).
 
     p(ε_L, ε_R | X, Y) ∝ HN(ε_L) HN(ε_R) ∫_0^1 p(X, Y | ε, s) Beta(s; a, b) ds on a regular grid
@@ -161,7 +169,8 @@ def posterior_grid(counts, *, attack_prior=None, prior_variance: float = PRIOR_V
     return GridPosterior(*(jnp.asarray(x) for x in out))
 
 
-def _warn_unresolved(grid, min_cells: int = 8) -> None:
+def _warn_unresolved(grid: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], min_cells: int = 8
+                    ) -> None:
     """RuntimeWarning when a marginal's central 90% spans fewer than ``min_cells`` grid cells:
     the grid is shared by both axes, so a posterior concentrated on one axis (e.g. ε_R ≈ 0.02
     while ε_L spreads to 6) is not resolved and its quantiles are off by up to a cell."""
@@ -179,7 +188,7 @@ def _warn_unresolved(grid, min_cells: int = 8) -> None:
                 RuntimeWarning, stacklevel=3)
 
 
-def _strength_nodes(prior: AttackPrior, num_s: int):
+def _strength_nodes(prior: AttackPrior, num_s: int) -> tuple[np.ndarray, np.ndarray]:
     """Nodes and weights (summing to 1) of the s-integral against the prior on s."""
     if prior.fixed is not None:
         return np.asarray([prior.fixed]), np.asarray([1.0])
@@ -188,8 +197,10 @@ def _strength_nodes(prior: AttackPrior, num_s: int):
     return (x + 1) / 2, w / w.sum()
 
 
-def _posterior_grid(counts, *, prior, prior_variance, eps_max, num_eps, num_s, alpha_order,
-                    num_alpha_segments, num_knots):
+def _posterior_grid(counts: ErrorCounts, *, prior: AttackPrior, prior_variance: float,
+                    eps_max: float | None, num_eps: int, num_s: int, alpha_order: int,
+                    num_alpha_segments: int, num_knots: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     if eps_max is None:
         a = (counts.fp + 0.5) / (counts.n0 + 1)
         b = (counts.fn + 0.5) / (counts.n1 + 1)
@@ -211,8 +222,8 @@ def _posterior_grid(counts, *, prior, prior_variance, eps_max, num_eps, num_s, a
         s_nodes, s_weights = _strength_nodes(prior, num_s)
         tables = tuple(jnp.asarray(t) for t in _beta_tables(counts, num_alpha_segments,
                                                              alpha_order, num_knots))
-        n0, n1 = jnp.asarray(counts.n0, jnp.float64), jnp.asarray(counts.n1, jnp.float64)
-        log_liks = jnp.stack([_grid_log_lik(eps_l, eps_r, jnp.float64(s), *tables, n0, n1)
+        num0, num1 = jnp.asarray(counts.n0, jnp.float64), jnp.asarray(counts.n1, jnp.float64)
+        log_liks = jnp.stack([_grid_log_lik(eps_l, eps_r, jnp.float64(s), *tables, num0, num1)
                               for s in s_nodes])
         log_lik = jax.scipy.special.logsumexp(
             log_liks + jnp.log(jnp.asarray(s_weights))[:, None, None], axis=0)

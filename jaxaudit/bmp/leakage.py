@@ -29,6 +29,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import check_probability, is_traced
 
@@ -46,14 +47,14 @@ class LeakageEstimate(NamedTuple):
     """Per-node sampling leakage (c_L, c_R), with standard errors (0 when exact, NaN when
     undefined, e.g. for an infinite estimate)."""
 
-    c_l: np.ndarray
-    c_r: np.ndarray
-    c_l_se: np.ndarray
-    c_r_se: np.ndarray
+    c_l: np.ndarray | jax.Array
+    c_r: np.ndarray | jax.Array
+    c_l_se: np.ndarray | jax.Array
+    c_r_se: np.ndarray | jax.Array
     exact: bool
 
 
-def poisson_leakage(q, num_nodes: int) -> LeakageEstimate:
+def poisson_leakage(q: ArrayLike, num_nodes: int) -> LeakageEstimate:
     """Poisson sampling (each node independently with probability q ∈ (0, 1)): S_{−i} is
     independent of M_i, so c_L = c_R = 0 exactly."""
     check_probability("q", q, open_low=True, open_high=True)
@@ -71,7 +72,7 @@ def uniform_leakage(num_nodes: int, sample_size: int) -> LeakageEstimate:
     return LeakageEstimate(inf, inf.copy(), np.zeros(int(num_nodes)), np.zeros(int(num_nodes)), True)
 
 
-def _one_node(keys, member, weights, exact):
+def _one_node(keys: jax.Array, member: jax.Array, weights: jax.Array, exact: bool) -> jax.Array:
     """sup log-ratios of the laws of ``keys`` ((K, C) integer codes of S_{−i}) given member /
     non-member: (c_L, c_R, se_L, se_R). Outcomes are grouped by sorting the codes (first column
     most significant, as ``np.unique`` orders them), so ties in the sup resolve alike."""
@@ -88,7 +89,8 @@ def _one_node(keys, member, weights, exact):
     p1 = jax.ops.segment_sum(w1, group, num) / jnp.where(t1 > 0, t1, 1.0)
     p0 = jax.ops.segment_sum(w0, group, num) / jnp.where(t0 > 0, t0, 1.0)
 
-    def side(num_p, den_p, n_num, n_den):
+    def side(num_p: jax.Array, den_p: jax.Array, n_num: jax.Array, n_den: jax.Array
+            ) -> tuple[jax.Array, jax.Array]:
         pos = num_p > 0
         disjoint = jnp.any(pos & (den_p == 0))
         ratio = jnp.where(pos, jnp.log(jnp.where(pos, num_p, 1.0))
@@ -108,14 +110,15 @@ def _one_node(keys, member, weights, exact):
     return jnp.where((t1 > 0) & (t0 > 0), out, jnp.nan)
 
 
-def _sampling_leakage(masks, weights, statistic=None, *, exact: bool):
+def _sampling_leakage(masks: ArrayLike, weights: jax.Array, statistic: ArrayLike | None = None, *,
+                      exact: bool) -> jax.Array:
     """Unvalidated, traceable core of :func:`sampling_leakage`: (4, N) rows c_L, c_R, se_L, se_R.
     ``weights`` are the outcome probabilities (``exact``) or ones (draws)."""
     masks = jnp.asarray(masks).astype(bool)
     num_nodes = masks.shape[1]
     codes = masks.astype(jnp.int32)
 
-    def node(i):
+    def node(i: jax.Array) -> jax.Array:
         if statistic is not None:
             keys = jnp.asarray(statistic)[:, i][:, None]
         else:  # the whole S_{−i}: the mask with column i blanked
@@ -125,7 +128,8 @@ def _sampling_leakage(masks, weights, statistic=None, *, exact: bool):
     return jax.vmap(node, out_axes=1)(jnp.arange(num_nodes))
 
 
-def sampling_leakage(masks, probs=None, *, statistic=None) -> LeakageEstimate:
+def sampling_leakage(masks: ArrayLike, probs: ArrayLike | None = None, *,
+                     statistic: ArrayLike | None = None) -> LeakageEstimate:
     """Sampling leakage (c_L, c_R) per node from a distribution over samples or from draws.
 
     Args:
@@ -148,20 +152,20 @@ def sampling_leakage(masks, probs=None, *, statistic=None) -> LeakageEstimate:
         raise ValueError(f"masks must have shape (K, N), got {np.shape(masks)}")
     num_draws = np.shape(masks)[0]
     exact = probs is not None
-    if exact and np.shape(probs) != (num_draws,):
+    if probs is not None and np.shape(probs) != (num_draws,):
         raise ValueError(f"probs must have shape ({num_draws},), got {np.shape(probs)}")
     if statistic is not None and np.shape(statistic) != np.shape(masks):
         raise ValueError(f"statistic must have shape {np.shape(masks)}, got {np.shape(statistic)}")
     if is_traced(masks, probs, statistic):
-        weights = jnp.asarray(probs) if exact else jnp.ones(num_draws)
-        res = _sampling_leakage(masks, weights, statistic, exact=exact)
-        return LeakageEstimate(res[0], res[1], res[2], res[3], exact)
+        traced = _sampling_leakage(masks, jnp.asarray(probs) if probs is not None
+                                   else jnp.ones(num_draws), statistic, exact=exact)
+        return LeakageEstimate(traced[0], traced[1], traced[2], traced[3], exact)
     masks = np.asarray(masks).astype(bool)
-    if exact:
-        probs = check_probability("probs", probs)
-        if abs(probs.sum() - 1) > 1e-9:
-            raise ValueError(f"probs must sum to 1, got {probs.sum()}")
-    weights = probs if exact else np.ones(num_draws)
+    weights = np.ones(num_draws)
+    if probs is not None:
+        weights = check_probability("probs", probs)
+        if abs(weights.sum() - 1) > 1e-9:
+            raise ValueError(f"probs must sum to 1, got {weights.sum()}")
     with jax.enable_x64(True):
         res = np.asarray(_sampling_leakage(masks, jnp.asarray(weights, jnp.float64),
                                            None if statistic is None else jnp.asarray(statistic),
@@ -169,8 +173,8 @@ def sampling_leakage(masks, probs=None, *, statistic=None) -> LeakageEstimate:
     return LeakageEstimate(res[0], res[1], res[2], res[3], exact)
 
 
-def _adjacency(senders, receivers, num_nodes):
-    nbrs = [set() for _ in range(num_nodes)]
+def _adjacency(senders: ArrayLike, receivers: ArrayLike, num_nodes: int) -> list[set[int]]:
+    nbrs: list[set[int]] = [set() for _ in range(num_nodes)]
     for a, b in zip(np.asarray(senders).tolist(), np.asarray(receivers).tolist()):
         if a != b:
             nbrs[a].add(b)
@@ -178,7 +182,8 @@ def _adjacency(senders, receivers, num_nodes):
     return nbrs
 
 
-def _next_probs(sample, nbrs, num_nodes, teleport):
+def _next_probs(sample: set[int], nbrs: list[set[int]], num_nodes: int, teleport: float
+               ) -> dict[int, float]:
     """Law of the next recruited node: uniform on the frontier w.p. 1 − teleport, uniform on all
     unsampled nodes w.p. teleport (always, when the frontier is empty)."""
     frontier = set().union(*(nbrs[v] for v in sample)) - sample if sample else set()
@@ -191,11 +196,11 @@ def _next_probs(sample, nbrs, num_nodes, teleport):
     return probs
 
 
-def _size_law(sample_size, num_nodes, num_seeds):
+def _size_law(sample_size: int | ArrayLike, num_nodes: int, num_seeds: int) -> np.ndarray:
     """Law of the target size: an int (fixed) or probabilities over sizes 0..N."""
     if np.ndim(sample_size) == 0:
         law = np.zeros(num_nodes + 1)
-        law[int(sample_size)] = 1.0
+        law[int(np.asarray(sample_size))] = 1.0
     else:
         law = check_probability("sample_size", sample_size)
         if law.shape != (num_nodes + 1,) or abs(law.sum() - 1) > 1e-9:
@@ -207,8 +212,9 @@ def _size_law(sample_size, num_nodes, num_seeds):
     return law
 
 
-def snowball_distribution(senders, receivers, num_nodes: int, sample_size, *,
-                          num_seeds: int = 1, teleport: float = 0.0):
+def snowball_distribution(senders: ArrayLike, receivers: ArrayLike, num_nodes: int,
+                          sample_size: int | ArrayLike, *, num_seeds: int = 1, teleport: float = 0.0
+                         ) -> tuple[np.ndarray, np.ndarray]:
     """Exact law of the frontier-growth snowball sample on a small graph, by enumeration.
 
     Process: draw the target size K (``sample_size``: an int, or probabilities over 0..N for a
@@ -251,8 +257,9 @@ def snowball_distribution(senders, receivers, num_nodes: int, sample_size, *,
     return masks, np.asarray([final[s] for s in samples])
 
 
-def snowball_draws(seed: int, senders, receivers, num_nodes: int, sample_size,
-                   num_draws: int, *, num_seeds: int = 1, teleport: float = 0.0) -> np.ndarray:
+def snowball_draws(seed: int, senders: ArrayLike, receivers: ArrayLike, num_nodes: int,
+                   sample_size: int | ArrayLike, num_draws: int, *, num_seeds: int = 1,
+                   teleport: float = 0.0) -> np.ndarray:
     """i.i.d. draws of the frontier-growth snowball sample of :func:`snowball_distribution`,
     simulated forward (numpy ``Generator(seed)``): (num_draws, N) bool masks."""
     law = _size_law(sample_size, num_nodes, num_seeds)
@@ -268,7 +275,7 @@ def snowball_draws(seed: int, senders, receivers, num_nodes: int, sample_size,
             frontier = set().union(*(nbrs[v] for v in sample)) - sample
             pool = frontier if frontier and rng.random() >= teleport else (
                 set(range(num_nodes)) - sample)
-            pool = sorted(pool)
-            sample.add(pool[rng.integers(len(pool))])
+            choices = sorted(pool)
+            sample.add(choices[rng.integers(len(choices))])
         out[k, sorted(sample)] = True
     return out

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import functools
 import warnings
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import blackjax
 import jax
 import jax.numpy as jnp
 import numpy as np
 from blackjax.adaptation.base import get_filter_adapt_info_fn
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import (
     ArgumentTypeError,
@@ -41,11 +43,13 @@ from jaxaudit.bmp.jeffreys import JeffreysEstimate, jeffreys_estimate
 from jaxaudit.bmp.likelihood import (
     DELTA_LINKS,
     PRIOR_VARIANCE,
+    AttackPrior,
+    AttackPriorSpec,
     as_attack_prior,
     make_log_density,
 )
 from jaxaudit.bmp.region import epsilons_from_errors
-from jaxaudit.mia.types import validate_counts
+from jaxaudit.mia.types import ErrorCounts, validate_counts
 
 __all__ = [
     "GridPosterior",
@@ -58,6 +62,11 @@ __all__ = [
     "posterior_quantiles",
     "validate_counts",
 ]
+
+_R = TypeVar("_R")
+#: (num_warmup, num_samples, num_chains, max_num_doublings, warmup_max_num_doublings,
+#: target_acceptance_rate, delta_link)
+_SamplerSettings = tuple[int, int, int, int, int, float, str]
 
 
 class NutsPosterior(NamedTuple):
@@ -105,7 +114,8 @@ MAX_NUM_DOUBLINGS = {"centered": 3, "noncentered": 4, "corner": 3}
 WARMUP_MAX_NUM_DOUBLINGS = {"centered": 2, "noncentered": 4, "corner": 2}
 
 
-def _initial_positions(key, counts, num_chains, dim, parameterization):
+def _initial_positions(key: jax.Array, counts: ErrorCounts, num_chains: int, dim: int,
+                       parameterization: str) -> jax.Array:
     """Over-dispersed starting points around the counts' operating point."""
     fp, n0, fn, n1 = counts
     alpha = (fp + 0.5) / (n0 + 1.0)
@@ -123,13 +133,14 @@ def _initial_positions(key, counts, num_chains, dim, parameterization):
     return center + 0.3 * noise
 
 
-def _on_coordinates(fn):
+def _on_coordinates(fn: Callable[[jax.Array], _R]) -> Callable[[tuple[jax.Array, ...]], _R]:
     """``fn`` of a (dim,) position as a function of the tuple of its coordinates."""
     return lambda coords: fn(jnp.stack(coords, axis=-1))
 
 
-def _one_node(key, counts, prior_ab, *, fixed_strength, prior_variance, sampler,
-              parameterization, symmetric, thin=1):
+def _one_node(key: jax.Array, counts: ErrorCounts, prior_ab: tuple[jax.Array, jax.Array], *,
+              fixed_strength: float | None, prior_variance: float, sampler: _SamplerSettings,
+              parameterization: str, symmetric: bool, thin: int = 1) -> NutsPosterior:
     """Window adaptation + NUTS for one count set, ``num_chains`` chains (vmapped); with
     ``thin`` > 1, ``num_samples × thin`` transitions of which every ``thin``-th is kept.
     ``sampler`` = (num_warmup, num_samples, num_chains, max_num_doublings,
@@ -141,15 +152,15 @@ def _one_node(key, counts, prior_ab, *, fixed_strength, prior_variance, sampler,
                               symmetric=symmetric, link=link)
     dim = target.dim
     key_init, key_chains = jax.random.split(key)
-    init = _initial_positions(key_init, counts, num_chains, dim, parameterization)
+    start = _initial_positions(key_init, counts, num_chains, dim, parameterization)
     # The sampler's position is a tuple of scalar coordinates rather than a (dim,) vector: vmapped
     # over nodes and chains each coordinate is then one contiguous array, and the log density's
     # gradient avoids strided slices of a (lanes, dim) array (about 2.5x cheaper on a CPU).
-    init = tuple(init[:, j] for j in range(dim))
+    init = tuple(start[:, j] for j in range(dim))
     logdensity = _on_coordinates(target.logdensity)
     constrain = _on_coordinates(target.constrain)
 
-    def chain(key, position):
+    def chain(key: jax.Array, position: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
         key_warm, key_draw = jax.random.split(key)
         warmup = blackjax.window_adaptation(
             blackjax.nuts, logdensity, target_acceptance_rate=target_acceptance_rate,
@@ -159,13 +170,14 @@ def _one_node(key, counts, prior_ab, *, fixed_strength, prior_variance, sampler,
         params = {**params, "max_num_doublings": max_num_doublings}  # not the warm-up's cap
         kernel = blackjax.nuts(logdensity, **params).step
 
-        def step(state, k):
+        def step(state: Any, k: jax.Array) -> tuple[Any, tuple[jax.Array, ...]]:
             state, info = kernel(k, state)
             c = constrain(state.position)
             return state, (c.eps_l, c.eps_r, c.s, info.is_divergent, info.num_integration_steps)
 
-        def thinned_step(state, k):
-            def transition(carry, k_t):
+        def thinned_step(state: Any, k: jax.Array) -> tuple[Any, tuple[jax.Array, ...]]:
+            def transition(carry: tuple[Any, jax.Array, jax.Array], k_t: jax.Array
+                          ) -> tuple[tuple[Any, jax.Array, jax.Array], None]:
                 state, div, steps = carry
                 state, info = kernel(k_t, state)
                 return (state, div + info.is_divergent, steps + info.num_integration_steps), None
@@ -185,12 +197,14 @@ def _one_node(key, counts, prior_ab, *, fixed_strength, prior_variance, sampler,
     eps_l, eps_r, s, div, steps = jax.vmap(chain)(jax.random.split(key_chains, num_chains), init)
     # rhat, ess and mcse are filled in by _diagnose, outside this program (its fast exact sort
     # needs 64-bit integers)
-    return NutsPosterior(eps_l, eps_r, s, None, None, jnp.sum(div), jnp.mean(steps), None)
+    # (the fields are typed as the arrays the public functions return; None only in between)
+    return NutsPosterior(eps_l, eps_r, s, None, None,  # type: ignore[arg-type]
+                         jnp.sum(div), jnp.mean(steps), None)
 
 
 @jax.jit
 @jax.vmap
-def _diagnose_nodes(eps_l, eps_r):
+def _diagnose_nodes(eps_l: jax.Array, eps_r: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """(R-hat, ESS, MCSE of the median) per node: the larger rank-normalised split-R-hat, the
     smaller bulk ESS and the larger median MCSE of ε_L and ε_R."""
     rhat_l, ess_l, mcse_l = diagnostics._diagnose_all(eps_l)
@@ -209,8 +223,9 @@ def _diagnose(post: NutsPosterior) -> NutsPosterior:
 
 
 @functools.lru_cache(maxsize=16)
-def _runner(fixed_strength, prior_variance, sampler, parameterization, chunk_size, devices,
-            symmetric, thin=1):
+def _runner(fixed_strength: float | None, prior_variance: float, sampler: _SamplerSettings,
+            parameterization: str, chunk_size: int | None, devices: tuple[jax.Device, ...] | None,
+            symmetric: bool, thin: int = 1) -> Callable[[tuple[Any, ...]], Any]:
     """The jit-compiled, node-vmapped sampler for one configuration (cached: calls with the same
     settings and the same padded node count reuse the compiled program). The Beta prior's (a, b)
     are per-node inputs, so every Beta prior shares one program."""
@@ -260,7 +275,7 @@ class NutsConfig(NamedTuple):
     delta_link: str = "softplus"
 
 
-def _check_nuts_config(config) -> NutsConfig:
+def _check_nuts_config(config: object) -> NutsConfig:
     if not isinstance(config, NutsConfig):
         raise ArgumentTypeError(f"config must be a NutsConfig, got {type(config).__name__}")
     for name in ("num_warmup", "num_samples"):
@@ -280,7 +295,8 @@ def _check_nuts_config(config) -> NutsConfig:
     return config
 
 
-def _config_from_keywords(config, deprecated: dict, stacklevel: int = 3) -> NutsConfig:
+def _config_from_keywords(config: NutsConfig | None, deprecated: dict, stacklevel: int = 3
+                         ) -> NutsConfig:
     """``config`` with the deprecated sampler keywords of :func:`posterior_nuts` folded in (each
     warns with a DeprecationWarning); unknown keywords are a TypeError, as for any function."""
     unknown = sorted(set(deprecated) - set(NutsConfig._fields))
@@ -298,10 +314,11 @@ def _config_from_keywords(config, deprecated: dict, stacklevel: int = 3) -> Nuts
     return config
 
 
-def posterior_nuts(key, counts, *, attack_prior=None, config: NutsConfig | None = None,
+def posterior_nuts(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike], *,
+                   attack_prior: AttackPriorSpec = None, config: NutsConfig | None = None,
                    prior_variance: float = PRIOR_VARIANCE, parameterization: str | None = None,
-                   symmetric: bool = False, deduplicate: bool = True, devices=None,
-                   **deprecated) -> NutsPosterior:
+                   symmetric: bool = False, deduplicate: bool = True,
+                   devices: Sequence[jax.Device] | None = None, **deprecated: Any) -> NutsPosterior:
     """Posterior over (ε_L, ε_R) by NUTS with window adaptation, vmapped over nodes.
 
     The model is :mod:`jaxaudit.bmp.likelihood`'s: half-normal priors of variance
@@ -409,7 +426,7 @@ def posterior_nuts(key, counts, *, attack_prior=None, config: NutsConfig | None 
                float(config.target_acceptance_rate), str(config.delta_link))
     devices = None if devices is None else tuple(devices)
 
-    def sample(key, rows, chunk, thin=1):
+    def sample(key: jax.Array, rows: np.ndarray, chunk: int | None, thin: int = 1) -> NutsPosterior:
         """One compiled, node-vmapped run over ``rows``, diagnosed."""
         dtype = jnp.result_type(float)
         prior_ab = tuple(jnp.full(rows.shape[0], x, dtype) for x in (prior.a, prior.b))
@@ -437,7 +454,7 @@ def posterior_nuts(key, counts, *, attack_prior=None, config: NutsConfig | None 
     return table.restore(out)
 
 
-def _warn_unmixed(rhat: np.ndarray, prior, threshold: float = 1.05) -> None:
+def _warn_unmixed(rhat: np.ndarray, prior: AttackPrior, threshold: float = 1.05) -> None:
     """RuntimeWarning when some count sets' chains disagree (R-hat above ``threshold``, Vehtari
     et al. 2021's recommended 1.01 relaxed to the 1.05 the audits report): their draws are not a
     posterior yet. Strong priors on s are the usual cause (docs/bmp.md, section 5)."""
@@ -450,7 +467,8 @@ def _warn_unmixed(rhat: np.ndarray, prior, threshold: float = 1.05) -> None:
             RuntimeWarning, stacklevel=3)
 
 
-def posterior_quantiles(draws, q=(0.05, 0.5, 0.95)):
+def posterior_quantiles(draws: ArrayLike, q: ArrayLike | Sequence[float] = (0.05, 0.5, 0.95)
+                       ) -> jax.Array:
     """Quantiles of draws pooled over the trailing (chain, sample) axes: shape (len(q), ...)."""
     draws = jnp.asarray(draws)
     flat = draws.reshape(draws.shape[:-2] + (-1,))

@@ -139,10 +139,7 @@ class _TwoLayer(nn.Module):
         weight = _edge_weight(graph)
         kw = {"training": training} if isinstance(first, GATConv) else {}
         h = activation(first(x, graph.senders, graph.receivers, weight, **kw))
-        # every subclass declares ``dropout`` (declared here, the flax dataclass field would come
-        # first and shift the subclasses' positional arguments)
-        rate: float = self.dropout  # type: ignore[attr-defined]
-        h = Dropout(rate=rate, deterministic=not training)(h)
+        h = Dropout(rate=self.dropout, deterministic=not training)(h)
         return second(h, graph.senders, graph.receivers, weight, **kw)
 
 

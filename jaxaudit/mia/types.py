@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import jax
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import check_finite, check_nonnegative, check_positive, is_traced
 
@@ -31,7 +33,7 @@ class ErrorCounts(NamedTuple):
     n1: jax.Array
 
 
-def validate_counts(counts: ErrorCounts | tuple) -> ErrorCounts:
+def validate_counts(counts: ErrorCounts | Sequence[ArrayLike]) -> ErrorCounts:
     """Check an ``ErrorCounts`` (non-negative integers, fp ≤ n0, fn ≤ n1, n0, n1 ≥ 1, same shape)
     and return it as float arrays. Raises ``ValueError`` naming the field.
 

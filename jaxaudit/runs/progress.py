@@ -37,7 +37,7 @@ class ProgressBar:
             run_shadow(config, "runs/x", progress=bar)
     """
 
-    def __init__(self, desc: str = "", *, unit: str = "chunk", enabled: bool = True):
+    def __init__(self, desc: str = "", *, unit: str = "chunk", enabled: bool = True) -> None:
         self.desc, self.unit, self.enabled = desc, unit, enabled
         self._bar: Any = None
 
@@ -246,7 +246,7 @@ def _run_chunks_lockstep(run: RunDir, names: list[str], mine: set[str],
 class _CallbackBar:
     """The part of a tqdm bar that run_chunks uses, reporting to a Progress callback."""
 
-    def __init__(self, callback: Progress, total: int, initial: int):
+    def __init__(self, callback: Progress, total: int, initial: int) -> None:
         self.callback, self.total, self.n = callback, total, initial
         callback(initial, total)
 
