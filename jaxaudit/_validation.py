@@ -22,16 +22,28 @@ import numbers
 import os
 from collections.abc import Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
 if TYPE_CHECKING:
     import jax
 
-    from jaxaudit.graph.types import Graph
-
 _T = TypeVar("_T")
+
+
+class _GraphLike(Protocol):
+    """What :func:`check_graph` reads of a ``jaxaudit.graph.Graph`` (this module sits below the
+    graph package, so it names the fields instead of importing the class)."""
+
+    features: Any
+    labels: Any
+    senders: Any
+    receivers: Any
+    train_mask: Any
+    val_mask: Any
+    test_mask: Any
+    num_classes: int
 
 
 class ArgumentTypeError(TypeError, ValueError):
@@ -289,7 +301,7 @@ def check_binary(name: str, value: _T) -> _T:
     return value
 
 
-def check_graph(graph: Graph) -> None:
+def check_graph(graph: _GraphLike) -> None:
     """A node-classification graph whose arrays agree: features (N, F) finite, labels (N,)
     integers in [0, num_classes), senders/receivers (E,) integers in [0, N) of equal length,
     masks (N,). ValueError naming the field (an out-of-range index would otherwise be clipped or
