@@ -35,7 +35,8 @@ __all__ = ["GCN", "GraphSAGE", "GAT", "GCNConv", "SAGEConv", "GATConv"]
 
 
 #: the first two: the two convolutions; the third: the activation between them
-_Layers = tuple[Callable[..., jax.Array], Callable[..., jax.Array], Callable[[jax.Array], jax.Array]]
+_Layers = tuple[Callable[..., jax.Array], Callable[..., jax.Array],
+                Callable[[jax.Array], jax.Array]]
 
 
 def _num_nodes(x: jax.Array | SparseFeatures) -> int:

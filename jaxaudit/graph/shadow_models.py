@@ -172,7 +172,8 @@ def _one_shadow(sampler: Sampler, module: nn.Module, epochs: int, learning_rate:
     params = _fit(module, epochs, learning_rate, weight_decay, k_train, inputs,
                   sample.node_mask, w_train)
     # flax types apply() as "output or (output, state)"; without ``mutable`` it is the output
-    logits_in: jax.Array = module.apply(params, _graphs_tuple(inputs, w_in))  # type: ignore[assignment]
+    logits_in: jax.Array = module.apply(  # type: ignore[assignment]
+        params, _graphs_tuple(inputs, w_in))
     score_in = true_class_logit(logits_in, inputs.labels)
     if edge_access == "inductive":
         logits_out: jax.Array = module.apply(  # type: ignore[assignment]
