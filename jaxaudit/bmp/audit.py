@@ -254,7 +254,7 @@ def most_leaking(audit: BmpAudit, k: int = 20) -> np.ndarray:
     return order[: int(k)]
 
 
-def audit_summary(audit: BmpAudit) -> dict:
+def audit_summary(audit: BmpAudit) -> dict[str, Any]:
     """Headline numbers of an audit (JSON-ready): how many nodes, the global attack AUC, the
     spread of per-node leakage (certified bounds and Bayesian medians), BMP-R vs MP, and the
     sampler's health."""

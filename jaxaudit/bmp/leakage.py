@@ -234,14 +234,14 @@ def snowball_distribution(senders: ArrayLike, receivers: ArrayLike, num_nodes: i
     from itertools import combinations
     from math import comb
 
-    final: dict = {}
+    final: dict[frozenset[int], float] = {}
     if law[0] > 0:
         final[frozenset()] = law[0]
     layer = {frozenset(c): 1.0 / comb(num_nodes, num_seeds)
              for c in combinations(range(num_nodes), num_seeds)}
     for size in range(num_seeds, int(np.flatnonzero(law).max()) + 1):
         if size > num_seeds:
-            nxt: dict = {}
+            nxt: dict[frozenset[int], float] = {}
             for sample, p in layer.items():
                 for v, q in _next_probs(set(sample), nbrs, num_nodes, teleport).items():
                     key = sample | {v}

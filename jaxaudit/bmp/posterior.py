@@ -295,7 +295,7 @@ def _check_nuts_config(config: object) -> NutsConfig:
     return config
 
 
-def _config_from_keywords(config: NutsConfig | None, deprecated: dict, stacklevel: int = 3
+def _config_from_keywords(config: NutsConfig | None, deprecated: dict[str, Any], stacklevel: int = 3
                          ) -> NutsConfig:
     """``config`` with the deprecated sampler keywords of :func:`posterior_nuts` folded in (each
     warns with a DeprecationWarning); unknown keywords are a TypeError, as for any function."""

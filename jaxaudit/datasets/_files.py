@@ -95,7 +95,7 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
     return (Path.home() / ".cache" / "jaxaudit").resolve()
 
 
-def sha256_file(path: str | os.PathLike, gunzip: bool = False) -> str:
+def sha256_file(path: str | os.PathLike[str], gunzip: bool = False) -> str:
     """Hex SHA-256 of a file (of its decompressed content with ``gunzip``), read in 1 MiB chunks.
 
     Raises:

@@ -66,7 +66,7 @@ def _unpickle(path: str | os.PathLike[str]) -> Any:
         return _PlanetoidUnpickler(f, encoding="latin1").load()
 
 
-def _edges_from_dict(adjacency: dict, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+def _edges_from_dict(adjacency: dict[int, list[int]], num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     """Symmetrised, de-duplicated edges without self-loops, sorted by (sender, receiver)."""
     src = np.fromiter((u for u, nbrs in adjacency.items() for _ in nbrs), dtype=np.int64)
     dst = np.fromiter((v for nbrs in adjacency.values() for v in nbrs), dtype=np.int64)

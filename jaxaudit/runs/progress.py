@@ -64,14 +64,14 @@ class ProgressBar:
 def run_chunks(
     run: RunDir | None,
     names: Sequence[str],
-    compute_fn: Callable[[str], dict],
+    compute_fn: Callable[[str], dict[str, Any]],
     *,
     progress: bool | Progress | None = False,
     desc: str = "",
     worker: tuple[int, int] | None = None,
     lease_s: float = DEFAULT_LEASE_S,
     poll_s: float = 1.0,
-) -> dict[str, dict]:
+) -> dict[str, dict[str, Any]]:
     """Compute every chunk not yet finished in ``run``, saving each as soon as it is done.
 
     Several processes may work on one folder at once: each chunk is claimed before it is
@@ -184,9 +184,10 @@ _COMPUTE, _DONE, _HELD, _SKIP = b"c", b"d", b"h", b"s"
 
 
 def _run_chunks_lockstep(run: RunDir, names: list[str], mine: set[str],
-                         compute_fn: Callable[[str], dict], progress: bool | Progress | None,
-                         desc: str, worker: tuple[int, int] | None, lease_s: float,
-                         poll_s: float) -> dict[str, dict]:
+                         compute_fn: Callable[[str], dict[str, Any]],
+                         progress: bool | Progress | None, desc: str,
+                         worker: tuple[int, int] | None, lease_s: float, poll_s: float
+                        ) -> dict[str, dict[str, Any]]:
     """:func:`run_chunks` in a multi-process JAX program (``jax.distributed.initialize()``).
 
     Every process calls ``compute_fn`` for the same chunks in the same order (it runs collective
@@ -197,7 +198,7 @@ def _run_chunks_lockstep(run: RunDir, names: list[str], mine: set[str],
     primary = jax_process()[0] == 0
     if primary:
         run.plan(names)
-    results: dict[str, dict] = {}
+    results: dict[str, dict[str, Any]] = {}
     count = len([n for n in names if n in mine])
     if callable(progress):
         bar: Any = _CallbackBar(progress, count, 0)

@@ -103,20 +103,20 @@ def dumps_strict(obj: Any, **kwargs: Any) -> str:
     return json.dumps(_jsonable(obj), allow_nan=False, **kwargs)
 
 
-def config_hash(config: dict) -> str:
+def config_hash(config: dict[str, Any]) -> str:
     """SHA-256 of the canonical JSON form of ``config`` (sorted keys, no whitespace, non-finite
     numbers as ``null``)."""
     return hashlib.sha256(
         dumps_strict(config, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _legacy_config_hash(config: dict) -> str:
+def _legacy_config_hash(config: dict[str, Any]) -> str:
     """The hash of earlier versions (non-finite numbers as ``NaN``/``Infinity``)."""
     text = json.dumps(_jsonable(config, strict=False), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _manifest_digest(manifest: dict) -> str:
+def _manifest_digest(manifest: dict[str, Any]) -> str:
     """SHA-256 of every field of the manifest except ``manifest_hash`` itself."""
     body = {k: v for k, v in manifest.items() if k != "manifest_hash"}
     return hashlib.sha256(
@@ -336,7 +336,7 @@ def _create_exclusive(path: Path, data: bytes) -> bool:
         Path(tmp).unlink(missing_ok=True)
 
 
-def read_manifest(path: str | Path) -> dict:
+def read_manifest(path: str | Path) -> dict[str, Any]:
     """The manifest of run folder ``path``, checked against its own hashes.
 
     Raises:
@@ -406,7 +406,7 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _write_manifest(path: Path, manifest: dict) -> None:
+def _write_manifest(path: Path, manifest: dict[str, Any]) -> None:
     atomic_write_bytes(path / MANIFEST, dumps_strict(manifest, indent=2).encode())
 
 
@@ -420,7 +420,7 @@ def _safe_relpath(relpath: str | os.PathLike[str]) -> Path:
 class RunDir:
     """A run folder. Use :meth:`open`; see the module docstring for the layout."""
 
-    def __init__(self, path: Path, manifest: dict) -> None:
+    def __init__(self, path: Path, manifest: dict[str, Any]) -> None:
         self.path = Path(path)
         self.manifest = manifest
 
@@ -429,7 +429,7 @@ class RunDir:
         return self.manifest["kind"]
 
     @property
-    def config(self) -> dict:
+    def config(self) -> dict[str, Any]:
         return self.manifest["config"]
 
     @property
@@ -439,7 +439,7 @@ class RunDir:
         return "manifest_hash" not in self.manifest
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, kind: str, config: dict) -> RunDir:
+    def open(cls, path: str | os.PathLike[str], *, kind: str, config: dict[str, Any]) -> RunDir:
         """Create the run folder, or resume it when it holds a run with the same configuration.
 
         Raises:
@@ -586,7 +586,7 @@ class RunDir:
             raise ValueError(f"chunk name must match {_CHUNK_NAME.pattern}, got {name!r}")
         return self.path / "chunks" / f"{name}.npz"
 
-    def save_chunk(self, name: str, arrays: dict) -> None:
+    def save_chunk(self, name: str, arrays: dict[str, Any]) -> None:
         """Write one chunk of results atomically, then its checksum record (digest, chunk name
         and this run's ``config_hash``)."""
         import io
@@ -680,7 +680,7 @@ class RunDir:
         return path
 
 
-def _describe_diff(old: dict, new: dict) -> str:
+def _describe_diff(old: dict[str, Any], new: dict[str, Any]) -> str:
     keys = sorted(set(old) | set(new))
     changed = [k for k in keys if old.get(k) != new.get(k)]
     shown = ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in changed[:4])
@@ -702,8 +702,8 @@ class RunResults(NamedTuple):
     """
 
     kind: str
-    config: dict
-    manifest: dict
+    config: dict[str, Any]
+    manifest: dict[str, Any]
     chunks: dict[str, dict[str, np.ndarray]]
     planned: list[str]
     missing: list[str]
