@@ -57,7 +57,7 @@ import tempfile
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, SupportsIndex, overload
 
 import numpy as np
 
@@ -731,8 +731,16 @@ class RunResults(NamedTuple):
             raise ValueError(f"chunks {lacking[:5]} hold no array {array!r}")
         return np.concatenate([self.chunks[n][array] for n in names])
 
-    # a str key too, unlike tuple's __getitem__: the override is deliberate
-    def __getitem__(self, key: str | int | slice) -> Any:  # type: ignore[override]
+    @overload
+    def __getitem__(self, key: SupportsIndex) -> Any: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> tuple[Any, ...]: ...
+
+    @overload
+    def __getitem__(self, key: str) -> Any: ...
+
+    def __getitem__(self, key: SupportsIndex | slice | str) -> Any:
         """``results["chunks"]`` as well as ``results.chunks`` (the dict this used to be)."""
         if isinstance(key, str):
             if key not in self._fields:
