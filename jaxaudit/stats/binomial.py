@@ -6,7 +6,7 @@ With k successes in n independent trials of probability p,
     p⁻ = B⁻¹(1 − c; k, n − k + 1)   (0 when k = 0),    Pr(p ≥ p⁻) ≥ c,
 
 B⁻¹(·; a, b) the quantile of Beta(a, b) (Clopper & Pearson, Biometrika 1934), c the one-sided
-``confidence``. Computed by a static-length bisection on the regularised incomplete beta function
+``confidence``. Computed by a static-length bisection (64 steps) on the regularised incomplete beta function
 (``jax.scipy.special.betainc``), so the same core runs eagerly, inside ``jax.jit``/``jax.vmap`` and
 on any device; the end of the final bracket on the conservative side is returned (p⁺ never below,
 p⁻ never above the exact limit, up to the accuracy of betainc).
@@ -51,6 +51,11 @@ __all__ = ["clopper_pearson_upper", "clopper_pearson_lower"]
 #: Relative margin on float32 betainc, in units of (a + b + 2) float32 eps (module docstring).
 F32_BETAINC_SLACK = 48.0
 
+#: Bisection steps: [0, 1] halves 64 times, to 5.4e−20 absolute (below float64 resolution for
+#: limits above 1e−4; the returned end is the conservative one either way). 128 steps, as for
+#: the GDP inverse, cost twice as much for no change in the bmp audits' figures.
+CP_BISECTION_STEPS = 64
+
 
 def _margin(a: jax.Array, b: jax.Array) -> jax.Array:
     return 1.0 + F32_BETAINC_SLACK * (a + b + 2.0) * jnp.finfo(jnp.result_type(a)).eps
@@ -79,7 +84,7 @@ def cp_upper_core(k: jax.Array, n: jax.Array, failure: jax.Array) -> jax.Array:
             q = jnp.minimum(jnp.nextafter(1.0 - p, jnp.asarray(2.0, p.dtype)), 1.0)
             return betainc(b, a, q) * margin <= failure  # Q = 1 − I_p(a, b) decreases in p
 
-    _, hi = bisect(above, zero, jnp.ones_like(zero))
+    _, hi = bisect(above, zero, jnp.ones_like(zero), CP_BISECTION_STEPS)
     return jnp.where(full, jnp.ones_like(hi), hi)
 
 
@@ -91,7 +96,8 @@ def cp_lower_core(k: jax.Array, n: jax.Array, failure: jax.Array) -> jax.Array:
     b = n - a + 1.0
     zero = _zeros(k, n, failure)
     scale = 1.0 if jnp.result_type(zero) == jnp.float64 else _margin(a, b)
-    lo, _ = bisect(lambda p: betainc(a, b, p) * scale > failure, zero, jnp.ones_like(zero))
+    lo, _ = bisect(lambda p: betainc(a, b, p) * scale > failure, zero, jnp.ones_like(zero),
+                   CP_BISECTION_STEPS)
     return jnp.where(empty, jnp.zeros_like(lo), lo)
 
 
