@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from jaxaudit.runs import RunDir
+from jaxaudit.runs.rundir import save_figure
 
 __all__ = ["SCALARS", "level_text", "markdown", "plot_attack", "rows", "text_table",
            "write_summary"]
@@ -137,7 +138,7 @@ def plot_attack(path: str | Path, result: Any) -> bool:
     ax.set_title(result.title, fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return True
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from jaxaudit._validation import check_input_path
 from jaxaudit.runs import read_manifest
+from jaxaudit.runs.rundir import save_figure
 
 __all__ = ["COMPARE_COLUMN", "csv_text", "markdown", "plot_bmp", "read_compare", "text_table",
            "write_csv", "write_report"]
@@ -192,7 +193,7 @@ def plot_bmp(folder: str | Path, table: dict[str, np.ndarray],
     written = []
     for name, fig in figs.items():
         fig.tight_layout()
-        fig.savefig(Path(folder) / name, dpi=110)
+        save_figure(fig, Path(folder) / name, dpi=110)
         plt.close(fig)
         written.append(Path(folder) / name)
     return written

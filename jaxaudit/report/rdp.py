@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxaudit.runs import dumps_strict
+from jaxaudit.runs.rundir import save_figure
 
 __all__ = ["RAISED", "epsilon_table", "markdown", "plot_audit", "records_table",
            "score_bounds_rows", "score_bounds_table", "summary_markdown", "text_table",
@@ -249,7 +250,7 @@ def plot_audit(rows: Sequence[dict], path: str | Path, *, curve: tuple[Any, Any]
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 

@@ -15,12 +15,13 @@ from jaxaudit.runs.rundir import (
     dumps_strict,
     load_results,
     read_manifest,
+    save_figure,
     scan_run_folder,
 )
 
 __all__ = [
     "KEY_RULE", "Progress", "ProgressBar", "RunDir", "STREAMS", "RunResults", "atomic_write_bytes", "config_hash", "discard_new_run", "describe_npz", "dumps_strict",
     "load_arrays", "load_npy", "load_npz", "load_results", "params_from_arrays",
-    "params_to_arrays", "progress_bar", "read_manifest", "run_chunks", "scan_run_folder",
+    "params_to_arrays", "progress_bar", "read_manifest", "save_figure", "run_chunks", "scan_run_folder",
     "stream_key", "unit_key", "unit_keys",
 ]

@@ -817,3 +817,16 @@ def discard_new_run(path: str | os.PathLike[str], existed: bool, *, keep_folder:
             path.rmdir()
     except OSError:
         pass
+
+
+def save_figure(fig: Any, path: str | os.PathLike, **savefig_kwargs: Any) -> Path:
+    """Write a matplotlib figure as PNG atomically (rendered in memory, then
+    :func:`atomic_write_bytes`), so that an interrupted run never leaves half an image and only
+    process 0 of a multi-process JAX program writes it."""
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", **savefig_kwargs)
+    path = Path(path)
+    atomic_write_bytes(path, buffer.getvalue())
+    return path

@@ -43,3 +43,19 @@ def test_without_a_run_folder_computes_in_memory():
     out = run_chunks(None, ["c0", "c1"], _compute, progress=lambda d, t: calls.append((d, t)))
     assert calls == [(0, 2), (1, 2), (2, 2)]
     assert [int(out[n]["x"][0]) for n in ("c0", "c1")] == [0, 1]
+
+
+def test_save_figure_writes_a_png_atomically(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from jaxaudit.runs import save_figure
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    path = save_figure(fig, tmp_path / "f.png", dpi=50)
+    plt.close(fig)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.png"]  # no temporary left
