@@ -20,6 +20,9 @@ def test_readme_api_tour_runs():
     assert namespace["post"].eps_r.shape == (4, 200)
     assert float(namespace["est"].lower) <= float(namespace["truth"]) == 1.0
     np.testing.assert_allclose(namespace["accountant"], [100.0])
+    # the pipelines: the bounds summary equals the function it wraps; the sweep's shapes
+    assert namespace["b"].summary.count_bound == namespace["v"] == 255
+    assert namespace["sweep"].scores.shape == namespace["sweep"].masks.shape == (4, 100)
     # the jitted end-to-end audit, vmapped over 5 prior vectors, equals the eager pipeline
     from jaxaudit import bmp, mia
 
