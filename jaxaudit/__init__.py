@@ -28,7 +28,7 @@ __version__ = "0.1.0"
 
 _SUBPACKAGES = (
     "accounting", "bmp", "bounds", "datasets", "dpsgd", "graph", "mia", "renyi", "report", "runs",
-    "sharding", "stats",
+    "pipelines", "sharding", "stats",
 )
 
 #: Curated top-level names -> the sub-package that defines them.
