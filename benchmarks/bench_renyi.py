@@ -37,7 +37,7 @@ from jaxaudit.renyi import (
 
 ALPHAS = (1.25, 1.5, 2.0, 3.0)
 EPS2 = (0.25, 1.0, 2.0, 4.0)
-SIGNIFICANCE = 0.05
+CONFIDENCE = 0.95   # each lower bound's coverage (failure probability 0.05)
 
 
 def _config(n: int) -> CriticConfig:
@@ -69,15 +69,15 @@ def run(ns, repeats, seed, split=0.5):
             reps = repeats if n <= 10_000 else 1
 
             def dv(x_in=x_in, x_out=x_out, k_est=k_est, n=n):
-                est = estimate_renyi(k_est, x_in, x_out, alphas, delta=SIGNIFICANCE,
+                est = estimate_renyi(k_est, x_in, x_out, alphas, confidence=CONFIDENCE,
                                      split=split, config=_config(n))
                 return jax.block_until_ready(est)
 
             def gdp(x_in=x_in, x_out=x_out):
-                return gdp_epsilon_lower_bound(x_in, x_out, 1e-5, SIGNIFICANCE).mu
+                return gdp_epsilon_lower_bound(x_in, x_out, 1e-5, confidence=CONFIDENCE).mu
 
             def thr(x_in=x_in, x_out=x_out):
-                return threshold_renyi_lower_bound(x_in, x_out, ALPHAS, SIGNIFICANCE)
+                return threshold_renyi_lower_bound(x_in, x_out, ALPHAS, confidence=CONFIDENCE)
 
             est, t_dv = _timed(dv, reps)
             mu_lo, t_gdp = _timed(gdp, reps)

@@ -27,6 +27,7 @@ from jaxaudit.renyi import (
     gdp_epsilon_lower_bound,
     threshold_renyi_lower_bound,
 )
+from jaxaudit.renyi._names import renamed_argument
 from jaxaudit.stats import gdp_to_rdp
 
 __all__ = ["OrderAudit", "audit_dpsgd"]
@@ -67,15 +68,16 @@ class OrderAudit(NamedTuple):
     dv_se: float = float("nan")
 
 
+@renamed_argument("significance", "confidence", complement=True)
 def audit_dpsgd(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, orders: ArrayLike, *,
-                accountant_params: dict, significance: float = 0.05, delta: ArrayLike = 1e-5,
+                accountant_params: dict, confidence: float = 0.95, delta: ArrayLike = 1e-5,
                 bound: str = "bernstein", config: Any = None) -> list[OrderAudit]:
     """Lower-bound ε_α of the audited training from in/out canary scores, for each order.
 
-    Every lower bound uses the same significance (failure probability ``significance``):
-    ``estimate_renyi(..., delta=significance)`` (held-out split, both directions), and the
-    threshold baselines with Clopper–Pearson bounds at ``significance`` (threshold chosen on a
-    separate split). The statements hold per order and per method; see
+    Every lower bound holds with the same probability ``confidence`` (failure probability
+    1 − confidence): ``estimate_renyi(..., confidence=confidence)`` (held-out split, both
+    directions), and the threshold baselines with Clopper–Pearson bounds at ``confidence``
+    (threshold chosen on a separate split). The statements hold per order and per method; see
     :class:`OrderAudit` ``violation`` for the family-wise (Bonferroni) reading.
 
     Args:
@@ -83,7 +85,8 @@ def audit_dpsgd(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, ord
       in_scores: (R,) scores of runs with the canary; out_scores: (R',) without.
       orders: one order α > 1 or a sequence of them.
       accountant_params: ``dict(noise_multiplier=σ, sampling_rate=q, steps=T)``.
-      significance: failure probability of every lower bound, in (0, 1).
+      confidence: coverage of every lower bound, in (0, 1) (``significance=``, the deprecated
+        name of the failure probability 1 − confidence, warns).
       delta: δ of the GDP baseline's (ε, δ) statement.
       bound: DV confidence bound, "bernstein" or "hoeffding" (see ``estimate_renyi``).
       config: ``jaxaudit.renyi.CriticConfig`` for the DV critic.
@@ -97,19 +100,20 @@ def audit_dpsgd(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, ord
         if arr.ndim != 1:
             raise ValueError(f"{name} must be 1-D (one score per run), got shape {arr.shape}")
     orders_arr = check_orders("orders", orders)
-    significance = float(check_probability("significance", significance, open_low=True, open_high=True))
+    confidence = float(check_probability("confidence", confidence, open_low=True,
+                                         open_high=True))
     if not isinstance(accountant_params, dict) or set(accountant_params) != {
         "noise_multiplier", "sampling_rate", "steps"
     }:
         raise ValueError("accountant_params must be dict(noise_multiplier=..., sampling_rate=..., "
                          f"steps=...), got {accountant_params!r}")
     accountant = np.asarray(rdp_epsilons(orders=orders_arr, **accountant_params), np.float64)
-    est = estimate_renyi(key, in_s, out_s, orders_arr.astype(np.float32), delta=significance,
+    est = estimate_renyi(key, in_s, out_s, orders_arr.astype(np.float32),
+                         confidence=confidence,
                          bound=bound, config=config)
     dv_point = np.atleast_1d(np.asarray(jax.device_get(est.point), np.float64))
     dv_lower = np.atleast_1d(np.asarray(jax.device_get(est.lower), np.float64))
     dv_se = np.atleast_1d(np.asarray(jax.device_get(est.point_se), np.float64))
-    confidence = 1.0 - significance   # docs/vocabulary.md: the baselines take the coverage
     gdp = gdp_epsilon_lower_bound(in_s, out_s, delta, confidence=confidence)
     thr = np.atleast_1d(threshold_renyi_lower_bound(in_s, out_s, orders_arr,
                                                     confidence=confidence))

@@ -260,14 +260,14 @@ def audit_scores(seed: int, in_scores: ArrayLike, out_scores: ArrayLike, *, orde
         runs_needed,
     )
 
-    significance = 1.0 - confidence  # exact for confidence in [0.5, 1) (Sterbenz)
+    significance = 1.0 - confidence  # shown only; exact for confidence in [0.5, 1) (Sterbenz)
     in_s, out_s = np.asarray(in_scores), np.asarray(out_scores)
     orders_arr = np.asarray(orders, np.float64)
     records = dpsgd.audit_dpsgd(stream_key(seed, "audit"), in_s, out_s, orders_arr,
-                                accountant_params=accountant_params, significance=significance,
+                                accountant_params=accountant_params, confidence=confidence,
                                 delta=delta)
     upper = accountant_epsilon(**accountant_params, delta=delta, accountant=accountant)
-    cp = clopper_pearson_epsilon_lower_bound(in_s, out_s, delta, significance)
+    cp = clopper_pearson_epsilon_lower_bound(in_s, out_s, delta, confidence=confidence)
     eps_rows = report.epsilon_table(records, accountant_epsilon=upper, accountant=accountant,
                                     clopper_pearson=cp, delta=delta)
     rows = audit_rows(records)
@@ -275,7 +275,7 @@ def audit_scores(seed: int, in_scores: ArrayLike, out_scores: ArrayLike, *, orde
     if score_bounds and min(in_s.size, out_s.size) >= SCORE_BOUNDS_MIN:
         bounds = report.score_bounds_rows(epsilon_lower_bounds(
             in_s, out_s, delta=delta, confidence=confidence, seed=seed), delta=delta)
-    need = runs_needed(in_s, out_s, orders_arr, delta=significance)
+    need = runs_needed(in_s, out_s, orders_arr, confidence=confidence)
     violation = any(r.violation for r in records)
     summary = {
         **(info or {}), **accountant_params, "accountant": accountant, "delta": delta,
@@ -549,7 +549,7 @@ def run_scores_audit(config: ScoresAuditConfig, run_dir: str | Path | None = Non
         raise ValueError(f"in_scores and out_scores are {same} ({in_path or 'an array'}, "
                          f"{out_path or 'an array'}): the audit compares runs with the canary "
                          "to runs without it; give one per world")
-    need = min_scores_per_world(1.0 - config.confidence)
+    need = min_scores_per_world(confidence=config.confidence)
     for name, path, scores in (("in_scores", in_path, in_s), ("out_scores", out_path, out_s)):
         if scores.shape[0] < need:
             raise ValueError(f"{name}: {path or 'the array'} holds {scores.shape[0]} scores; at "

@@ -82,6 +82,7 @@ from jaxaudit._validation import (
     check_score_vector,
     plain,
 )
+from jaxaudit.renyi._names import renamed_argument
 from jaxaudit.renyi.threshold_tests import (
     _binary_renyi_np,
     _cp_lower_np,
@@ -436,40 +437,43 @@ def _select(in_sel, out_sel, alpha, candidates, significance):
     return None if best_k is None else _candidate(in_sel, out_sel, best_k, alpha, significance)
 
 
-def binned_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, alpha: ArrayLike, *,
+@renamed_argument("alpha", "orders")
+@renamed_argument("significance", "confidence", complement=True)
+def binned_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, orders: ArrayLike, *,
                              bins: int | tuple[int, ...] = DEFAULT_BINS,
-                             significance: float = 0.05,
+                             confidence: float = 0.95,
                              selection_fraction: float = 0.5, seed: int = 0) -> np.ndarray:
     """Rigorous RDP lower bound from binned scores: min of D_α(q‖p) over a confidence set.
 
     D_α(Q‖P) ≥ D_α(q‖p) = 1/(α−1) log Σ_j q_j^α p_j^{1−α} for the bin probabilities of a
     partition fixed on a selection split; on the evaluation split the bin probabilities lie in
-    one-sided Clopper–Pearson boxes (Bonferroni over 2(k−1) bins at total level
-    ``significance``), and the bound is the certified minimum over the boxes ∩ simplices,
+    one-sided Clopper–Pearson boxes (Bonferroni over 2(k−1) bins at total failure
+    probability 1 − ``confidence``), and the bound is the certified minimum over the boxes ∩ simplices,
     the larger of the two directions (see the module docstring for the protocol and the
     duality certificate). With ``bins=2`` it is the threshold bound of
     ``threshold_renyi_lower_bound`` (same threshold choice, same levels; equal up to ~1e−9
     relative, the certified float64 margin). Cost: one small dual solve per order (timing in
     benchmarks/README.md).
 
-    With probability ≥ 1 − significance over the evaluation split,
+    With probability ≥ ``confidence`` over the evaluation split,
     max(D_α(in‖out), D_α(out‖in)) ≥ the returned value, for each order separately.
 
     Args:
       in_scores: 1-D scores of runs with the canary (Q), at least 4.
       out_scores: 1-D scores of runs without (P), at least 4.
-      alpha: order α > 1, or a 1-D array of orders (the partition is chosen per order).
+      orders: order α > 1, or a 1-D array of orders (the partition is chosen per order).
       bins: number of bins k ≥ 2, or a 1-D int array of candidates (the one with the best bound
         on the selection split is used, per order); at most the number of scores of the smaller
         world, else ValueError (memory stays linear in k: the dual grid is evaluated in
         chunks). The default candidates above that number are skipped. k = 2 uses the best threshold; k ≥ 3 the
         k-quantiles of the pooled selection scores (fewer bins when scores tie).
-      significance: total failure probability in (0, 1).
+      confidence: joint coverage in (0, 1) (total failure probability 1 − confidence;
+        ``significance=``, the deprecated name of that failure probability, warns).
       selection_fraction: fraction of each world used to choose the partition, in (0, 1).
       seed: seed of the split shuffle (numpy ``default_rng``).
 
     Returns:
-      float64 array of lower bounds (≥ 0) with the shape of ``alpha``.
+      float64 array of lower bounds (≥ 0) with the shape of ``orders``.
 
     Examples:
       >>> rng = np.random.default_rng(0)
@@ -479,17 +483,18 @@ def binned_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, alpha:
       True
     """
     refuse_traced("binned_renyi_lower_bound", in_scores=in_scores, out_scores=out_scores,
-                  alpha=alpha)
+                  orders=orders)
     in_scores = check_score_vector("in_scores", in_scores)
     out_scores = check_score_vector("out_scores", out_scores)
-    alphas = check_finite("alpha", alpha)
-    check_orders("alpha", alphas)  # a scalar keeps its 0-d shape (and a scalar result)
+    alphas = check_finite("orders", orders)
+    check_orders("orders", alphas)  # a scalar keeps its 0-d shape (and a scalar result)
     n_scores = min(in_scores.size, out_scores.size)
     if bins is DEFAULT_BINS:   # the library's default: only the candidates the data allow
         bins = tuple(k for k in DEFAULT_BINS if k <= n_scores)
     candidates = _check_bins(bins, n_scores)
-    significance = float(check_probability("significance", significance, open_low=True,
-                                           open_high=True))
+    confidence = float(check_probability("confidence", confidence, open_low=True,
+                                         open_high=True))
+    significance = 1.0 - confidence
     selection_fraction = float(check_probability("selection_fraction", selection_fraction,
                                                  open_low=True, open_high=True))
     rng = np.random.default_rng(seed)

@@ -28,6 +28,7 @@ from jaxaudit._validation import (
     check_positive,
     is_traced,
 )
+from jaxaudit.renyi._names import renamed_argument
 
 __all__ = ["gaussian_renyi", "laplace_renyi"]
 
@@ -46,7 +47,8 @@ def _gaussian_renyi(shift, sigma, alpha):
     return jnp.where(shift == 0, jnp.zeros_like(value), value)
 
 
-def gaussian_renyi(shift: ArrayLike, sigma: ArrayLike, alpha: ArrayLike) -> jax.Array:
+@renamed_argument("alpha", "order")
+def gaussian_renyi(shift: ArrayLike, sigma: ArrayLike, order: ArrayLike) -> jax.Array:
     """D_α(N(Δ, σ² I) ‖ N(0, σ² I)) = α Δ² / (2σ²), Δ the Euclidean norm of the shift.
 
     The formula holds for every α ∈ [1, ∞]: α = 1 is KL = Δ²/(2σ²) and α = ∞ is ∞ for Δ > 0
@@ -55,7 +57,7 @@ def gaussian_renyi(shift: ArrayLike, sigma: ArrayLike, alpha: ArrayLike) -> jax.
     Args:
       shift: Δ ≥ 0 (norm of the mean difference).
       sigma: σ > 0.
-      alpha: order α ∈ [1, ∞] (broadcasts with the others).
+      order: order α ∈ [1, ∞] (broadcasts with the others).
 
     Returns:
       D_α in the promoted float dtype of the inputs (float32 unless x64 is on).
@@ -64,12 +66,12 @@ def gaussian_renyi(shift: ArrayLike, sigma: ArrayLike, alpha: ArrayLike) -> jax.
       >>> float(gaussian_renyi(1.0, 1.0, 2.0))
       1.0
     """
-    if not is_traced(shift, sigma, alpha):
+    if not is_traced(shift, sigma, order):
         check_nonnegative("shift", shift)
         check_positive("sigma", sigma)
-        check_order_limits("alpha", alpha)
-        check_broadcast(shift=shift, sigma=sigma, alpha=alpha)
-    return _gaussian_renyi(*float_arrays(shift, sigma, alpha))
+        check_order_limits("order", order)
+        check_broadcast(shift=shift, sigma=sigma, order=order)
+    return _gaussian_renyi(*float_arrays(shift, sigma, order))
 
 
 def _laplace_renyi(shift, scale, alpha):
@@ -90,7 +92,8 @@ def _laplace_renyi(shift, scale, alpha):
     return jnp.where(general_order, general, jnp.where(a == 0, kl, t))
 
 
-def laplace_renyi(shift: ArrayLike, scale: ArrayLike, alpha: ArrayLike) -> jax.Array:
+@renamed_argument("alpha", "order")
+def laplace_renyi(shift: ArrayLike, scale: ArrayLike, order: ArrayLike) -> jax.Array:
     """D_α(Lap(Δ, b) ‖ Lap(0, b)) for the one-dimensional Laplace distribution.
 
     With t = |Δ|/b (Mironov 2017, Proposition 6 with sensitivity Δ and scale b):
@@ -104,7 +107,7 @@ def laplace_renyi(shift: ArrayLike, scale: ArrayLike, alpha: ArrayLike) -> jax.A
     Args:
       shift: Δ (location difference, any sign).
       scale: b > 0.
-      alpha: order α ∈ [1, ∞] (broadcasts with the others).
+      order: order α ∈ [1, ∞] (broadcasts with the others).
 
     Returns:
       D_α in the promoted float dtype of the inputs (float32 unless x64 is on).
@@ -115,10 +118,10 @@ def laplace_renyi(shift: ArrayLike, scale: ArrayLike, alpha: ArrayLike) -> jax.A
       >>> float(laplace_renyi(1.0, 1.0, float("inf")))
       1.0
     """
-    if not is_traced(shift, scale, alpha):
+    if not is_traced(shift, scale, order):
         # Any sign; NaN refused (named as "shift").
         check_nonnegative("shift", np.abs(check_numeric("shift", shift)))
         check_positive("scale", scale)
-        check_order_limits("alpha", alpha)
-        check_broadcast(shift=shift, scale=scale, alpha=alpha)
-    return _laplace_renyi(*float_arrays(shift, scale, alpha))
+        check_order_limits("order", order)
+        check_broadcast(shift=shift, scale=scale, order=order)
+    return _laplace_renyi(*float_arrays(shift, scale, order))

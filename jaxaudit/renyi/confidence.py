@@ -53,6 +53,7 @@ from jaxaudit._validation import (
     is_traced,
     plain,
 )
+from jaxaudit.renyi._names import failure_probability, renamed_argument
 from jaxaudit.renyi.closed_forms import float_arrays
 from jaxaudit.stats.radii import (  # the one copy; re-exported here under the old names
     _bernstein_radius,
@@ -96,9 +97,11 @@ def _check_sample_size(name, value):
     return arr
 
 
-def held_out_lower_bound(g_q: ArrayLike, g_p: ArrayLike, alpha: ArrayLike, lo: ArrayLike,
-                         hi: ArrayLike, delta: ArrayLike, method: str = "bernstein", *,
-                         n_q: ArrayLike | None = None, n_p: ArrayLike | None = None) -> jax.Array:
+@renamed_argument("alpha", "order")
+def held_out_lower_bound(g_q: ArrayLike, g_p: ArrayLike, order: ArrayLike, lo: ArrayLike,
+                         hi: ArrayLike, delta: ArrayLike | None = None, method: str = "bernstein",
+                         *, confidence: ArrayLike | None = None, n_q: ArrayLike | None = None,
+                         n_p: ArrayLike | None = None) -> jax.Array:
     """Lower confidence bound on D_α(Q‖P) from a fixed critic evaluated on held-out samples.
 
     ε_α ≥ α/(α−1) log A_lo − log B_hi (module docstring; Kim, Alabi, Varshney, arXiv
@@ -111,35 +114,39 @@ def held_out_lower_bound(g_q: ArrayLike, g_p: ArrayLike, alpha: ArrayLike, lo: A
       g_q: 1-D critic values on held-out Q samples (at least 2; values outside [lo, hi] are
         clipped to it).
       g_p: 1-D critic values on held-out P samples (likewise).
-      alpha: order α > 1 (finite scalar).
+      order: order α > 1 (finite scalar).
       lo: a lower bound of the critic fixed before the held-out data were seen.
       hi: the matching upper bound (hi ≥ lo).
-      delta: failure probability of this bound in (0, 1] (δ/2 for each of the two terms).
+      delta: deprecated (warns): the failure probability 1 − ``confidence``, in (0, 1].
       method: "bernstein" (Maurer–Pontil) or "hoeffding".
+      confidence: coverage 1 − δ of this bound, in [0, 1) (δ/2 for each of the two terms);
+        required (keyword).
       n_q: sample size to use in the Q radius (default ``len(g_q)``; other values only for
         planning, e.g. predicting the held-out bound from training values); > 1.
       n_p: likewise for P.
 
     Returns:
-      ε such that D_α(Q‖P) ≥ ε with probability ≥ 1 − δ over the held-out samples, in the dtype
+      ε such that D_α(Q‖P) ≥ ε with probability ≥ confidence = 1 − δ over the held-out samples,
+      in the dtype
       of ``g_q``. Always finite: at worst the trivial −(2α−1)(hi − lo)·α/(α−1)-type value.
 
     Examples:
       >>> import jax.numpy as jnp
       >>> g = jnp.linspace(-1.0, 1.0, 2000)
-      >>> bool(held_out_lower_bound(g, g - 0.5, 2.0, -1.5, 1.0, 0.05) < 1.0)
+      >>> bool(held_out_lower_bound(g, g - 0.5, 2.0, -1.5, 1.0, confidence=0.95) < 1.0)
       True
     """
     check_choice("method", method, ("bernstein", "hoeffding"))
-    if not is_traced(g_q, g_p, alpha, lo, hi, delta, n_q, n_p):
+    delta = failure_probability("held_out_lower_bound", "delta", delta, confidence, stacklevel=4)
+    if not is_traced(g_q, g_p, order, lo, hi, delta, n_q, n_p):
         for name, g in (("g_q", g_q), ("g_p", g_p)):
             arr = check_finite(name, g)
             if arr.ndim != 1 or arr.size < 2:
                 raise ValueError(f"{name} must be a 1-D array of at least 2 values, got shape "
                                  f"{arr.shape}")
-        alpha_np = _check_order("alpha", alpha)
+        alpha_np = _check_order("order", order)
         if alpha_np.ndim != 0:
-            raise ValueError(f"alpha must be a scalar (vmap for several orders), got shape "
+            raise ValueError(f"order must be a scalar (vmap for several orders), got shape "
                              f"{alpha_np.shape}")
         lo_np, hi_np = as_scalar("lo", check_finite("lo", lo)), as_scalar("hi", check_finite("hi", hi))
         if hi_np < lo_np:
@@ -151,7 +158,7 @@ def held_out_lower_bound(g_q: ArrayLike, g_p: ArrayLike, alpha: ArrayLike, lo: A
     g_q = jnp.asarray(g_q)
     g_q = jnp.asarray(g_q, jnp.result_type(g_q, float))
     g_p = jnp.asarray(g_p, g_q.dtype)
-    return _held_out_lower_bound(g_q, g_p, alpha, lo, hi, delta, method, n_q, n_p)
+    return _held_out_lower_bound(g_q, g_p, order, lo, hi, delta, method, n_q, n_p)
 
 
 def _held_out_lower_bound(g_q, g_p, alpha, lo, hi, delta, method="bernstein", n_q=None,
@@ -208,32 +215,36 @@ def rademacher_bound(params: Any, input_norm: ArrayLike, n: ArrayLike) -> jax.Ar
         jnp.sqrt(n))
 
 
-def theory_radius(alpha: ArrayLike, bound: ArrayLike, rademacher_q: ArrayLike,
+@renamed_argument("alpha", "order")
+def theory_radius(order: ArrayLike, bound: ArrayLike, rademacher_q: ArrayLike,
                   rademacher_p: ArrayLike, n_q: ArrayLike, n_p: ArrayLike,
-                  delta: ArrayLike) -> jax.Array:
+                  delta: ArrayLike | None = None, *,
+                  confidence: ArrayLike | None = None) -> jax.Array:
     """The class-restricted radius |D̂ − D_G| (the shape of Kim, Alabi, Varshney, arXiv 2605.21938,
     Theorem 3.2).
 
     Validates concrete arguments, then calls the traceable core (jit/vmap/grad work).
 
     Args:
-      alpha: order α > 1.
+      order: order α > 1.
       bound: M ≥ 0 (|g| ≤ M).
       rademacher_q: R_{n_Q}(G) ≥ 0.
       rademacher_p: R_{n_P}(G) ≥ 0.
       n_q: number of Q samples (> 0).
       n_p: number of P samples (> 0).
-      delta: failure probability in (0, 1] (δ/2 per term, hence log(4/δ)).
+      delta: deprecated (warns): the failure probability δ = 1 − ``confidence``, in (0, 1].
+      confidence: coverage 1 − δ in [0, 1) (δ/2 per term, hence log(4/δ)); required (keyword).
     """
-    if not is_traced(alpha, bound, rademacher_q, rademacher_p, n_q, n_p, delta):
-        _check_order("alpha", alpha)
+    delta = failure_probability("theory_radius", "delta", delta, confidence, stacklevel=4)
+    if not is_traced(order, bound, rademacher_q, rademacher_p, n_q, n_p, delta):
+        _check_order("order", order)
         check_nonnegative_finite("bound", bound)
         check_nonnegative("rademacher_q", rademacher_q)
         check_nonnegative("rademacher_p", rademacher_p)
         check_positive("n_q", n_q)
         check_positive("n_p", n_p)
         check_probability("delta", delta, open_low=True)
-    return _theory_radius(*float_arrays(alpha, bound, rademacher_q, rademacher_p, n_q, n_p,
+    return _theory_radius(*float_arrays(order, bound, rademacher_q, rademacher_p, n_q, n_p,
                                         delta))
 
 

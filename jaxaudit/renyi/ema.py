@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+from jaxaudit.renyi._names import renamed_argument
 from jaxaudit.renyi.objective import log_mean_exp
 
 __all__ = [
@@ -125,14 +126,15 @@ def dv_ema_init(dtype: Any = jnp.float32) -> DvEmaState:
     return DvEmaState(ema.init(dtype), ema.init(dtype))
 
 
-def dv_surrogate_loss(g_q: ArrayLike, g_p: ArrayLike, alpha: ArrayLike, state: DvEmaState,
+@renamed_argument("alpha", "order")
+def dv_surrogate_loss(g_q: ArrayLike, g_p: ArrayLike, order: ArrayLike, state: DvEmaState,
                       rate: float) -> tuple[jax.Array, DvEmaState]:
     """Loss −J_α(g) with the EMA-corrected gradient for both terms.
 
     Args:
       g_q: critic values on a minibatch from Q.
       g_p: critic values on a minibatch from P.
-      alpha: order α > 1.
+      order: order α > 1.
       state: the two moving averages.
       rate: EMA rate b ∈ (0, 1] (1: plain gradient of −J_α).
 
@@ -141,13 +143,13 @@ def dv_surrogate_loss(g_q: ArrayLike, g_p: ArrayLike, alpha: ArrayLike, state: D
       −[α/(α−1) ∇_corr lme((α−1)g_q) − ∇_corr lme(α g_p)]. Use ``jax.value_and_grad(...,
       has_aux=True)``.
     """
-    alpha = jnp.asarray(alpha, dtype=jnp.result_type(g_q, float))
+    order = jnp.asarray(order, dtype=jnp.result_type(g_q, float))
     ema = ema_log_mean_exp(rate)
-    x_q = (alpha - 1.0) * g_q
-    x_p = alpha * g_p
+    x_q = (order - 1.0) * g_q
+    x_p = order * g_p
     log_ema_q, state_q = ema.update(x_q, state.q)
     log_ema_p, state_p = ema.update(x_p, state.p)
-    objective = alpha / (alpha - 1.0) * ema_surrogate(x_q, log_ema_q) - ema_surrogate(
+    objective = order / (order - 1.0) * ema_surrogate(x_q, log_ema_q) - ema_surrogate(
         x_p, log_ema_p
     )
     return -objective, DvEmaState(state_q, state_p)

@@ -65,12 +65,14 @@ from jaxaudit._validation import (
     check_probability,
     is_traced,
 )
+from jaxaudit.renyi._names import renamed_argument
+from jaxaudit.renyi.closed_forms import float_arrays
 from jaxaudit.renyi.confidence import (
     BOUNDS,
-    held_out_lower_bound,
+    _held_out_lower_bound,
+    _theory_radius,
     input_norm_bound,
     rademacher_bound,
-    theory_radius,
 )
 from jaxaudit.renyi.objective import dv_objective
 from jaxaudit.renyi.training import (
@@ -166,15 +168,16 @@ def _select_transform(ga_q, ga_p, alpha, n_test_q, n_test_p, delta, method):
     def candidate(lam, lo, hi):
         g_q = jnp.clip(lam * ga_q, lo, hi)
         g_p = jnp.clip(lam * ga_p, lo, hi)
-        return held_out_lower_bound(g_q, g_p, alpha, lo, hi, delta, method,
-                                    n_q=n_test_q, n_p=n_test_p)
+        return _held_out_lower_bound(g_q, g_p, alpha, lo, hi, delta, method, n_test_q,
+                                     n_test_p)
 
     values = jax.vmap(candidate)(lam, lo, hi)
     best = jnp.argmax(jnp.where(jnp.isnan(values), -jnp.inf, values))
     return lam[best], lo[best], hi[best]
 
 
-def corrected_objective(g_q, g_p, alpha):
+@renamed_argument("alpha", "order")
+def corrected_objective(g_q: ArrayLike, g_p: ArrayLike, order: ArrayLike) -> jax.Array:
     """Ĵ_α(g) with the second-order bias correction of both logarithms.
 
     Ĵ + α/(α−1)·v_Q/2 − v_P/2, with v_Q = V̂[e^{(α−1)g_q}]/(n_Q Â²) and v_P = V̂[e^{αg_p}]/(n_P B̂²)
@@ -186,9 +189,9 @@ def corrected_objective(g_q, g_p, alpha):
         w = jnp.exp(x - jnp.max(x))
         return jnp.var(w, ddof=1) / (jnp.mean(w) ** 2 * x.shape[0])
 
-    ratio = alpha / (alpha - 1.0)
-    return (dv_objective(g_q, g_p, alpha) + ratio * relative_variance((alpha - 1.0) * g_q) / 2.0
-            - relative_variance(alpha * g_p) / 2.0)
+    ratio = order / (order - 1.0)
+    return (dv_objective(g_q, g_p, order) + ratio * relative_variance((order - 1.0) * g_q) / 2.0
+            - relative_variance(order * g_p) / 2.0)
 
 
 #: How the point estimate's critic is clipped (see the module docstring).
@@ -247,7 +250,7 @@ def _one_direction(key, xa_q, xa_p, xb_q, xb_p, alpha, *, config, bound, delta, 
         z = (jnp.concatenate([xa_q, xa_p]) - stats["mean"]) / stats["scale"]
         norm = input_norm_bound(z)
         n_q, n_p = xa_q.shape[0], xa_p.shape[0]
-        radius = theory_radius(
+        radius = _theory_radius(*float_arrays(
             alpha,
             config.bound,
             rademacher_bound(variables["params"], norm, n_q),
@@ -255,10 +258,10 @@ def _one_direction(key, xa_q, xa_p, xb_q, xb_p, alpha, *, config, bound, delta, 
             n_q,
             n_p,
             delta,
-        )
+        ))
         lower = dv_objective(ga_q, ga_p, alpha) - radius
     else:
-        lower = held_out_lower_bound(gb_q, gb_p, alpha, lo, hi, delta, bound)
+        lower = _held_out_lower_bound(gb_q, gb_p, alpha, lo, hi, delta, bound)
     # An estimate below this direction's own lower confidence bound is known to be too low.
     point = jnp.maximum(point, lower)
     # A divergence is ≥ 0: the reported bound is max(raw bound, 0), equally valid.
@@ -266,11 +269,12 @@ def _one_direction(key, xa_q, xa_p, xb_q, xb_p, alpha, *, config, bound, delta, 
                              point_se=point_se, lower_raw=lower)
 
 
+@renamed_argument("delta", "confidence", complement=True)
 def renyi_estimator(
     *,
     split: float = 0.5,
     bound: str = "bernstein",
-    delta: float = 0.05,
+    confidence: float = 0.95,
     both_directions: bool = True,
     config: CriticConfig = CriticConfig(),
     clip: str = "auto",
@@ -284,7 +288,8 @@ def renyi_estimator(
     Args:
       split: fraction of each world used for training the critic.
       bound: "bernstein", "hoeffding" or "theory" (see ``jaxaudit.renyi.confidence``).
-      delta: total failure probability of ``lower``.
+      confidence: coverage of ``lower`` (its total failure probability δ is 1 − confidence);
+        ``delta=`` is the deprecated name of that failure probability (warns).
       both_directions: estimate D_α(Q‖P) and D_α(P‖Q) and report the max (δ/2 each).
       config: critic and training hyper-parameters.
       clip: the point estimate's critic range: "observed" ([min g on Q's, max g on P's training
@@ -299,6 +304,7 @@ def renyi_estimator(
     """
     check_choice("bound", bound, BOUNDS)
     check_choice("clip", clip, POINT_CLIPS)
+    delta = 1.0 - confidence
     delta_dir = delta / 2.0 if both_directions else delta
 
     def fn(key, x_q, x_p, alpha):
@@ -340,10 +346,10 @@ def renyi_estimator(
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled(split, bound, delta, both_directions, config, clip):
+def _compiled(split, bound, confidence, both_directions, config, clip):
     return jax.jit(
         renyi_estimator(
-            split=split, bound=bound, delta=delta, both_directions=both_directions, config=config,
+            split=split, bound=bound, confidence=confidence, both_directions=both_directions, config=config,
             clip=clip,
         )
     )
@@ -358,15 +364,17 @@ def _check_samples(name: str, x) -> np.ndarray:
     return check_finite(name, arr)
 
 
+@renamed_argument("alpha", "orders")
+@renamed_argument("delta", "confidence", complement=True)
 def estimate_renyi(
     key: jax.Array,
     x_q: ArrayLike,
     x_p: ArrayLike,
-    alpha: ArrayLike,
+    orders: ArrayLike,
     *,
     split: float = 0.5,
     bound: str = "bernstein",
-    delta: float = 0.05,
+    confidence: float = 0.95,
     both_directions: bool = True,
     config: CriticConfig | None = None,
     clip: str = "auto",
@@ -380,7 +388,7 @@ def estimate_renyi(
 
     Several orders: the statement holds *per order* at level 1 − δ (each order's bound is a
     separate confidence statement computed from the same data). For a claim about all k orders
-    at once (e.g. "some order violates the accountant"), pass ``delta / k`` (Bonferroni).
+    at once (e.g. "some order violates the accountant"), pass ``confidence = 1 − (1 − confidence)/k`` (Bonferroni).
 
     ``bound="theory"`` is the shape of Kim et al.'s Theorem 3.2 evaluated with a norm-based
     Rademacher bound at the *trained* weights' norms and the training inputs' radius, i.e. a
@@ -391,23 +399,24 @@ def estimate_renyi(
       key: PRNG key (shuffling, critic initialisation, minibatches).
       x_q: samples of Q (e.g. audit scores with the canary): (n_q,) or (n_q, d).
       x_p: samples of P (without): (n_p,) or (n_p, d), same d.
-      alpha: an order α > 1 or a 1-D array of orders (one estimate per order, vmapped; each
+      orders: an order α > 1 or a 1-D array of orders (one estimate per order, vmapped; each
         order's bound holds at level 1 − δ on its own).
       split: training fraction in (0, 1) of each world.
       bound: "bernstein" (default), "hoeffding", or "theory" (class-restricted radius on the
         training split; vacuous unless αM is small and n large).
-      delta: failure probability in (0, 1).
+      confidence: coverage of ``lower``, in (0, 1) (failure probability 1 − confidence);
+        ``delta=`` is the deprecated name of that failure probability (warns).
       both_directions: also estimate D_α(P‖Q) and report the max.
       config: :class:`CriticConfig` (default ``CriticConfig()``).
       clip: "auto" (default), "observed" or "range": how the point estimate's critic is
         clipped (see :func:`renyi_estimator`).
 
     Returns:
-      :class:`RenyiEstimate`; ``point``/``lower`` have the shape of ``alpha``; ``lower`` ≥ 0.
+      :class:`RenyiEstimate`; ``point``/``lower`` have the shape of ``orders``; ``lower`` ≥ 0.
 
-    Inside the caller's ``jax.jit``/``jax.vmap`` (traced ``key``, samples or ``alpha``) the
+    Inside the caller's ``jax.jit``/``jax.vmap`` (traced ``key``, samples or ``orders``) the
     values are not checked and the pure estimator of :func:`renyi_estimator` is traced in place
-    (``split``, ``delta``, ``bound``, ``config`` and ``clip`` stay static Python values).
+    (``split``, ``confidence``, ``bound``, ``config`` and ``clip`` stay static Python values).
 
     Examples:
       >>> import jax
@@ -418,28 +427,29 @@ def estimate_renyi(
       >>> bool((est.lower < est.point).all() and (est.lower <= jax.numpy.array([0.75, 1.0])).all())
       True
     """
-    if is_traced(key, x_q, x_p, alpha):
+    if is_traced(key, x_q, x_p, orders):
         # Inside the caller's jit/vmap: nothing concrete to check but the static options; the
         # pure estimator is traced into the caller's computation (no nested cache).
         check_choice("bound", bound, BOUNDS)
         check_choice("clip", clip, POINT_CLIPS)
         config = check_config(CriticConfig() if config is None else config)
-        fn = renyi_estimator(split=float(split), bound=bound, delta=float(delta),
+        fn = renyi_estimator(split=float(split), bound=bound, confidence=float(confidence),
                              both_directions=bool(both_directions), config=config, clip=clip)
-        return fn(key, jnp.asarray(x_q), jnp.asarray(x_p), jnp.asarray(alpha))
+        return fn(key, jnp.asarray(x_q), jnp.asarray(x_p), jnp.asarray(orders))
     check_key("key", key)
     x_q_np = _check_samples("x_q", x_q)
     x_p_np = _check_samples("x_p", x_p)
     if x_q_np.ndim != x_p_np.ndim or x_q_np.shape[1:] != x_p_np.shape[1:]:
         raise ValueError(f"x_q and x_p must have the same sample shape, got {x_q_np.shape} "
                          f"and {x_p_np.shape}")
-    alpha_np = check_finite("alpha", alpha)
+    alpha_np = check_finite("orders", orders)
     if alpha_np.ndim > 1 or alpha_np.size == 0:
-        raise ValueError(f"alpha must be a scalar or a non-empty 1-D array, got {alpha_np.shape}")
+        raise ValueError(f"orders must be a scalar or a non-empty 1-D array, got {alpha_np.shape}")
     if (alpha_np <= 1).any():
-        raise ValueError(f"alpha must be > 1, got {alpha_np[alpha_np <= 1].ravel()[0]!r}")
+        raise ValueError(f"orders must be > 1, got {alpha_np[alpha_np <= 1].ravel()[0]!r}")
     split = float(check_probability("split", split, open_low=True, open_high=True))
-    delta = float(check_probability("delta", delta, open_low=True, open_high=True))
+    confidence = float(check_probability("confidence", confidence, open_low=True,
+                                         open_high=True))
     check_choice("bound", bound, BOUNDS)
     check_choice("clip", clip, POINT_CLIPS)
     for name, arr in (("x_q", x_q_np), ("x_p", x_p_np)):
@@ -447,6 +457,6 @@ def estimate_renyi(
         if n_train < 2 or n_test < 2:
             raise ValueError(f"split={split} leaves fewer than 2 training or test samples in {name}")
     config = check_config(CriticConfig() if config is None else config)
-    fn = _compiled(split, bound, delta, bool(both_directions), config, clip)
+    fn = _compiled(split, bound, confidence, bool(both_directions), config, clip)
     return fn(key, jnp.asarray(x_q_np, jnp.float32), jnp.asarray(x_p_np, jnp.float32),
               jnp.asarray(alpha_np, jnp.float32))

@@ -25,6 +25,8 @@ import jax.numpy as jnp
 from jax.scipy.special import logsumexp
 from jax.typing import ArrayLike
 
+from jaxaudit.renyi._names import renamed_argument
+
 __all__ = ["log_mean_exp", "dv_objective"]
 
 
@@ -49,13 +51,14 @@ def log_mean_exp(x: ArrayLike, axis: int | None = None) -> jax.Array:
     return logsumexp(x, axis=axis) - jnp.asarray(math.log(n), dtype=x.dtype)
 
 
-def dv_objective(g_q: ArrayLike, g_p: ArrayLike, alpha: ArrayLike) -> jax.Array:
+@renamed_argument("alpha", "order")
+def dv_objective(g_q: ArrayLike, g_p: ArrayLike, order: ArrayLike) -> jax.Array:
     """J_α(g) = α/(α−1) · lme((α−1) g_q) − lme(α g_p) in RDP (Mironov) units.
 
     Args:
       g_q: critic values on samples from Q (the numerator distribution), shape (n_q,).
       g_p: critic values on samples from P, shape (n_p,).
-      alpha: order α > 1 (scalar; vmap for several orders).
+      order: order α > 1 (scalar; vmap for several orders).
 
     Returns:
       The empirical objective, a lower estimate of D_α(Q‖P) = 1/(α−1) log E_P[(dQ/dP)^α].
@@ -68,5 +71,5 @@ def dv_objective(g_q: ArrayLike, g_p: ArrayLike, alpha: ArrayLike) -> jax.Array:
     References:
       Birrell et al. (2021), Theorem 2.1, multiplied by α.
     """
-    alpha = jnp.asarray(alpha, dtype=jnp.result_type(g_q, float))
-    return alpha / (alpha - 1.0) * log_mean_exp((alpha - 1.0) * g_q) - log_mean_exp(alpha * g_p)
+    order = jnp.asarray(order, dtype=jnp.result_type(g_q, float))
+    return order / (order - 1.0) * log_mean_exp((order - 1.0) * g_q) - log_mean_exp(order * g_p)

@@ -73,6 +73,7 @@ from jaxaudit._validation import (
     check_score_vector,
     plain,
 )
+from jaxaudit.renyi._names import renamed_argument
 from jaxaudit.renyi.threshold_tests import refuse_traced
 from jaxaudit.stats.radii import _bernstein_radius, _hoeffding_radius
 
@@ -260,9 +261,11 @@ def _smallest_valid_n(split):
     return n
 
 
+@renamed_argument("alpha", "orders")
+@renamed_argument("delta", "confidence", complement=True)
 def runs_needed(
-    in_scores: ArrayLike, out_scores: ArrayLike, alpha: ArrayLike, *, fraction: float = 0.5,
-    delta: ArrayLike = 0.05, split: float = 0.5, method: str = "bernstein", max_runs: int = 10**7,
+    in_scores: ArrayLike, out_scores: ArrayLike, orders: ArrayLike, *, fraction: float = 0.5,
+    confidence: ArrayLike = 0.95, split: float = 0.5, method: str = "bernstein", max_runs: int = 10**7,
     both_directions: bool = True,
 ) -> RunsNeeded:
     """Runs per world at which the held-out DV lower bound is expected to reach a fraction of D_α.
@@ -282,16 +285,17 @@ def runs_needed(
     Args:
       in_scores: 1-D pilot scores of runs with the canary (Q), at least 4, not all equal.
       out_scores: 1-D pilot scores of runs without (P), at least 4.
-      alpha: order α > 1 or a 1-D array of orders.
+      orders: order α > 1 or a 1-D array of orders.
       fraction: the fraction of the estimate the bound should reach, in (0, 1).
-      delta: failure probability of the audit's bound, in (0, 1).
+      confidence: coverage of the audit's bound, in (0, 1); its failure probability δ is
+        1 − confidence (``delta=``, the deprecated name of δ, warns).
       split: training fraction of each world in the audit, in (0, 1).
       method: "bernstein" (default of ``estimate_renyi``) or "hoeffding".
       max_runs: largest n considered (an int ≥ the smallest n the split allows).
       both_directions: the audit reports max(D_α(Q‖P), D_α(P‖Q)) with δ/2 per direction.
 
     Returns:
-      :class:`RunsNeeded`; per-order fields are Python numbers for a scalar ``alpha`` and numpy
+      :class:`RunsNeeded`; per-order fields are Python numbers for a scalar ``orders`` and numpy
       arrays for a 1-D one. ``runs_per_world`` is ``math.inf`` where not reachable.
 
     Examples:
@@ -300,13 +304,15 @@ def runs_needed(
       >>> pilot.reachable, pilot.runs_per_world > 144, pilot.pilot_bound < 0.5 * pilot.estimate
       (True, True, True)
     """
-    refuse_traced("runs_needed", in_scores=in_scores, out_scores=out_scores, alpha=alpha)
+    refuse_traced("runs_needed", in_scores=in_scores, out_scores=out_scores, orders=orders)
     in_scores = check_score_vector("in_scores", in_scores)
     out_scores = check_score_vector("out_scores", out_scores)
-    alphas = check_finite("alpha", alpha)
-    check_orders("alpha", alphas)  # a scalar keeps its 0-d shape (and a scalar result)
+    alphas = check_finite("orders", orders)
+    check_orders("orders", alphas)  # a scalar keeps its 0-d shape (and a scalar result)
     fraction = float(check_probability("fraction", fraction, open_low=True, open_high=True))
-    delta = float(check_probability("delta", delta, open_low=True, open_high=True))
+    confidence = float(check_probability("confidence", confidence, open_low=True,
+                                         open_high=True))
+    delta = 1.0 - confidence
     split = float(check_probability("split", split, open_low=True, open_high=True))
     check_choice("method", method, _METHODS)
     n_min = _smallest_valid_n(split)

@@ -44,6 +44,7 @@ from jax.scipy.stats import norm
 from jax.typing import ArrayLike
 
 from jaxaudit._validation import check_choice, check_probability, check_score_vector
+from jaxaudit.renyi._names import failure_probability
 from jaxaudit.renyi.binned import binned_renyi_lower_bound
 from jaxaudit.renyi.threshold_tests import (
     _gdp_epsilon,
@@ -306,10 +307,12 @@ def grid_counts(in_scores: np.ndarray, out_scores: np.ndarray, seed: int = 0):
 
 
 def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float,
-                   significance: float, bonferroni: str = "grid", seed: int = 0):
+                   significance: float | None = None, bonferroni: str = "grid", seed: int = 0,
+                   *, confidence: float | None = None) -> tuple[float, float, float, int]:
     """(one-run ε, f-DP μ, f-DP ε, K) on concrete validated scores. Host-side driver.
 
-    Level significance/K at each threshold: the K ≤ 40 guess counts of the fixed grid
+    ``delta`` is DP's δ; ``confidence`` the coverage (``significance``, its deprecated
+    complement 1 − confidence, warns). Level (1 − confidence)/K at each threshold: the K ≤ 40 guess counts of the fixed grid
     (``"grid"``), or the hull thresholds with K = m + 1 (``"all"``) or K = the number of hull
     vertices (``"hull"``). The one-run maximum is exact:
     thresholds are visited in decreasing order of their δ = 0 bound (an upper bound of the
@@ -318,6 +321,8 @@ def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float,
     same Bonferroni level, so never above the full one (sound; it reproduced jax_privacy's
     values, whose search prunes too).
     """
+    significance = failure_probability("one_run_bounds", "significance", significance,
+                                       confidence)
     m = float(in_scores.size + out_scores.size)
     if bonferroni == "grid":
         tp, fp = grid_counts(in_scores, out_scores, seed)
@@ -415,20 +420,19 @@ def epsilon_lower_bounds(in_scores: ArrayLike, out_scores: ArrayLike, *, delta: 
     delta = float(check_probability("delta", delta, open_low=True, open_high=True))
     confidence = float(check_probability("confidence", confidence, open_low=True,
                                          open_high=True))
-    significance = 1.0 - confidence
     cp = clopper_pearson_epsilon_lower_bound(in_np, out_np, delta, confidence=confidence,
                                              seed=seed)
     gdp = gdp_epsilon_lower_bound(in_np, out_np, delta, confidence=confidence, seed=seed)
     check_choice("bonferroni", bonferroni, BONFERRONI)
-    one_run, fdp_mu, fdp_eps, n_tests = one_run_bounds(in_np, out_np, delta, significance,
-                                                        bonferroni, seed)
+    one_run, fdp_mu, fdp_eps, n_tests = one_run_bounds(in_np, out_np, delta, None, bonferroni,
+                                                        seed, confidence=confidence)
     if include_rdp:
         orders_np = np.atleast_1d(np.asarray(orders, dtype=np.float64))
         t_rdp = np.asarray(threshold_renyi_lower_bound(in_np, out_np, orders_np,
                                                        confidence=confidence, seed=seed),
                            dtype=np.float64)
         b_rdp = np.asarray(binned_renyi_lower_bound(in_np, out_np, orders_np,
-                                                    significance=significance, seed=seed),
+                                                    confidence=confidence, seed=seed),
                            dtype=np.float64)
     else:
         orders_np = t_rdp = b_rdp = np.zeros((0,), np.float64)

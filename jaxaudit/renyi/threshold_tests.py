@@ -51,6 +51,7 @@ from jaxaudit._validation import (
     check_score_vector,
     is_traced,
 )
+from jaxaudit.renyi._names import renamed_argument
 from jaxaudit.renyi.closed_forms import float_arrays
 from jaxaudit.stats import binomial as cp
 from jaxaudit.stats.binomial import cp_lower_host, cp_upper_host
@@ -256,7 +257,7 @@ def refuse_traced(function: str, **values) -> None:
                         f"{', '.join(traced)})")
 
 
-def _significance(significance: Any, confidence: Any, function: str) -> Any:
+def _significance(significance: Any, confidence: Any, function: str, stacklevel: int = 3) -> Any:
     """The total failure probability from ``confidence`` (new: 1 − failure) or ``significance``
     (deprecated: the failure probability itself)."""
     if significance is not None and confidence is not None:
@@ -266,7 +267,7 @@ def _significance(significance: Any, confidence: Any, function: str) -> Any:
         raise ValueError(f"{function}: confidence is required (e.g. confidence=0.95)")
     if significance is not None:
         warnings.warn(f"{function}(significance=...) is deprecated: pass confidence=1 - "
-                      "significance instead", DeprecationWarning, stacklevel=3)
+                      "significance instead", DeprecationWarning, stacklevel=stacklevel)
         return significance
     confidence = float(check_probability("confidence", confidence, open_low=True,
                                          open_high=True))
@@ -426,7 +427,8 @@ def _binary_renyi_np(p, q, alpha) -> np.ndarray:
     return np.asarray(np.where(is_one, kl, np.where(is_inf, np.maximum(r1, r2), general)))
 
 
-def binary_renyi(p: ArrayLike, q: ArrayLike, alpha: ArrayLike):
+@renamed_argument("alpha", "order")
+def binary_renyi(p: ArrayLike, q: ArrayLike, order: ArrayLike) -> jax.Array | np.ndarray:
     """D_α(Ber(p) ‖ Ber(q)) = 1/(α−1) log[p^α q^{1−α} + (1−p)^α (1−q)^{1−α}], α ∈ [1, ∞].
 
     α = 1 is the limit KL(Ber(p)‖Ber(q)) = p log(p/q) + (1−p) log((1−p)/(1−q)) and α = ∞ the
@@ -437,7 +439,7 @@ def binary_renyi(p: ArrayLike, q: ArrayLike, alpha: ArrayLike):
     Args:
       p: probability in [0, 1].
       q: probability in [0, 1].
-      alpha: order α ∈ [1, ∞] (the three broadcast together).
+      order: order α ∈ [1, ∞] (the three broadcast together).
 
     Returns:
       Concrete inputs: a float64 numpy array (computed under x64). Traced inputs: a jax array
@@ -447,13 +449,13 @@ def binary_renyi(p: ArrayLike, q: ArrayLike, alpha: ArrayLike):
       >>> round(float(binary_renyi(0.7, 0.2, 2.0)), 6)   # log(0.49/0.2 + 0.09/0.8)
       0.940983
     """
-    if is_traced(p, q, alpha):
-        return _binary_renyi(*float_arrays(p, q, alpha))
+    if is_traced(p, q, order):
+        return _binary_renyi(*float_arrays(p, q, order))
     check_probability("p", p)
     check_probability("q", q)
-    check_order_limits("alpha", alpha)
-    check_broadcast(p=p, q=q, alpha=alpha)
-    return _binary_renyi_np(p, q, alpha)
+    check_order_limits("order", order)
+    check_broadcast(p=p, q=q, order=order)
+    return _binary_renyi_np(p, q, order)
 
 
 def _threshold_renyi(tpr_lo, fpr_hi, alpha):
@@ -467,7 +469,8 @@ def _threshold_renyi(tpr_lo, fpr_hi, alpha):
                     np.where(powered, np.inf, 0.0))
 
 
-def threshold_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, alpha: ArrayLike,
+@renamed_argument("alpha", "orders")
+def threshold_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, orders: ArrayLike,
                                 significance: float | None = None, *,
                                 confidence: float | None = None, selection_fraction: float = 0.5,
                                 seed: int = 0, selection: str = "held_out") -> np.ndarray:
@@ -482,7 +485,7 @@ def threshold_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, alp
     Args:
       in_scores: 1-D scores with the canary.
       out_scores: 1-D scores without.
-      alpha: order α > 1, or a 1-D array of orders.
+      orders: order α > 1, or a 1-D array of orders.
       significance: deprecated: the total failure probability 1 − confidence (warns).
       confidence: joint coverage in (0, 1) (e.g. 0.95).
       selection_fraction: fraction used to choose the threshold.
@@ -490,14 +493,15 @@ def threshold_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, alp
       selection: "held_out" (default) or "all" (optimistic; see the module docstring).
 
     Returns:
-      float64 array of ε_α lower bounds (≥ 0) with the shape of ``alpha``.
+      float64 array of ε_α lower bounds (≥ 0) with the shape of ``orders``.
     """
-    significance = _significance(significance, confidence, "threshold_renyi_lower_bound")
+    significance = _significance(significance, confidence, "threshold_renyi_lower_bound",
+                                 stacklevel=4)
     in_scores, out_scores, significance, selection_fraction = _common_checks(
         in_scores, out_scores, significance, selection_fraction, selection, "threshold_renyi_lower_bound"
     )
-    alphas = check_finite("alpha", alpha)
-    check_orders("alpha", alphas)  # a scalar keeps its 0-d shape (and a scalar result)
+    alphas = check_finite("orders", orders)
+    check_orders("orders", alphas)  # a scalar keeps its 0-d shape (and a scalar result)
     out = []
     for a in np.atleast_1d(alphas):
         objective = lambda tpr_lo, fpr_hi, a=a: _threshold_renyi(tpr_lo, fpr_hi, a)

@@ -27,6 +27,7 @@ from jaxaudit._validation import (
     check_positive,
     check_probability,
 )
+from jaxaudit.renyi._names import renamed_argument
 from jaxaudit.renyi.confidence import held_out_lower_bound
 from jaxaudit.renyi.critic import Critic, init_critic
 from jaxaudit.renyi.ema import dv_ema_init, dv_surrogate_loss
@@ -90,7 +91,8 @@ class TrainHistory(NamedTuple):
     best_step: jax.Array
 
 
-def objective_standard_error(g_q: ArrayLike, g_p: ArrayLike, alpha: ArrayLike) -> jax.Array:
+@renamed_argument("alpha", "order")
+def objective_standard_error(g_q: ArrayLike, g_p: ArrayLike, order: ArrayLike) -> jax.Array:
     """Delta-method standard error of the empirical J_α(g).
 
     SE² = (α/(α−1))² V̂[e^{(α−1)g_q}] / (n_Q Â²) + V̂[e^{αg_p}] / (n_P B̂²); the ratios are
@@ -101,9 +103,9 @@ def objective_standard_error(g_q: ArrayLike, g_p: ArrayLike, alpha: ArrayLike) -
         w = jnp.exp(x - jax.lax.stop_gradient(jnp.max(x)))
         return jnp.var(w, ddof=1) / (jnp.mean(w) ** 2 * x.shape[0])
 
-    ratio = alpha / (alpha - 1.0)
-    return jnp.sqrt(ratio**2 * relative_variance((alpha - 1.0) * g_q)
-                    + relative_variance(alpha * g_p))
+    ratio = order / (order - 1.0)
+    return jnp.sqrt(ratio**2 * relative_variance((order - 1.0) * g_q)
+                    + relative_variance(order * g_p))
 
 
 SELECTIONS = ("penalised", "objective", "bound")
@@ -139,9 +141,10 @@ def _as_samples(x):
     return x[:, None] if x.ndim == 1 else x
 
 
+@renamed_argument("alpha", "order")
 @partial(jax.jit, static_argnames="config")
 def train_critic(
-    key: jax.Array, x_q: ArrayLike, x_p: ArrayLike, alpha: ArrayLike,
+    key: jax.Array, x_q: ArrayLike, x_p: ArrayLike, order: ArrayLike,
     config: CriticConfig = CriticConfig(), validation: Any = None,
 ) -> tuple[dict, TrainHistory]:
     """Fit the critic g ≈ log dQ/dP + c by maximising J_α on (x_q, x_p).
@@ -150,7 +153,7 @@ def train_critic(
       key: PRNG key (initialisation and minibatches).
       x_q: training samples of Q, shape (n_q,) for scalar scores or (n_q, d).
       x_p: training samples of P, shape (n_p,) or (n_p, d).
-      alpha: order α > 1 (a traced scalar is fine: vmap over orders).
+      order: order α > 1 (a traced scalar is fine: vmap over orders).
       config: :class:`CriticConfig` (static).
       validation: optional ``(xv_q, xv_p)`` validation samples for early stopping; by default
         a ``config.validation_fraction`` of (x_q, x_p) is split off (after shuffling).
@@ -171,7 +174,7 @@ def train_critic(
     config = check_config(config)
     x_q, x_p = jnp.asarray(_as_samples(x_q)), jnp.asarray(_as_samples(x_p))
     dtype = x_q.dtype
-    alpha = jnp.asarray(alpha, dtype)
+    order = jnp.asarray(order, dtype)
     critic = make_critic(config)
     key_init, key_steps, key_q, key_p = jax.random.split(key, 4)
     variables = init_critic(key_init, critic, jnp.concatenate([x_q, x_p]))
@@ -181,8 +184,8 @@ def train_critic(
     def apply(params, x):
         return critic.apply({"params": params, "stats": stats}, x)
 
-    criterion = _criterion(apply, held, alpha, config, dtype)
-    step, init_carry = _adam_step(apply, x_q, x_p, alpha, config)
+    criterion = _criterion(apply, held, order, config, dtype)
+    step, init_carry = _adam_step(apply, x_q, x_p, order, config)
     params, objective, val, best_step = _fit_with_early_stopping(
         key_steps, variables["params"], init_carry, step, criterion, config,
         early_stopping=held is not None, dtype=dtype)
@@ -210,7 +213,8 @@ def _criterion(apply, held, alpha, config, dtype):
             return jnp.asarray(jnp.nan, dtype)
         g_q, g_p = apply(params, held[0]), apply(params, held[1])
         if config.selection == "bound":
-            return held_out_lower_bound(g_q, g_p, alpha, -config.bound, config.bound, 0.5)
+            return held_out_lower_bound(g_q, g_p, alpha, -config.bound, config.bound,
+                                        confidence=0.5)
         if config.selection == "penalised":
             return dv_objective(g_q, g_p, alpha) - objective_standard_error(g_q, g_p, alpha)
         return dv_objective(g_q, g_p, alpha)

@@ -7,6 +7,8 @@ cores must hold no host callback. Host-side functions (data-dependent selection)
 traced argument with a clear error instead of a tracer-conversion crash.
 """
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -104,19 +106,19 @@ def test_radii_compose():
     # d r / d V̂ = sqrt(2 log(2/β)/n) / (2 sqrt(V̂))
     g = jax.grad(bernstein)(0.04, 100.0, 1.0, 0.95)
     assert float(g) == pytest.approx(np.sqrt(2 * np.log(40) / 100) / (2 * 0.2), rel=1e-4)
-    t = jax.vmap(renyi.theory_radius, in_axes=(0,) + (None,) * 6)(
-        FINITE_ORDERS, 1.0, 0.01, 0.01, 1000.0, 1000.0, 0.05)
-    np.testing.assert_allclose(t, [renyi.theory_radius(a, 1.0, 0.01, 0.01, 1000, 1000, 0.05)
+    radius = functools.partial(renyi.theory_radius, confidence=0.95)
+    t = jax.vmap(radius, in_axes=(0,) + (None,) * 5)(
+        FINITE_ORDERS, 1.0, 0.01, 0.01, 1000.0, 1000.0)
+    np.testing.assert_allclose(t, [renyi.theory_radius(a, 1.0, 0.01, 0.01, 1000, 1000,
+                                                       confidence=0.95)
                                    for a in FINITE_ORDERS], rtol=1e-6)
     with jax.enable_x64(True):
-        g = jax.grad(renyi.theory_radius, argnums=1)(*map(jnp.float64, (2.0, 1.0, 0.01, 0.01,
-                                                                         1000, 1000, 0.05)))
-        ref = _central_difference(lambda m: renyi.theory_radius(2.0, m, 0.01, 0.01, 1000, 1000,
-                                                                0.05), 1.0)
+        g = jax.grad(radius, argnums=1)(*map(jnp.float64, (2.0, 1.0, 0.01, 0.01, 1000, 1000)))
+        ref = _central_difference(lambda m: radius(2.0, m, 0.01, 0.01, 1000, 1000), 1.0)
     assert float(g) == pytest.approx(ref, rel=1e-6)
     _no_callback(hoeffding, 100.0, 1.0, 0.95)
     _no_callback(bernstein, 0.1, 100.0, 1.0, 0.95)
-    _no_callback(renyi.theory_radius, 2.0, 1.0, 0.01, 0.01, 1000.0, 1000.0, 0.05)
+    _no_callback(radius, 2.0, 1.0, 0.01, 0.01, 1000.0, 1000.0)
 
 
 @pytest.mark.slow
@@ -125,10 +127,11 @@ def test_held_out_bound_and_objective_compose():
     g = jax.vmap(lambda k: jax.random.uniform(k, (2, 300), minval=-1.0, maxval=1.0))(keys)
     g_q, g_p = g[:, 0] + 0.2, g[:, 1]
     for method in ("bernstein", "hoeffding"):
-        eager = [renyi.held_out_lower_bound(a, b, 2.0, -1.0, 1.2, 0.05, method)
+        eager = [renyi.held_out_lower_bound(a, b, 2.0, -1.0, 1.2, method=method,
+                                            confidence=0.95)
                  for a, b in zip(g_q, g_p)]
         fn = lambda a, b, alpha, m=method: renyi.held_out_lower_bound(a, b, alpha, -1.0, 1.2,
-                                                                      0.05, m)
+                                                                      method=m, confidence=0.95)
         np.testing.assert_allclose(jax.jit(jax.vmap(fn, in_axes=(0, 0, None)))(g_q, g_p, 2.0),
                                    eager, rtol=1e-5)
         per_order = jax.vmap(fn, in_axes=(None, None, 0))(g_q[0], g_p[0], FINITE_ORDERS)
@@ -256,9 +259,9 @@ def test_estimate_renyi_inside_jit_and_vmap():
 
 
 @pytest.mark.parametrize("call", [
-    lambda a, b: renyi.threshold_renyi_lower_bound(a, b, 2.0, 0.05),
-    lambda a, b: renyi.gdp_epsilon_lower_bound(a, b, 1e-5, 0.05),
-    lambda a, b: renyi.clopper_pearson_epsilon_lower_bound(a, b, 1e-5, 0.05),
+    lambda a, b: renyi.threshold_renyi_lower_bound(a, b, 2.0, confidence=0.95),
+    lambda a, b: renyi.gdp_epsilon_lower_bound(a, b, 1e-5, confidence=0.95),
+    lambda a, b: renyi.clopper_pearson_epsilon_lower_bound(a, b, 1e-5, confidence=0.95),
     lambda a, b: renyi.binned_renyi_lower_bound(a, b, 2.0),
     lambda a, b: renyi.runs_needed(a, b, 2.0),
 ])

@@ -145,7 +145,7 @@ def test_two_bins_is_the_threshold_bound():
         if case % 5 == 0:
             a, b = np.round(a), np.round(b)    # ties
         ours = binned_renyi_lower_bound(a, b, alphas, bins=2, seed=case)
-        theirs = threshold_renyi_lower_bound(a, b, alphas, SIG, seed=case)
+        theirs = threshold_renyi_lower_bound(a, b, alphas, confidence=1 - SIG, seed=case)
         np.testing.assert_allclose(ours, theirs, rtol=1e-7, atol=1e-12)
         assert np.all(ours <= theirs * (1 + 1e-12) + 1e-15)
 
@@ -158,7 +158,7 @@ def test_coverage_on_gaussian_scores():
     over = 0
     for _ in range(reps):
         value = binned_renyi_lower_bound(rng.normal(delta, 1, n), rng.normal(0, 1, n), alpha,
-                                         significance=SIG, seed=int(rng.integers(2**31)))
+                                         confidence=1 - SIG, seed=int(rng.integers(2**31)))
         over += value > alpha * delta**2 / 2
     assert over / reps <= SIG + 3 * np.sqrt(SIG * (1 - SIG) / reps)
 
@@ -206,7 +206,8 @@ def test_large_samples_beat_the_threshold_bound():
         a, b = rng.normal(1.0, 1.0, 20_000), rng.normal(0.0, 1.0, 20_000)
         value = float(binned_renyi_lower_bound(a, b, 2.0, seed=seed))
         assert 0.5 < value < 1.0
-        wins += value >= float(threshold_renyi_lower_bound(a, b, 2.0, SIG, seed=seed))
+        wins += value >= float(threshold_renyi_lower_bound(a, b, 2.0, confidence=1 - SIG,
+                                                              seed=seed))
     assert wins >= 4
 
 
@@ -225,22 +226,22 @@ def test_shapes_and_degenerate_scores():
         ({"in_scores": [1.0, np.nan, 2.0, 3.0]}, "in_scores"),
         ({"out_scores": [1.0, 2.0, 3.0]}, "out_scores"),
         ({"out_scores": [[1.0, 2.0], [3.0, 4.0]]}, "out_scores"),
-        ({"alpha": 1.0}, "alpha"),
-        ({"alpha": []}, "alpha"),
-        ({"alpha": [[2.0]]}, "alpha"),
+        ({"orders": 1.0}, "orders"),
+        ({"orders": []}, "orders"),
+        ({"orders": [[2.0]]}, "orders"),
         ({"bins": 1}, "bins"),
         ({"bins": [2, 2.5]}, "bins"),
         ({"bins": []}, "bins"),
-        ({"significance": 0.0}, "significance"),
-        ({"significance": 1.0}, "significance"),
+        ({"confidence": 1.0}, "confidence"),
+        ({"confidence": 0.0}, "confidence"),
         ({"selection_fraction": 1.0}, "selection_fraction"),
         ({"selection_fraction": 0.1}, "selection_fraction"),
     ],
 )
 def test_bad_input(kwargs, name):
     args = {"in_scores": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "out_scores": [0.0, 1.0, 2.0, 3.0],
-            "alpha": 2.0}
+            "orders": 2.0}
     args.update(kwargs)
     with pytest.raises(ValueError, match=name):
-        binned_renyi_lower_bound(args.pop("in_scores"), args.pop("out_scores"), args.pop("alpha"),
+        binned_renyi_lower_bound(args.pop("in_scores"), args.pop("out_scores"), args.pop("orders"),
                                  **args)

@@ -78,15 +78,15 @@ def test_held_out_bound_is_below_point_and_never_nan():
     g_q = jax.random.uniform(key, (500,), minval=-1.0, maxval=1.0)
     g_p = g_q - 0.3
     for method in ("hoeffding", "bernstein"):
-        lower = held_out_lower_bound(g_q, g_p, 2.0, -1.3, 1.0, 0.05, method)
+        lower = held_out_lower_bound(g_q, g_p, 2.0, -1.3, 1.0, method=method, confidence=0.95)
         assert float(lower) < float(dv_objective(g_q, g_p, 2.0))
     # Tiny samples and a huge range: A_lo would be ≤ 0 without the deterministic floor.
     lower = held_out_lower_bound(jnp.array([5.0, -5.0]), jnp.array([5.0, 5.0]), 30.0, -5.0, 5.0,
-                                 0.01, "hoeffding")
+                                 method="hoeffding", confidence=0.99)
     assert np.isfinite(float(lower)) and float(lower) < 0
     # Large α·M in float32: no overflow.
     lower = held_out_lower_bound(jnp.full((50,), 20.0), jnp.full((50,), -20.0), 10.0, -20.0, 20.0,
-                                 0.05, "bernstein")
+                                 method="bernstein", confidence=0.95)
     assert np.isfinite(float(lower))
 
 
@@ -106,19 +106,19 @@ def test_held_out_bound_coverage_for_a_fixed_critic():
     x_p = jax.random.normal(kp, (reps, n))
     for method in ("hoeffding", "bernstein"):
         lowers = jax.vmap(lambda a, b, m=method: held_out_lower_bound(
-            g(a), g(b), alpha, bound_lo, bound_hi, delta, m))(x_q, x_p)
+            g(a), g(b), alpha, bound_lo, bound_hi, method=m, confidence=1 - delta))(x_q, x_p)
         rate = float(jnp.mean(lowers > j_pop - 2e-3))
         assert rate <= delta + 3 * np.sqrt(delta * (1 - delta) / reps)
     assert j_pop <= alpha * shift**2 / 2
 
 
 def test_theory_radius_shape():
-    r1 = theory_radius(2.0, 1.0, 0.01, 0.01, 1000, 1000, 0.05)
-    r2 = theory_radius(2.0, 1.0, 0.005, 0.005, 4000, 4000, 0.05)
-    r3 = theory_radius(2.0, 2.0, 0.01, 0.01, 1000, 1000, 0.05)
+    r1 = theory_radius(2.0, 1.0, 0.01, 0.01, 1000, 1000, confidence=0.95)
+    r2 = theory_radius(2.0, 1.0, 0.005, 0.005, 4000, 4000, confidence=0.95)
+    r3 = theory_radius(2.0, 2.0, 0.01, 0.01, 1000, 1000, confidence=0.95)
     assert 0 < float(r2) < float(r1) < float(r3)
     # The Rademacher terms enter with e^{2αM}: check the P term at R = 0 exactly.
-    r0 = float(theory_radius(2.0, 1.0, 0.0, 0.0, 1000, 1000, 0.05))
+    r0 = float(theory_radius(2.0, 1.0, 0.0, 0.0, 1000, 1000, confidence=0.95))
     expected = (2.0 * np.exp(1.0) * 2 * np.sinh(1.0) * np.sqrt(np.log(80) / 2000)
                 + np.exp(2.0) * 2 * np.sinh(2.0) * np.sqrt(np.log(80) / 2000))
     assert r0 == pytest.approx(expected, rel=1e-5)
@@ -134,11 +134,12 @@ def test_held_out_bound_clips_critic_values_outside_the_range():
     x = jax.random.normal(jax.random.key(16), (2, reps, n))
     for method in ("hoeffding", "bernstein"):
         lowers = jax.vmap(lambda a, b, m=method: held_out_lower_bound(
-            a, b, 2.0, -0.1, 0.1, delta, m))(x[0], x[1])
+            a, b, 2.0, -0.1, 0.1, method=m, confidence=1 - delta))(x[0], x[1])
         assert np.mean(np.asarray(lowers) > 0) <= delta + 3 * np.sqrt(delta * (1 - delta) / reps)
         # equal to the bound of the clipped critic
         clipped = jax.vmap(lambda a, b, m=method: held_out_lower_bound(
-            jnp.clip(a, -0.1, 0.1), jnp.clip(b, -0.1, 0.1), 2.0, -0.1, 0.1, delta, m))(x[0], x[1])
+            jnp.clip(a, -0.1, 0.1), jnp.clip(b, -0.1, 0.1), 2.0, -0.1, 0.1, method=m,
+            confidence=1 - delta))(x[0], x[1])
         np.testing.assert_allclose(lowers, clipped, rtol=1e-6)
 
 
@@ -175,6 +176,6 @@ def test_held_out_bound_matches_an_independent_reference(method):
         g_q = rng.normal(0.3, 0.8, n)
         g_p = rng.normal(-0.2, 0.8, n)
         got = float(held_out_lower_bound(jnp.asarray(g_q, jnp.float32), jnp.asarray(
-            g_p, jnp.float32), alpha, lo, hi, 0.05, method))
+            g_p, jnp.float32), alpha, lo, hi, method=method, confidence=0.95))
         assert got == pytest.approx(_reference_lower_bound(g_q, g_p, alpha, lo, hi, 0.05, method),
                                     rel=2e-4, abs=2e-4)

@@ -86,7 +86,7 @@ def coverage_runs():
     keys = jax.random.split(ke, 2 * reps)
     out = {}
     for bound in ("hoeffding", "bernstein"):
-        est = jax.jit(jax.vmap(renyi_estimator(bound=bound, delta=0.05, config=config),
+        est = jax.jit(jax.vmap(renyi_estimator(bound=bound, confidence=0.95, config=config),
                                in_axes=(0, 0, 0, None)))
         out[bound] = est(keys, x_q, x_p, 2.0)
     return reps, out
@@ -133,7 +133,7 @@ def test_orders_vector_and_directions():
     assert np.all(np.isfinite(vec.lower))
     # δ is split across the directions: the forward bound is the one-direction estimator's at
     # δ/2 (same keys, split and critic), per order.
-    one = estimate_renyi(k3, x_q, x_p, [1.5, 3.0], delta=0.025, both_directions=False,
+    one = estimate_renyi(k3, x_q, x_p, [1.5, 3.0], confidence=0.975, both_directions=False,
                          config=config)
     np.testing.assert_allclose(vec.per_direction.lower[:, 0], one.lower, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(vec.per_direction.point[:, 0], one.point, rtol=1e-5, atol=1e-6)
@@ -167,10 +167,10 @@ def test_train_critic_history_and_fit():
 @pytest.mark.parametrize(
     "kwargs,name",
     [
-        (dict(alpha=1.0), "alpha"),
-        (dict(alpha=[2.0, 0.5]), "alpha"),
-        (dict(delta=0.0), "delta"),
-        (dict(delta=1.0), "delta"),
+        (dict(orders=1.0), "orders"),
+        (dict(orders=[2.0, 0.5]), "orders"),
+        (dict(confidence=1.0), "confidence"),
+        (dict(confidence=0.0), "confidence"),
         (dict(x_q=np.zeros(0)), "x_q"),
         (dict(x_p=np.array([0.0, 1.0, np.nan, 2.0, 3.0])), "x_p"),
         (dict(x_p=np.zeros((10, 2))), "same sample shape"),
@@ -188,12 +188,12 @@ def test_train_critic_history_and_fit():
     ],
 )
 def test_bad_input(kwargs, name):
-    args = dict(x_q=np.arange(10.0), x_p=np.arange(10.0), alpha=2.0)
+    args = dict(x_q=np.arange(10.0), x_p=np.arange(10.0), orders=2.0)
     args.update(kwargs)
-    call_kwargs = {k: args.pop(k) for k in ("delta", "bound", "split", "config", "clip")
+    call_kwargs = {k: args.pop(k) for k in ("confidence", "bound", "split", "config", "clip")
                    if k in args}
     with pytest.raises(ValueError, match=name):
-        estimate_renyi(jax.random.key(0), args["x_q"], args["x_p"], args["alpha"], **call_kwargs)
+        estimate_renyi(jax.random.key(0), args["x_q"], args["x_p"], args["orders"], **call_kwargs)
 
 
 

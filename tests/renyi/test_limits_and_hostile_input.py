@@ -61,10 +61,10 @@ def test_binary_renyi_infinite_where_q_misses_p():
     assert binary_renyi(0.0, 0.0, [1.0, 2.0, INF]).tolist() == [0.0, 0.0, 0.0]
 
 
-@pytest.mark.parametrize("kwargs,name", [({"alpha": 0.5}, "alpha"), ({"alpha": np.nan}, "alpha"),
+@pytest.mark.parametrize("kwargs,name", [({"order": 0.5}, "order"), ({"order": np.nan}, "order"),
                                          ({"p": 1.5}, "p"), ({"q": -0.1}, "q")])
 def test_binary_renyi_bad_input(kwargs, name):
-    args = {"p": 0.5, "q": 0.4, "alpha": 2.0} | kwargs
+    args = {"p": 0.5, "q": 0.4, "order": 2.0} | kwargs
     with pytest.raises(ValueError, match=name):
         binary_renyi(**args)
 
@@ -94,10 +94,10 @@ def test_laplace_limits_against_mpmath(shift, scale):
     assert float(near[1]) == pytest.approx(abs(shift) / scale, rel=1e-3)
 
 
-@pytest.mark.parametrize("kwargs,name", [({"alpha": 0.9}, "alpha"), ({"scale": 0.0}, "scale"),
+@pytest.mark.parametrize("kwargs,name", [({"order": 0.9}, "order"), ({"scale": 0.0}, "scale"),
                                          ({"shift": np.nan}, "shift")])
 def test_laplace_bad_input(kwargs, name):
-    args = {"shift": 1.0, "scale": 1.0, "alpha": 2.0} | kwargs
+    args = {"shift": 1.0, "scale": 1.0, "order": 2.0} | kwargs
     with pytest.raises(ValueError, match=name):
         laplace_renyi(**args)
 
@@ -115,13 +115,13 @@ def test_laplace_bad_input(kwargs, name):
     (lambda: bernstein_radius(0.1, 100, 1.0, confidence=1.0), "confidence"),
     (lambda: bernstein_radius(0.1, 1, 1.0, confidence=0.95), "n"),
     (lambda: bernstein_radius(-0.1, 10, 1.0, confidence=0.95), "sample_variance"),
-    (lambda: theory_radius(1.0, 1.0, 0.1, 0.1, 10, 10, 0.05), "alpha"),
-    (lambda: theory_radius(2.0, 1.0, 0.1, 0.1, 10, 10, 0.0), "delta"),
-    (lambda: held_out_lower_bound([0.1, 0.2], [0.0, 0.1], 2.0, -1.0, 1.0, 0.0), "delta"),
-    (lambda: held_out_lower_bound([0.1, 0.2], [0.0, 0.1], 1.0, -1.0, 1.0, 0.05), "alpha"),
-    (lambda: held_out_lower_bound([0.1, 0.2], [0.0, 0.1], 2.0, 1.0, -1.0, 0.05), "hi"),
-    (lambda: held_out_lower_bound([0.1], [0.0, 0.1], 2.0, -1.0, 1.0, 0.05), "g_q"),
-    (lambda: held_out_lower_bound([0.1, np.nan], [0.0, 0.1], 2.0, -1.0, 1.0, 0.05), "g_q"),
+    (lambda: theory_radius(1.0, 1.0, 0.1, 0.1, 10, 10, confidence=0.95), "order"),
+    (lambda: theory_radius(2.0, 1.0, 0.1, 0.1, 10, 10, confidence=1.0), "confidence"),
+    (lambda: held_out_lower_bound([0.1, 0.2], [0.0, 0.1], 2.0, -1.0, 1.0, confidence=1.0), "confidence"),
+    (lambda: held_out_lower_bound([0.1, 0.2], [0.0, 0.1], 1.0, -1.0, 1.0, confidence=0.95), "order"),
+    (lambda: held_out_lower_bound([0.1, 0.2], [0.0, 0.1], 2.0, 1.0, -1.0, confidence=0.95), "hi"),
+    (lambda: held_out_lower_bound([0.1], [0.0, 0.1], 2.0, -1.0, 1.0, confidence=0.95), "g_q"),
+    (lambda: held_out_lower_bound([0.1, np.nan], [0.0, 0.1], 2.0, -1.0, 1.0, confidence=0.95), "g_q"),
 ])
 def test_radius_and_bound_bad_input(call, name):
     with pytest.raises(ValueError, match=name):

@@ -26,8 +26,8 @@ def _simulated_bounds(result, n, reps, seed):
     slope = (result.mean_in - result.mean_out) / result.sd**2
     mid = 0.5 * (result.mean_in + result.mean_out)
     bound = jax.vmap(lambda g_q, g_p: held_out_lower_bound(
-        g_q, g_p, alpha, result.clip_lo, result.clip_hi, result.delta_per_direction,
-        result.method))
+        g_q, g_p, alpha, result.clip_lo, result.clip_hi, method=result.method,
+        confidence=1.0 - result.delta_per_direction))
     return np.asarray(bound(slope * (x_q - mid), slope * (x_p - mid)))
 
 
@@ -56,7 +56,8 @@ def test_more_runs_for_a_larger_fraction_or_a_smaller_delta():
     pilot = _pilot(3)
     runs = [runs_needed(*pilot, 2.0, fraction=f).runs_per_world for f in (0.2, 0.4, 0.6, 0.8)]
     assert all(a < b for a, b in zip(runs, runs[1:]))
-    by_delta = [runs_needed(*pilot, 2.0, delta=d).runs_per_world for d in (0.2, 0.05, 0.001)]
+    by_delta = [runs_needed(*pilot, 2.0, confidence=1 - d).runs_per_world
+                for d in (0.2, 0.05, 0.001)]
     assert all(a < b for a, b in zip(by_delta, by_delta[1:]))
 
 
@@ -133,12 +134,12 @@ def test_identical_means_need_infinitely_many_runs():
         ({"in_scores": [1.0, 2.0, 3.0]}, "in_scores"),
         ({"out_scores": np.ones((4, 2))}, "out_scores"),
         ({"in_scores": [1.0] * 4, "out_scores": [2.0] * 4}, "in_scores"),
-        ({"alpha": 1.0}, "alpha"),
-        ({"alpha": [2.0, np.nan]}, "alpha"),
-        ({"alpha": []}, "alpha"),
+        ({"orders": 1.0}, "orders"),
+        ({"orders": [2.0, np.nan]}, "orders"),
+        ({"orders": []}, "orders"),
         ({"fraction": 0.0}, "fraction"),
         ({"fraction": 1.0}, "fraction"),
-        ({"delta": 0.0}, "delta"),
+        ({"confidence": 1.0}, "confidence"),
         ({"split": 1.0}, "split"),
         ({"split": 0.2}, "split"),
         ({"method": "theory"}, "method"),
@@ -148,10 +149,10 @@ def test_identical_means_need_infinitely_many_runs():
 )
 def test_bad_input(kwargs, name):
     args = {"in_scores": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "out_scores": [0.0, 1.0, 2.0, 3.5],
-            "alpha": 2.0}
+            "orders": 2.0}
     args.update(kwargs)
     with pytest.raises(ValueError, match=name):
-        runs_needed(args.pop("in_scores"), args.pop("out_scores"), args.pop("alpha"), **args)
+        runs_needed(args.pop("in_scores"), args.pop("out_scores"), args.pop("orders"), **args)
 
 
 def test_format_refuses_a_bad_pilot_size():
