@@ -152,7 +152,7 @@ def test_every_option_that_changes_a_number_is_stored(path, tmp_path, monkeypatc
     # what this test is about
     import jaxaudit.pipelines.rdp
 
-    monkeypatch.setattr(jaxaudit.pipelines.rdp, "min_scores_per_world", lambda significance: 4)
+    monkeypatch.setattr(jaxaudit.pipelines.rdp, "min_scores_per_world", lambda **kw: 4)
     parser = _command_parsers()[path[:1] if path[0] == "rdp" else path]
     stored = set()
     for argv in _invocations(tmp_path)[path]:

@@ -225,7 +225,7 @@ def test_too_few_scores_or_the_same_file_twice_are_refused(tmp_path, capsys):
     assert main(_args(inn, few, tmp_path / "a")) == 2
     err = capsys.readouterr().err
     assert "--scores OUT" in err and "out_few.npy" in err and "holds 5 scores" in err
-    assert f"at least {min_scores_per_world(0.05)}" in err
+    assert f"at least {min_scores_per_world(confidence=0.95)}" in err
     assert main(_args(inn, inn, tmp_path / "b")) == 2
     assert "the same file" in capsys.readouterr().err
     copy = tmp_path / "copy.npy"
