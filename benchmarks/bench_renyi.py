@@ -85,7 +85,7 @@ def run(ns, repeats, seed, split=0.5):
             for i, alpha in enumerate(ALPHAS):
                 truth = alpha * mu**2 / 2
                 rows.append(dict(
-                    n=n, eps2=eps2, alpha=alpha, truth=truth,
+                    n=n, eps2=eps2, order=alpha, truth=truth,
                     dv_point=float(est.point[i]) / truth, dv_lower=float(est.lower[i]) / truth,
                     gdp=float(gdp_to_rdp(mu_lo, alpha)) / truth, thr=float(thr_lo[i]) / truth,
                     t_dv=t_dv, t_gdp=t_gdp, t_thr=t_thr,
@@ -100,11 +100,11 @@ def table(rows) -> str:
     lines = [head, "|" + "---|" * 12]
     for r in rows:
         best = max(r["gdp"], r["thr"])
-        in_scope = r["n"] == 10_000 and r["alpha"] <= 2 and 0.25 <= r["truth"] <= 4
+        in_scope = r["n"] == 10_000 and r["order"] <= 2 and 0.25 <= r["truth"] <= 4
         met = ("yes" if r["dv_lower"] >= 0.7 and r["dv_lower"] > best else "NO") if in_scope \
             else ""
         lines.append(
-            f"| {r['n']} | {r['eps2']} | {r['alpha']} | {r['truth']:.3f} | {r['dv_point']:.2f} | "
+            f"| {r['n']} | {r['eps2']} | {r['order']} | {r['truth']:.3f} | {r['dv_point']:.2f} | "
             f"{r['dv_lower']:.2f} | {r['gdp']:.2f} | {r['thr']:.2f} | {met} | {r['t_dv']:.2f} | "
             f"{r['t_gdp']:.3f} | {r['t_thr']:.3f} |"
         )
