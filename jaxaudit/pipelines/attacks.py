@@ -364,7 +364,7 @@ def _stored(config: SecretsConfig | MarginalsConfig, levels: str) -> dict:
 def _sweep(kind: str, config: SecretsConfig | MarginalsConfig, levels: str, prefix: str, run_dir: Any,
            compute: Callable[[float, int, RunDir | None], dict],
            progress: Progress | None, worker: tuple[int, int] | None,
-           ) -> tuple[RunDir | None, list[tuple[str, tuple[float, int]]], dict[str, dict]]:
+           sweep: dict | None = None) -> tuple[RunDir | None, list[tuple[str, tuple[float, int]]], dict[str, dict]]:
     """Open the run folder, compute every missing (level, repetition) chunk and return the
     folder, the plan and the chunks; a failed first chunk leaves the folder reusable."""
     plan = [(f"{prefix}_{level_name(v)}_seed_{r}", (float(v), r))
@@ -376,7 +376,7 @@ def _sweep(kind: str, config: SecretsConfig | MarginalsConfig, levels: str, pref
         run = RunDir.open(run_dir, kind=kind, config=_stored(config, levels))
     try:
         chunks = run_chunks(run, [n for n, _ in plan], lambda n: compute(*where[n], run),
-                            progress=progress or False, worker=worker)
+                            progress=progress or False, worker=worker, **(sweep or {}))
     except ValueError:  # e.g. a diverged training: the corrected call may reuse run_dir
         if run is not None:
             if not existed and not any((run.path / "chunks").glob("*.npz")):
@@ -434,7 +434,8 @@ def _pretrained(run: RunDir | None, config: SecretsConfig, prior: Any) -> tuple[
 
 def run_secrets(config: SecretsConfig, run_dir: str | Path | None = None, *,
                 progress: Progress | None = None,
-                worker: tuple[int, int] | None = None) -> SecretsResult:
+                worker: tuple[int, int] | None = None, backend: str = "serial",
+                ray_address: str | None = None, ray_workers: int | None = None) -> SecretsResult:
     """Secret extraction at every ε of ``config``, ``config.repetitions`` times each.
 
     Run (ε, r): draw n secrets from the prior with ``unit_key(seed, r)`` (the same secrets at
@@ -454,6 +455,9 @@ def run_secrets(config: SecretsConfig, run_dir: str | Path | None = None, *,
       worker: ``(index, count)``: compute only this worker's chunks (see
         :func:`jaxaudit.runs.run_chunks`); the result holds the runs finished so far and the
         summary files are written once every run is.
+      backend: ``"serial"`` or ``"ray"`` (one Ray task per chunk; see
+        :func:`jaxaudit.runs.run_chunks`), ``ray_address`` its cluster (None: a local one),
+        ``ray_workers`` the chunks in flight. They do not change the numbers.
 
     Returns:
       :class:`SecretsResult`.
@@ -498,7 +502,9 @@ def run_secrets(config: SecretsConfig, run_dir: str | Path | None = None, *,
 
     with _renamed(**_SECRETS_NAMES):
         run, plan, chunks = _sweep("attack-secrets", config, "epsilons", "eps", run_dir,
-                                   compute, progress, worker)
+                                   compute, progress, worker,
+                                   dict(backend=backend, ray_address=ray_address,
+                                        ray_workers=ray_workers))
     levels, reps, attack, by_scoring = _stack(chunks, plan, scorings)
     result = SecretsResult(
         "epsilon_target", levels, reps, attack, scorings, by_scoring,
@@ -511,7 +517,8 @@ def run_secrets(config: SecretsConfig, run_dir: str | Path | None = None, *,
 
 def run_marginals(config: MarginalsConfig, run_dir: str | Path | None = None, *,
                   progress: Progress | None = None,
-                  worker: tuple[int, int] | None = None) -> MarginalsResult:
+                  worker: tuple[int, int] | None = None, backend: str = "serial",
+                  ray_address: str | None = None, ray_workers: int | None = None) -> MarginalsResult:
     """Reconstruction from noisy marginals at every ρ of ``config``, ``repetitions`` times each.
 
     Run (ρ, r): with ``unit_key(seed, r)`` (the same targets at every ρ) draw the targets,
@@ -526,6 +533,7 @@ def run_marginals(config: MarginalsConfig, run_dir: str | Path | None = None, *,
         ``attack.png``; each chunk holds the run's ``AttackResult`` fields.
       progress: a :data:`jaxaudit.runs.Progress` callback ``(done, total)``.
       worker: ``(index, count)`` as in :func:`run_secrets`.
+      backend, ray_address, ray_workers: as in :func:`run_secrets`.
 
     Returns:
       :class:`MarginalsResult`.
@@ -549,7 +557,9 @@ def run_marginals(config: MarginalsConfig, run_dir: str | Path | None = None, *,
 
     with _renamed(**_MARGINALS_NAMES):
         run, plan, chunks = _sweep("attack-marginals", config, "rhos", "rho", run_dir,
-                                   compute, progress, worker)
+                                   compute, progress, worker,
+                                   dict(backend=backend, ray_address=ray_address,
+                                        ray_workers=ray_workers))
     levels, reps, attack, by_scoring = _stack(chunks, plan)
     result = MarginalsResult(
         "rho", levels, reps, attack, (), by_scoring,

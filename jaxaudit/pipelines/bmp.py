@@ -286,7 +286,8 @@ class _Stages:
 
 def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
             progress: Progress | None = None, worker: tuple[int, int] | None = None,
-            model: Any = None, graph: Any = None) -> BmpResult:
+            model: Any = None, graph: Any = None, backend: str = "serial",
+            ray_address: str | None = None, ray_workers: int | None = None) -> BmpResult:
     """The node-level BMP audit of a GNN pipeline (``jaxaudit bmp``; arXiv 2606.04069).
 
     Per node i: η_i (the sampler's inclusion probability, exact or Monte Carlo), the leave-one-out
@@ -306,6 +307,9 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
       model: any flax module as the shadow model instead of ``config.model``.
       graph: an in-memory ``jaxaudit.graph.Graph`` instead of ``config.dataset`` (also the graph
         of a ``shadow_run`` made from one).
+      backend: ``"serial"`` or ``"ray"`` (one Ray task per shadow chunk; see
+        :func:`jaxaudit.runs.run_chunks`), ``ray_address`` its cluster (None: a local one),
+        ``ray_workers`` the chunks in flight. They do not change the numbers.
 
     Returns:
       :class:`BmpResult`.
@@ -341,7 +345,8 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
                 run, cfg, graph, sampler, module, prefix="shadow", chunk=int(cfg["model_chunk"]),
                 progress=stages.stage(num_chunks), worker=worker,
                 recipe={"learning_rate": config.learning_rate,
-                        "weight_decay": config.weight_decay})
+                        "weight_decay": config.weight_decay},
+                sweep=dict(backend=backend, ray_address=ray_address, ray_workers=ray_workers))
         except ValueError:
             if run is not None:
                 discard_new_run(run.path, existed, keep_folder=had_folder)

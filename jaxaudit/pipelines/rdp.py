@@ -419,8 +419,9 @@ def _chunks(config: RdpConfig) -> list[tuple[str, int, int]]:
 
 
 def run_rdp(config: RdpConfig, run_dir: str | Path | None = None, *,
-            progress: Progress | None = None, worker: tuple[int, int] | None = None
-            ) -> RdpResult:
+            progress: Progress | None = None, worker: tuple[int, int] | None = None,
+            backend: str = "serial", ray_address: str | None = None,
+            ray_workers: int | None = None) -> RdpResult:
     """Canary runs in both worlds, their scores and the audit (``jaxaudit rdp``).
 
     Steps: (1) σ for (ε, δ) after T steps (``config.accountant``), or ``noise_multiplier``;
@@ -440,6 +441,9 @@ def run_rdp(config: RdpConfig, run_dir: str | Path | None = None, *,
       worker: ``(index, count)``: compute only chunks ``index, index + count, …`` (see
         :func:`jaxaudit.runs.run_chunks`); the audit is done once every chunk is finished,
         otherwise the result has ``complete=False``.
+      backend: ``"serial"`` or ``"ray"`` (one Ray task per chunk; see
+        :func:`jaxaudit.runs.run_chunks`), ``ray_address`` its cluster (None: a local one),
+        ``ray_workers`` the chunks in flight. They do not change the numbers.
 
     Returns:
       :class:`RdpResult`.
@@ -475,7 +479,8 @@ def run_rdp(config: RdpConfig, run_dir: str | Path | None = None, *,
             return {"in_scores": in_s, "out_scores": out_s}
 
         names = [c[0] for c in chunks]
-        results = run_chunks(rundir, names, compute, progress=progress, worker=worker)
+        results = run_chunks(rundir, names, compute, progress=progress, worker=worker,
+                             backend=backend, ray_address=ray_address, ray_workers=ray_workers)
     except BaseException:
         if run_dir is not None:
             discard_new_run(run_dir, existed)

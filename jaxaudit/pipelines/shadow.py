@@ -311,7 +311,8 @@ def chunk_plan(num_models: int, chunk: int, prefix: str) -> tuple[list[int], lis
 
 def train_chunks(run: Any, cfg: dict, graph: Any, sampler: Any, module: Any, *,
                  prefix: str, chunk: int, progress: Progress | None,
-                 worker: tuple[int, int] | None, recipe: dict) -> tuple[dict, list[str]]:
+                 worker: tuple[int, int] | None, recipe: dict,
+                 sweep: dict | None = None) -> tuple[dict, list[str]]:
     """Train the sweep's models chunk by chunk (model m with ``unit_key(seed, m)``) through
     :func:`jaxaudit.runs.run_chunks`; returns the finished chunks and the plan's names."""
     from jaxaudit.graph import train_shadow_models
@@ -327,7 +328,8 @@ def train_chunks(run: Any, cfg: dict, graph: Any, sampler: Any, module: Any, *,
                                   edge_access=cfg["edge_access"], **recipe)
         return {"masks": np.asarray(out.masks), "scores": np.asarray(out.scores)}
 
-    return run_chunks(run, names, compute, progress=progress, worker=worker), names
+    return run_chunks(run, names, compute, progress=progress, worker=worker,
+                      **(sweep or {})), names
 
 
 def open_run(run_dir: str | Path | None, kind: str, cfg: dict) -> tuple[Any, bool, bool]:
@@ -351,7 +353,8 @@ def lira_auc(masks: np.ndarray, scores: np.ndarray) -> float | None:
 
 def run_shadow(config: ShadowConfig, run_dir: str | Path | None = None, *,
                progress: Progress | None = None, worker: tuple[int, int] | None = None,
-               model: Any = None, graph: Any = None) -> ShadowRun:
+               model: Any = None, graph: Any = None, backend: str = "serial",
+               ray_address: str | None = None, ray_workers: int | None = None) -> ShadowRun:
     """Train ``config.num_models`` shadow GNNs and score every node (``jaxaudit shadow``).
 
     Model m trains on ``sampler(k_s, graph)`` with the key ``unit_key(seed, m)`` (split into the
@@ -370,6 +373,9 @@ def run_shadow(config: ShadowConfig, run_dir: str | Path | None = None, *,
         ``config.model`` (stored as its repr).
       graph: an in-memory ``jaxaudit.graph.Graph`` instead of ``config.dataset`` (stored by its
         SHA-256).
+      backend: ``"serial"`` or ``"ray"`` (one Ray task per chunk; see
+        :func:`jaxaudit.runs.run_chunks`), ``ray_address`` its cluster (None: a local one),
+        ``ray_workers`` the chunks in flight. They do not change the numbers.
 
     Returns:
       :class:`ShadowRun`. With a run folder, ``summary.json`` is written too.
@@ -392,7 +398,8 @@ def run_shadow(config: ShadowConfig, run_dir: str | Path | None = None, *,
         results, names = train_chunks(
             run, cfg, graph, sampler, module, prefix="chunk", chunk=int(config.chunk),
             progress=progress, worker=worker,
-            recipe={"learning_rate": config.learning_rate, "weight_decay": config.weight_decay})
+            recipe={"learning_rate": config.learning_rate, "weight_decay": config.weight_decay},
+            sweep=dict(backend=backend, ray_address=ray_address, ray_workers=ray_workers))
     except ValueError:
         if run is not None:
             discard_new_run(run.path, existed, keep_folder=had_folder)

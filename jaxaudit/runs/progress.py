@@ -71,6 +71,9 @@ def run_chunks(
     worker: tuple[int, int] | None = None,
     lease_s: float = DEFAULT_LEASE_S,
     poll_s: float = 1.0,
+    backend: str = "serial",
+    ray_address: str | None = None,
+    ray_workers: int | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Compute every chunk not yet finished in ``run``, saving each as soon as it is done.
 
@@ -96,6 +99,12 @@ def run_chunks(
         chunks that live processes hold, and returns them all.
       lease_s: seconds without a heartbeat after which another process's claim is stale.
       poll_s: how often the plain run looks again at chunks held by other processes.
+      backend: ``"serial"`` (this process computes each chunk) or ``"ray"``: one Ray task per
+        missing chunk, retried when its worker dies; the arrays come back to this process,
+        which alone claims and saves them (:mod:`jaxaudit.runs.ray_backend`; docs/scaling.md).
+      ray_address: the Ray cluster (``backend="ray"``); None starts a local one on 127.0.0.1.
+      ray_workers: ``backend="ray"``: at most this many chunks in flight (a local cluster gets
+        this many CPUs); None: the cluster's CPUs.
 
     Returns:
       ``{name: arrays}`` for every name (worker mode: every name finished so far), loaded back
@@ -108,6 +117,13 @@ def run_chunks(
         if index >= count:
             raise ValueError(f"worker must be (index, count) with index < count, got {worker}")
     mine = names if worker is None else names[index::count]
+    if backend not in ("serial", "ray"):
+        raise ValueError(f"backend must be 'serial' or 'ray', got {backend!r}")
+    if ray_workers is not None:
+        check_integer("ray_workers", ray_workers, minimum=1)
+    if backend == "ray":
+        return _run_chunks_ray(run, names, mine, compute_fn, progress, desc, worker, lease_s,
+                               poll_s, ray_address, ray_workers)
     if run is None:
         out = {}
         if callable(progress):
@@ -147,6 +163,59 @@ def run_chunks(
                         run.save_chunk(name, dict(compute_fn(name)))
                 results[name] = run.load_chunk(name)
                 bar.update(1)
+            if worker is not None or not held:
+                break
+            time.sleep(poll_s)
+            pending = held
+    return {n: results[n] for n in names if n in results}
+
+
+def _run_chunks_ray(run: RunDir | None, names: list[str], mine: list[str],
+                    compute_fn: Callable[[str], dict[str, Any]],
+                    progress: bool | Progress | None, desc: str,
+                    worker: tuple[int, int] | None, lease_s: float, poll_s: float,
+                    address: str | None, workers: int | None) -> dict[str, dict[str, Any]]:
+    """:func:`run_chunks` with ``backend="ray"``: the chunks are computed by Ray tasks and
+    committed here, by the driver, each once (``has_chunk`` then ``save_chunk``)."""
+    from jaxaudit.runs.ray_backend import run_units_ray
+
+    if jax_process()[1] > 1:
+        raise ValueError("backend='ray' cannot run inside a multi-process JAX program; use one "
+                         "or the other (docs/scaling.md)")
+    results: dict[str, dict[str, Any]] = {}
+    if run is not None:
+        run.plan(names)
+        results = {n: run.load_chunk(n) for n in names if run.has_chunk(n)}
+    initial = sum(n in results for n in mine)
+    if callable(progress):
+        bar: Any = _CallbackBar(progress, len(mine), initial)
+    else:
+        bar = progress_bar(len(mine), desc=desc, enabled=bool(progress), initial=initial)
+
+    def commit(name: str, arrays: dict[str, Any]) -> None:
+        if run is None:
+            results[name] = arrays
+        else:
+            if not run.has_chunk(name):
+                run.save_chunk(name, arrays)
+            results[name] = run.load_chunk(name)
+        bar.update(1)
+
+    def acquire(name: str) -> Any:
+        if run is None:
+            return None
+        if run.has_chunk(name):  # finished by another process meanwhile
+            commit(name, {})
+            return None
+        return claim_unit(run, name, lease_s=lease_s)
+
+    with bar:
+        pending = [n for n in mine if n not in results]
+        while pending:
+            held = run_units_ray(pending, compute_fn, commit,
+                                 acquire=None if run is None else acquire,
+                                 address=address, workers=workers)
+            held = [n for n in held if n not in results]
             if worker is not None or not held:
                 break
             time.sleep(poll_s)
