@@ -51,7 +51,7 @@ class Critic(nn.Module):
     activation: Callable[[jax.Array], jax.Array] = nn.relu
 
     @nn.compact
-    def __call__(self, x):
+    def __call__(self, x: jax.Array) -> jax.Array:
         d = x.shape[-1]
         mean = self.variable("stats", "mean", jnp.zeros, (d,), x.dtype).value
         scale = self.variable("stats", "scale", jnp.ones, (d,), x.dtype).value

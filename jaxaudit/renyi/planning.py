@@ -137,7 +137,7 @@ class RunsNeeded(NamedTuple):
     max_runs: int
     model: str = "gaussian"
 
-    def critic(self, scores):
+    def critic(self, scores: ArrayLike) -> np.ndarray:
         """The model critic g(x) = (μ_in − μ_out)/σ² · (x − (μ_in + μ_out)/2), unclipped."""
         x = np.asarray(scores, dtype=np.float64)
         return (self.mean_in - self.mean_out) / self.sd**2 * (
