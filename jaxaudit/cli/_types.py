@@ -88,3 +88,25 @@ def as_flags(**names: str) -> Iterator[None]:
         for name, flag in names.items():
             msg = re.sub(rf"(?<![\w'/.-]){name}(?![\w'/]|\.\w)", flag, msg)
         raise (FileNotFoundError if isinstance(err, FileNotFoundError) else ValueError)(msg) from err
+
+
+def worker_spec(text: str) -> tuple[int, int]:
+    """``I/N``: worker I (from 0) of N independent processes on one run folder."""
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not m or not int(m[1]) < int(m[2]):
+        raise argparse.ArgumentTypeError(f"expected I/N with 0 <= I < N, got {text!r}")
+    return int(m[1]), int(m[2])
+
+
+def add_sweep_options(p: argparse.ArgumentParser) -> None:
+    """Where a sweep's units run (``--backend``, ``--ray-address``, ``--worker``); no number changes."""
+    p.add_argument("--backend", choices=("serial", "ray"), default="serial", help="serial: this process computes every unit; ray: one Ray task per unit, results written by this process (pip install \"jaxaudit[ray]\"; docs/scaling.md)")
+    p.add_argument("--ray-address", default=None, metavar="ADDR", help="with --backend ray: the Ray cluster (keep it on a trusted network) (default: a local cluster on 127.0.0.1)")
+    p.add_argument("--worker", type=worker_spec, default=None, metavar="I/N", help="be worker I of N independent processes on one --out folder (SLURM array, shell loop): compute units I, I+N, ... not held by another; a final run without --worker completes or verifies it (default: every unit)")
+
+
+def sweep_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The pipeline keywords of :func:`add_sweep_options`."""
+    if args.ray_address is not None and args.backend != "ray":
+        raise ValueError("--ray-address needs --backend ray")
+    return dict(worker=args.worker, backend=args.backend, ray_address=args.ray_address)

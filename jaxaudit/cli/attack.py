@@ -19,7 +19,14 @@ from __future__ import annotations
 import argparse
 import math
 
-from jaxaudit.cli._types import as_flags, count, nonnegative_int, positive
+from jaxaudit.cli._types import (
+    add_sweep_options,
+    as_flags,
+    count,
+    nonnegative_int,
+    positive,
+    sweep_kwargs,
+)
 
 # The library's names and limits (jaxaudit.attacks.SCORINGS, jaxaudit.pipelines.attacks.MAX_*),
 # repeated here so that --help does not import JAX; tests/cli/test_attack_cli.py checks them.
@@ -59,6 +66,7 @@ def _common(p: argparse.ArgumentParser, level: str) -> None:
     p.add_argument("--gamma", type=float, default=0.05, help="level γ of the count bound, in (0, 1)")
     p.add_argument("--out", required=True, help="run folder (created; resumed if it exists)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_sweep_options(p)
 
 
 def register(subparsers) -> None:
@@ -105,7 +113,7 @@ def _run(args: argparse.Namespace, config_type: str, run_name: str, flags: dict)
     config_cls = getattr(pipeline, config_type)
     config = config_cls(**{f: getattr(args, f) for f in config_cls._fields})
     with as_flags(**flags), ProgressBar(f"attack {args.attack}", enabled=not args.quiet) as bar:
-        result = getattr(pipeline, run_name)(config, args.out, progress=bar)
+        result = getattr(pipeline, run_name)(config, args.out, progress=bar, **sweep_kwargs(args))
     print(report.text_table(result))
     print(f"wrote {args.out}")
     return 0

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from jaxaudit.cli._types import bounded, count, finite, positive
+from jaxaudit.cli._types import bounded, count, finite, positive, sweep_kwargs
 from jaxaudit.cli.shadow import FLAGS as SHADOW_FLAGS
 from jaxaudit.cli.shadow import add_shadow_options, flags, shadow_fields
 
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         num_samples=args.num_samples, num_chains=args.num_chains, min_ess=args.min_ess,
         mp_baseline=not args.no_mp, node_chunk=args.node_chunk, compare=args.compare)
     with flags(FLAGS), ProgressBar("bmp", enabled=not args.quiet) as bar:
-        result = run_bmp(config, args.out, progress=bar)
+        result = run_bmp(config, args.out, progress=bar, **sweep_kwargs(args))
     if not args.quiet:
         print(report.text_table(result))
     return 0

@@ -17,7 +17,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from jaxaudit.cli._types import as_flags, count, finite, nonnegative_int, positive
+from jaxaudit.cli._types import (
+    add_sweep_options,
+    as_flags,
+    count,
+    finite,
+    nonnegative_int,
+    positive,
+    sweep_kwargs,
+)
 
 
 def _orders(text: str) -> list[float]:
@@ -77,6 +85,7 @@ def register(subparsers: Any) -> None:
     add("--scores", nargs=2, metavar=("IN", "OUT"), default=None, help="audit these canary scores (.npy saved with numpy.save, 1-D float: runs with / without the canary, the same sampling rate in both; docs/opacus.md) instead of training; training-only options are ignored (default: train)")
     add("--out", required=True, help="run folder (created; resumed if it exists)")
     add("--quiet", action="store_true", help="no progress bar")
+    add_sweep_options(p)  # training mode only
     p.set_defaults(func=run)
 
 
@@ -115,7 +124,7 @@ def run_training(args: argparse.Namespace) -> int:
                  **_common(args))
     config = RdpConfig(**{k: v for k, v in given.items() if v is not None})  # None: default
     with ProgressBar("canary runs", enabled=not args.quiet) as bar:
-        result = run_rdp(config, args.out, progress=bar)
+        result = run_rdp(config, args.out, progress=bar, **sweep_kwargs(args))
     print(text_table(result))
     print(f"wrote results.json, summary.md and rdp_audit.png into {args.out}")
     return 0

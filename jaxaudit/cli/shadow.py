@@ -11,7 +11,16 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from jaxaudit.cli._types import as_flags, bounded, count, nonnegative, nonnegative_int, positive
+from jaxaudit.cli._types import (
+    add_sweep_options,
+    as_flags,
+    bounded,
+    count,
+    nonnegative,
+    nonnegative_int,
+    positive,
+    sweep_kwargs,
+)
 
 # The library's registries and limits (jaxaudit.datasets.GRAPH_DATASETS, jaxaudit.graph.SAMPLERS,
 # jaxaudit.pipelines.shadow.MODELS, MAX_*), named here without importing jax so that --help
@@ -54,6 +63,7 @@ def add_shadow_options(p: argparse.ArgumentParser, *, ratio_type: Any = float) -
     p.add_argument("--csbm-nodes", type=bounded(int, 2, MAX_CSBM_NODES), default=2708, help=f"CSBM size in nodes, 2 to {MAX_CSBM_NODES} (dataset csbm)")
     p.add_argument("--data-dir", default=None, help="data directory (default: $JAXAUDIT_DATA, else ~/.cache/jaxaudit)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_sweep_options(p)
 
 
 def shadow_fields(args: argparse.Namespace) -> dict:
@@ -87,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
                           weight_decay=args.weight_decay, chunk=args.chunk)
     with flags(FLAGS), ProgressBar(f"shadow {args.dataset}/{args.model}",
                                         enabled=not args.quiet) as bar:
-        result = run_shadow(config, args.out, progress=bar)
+        result = run_shadow(config, args.out, progress=bar, **sweep_kwargs(args))
     if not args.quiet:
         print(report.text_table(result))
     return 0

@@ -9,7 +9,7 @@ import pytest
 CLI = Path(__file__).resolve().parents[2] / "jaxaudit" / "cli"
 FILES = sorted(CLI.glob("*.py"))
 #: The budgets of the shared parts and of the commands whose logic moved to the library.
-BUDGETS = {"bounds.py": 105, "data.py": 65, "main.py": 85, "report.py": 25, "_types.py": 90}
+BUDGETS = {"bounds.py": 105, "data.py": 65, "main.py": 85, "report.py": 25, "_types.py": 115}
 
 
 def _lines(path: Path) -> int:

@@ -24,6 +24,9 @@ from jaxaudit.runs import RunDir
 _OUTPUT_ONLY = {
     "out": "where the results go, not what they are",
     "quiet": "progress display only",
+    "backend": "where the units run (serial or Ray tasks); every unit keeps its key",
+    "ray_address": "which Ray cluster runs the units",
+    "worker": "which share of the units this process computes; the final run holds them all",
 }
 CHANGES_NO_NUMBER = {
     ("rdp", "training"): {
