@@ -125,6 +125,9 @@ def run_training(args: argparse.Namespace) -> int:
     config = RdpConfig(**{k: v for k, v in given.items() if v is not None})  # None: default
     with ProgressBar("canary runs", enabled=not args.quiet) as bar:
         result = run_rdp(config, args.out, progress=bar, **sweep_kwargs(args))
+    if not result.complete:  # a --worker share: the audit waits for the other workers' chunks
+        print(f"{len(result.in_scores)} runs per world so far in {args.out}; audited when every chunk is done")
+        return 0
     print(text_table(result))
     print(f"wrote results.json, summary.md and rdp_audit.png into {args.out}")
     return 0
