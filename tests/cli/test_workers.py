@@ -89,3 +89,14 @@ def test_backend_ray_from_the_command_line_equals_serial(tmp_path):
                 all_cpu_cores=False) == 0
     np.testing.assert_array_equal(load_results(tmp_path / "ray").concat("scores"),
                                   _serial(tmp_path).concat("scores"))
+
+
+def test_rdp_worker_share_prints_its_progress_and_the_final_run_audits(tmp_path, capsys):
+    args = ["rdp", "--dataset", "synthetic", "--model", "logreg", "--dataset-size", "8",
+            "--public-size", "0", "--steps", "2", "--runs", "4", "--chunk", "1", "--orders",
+            "1.5,2", "--epsilon", "4", "--quiet", "--out", str(tmp_path / "r")]
+    assert main([*args, "--worker", "0/2"], all_cpu_cores=False) == 0
+    assert "2 runs per world so far" in capsys.readouterr().out
+    assert not (tmp_path / "r" / "results.json").exists()
+    assert main(args, all_cpu_cores=False) == 0
+    assert (tmp_path / "r" / "results.json").exists()
