@@ -118,12 +118,13 @@ def run_units_ray(
                 name = running.pop(ref)
                 try:
                     arrays = ray.get(ref)
-                except ray.exceptions.RayTaskError as err:
+                except ray.exceptions.RayError as err:  # the unit's own error, or retries spent
                     for other in running:
                         ray.cancel(other, force=True)
                     running.clear()
                     cause = getattr(err, "cause", None)
-                    if isinstance(cause, Exception):
+                    if isinstance(err, ray.exceptions.RayTaskError) and isinstance(cause,
+                                                                                   Exception):
                         raise cause from None
                     raise
                 commit(name, arrays)
