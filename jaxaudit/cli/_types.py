@@ -106,7 +106,8 @@ def add_sweep_options(p: argparse.ArgumentParser) -> None:
 
 
 def sweep_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """The pipeline keywords of :func:`add_sweep_options`."""
+    """The pipeline keywords of :func:`add_sweep_options` that differ from the defaults."""
     if args.ray_address is not None and args.backend != "ray":
         raise ValueError("--ray-address needs --backend ray")
-    return dict(worker=args.worker, backend=args.backend, ray_address=args.ray_address)
+    given = dict(worker=args.worker, backend=args.backend, ray_address=args.ray_address)
+    return {k: v for k, v in given.items() if v not in (None, "serial")}
