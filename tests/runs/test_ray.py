@@ -157,3 +157,47 @@ def test_units_held_by_another_process_are_skipped(cluster, tmp_path):
 def test_bad_backend_arguments_refused(kwargs, name):
     with pytest.raises(ValueError, match=name):
         run_chunks(None, NAMES, _compute, **kwargs)
+
+
+@pytest.mark.slow  # about 25 s: the audit after the shadow stage compiles NUTS
+def test_bmp_shadow_stage_on_ray_equals_serial(cluster, tmp_path):
+    from jaxaudit.pipelines import BmpConfig, run_bmp
+
+    config = BmpConfig(dataset="csbm", csbm_nodes=60, num_models=4, epochs=2, model_chunk=2,
+                       num_warmup=20, num_samples=20, num_chains=2, node_chunk=64,
+                       prior_draws=10, mp_baseline=False)
+    # the serial reference: the same models by run_shadow (same key rule; tests/pipelines/
+    # test_bmp.py checks that run_bmp's own shadow stage equals a shadow run serially)
+    serial = run_shadow(ShadowConfig(dataset="csbm", csbm_nodes=60, num_models=4, epochs=2,
+                                     chunk=2), tmp_path / "serial")
+    on_ray = run_bmp(config, tmp_path / "ray", backend="ray")
+    names = ["shadow_00000", "shadow_00001"]
+    np.testing.assert_array_equal(load_results(tmp_path / "ray").concat("masks", names),
+                                  serial.masks)
+    np.testing.assert_array_equal(load_results(tmp_path / "ray").concat("scores", names),
+                                  serial.scores)
+    assert on_ray.audit is not None and on_ray.missing == ()
+
+
+def _same_attack(run, config):
+    serial, on_ray = run(config), run(config, backend="ray")
+    for field in serial.attack._fields:
+        np.testing.assert_array_equal(getattr(on_ray.attack, field),
+                                      getattr(serial.attack, field), err_msg=field)
+
+
+def test_marginals_sweep_on_ray_equals_serial(cluster):
+    from jaxaudit.pipelines import MarginalsConfig, run_marginals
+
+    _same_attack(run_marginals, MarginalsConfig(
+        rhos=(0.1, 1.0), attributes=("age", "educ", "religious"), hidden=("religious",),
+        num_targets=10, repetitions=2, seed=3))
+
+
+@pytest.mark.slow  # about 35 s: every worker pretrains and compiles the character LM
+def test_secrets_sweep_on_ray_equals_serial(cluster):
+    from jaxaudit.pipelines import SecretsConfig, run_secrets
+
+    _same_attack(run_secrets, SecretsConfig(
+        prior="digits", digits=1, epsilons=(2.0,), num_secrets=3, num_filler=5, steps=4,
+        batch_size=4, pretrain_steps=2, hidden_dim=8, guesses=2, repetitions=2))
