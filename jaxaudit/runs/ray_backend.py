@@ -33,7 +33,7 @@ def import_ray() -> Any:
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
     try:
         import ray
-    except ImportError as err:  # pragma: no cover - ray is in the dev group
+    except ImportError as err:
         raise ImportError('backend="ray" needs Ray: pip install "jaxaudit[ray]"') from err
     return ray
 

@@ -15,7 +15,7 @@ from ray import cloudpickle  # noqa: E402  (Ray's own copy pickles the tasks)
 
 from jaxaudit.pipelines import RdpConfig, ShadowConfig, run_rdp, run_shadow  # noqa: E402
 from jaxaudit.runs import RunDir, load_results, run_chunks  # noqa: E402
-from jaxaudit.runs.ray_backend import run_units_ray  # noqa: E402
+from jaxaudit.runs.ray_backend import import_ray, run_units_ray  # noqa: E402
 
 # the tasks below are defined in this test module, which Ray workers cannot import by name
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -201,3 +201,9 @@ def test_secrets_sweep_on_ray_equals_serial(cluster):
     _same_attack(run_secrets, SecretsConfig(
         prior="digits", digits=1, epsilons=(2.0,), num_secrets=3, num_filler=5, steps=4,
         batch_size=4, pretrain_steps=2, hidden_dim=8, guesses=2, repetitions=2))
+
+
+def test_missing_ray_is_an_import_error_naming_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)              # as if it were not installed
+    with pytest.raises(ImportError, match=r'pip install "jaxaudit\[ray\]"'):
+        import_ray()
