@@ -20,12 +20,15 @@ References:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax.typing import VariableDict
+from jax.typing import ArrayLike
 
 from jaxaudit.attacks.corpus import EOS, PAD, VOCAB, encode
 
@@ -43,19 +46,19 @@ class CharGRU(nn.Module):
     embed_dim: int = 32
     hidden_dim: int = 128
 
-    def setup(self):
+    def setup(self) -> None:
         self.embed = nn.Embed(self.vocab_size, self.embed_dim)
         self.cell = nn.GRUCell(features=self.hidden_dim)
         self.head = nn.Dense(self.vocab_size)
 
-    def initial_carry(self, batch: int):
+    def initial_carry(self, batch: int) -> jax.Array:
         return jnp.zeros((batch, self.hidden_dim), jnp.float32)
 
-    def step(self, carry, token):
+    def step(self, carry: jax.Array, token: jax.Array) -> tuple[jax.Array, jax.Array]:
         carry, h = self.cell(carry, self.embed(token))
         return carry, self.head(h)
 
-    def __call__(self, tokens):
+    def __call__(self, tokens: jax.Array) -> jax.Array:
         x = self.embed(tokens)  # (B, T, E)
         carry = jnp.zeros((tokens.shape[0], self.hidden_dim), x.dtype)
 
@@ -69,7 +72,8 @@ class CharGRU(nn.Module):
         return self.head(hs)
 
 
-def sequence_log_likelihood(model, params, tokens) -> jax.Array:
+def sequence_log_likelihood(model: nn.Module, params: VariableDict, tokens: jax.Array
+                            ) -> jax.Array:
     """Σ_t log p(tokens[t+1] | tokens[≤t]) over non-PAD targets, per record: (B,) float32.
 
     Examples:
@@ -80,9 +84,11 @@ def sequence_log_likelihood(model, params, tokens) -> jax.Array:
       >>> sequence_log_likelihood(m, prm, toks).shape
       (1,)
     """
+    # flax types apply's result as Any | (out, variables); without mutable= it is the output
     logits = model.apply(params, tokens[:, :-1])
     targets = tokens[:, 1:]
-    logp = jnp.take_along_axis(jax.nn.log_softmax(logits), targets[..., None], -1)[..., 0]
+    logp = jnp.take_along_axis(jax.nn.log_softmax(logits),  # type: ignore[arg-type]
+                               targets[..., None], -1)[..., 0]
     return jnp.sum(jnp.where(targets != PAD, logp, 0.0), axis=-1)
 
 
@@ -103,7 +109,7 @@ class CandidateTrie(NamedTuple):
     leaf_node: np.ndarray
 
 
-def candidate_trie(candidates) -> CandidateTrie:
+def candidate_trie(candidates: Sequence[str]) -> CandidateTrie:
     """Build the prefix trie of ``candidates`` (strings over the vocabulary, non-empty).
 
     Examples:
@@ -138,7 +144,8 @@ def candidate_trie(candidates) -> CandidateTrie:
                          np.asarray(leaf_level, np.int32), np.asarray(leaf_node, np.int32))
 
 
-def score_candidates(model, params, prefixes, trie: CandidateTrie, *,
+def score_candidates(model: CharGRU, params: VariableDict, prefixes: Sequence[ArrayLike],
+                     trie: CandidateTrie, *,
                      users_per_call: int = 16) -> np.ndarray:
     """log p(x, EOS | BOS, prefix_u) for every prefix u and candidate x: (U, K) float32.
 
@@ -153,7 +160,7 @@ def score_candidates(model, params, prefixes, trie: CandidateTrie, *,
     Returns:
       (U, K) numpy array of log-likelihoods.
     """
-    prefixes = [np.asarray(p, np.int32) for p in prefixes]
+    arrays = [np.asarray(p, np.int32) for p in prefixes]
     g = int(users_per_call)
 
     @jax.jit
@@ -178,14 +185,14 @@ def score_candidates(model, params, prefixes, trie: CandidateTrie, *,
         return new.reshape(g, n, -1), jax.nn.log_softmax(logits).reshape(g, n, -1), char_logp
 
     levels = [(jnp.asarray(p), jnp.asarray(c)) for p, c in zip(trie.parents, trie.chars)]
-    out = np.empty((len(prefixes), trie.leaf_level.shape[0]), np.float32)
+    out = np.empty((len(arrays), trie.leaf_level.shape[0]), np.float32)
     by_len: dict[int, list[int]] = {}
-    for i, p in enumerate(prefixes):
+    for i, p in enumerate(arrays):
         by_len.setdefault(p.shape[0], []).append(i)
     for group in by_len.values():
         for start in range(0, len(group), g):
             rows = group[start:start + g]
-            toks = np.stack([prefixes[i] for i in rows] + [prefixes[rows[0]]] * (g - len(rows)))
+            toks = np.stack([arrays[i] for i in rows] + [arrays[rows[0]]] * (g - len(rows)))
             carry, logp = run_prefix(params, jnp.asarray(toks))
             carry, logp = carry[:, None, :], logp[:, None, :]
             cum = [np.zeros((g, 1), np.float32)]

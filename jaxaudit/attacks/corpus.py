@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxaudit._validation import check_integer
+from jaxaudit.attacks.secret_priors import SecretPrior
 
 __all__ = [
     "VOCAB",
@@ -107,9 +108,11 @@ def filler_sentences(max_length: int = 62) -> tuple[list[str], str]:
     import textwrap
     from pydoc_data.topics import topics
 
-    seen, out = set(), []
+    seen: set[str] = set()
+    out: list[str] = []
     for name in sorted(topics):
-        paragraphs, current = [], []
+        paragraphs: list[str] = []
+        current: list[str] = []
         for line in topics[name].splitlines():
             if (not line.strip() or line.startswith((" ", "\t"))
                     or set(line.strip()) <= set("*=-~^")):
@@ -128,8 +131,9 @@ def filler_sentences(max_length: int = 62) -> tuple[list[str], str]:
     return out, f"{sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}"
 
 
-def secret_corpus(key, prior, *, num_secrets: int, num_filler: int, record_length: int = 64,
-                  first_user: int = 0, filler_start: int = 0) -> SecretCorpus:
+def secret_corpus(key: jax.Array, prior: SecretPrior, *, num_secrets: int, num_filler: int,
+                  record_length: int = 64, first_user: int = 0, filler_start: int = 0
+                  ) -> SecretCorpus:
     """Draw X_k ~ prior for users k = first_user..first_user+n−1 and build the encoded corpus
     (secret records first, then filler).
 

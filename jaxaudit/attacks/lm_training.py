@@ -28,9 +28,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import optax
+from flax.typing import VariableDict
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import (
     check_integer,
@@ -44,10 +47,11 @@ from jaxaudit.dpsgd.private_aggregate import dp_aggregate, per_example_gradients
 __all__ = ["train_dp_lm"]
 
 
-def train_dp_lm(key, model, tokens, *, steps: int, sampling_rate: float, noise_multiplier: float,
+def train_dp_lm(key: jax.Array, model: nn.Module, tokens: ArrayLike, *, steps: int,
+                sampling_rate: float, noise_multiplier: float,
                 clip_norm: float = 1.0, learning_rate: float = 3e-3,
-                init_params=None, on_chunk: Callable[[int], None] | None = None,
-                chunk: int = 50):
+                init_params: VariableDict | None = None,
+                on_chunk: Callable[[int], None] | None = None, chunk: int = 50) -> VariableDict:
     """Train ``model`` on ``tokens`` with DP-SGD (Adam on the privatised gradient).
 
     Args:

@@ -40,10 +40,12 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import jax
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import check_integer, check_positive, check_probability
 from jaxaudit.attacks.privacy import gaussian_marginals_privacy
@@ -124,7 +126,8 @@ def marginals_memory(sizes, num_hidden: int, way: int, num_targets: int,
             + big_h**2 * (int(num_hidden) + 16))
 
 
-def check_marginals_arguments(table: Table, *, attributes, hidden, way: int = 2,
+def check_marginals_arguments(table: Table, *, attributes: Sequence[str], hidden: Sequence[str],
+                              way: int = 2,
                               num_targets: int = 100, distance: int = 0) -> None:
     """Every check of the game's arguments, before any work (no game is built): the names,
     ``way``, ``num_targets``, ``distance`` and the working memory
@@ -166,7 +169,8 @@ def check_marginals_arguments(table: Table, *, attributes, hidden, way: int = 2,
             "hide fewer columns or lower num_targets")
 
 
-def marginals_game(key, table: Table, *, attributes, hidden, way: int = 2,
+def marginals_game(key: jax.Array, table: Table, *, attributes: Sequence[str],
+                   hidden: Sequence[str], way: int = 2,
                    num_targets: int = 100) -> MarginalsGame:
     """Pick n target rows, draw their hidden values from D_i, and set up the release.
 
@@ -244,7 +248,7 @@ def marginals_game(key, table: Table, *, attributes, hidden, way: int = 2,
                          rest_counts, log_prior, truth.astype(np.int64))
 
 
-def release_marginals(key, game: MarginalsGame, sigma: float) -> np.ndarray:
+def release_marginals(key: jax.Array, game: MarginalsGame, sigma: float) -> np.ndarray:
     """The noisy release: exact marginals of rest + targets (with their true hidden values) plus
     N(0, σ²) per cell. Returns a (release_size,) float64 vector."""
     n = game.truth.shape[0]
@@ -255,7 +259,7 @@ def release_marginals(key, game: MarginalsGame, sigma: float) -> np.ndarray:
     return counts + float(sigma) * noise
 
 
-def marginals_posterior(game: MarginalsGame, release, sigma: float) -> np.ndarray:
+def marginals_posterior(game: MarginalsGame, release: ArrayLike, sigma: float) -> np.ndarray:
     """log π_i(h), normalised, for every target and hidden value: (n, H) (see module docstring).
 
     σ = 0 (no noise) is evaluated as the limit σ → 0 (σ² = 1e−12).
@@ -296,13 +300,14 @@ def _balls(hidden_values: np.ndarray, distance: int) -> np.ndarray:
     return (ham <= distance).astype(np.float64)  # (H, H), symmetric
 
 
-def hamming_guess(log_post, hidden_values, distance: int) -> np.ndarray:
+def hamming_guess(log_post: ArrayLike, hidden_values: ArrayLike, distance: int) -> np.ndarray:
     """argmax_z Σ_{h: Ham(h, z) ≤ d} π(h) for every row of ``log_post`` (z over all H values)."""
     balls = _balls(np.asarray(hidden_values), int(distance))
     return np.argmax(np.exp(np.asarray(log_post)) @ balls, axis=1)
 
 
-def marginals_reconstruction(key, *, rho: float, attributes, hidden, distance: int = 0,
+def marginals_reconstruction(key: jax.Array, *, rho: float, attributes: Sequence[str],
+                             hidden: Sequence[str], distance: int = 0,
                              way: int = 2, num_targets: int = 100, delta: float = 1e-5,
                              gamma: float = 0.05, table: Table | None = None) -> AttackResult:
     """Release ρ-zCDP Gaussian k-way marginals and reconstruct the targets' hidden attributes.

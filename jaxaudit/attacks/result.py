@@ -24,7 +24,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
+from jaxaudit.accounting.guarantees import PldProfile
 from jaxaudit.bounds import success_count_bound, success_count_bound_fdp, success_tail_fdp
 
 __all__ = ["AttackResult", "attack_result"]
@@ -64,18 +66,20 @@ class AttackResult(NamedTuple):
     noise: jax.Array
 
 
-def _single_bound(p: float, profile) -> float:
+def _single_bound(p: float, profile: PldProfile) -> float:
     if p <= 0.0:
         return 0.0
-    return float(success_tail_fdp([p], profile.delta_of_epsilon, 1, profile.epsilons))
+    return float(success_tail_fdp(np.asarray([p]), profile.delta_of_epsilon, 1,
+                                  profile.epsilons))
 
 
-def attack_result(hits, priors, profile, *, gamma: float, top_prior: float,
-                  median_prior: float) -> AttackResult:
+def attack_result(hits: ArrayLike, priors: ArrayLike, profile: PldProfile, *, gamma: float,
+                  top_prior: float, median_prior: float) -> AttackResult:
     """Assemble an :class:`AttackResult` from per-target hits, p_i and a privacy profile."""
     hits = np.asarray(hits, dtype=bool)
     p = np.asarray(priors, dtype=np.float64)
     n = p.size
+    bound: int | jax.Array
     if np.isinf(profile.epsilon):
         bound = bound_pt = n + 1
     else:

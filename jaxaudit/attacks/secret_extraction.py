@@ -31,6 +31,8 @@ from typing import NamedTuple
 
 import jax
 import numpy as np
+from flax.typing import VariableDict
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import (
     check_choice,
@@ -43,7 +45,7 @@ from jaxaudit._validation import (
 from jaxaudit.attacks.char_model import CharGRU, candidate_trie, score_candidates
 from jaxaudit.attacks.corpus import encode, secret_corpus, secret_prefix
 from jaxaudit.attacks.lm_training import train_dp_lm
-from jaxaudit.attacks.privacy import dpsgd_privacy
+from jaxaudit.attacks.privacy import PrivacyProfile, dpsgd_privacy
 from jaxaudit.attacks.result import AttackResult, attack_result
 from jaxaudit.attacks.secret_priors import SecretPrior
 from jaxaudit.bounds import top_k_mass
@@ -80,10 +82,11 @@ class SecretScores(NamedTuple):
     scores: np.ndarray
     reference: np.ndarray | None
     secrets: np.ndarray
-    profile: object
+    profile: PrivacyProfile
 
 
-def secret_scores(model, params, prior: SecretPrior, num_users: int) -> np.ndarray:
+def secret_scores(model: CharGRU, params: VariableDict, prior: SecretPrior,
+                  num_users: int) -> np.ndarray:
     """ℓ_k(x) = log p_θ(x, EOS | BOS "user k's password is ") for users k < n: (n, K) float32."""
     num_users = check_integer("num_users", num_users, minimum=1)
     trie = candidate_trie(list(prior.candidates))
@@ -92,8 +95,8 @@ def secret_scores(model, params, prior: SecretPrior, num_users: int) -> np.ndarr
     return score_candidates(model, params, prefixes, trie)
 
 
-def attack_scores(scores, prior: SecretPrior, scoring: str = "calibrated", *,
-                  reference=None, weight: float = 1.0) -> np.ndarray:
+def attack_scores(scores: ArrayLike, prior: SecretPrior, scoring: str = "calibrated", *,
+                  reference: ArrayLike | None = None, weight: float = 1.0) -> np.ndarray:
     """The adversary's score of every candidate x for every user k (higher = guessed first).
 
     With ℓ_k(x) the fine-tuned model's log-likelihood of x after user k's prefix and D the prior:
@@ -157,7 +160,7 @@ def attack_scores(scores, prior: SecretPrior, scoring: str = "calibrated", *,
     return log_prior + lam * (ell - ref)
 
 
-def secret_ranks(scores, secrets) -> np.ndarray:
+def secret_ranks(scores: ArrayLike, secrets: ArrayLike) -> np.ndarray:
     """Rank (0 = best) of each user's true secret under ``scores`` (n, K): (n,) int.
 
     Ties are broken against the attacker (a tied candidate counts as ranked above the secret);
@@ -174,7 +177,8 @@ def secret_ranks(scores, secrets) -> np.ndarray:
     return np.where(np.isfinite(own), ranks, scores.shape[1])
 
 
-def rank_secrets(model, params, prior: SecretPrior, num_users: int, secrets) -> np.ndarray:
+def rank_secrets(model: CharGRU, params: VariableDict, prior: SecretPrior, num_users: int,
+                 secrets: ArrayLike) -> np.ndarray:
     """Rank of each user's true secret by model likelihood alone (``scoring="likelihood"``).
 
     Returns:
@@ -183,10 +187,12 @@ def rank_secrets(model, params, prior: SecretPrior, num_users: int, secrets) -> 
     return secret_ranks(secret_scores(model, params, prior, num_users), secrets)
 
 
-def pretrain_public(key, prior: SecretPrior, *, public_secrets: int = 500,
+def pretrain_public(key: jax.Array, prior: SecretPrior, *, public_secrets: int = 500,
                     public_filler: int = 1000, num_filler: int = 1000, steps: int = 300,
                     batch_size: int = 64, learning_rate: float = 3e-3, hidden_dim: int = 96,
-                    record_length: int = 64, on_progress=None):
+                    record_length: int = 64,
+                    on_progress: Callable[[int], None] | None = None
+                    ) -> tuple[CharGRU, VariableDict]:
     """Non-private pretraining on public data: filler disjoint from the private corpus's, and
     ``public_secrets`` records of *other* users (ids from 10^6 on) with secrets from the same
     prior — the public knowledge of how people choose passwords that a fine-tuned model starts
@@ -206,10 +212,11 @@ def pretrain_public(key, prior: SecretPrior, *, public_secrets: int = 500,
     return model, params
 
 
-def train_and_score(key, *, prior: SecretPrior, num_secrets: int, epsilon: float,
+def train_and_score(key: jax.Array, *, prior: SecretPrior, num_secrets: int, epsilon: float,
                     delta: float = 1e-5, num_filler: int = 1000, steps: int = 300,
                     batch_size: int = 64, clip_norm: float = 1.0, learning_rate: float = 3e-3,
-                    pretrained=None, hidden_dim: int = 96, record_length: int = 64,
+                    pretrained: tuple[CharGRU, VariableDict] | None = None,
+                    hidden_dim: int = 96, record_length: int = 64,
                     on_progress: Callable[[int], None] | None = None) -> SecretScores:
     """Steps 1–3 of the game up to the adversary's likelihoods: draw the secrets, DP-fine-tune,
     and score every candidate for every user (and under the public reference model).
@@ -273,12 +280,13 @@ def extraction_result(scored: SecretScores, prior: SecretPrior, *, scoring: str 
                          top_prior=float(probs.max()), median_prior=median)
 
 
-def secret_extraction(key, *, prior: SecretPrior, num_secrets: int, epsilon: float,
+def secret_extraction(key: jax.Array, *, prior: SecretPrior, num_secrets: int, epsilon: float,
                       delta: float = 1e-5, guesses: int = 1, gamma: float = 0.05,
                       scoring: str = "calibrated", weight: float = 1.0,
                       num_filler: int = 1000, steps: int = 300, batch_size: int = 64,
                       clip_norm: float = 1.0, learning_rate: float = 3e-3,
-                      pretrained=None, hidden_dim: int = 96, record_length: int = 64,
+                      pretrained: tuple[CharGRU, VariableDict] | None = None,
+                      hidden_dim: int = 96, record_length: int = 64,
                       on_progress: Callable[[int], None] | None = None) -> AttackResult:
     """DP-fine-tune a character GRU on a corpus with n inserted secrets and extract them.
 

@@ -17,16 +17,18 @@ inside ``jax.jit``/``jax.vmap`` (``num_draws`` static) the checks are skipped an
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import distrax
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxaudit._validation import check_finite, check_integer, is_traced
 from jaxaudit.bmp.region import _epsilons_from_errors
-from jaxaudit.mia.types import validate_counts
+from jaxaudit.mia.types import ErrorCounts, validate_counts
 
 __all__ = ["JeffreysEstimate", "jeffreys_estimate"]
 
@@ -50,7 +52,10 @@ def _jeffreys_estimate(key, fp, n0, fn, n1, q, num_draws: int = 4000) -> Jeffrey
     return JeffreysEstimate(qs, jnp.quantile(eps_l, qs, axis=0), jnp.quantile(eps_r, qs, axis=0))
 
 
-def jeffreys_estimate(key, counts, *, num_draws: int = 4000, q=(0.05, 0.5, 0.95)):
+def jeffreys_estimate(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike], *,
+                      num_draws: int = 4000,
+                      q: ArrayLike | Sequence[float] = (0.05, 0.5, 0.95)
+                      ) -> JeffreysEstimate:
     """Optimal-attack estimator: α ~ Beta(FP + ½, TN + ½), β ~ Beta(FN + ½, TP + ½) independently
     (Jeffreys posteriors), pushed through the inverse map (ε_L, ε_R) = epsilons_from_errors(α, β)
     — the attack is assumed to sit on the region's boundary (s = 1). An estimate, not a bound.
@@ -70,4 +75,5 @@ def jeffreys_estimate(key, counts, *, num_draws: int = 4000, q=(0.05, 0.5, 0.95)
         q = np.asarray(check_finite("q", q), float)
         if np.any((q < 0) | (q > 1)):
             raise ValueError(f"q must lie in [0, 1], got {q}")
-    return _jeffreys_estimate(key, *counts, q, num_draws=num_draws)
+    return _jeffreys_estimate(key, counts.fp, counts.n0, counts.fn, counts.n1, q,
+                              num_draws=num_draws)

@@ -9,9 +9,17 @@ returns the exact logarithm of every positive float, subnormal or not.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import TypeAlias
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+
+#: Arguments that are never JAX tracers (numpy arrays, Python and numpy scalars, sequences of
+#: floats). The public bounds return a Python int/float when all their array arguments are of
+#: this kind; any ``jax.Array`` argument may be a tracer, and then they return a JAX array.
+Concrete: TypeAlias = np.ndarray | np.number | float | Sequence[float]
 
 _BITS = {jnp.dtype(jnp.float64): (jnp.int64, 1074), jnp.dtype(jnp.float32): (jnp.int32, 149)}
 

@@ -32,8 +32,9 @@ search on the tail inside ``lax.while_loop``, so they vmap over ε, δ, γ or pr
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
+from typing import overload
 
 import jax
 import jax.numpy as jnp
@@ -49,6 +50,7 @@ from jaxaudit._validation import (
     check_probability,
     is_traced,
 )
+from jaxaudit.bounds._numerics import Concrete
 from jaxaudit.bounds.poisson_binomial import (
     _METHODS,
     ISF_LOG_MARGIN,
@@ -212,8 +214,16 @@ def success_tail(priors: ArrayLike, epsilon: ArrayLike, v: ArrayLike, delta: Arr
         return jnp.asarray(_add_delta(np, log_tail, v, p.size, delta))
 
 
-def success_count_bound(priors: ArrayLike, epsilon: ArrayLike, delta: ArrayLike = 0.0,
-                        gamma: ArrayLike = 0.05, *, method: str = "auto"):
+@overload
+def success_count_bound(priors: Concrete, epsilon: float, delta: float = ..., gamma: float = ...,
+                        *, method: str = ...) -> int: ...
+@overload
+def success_count_bound(priors: ArrayLike | Sequence[float], epsilon: ArrayLike,
+                        delta: ArrayLike = ..., gamma: ArrayLike = ..., *, method: str = ...
+                        ) -> int | jax.Array: ...
+def success_count_bound(priors: ArrayLike | Sequence[float], epsilon: ArrayLike,
+                        delta: ArrayLike = 0.0, gamma: ArrayLike = 0.05, *, method: str = "auto"
+                        ) -> int | jax.Array:
     """v_γ = min{v : Pr[PoiBin(β(ε, p)) ≥ v] + n·δ ≤ γ}; n + 1 when none (vacuous).
 
     With probability ≥ 1 − γ fewer than v_γ targets are attacked successfully. Round-off is
@@ -250,7 +260,13 @@ def success_count_bound(priors: ArrayLike, epsilon: ArrayLike, delta: ArrayLike 
     return _count_bound(_betas(p, epsilon), p.size, delta, gamma, method)
 
 
-def aggregate_gain(priors: ArrayLike, count_bound: ArrayLike):
+@overload
+def aggregate_gain(priors: Concrete, count_bound: int) -> float: ...
+@overload
+def aggregate_gain(priors: ArrayLike | Sequence[float], count_bound: ArrayLike
+                   ) -> float | jax.Array: ...
+def aggregate_gain(priors: ArrayLike | Sequence[float], count_bound: ArrayLike
+                   ) -> float | jax.Array:
     """Aggregate gain of a count bound over the prior: (min(v_γ, n) − Σ_i p_i) / n.
 
     The fraction of the n targets that an attack may get right, beyond the Σ_i p_i successes
@@ -452,7 +468,8 @@ def success_tail_fdp(
 
 
 def success_count_bound_fdp(priors: ArrayLike, delta_of_epsilon: Callable, gamma: float = 0.05,
-                            epsilons: ArrayLike | None = None, *, method: str = "auto"):
+                            epsilons: ArrayLike | None = None, *, method: str = "auto"
+                            ) -> int | jax.Array:
     """f-DP count bound: v_γ = min{v : inf_ε Pr[PoiBin(β(ε, p)) ≥ v] + n·δ_f(ε) ≤ γ}.
 
     Equivalently the minimum over the grid of the (ε, δ_f(ε)) count bounds, since

@@ -23,7 +23,9 @@ References:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
+from typing import overload
 
 import jax
 import jax.numpy as jnp
@@ -38,7 +40,7 @@ from jaxaudit._validation import (
     check_probability,
     is_traced,
 )
-from jaxaudit.bounds._numerics import safe_logit
+from jaxaudit.bounds._numerics import Concrete, safe_logit
 from jaxaudit.bounds.poisson_binomial import _METHODS, ISF_LOG_MARGIN, THETA_MAX, _x64, logsf_core
 from jaxaudit.bounds.success import _posterior_success
 
@@ -67,7 +69,13 @@ def epsilon_for_success_core(priors, max_success) -> jax.Array:
     return jnp.where(p_max > s, -jnp.inf, eps)
 
 
-def epsilon_for_success(priors: ArrayLike, max_success: ArrayLike):
+@overload
+def epsilon_for_success(priors: Concrete, max_success: float) -> float: ...
+@overload
+def epsilon_for_success(priors: ArrayLike | Sequence[float], max_success: ArrayLike
+                        ) -> float | jax.Array: ...
+def epsilon_for_success(priors: ArrayLike | Sequence[float], max_success: ArrayLike
+                        ) -> float | jax.Array:
     """Largest ε with β(ε, p_i) ≤ s for every target: logit s − logit max_i p_i, rounded down.
 
     For one target this is logit(s) − logit(p): the ε at which the posterior success
@@ -127,8 +135,16 @@ def epsilon_for_count_core(priors, max_count, gamma=0.05, delta=0.0, n=None,
                      jnp.where(protects(zero), lo, -jnp.inf))
 
 
-def epsilon_for_count(priors: ArrayLike, max_count: ArrayLike, *, gamma: ArrayLike = 0.05,
-                      delta: ArrayLike = 0.0, method: str = "auto"):
+@overload
+def epsilon_for_count(priors: Concrete, max_count: int, *, gamma: float = ...,
+                      delta: float = ..., method: str = ...) -> float: ...
+@overload
+def epsilon_for_count(priors: ArrayLike | Sequence[float], max_count: ArrayLike, *,
+                      gamma: ArrayLike = ..., delta: ArrayLike = ..., method: str = ...
+                      ) -> float | jax.Array: ...
+def epsilon_for_count(priors: ArrayLike | Sequence[float], max_count: ArrayLike, *,
+                      gamma: ArrayLike = 0.05, delta: ArrayLike = 0.0, method: str = "auto"
+                      ) -> float | jax.Array:
     """Largest ε with v_γ ≤ V: Pr[PoiBin(β(ε, p)) ≥ V] + n·δ ≤ γ, by bisection on ε.
 
     v_γ(ε) (:func:`~jaxaudit.bounds.success_count_bound`) is non-decreasing in ε, and v_γ ≤ V

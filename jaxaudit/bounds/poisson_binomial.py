@@ -46,7 +46,9 @@ References:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import partial
+from typing import overload
 
 import jax
 import jax.numpy as jnp
@@ -62,7 +64,7 @@ from jaxaudit._validation import (
     check_probability,
     is_traced,
 )
-from jaxaudit.bounds._numerics import logaddexp, safe_log
+from jaxaudit.bounds._numerics import Concrete, logaddexp, safe_log
 
 __all__ = [
     "RECURSION_MAX_N",
@@ -710,7 +712,13 @@ def poisson_binomial_tail(probs: ArrayLike, v: ArrayLike, *, log: bool = False,
         return jnp.asarray(out if log else np.exp(out))
 
 
-def poisson_binomial_isf(probs: ArrayLike, gamma: ArrayLike, *, method: str = "auto"):
+@overload
+def poisson_binomial_isf(probs: Concrete, gamma: float, *, method: str = ...) -> int: ...
+@overload
+def poisson_binomial_isf(probs: ArrayLike | Sequence[float], gamma: ArrayLike, *,
+                         method: str = ...) -> int | jax.Array: ...
+def poisson_binomial_isf(probs: ArrayLike | Sequence[float], gamma: ArrayLike, *,
+                         method: str = "auto") -> int | jax.Array:
     """v_γ = min{v ∈ 0..n : Pr[S ≥ v] ≤ γ}; n + 1 when no v ≤ n qualifies.
 
     Conservative at ties: the computed tail must be ≤ γ·e^{−1e−9} (``ISF_LOG_MARGIN``), so

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import overload
 
 import jax
 import jax.numpy as jnp
@@ -215,7 +216,13 @@ def steinke_p_value_core(m, r: int, v, epsilon, delta=0.0) -> jax.Array:
     return jnp.minimum(1.0, beta + a * delta * 2 * m)
 
 
-def steinke_p_value(m: int, r: int, v: int, epsilon: float, delta: float = 0.0):
+@overload
+def steinke_p_value(m: int, r: int, v: int, epsilon: float, delta: float = ...) -> float: ...
+@overload
+def steinke_p_value(m: int | jax.Array, r: int, v: int | jax.Array, epsilon: float | jax.Array,
+                    delta: float | jax.Array = ...) -> float | jax.Array: ...
+def steinke_p_value(m: int | jax.Array, r: int, v: int | jax.Array, epsilon: float | jax.Array,
+                    delta: float | jax.Array = 0.0) -> float | jax.Array:
     """Steinke–Nasr–Jagielski one-run p-value for v correct out of r guesses on m canaries.
 
     Pure ε-DP: Pr[W ≥ v] ≤ β := Pr[Bin(r, q) ≥ v], q = e^ε/(1 + e^ε). Under (ε, δ)-DP (their
@@ -269,8 +276,16 @@ def steinke_threshold_core(m, r: int, epsilon, delta=0.0, gamma=0.05) -> jax.Arr
     return hi
 
 
-def steinke_threshold(m: int, r: int, epsilon: float, delta: float = 0.0,
-                      gamma: float = 0.05):
+@overload
+def steinke_threshold(m: int, r: int, epsilon: float, delta: float = ...,
+                      gamma: float = ...) -> int: ...
+@overload
+def steinke_threshold(m: int | jax.Array, r: int, epsilon: float | jax.Array,
+                      delta: float | jax.Array = ..., gamma: float | jax.Array = ...
+                      ) -> int | jax.Array: ...
+def steinke_threshold(m: int | jax.Array, r: int, epsilon: float | jax.Array,
+                      delta: float | jax.Array = 0.0, gamma: float | jax.Array = 0.05
+                      ) -> int | jax.Array:
     """Smallest v with :func:`steinke_p_value` ``(m, r, v, ε, δ) ≤ γ``; r + 1 if none.
 
     The number of correct guesses (of r on m canaries) from which Steinke et al.'s one-run test
@@ -374,7 +389,7 @@ def _mmc_reject_core(m, c_guesses, c_correct, alphabet_size, inverse_blowup, tau
 
 
 def mmc_reject(m: int, c_guesses: int, c_correct: int, alphabet_size: int,
-               inverse_blowup: Callable, tau: float = 0.05):
+               inverse_blowup: Callable, tau: float = 0.05) -> bool | jax.Array:
     """MMC one-run reconstruction audit: does c_correct of c_guesses reject f-DP at level τ?
 
     m canaries are drawn uniformly from an alphabet of size K = ``alphabet_size``; the auditor
@@ -422,7 +437,7 @@ def _mmc_threshold_core(m, c_guesses, alphabet_size, inverse_blowup, tau, steps:
 
 
 def mmc_threshold(m: int, c_guesses: int, alphabet_size: int,
-                  inverse_blowup: Callable, tau: float = 0.05):
+                  inverse_blowup: Callable, tau: float = 0.05) -> int | jax.Array:
     """Smallest c_correct for which :func:`mmc_reject` rejects; c_guesses + 1 if none.
 
     Found by bisection (rejection is monotone in c_correct), a fixed number of steps

@@ -73,7 +73,7 @@ class PrivacyModel(NamedTuple):
             return success_tail_fdp(priors, self._delta_of_epsilon(), v, gamma=gamma)
         return success_tail(priors, self._epsilon(), v, self.delta)
 
-    def count_bound(self, priors: ArrayLike, gamma: float = 0.05) -> int:
+    def count_bound(self, priors: ArrayLike, gamma: float = 0.05) -> int | jax.Array:
         """v_γ (:func:`success_count_bound` or :func:`success_count_bound_fdp`)."""
         if self.gdp_mu is not None:
             return success_count_bound_fdp(priors, self._delta_of_epsilon(), gamma)
@@ -203,7 +203,7 @@ def summarize_bounds(priors: ArrayLike, privacy: PrivacyModel | PureDP | ApproxD
         privacy = PrivacyModel.from_guarantee(privacy)
     privacy = privacy._checked()
     with jax.enable_x64(True):
-        v_gamma = privacy.count_bound(priors, gamma)  # validates priors and gamma
+        v_gamma = int(privacy.count_bound(priors, gamma))  # validates priors and gamma
         p = np.asarray(priors, dtype=np.float64).ravel()
         if p.size == 0:
             raise ValueError("priors must hold at least one target")
@@ -227,7 +227,8 @@ def summarize_bounds(priors: ArrayLike, privacy: PrivacyModel | PureDP | ApproxD
             inverse_blowup = inverse_blowup_pure(eps_dp)
         if uniform_support is not None and inverse_blowup is not None and attempts == 1:
             # MMC's test is for one guess per target; with several attempts it does not apply
-            baselines["mmc_threshold"] = mmc_threshold(n, n, uniform_support, inverse_blowup, gamma)
+            baselines["mmc_threshold"] = int(mmc_threshold(n, n, uniform_support, inverse_blowup,
+                                                           gamma))
         if uniform_support == 2 and mu is None and attempts == 1:
             baselines["steinke_threshold"] = steinke_threshold(n, n, privacy._epsilon(), delta,
                                                                gamma)

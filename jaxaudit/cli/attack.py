@@ -69,7 +69,7 @@ def _common(p: argparse.ArgumentParser, level: str) -> None:
     add_sweep_options(p)
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("attack", help="concrete attacks (secret extraction, marginals reconstruction) vs the bound", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="attack", metavar="ATTACK", required=True)
 
