@@ -74,7 +74,7 @@ STORED_AS = {
 NO_RUN_FOLDER = {
     ("bounds",): "a closed-form bound computed afresh on every call; --json/--plot write its "
     "result, which holds its inputs (privacy, prior, γ, targets); the library's "
-    "run_bounds(config, run_dir) stores the whole BoundsConfig (tests/pipelines/test_bounds.py)",
+    "run_bounds(config, run_dir) stores the whole BoundsConfig (tests/pipelines/test_bounds_pipeline.py)",
     ("data", "info"): "describes a data set; stores nothing",
     ("data", "verify"): "checks files; stores nothing",
     ("data", "download"): "fetches files; stores nothing",

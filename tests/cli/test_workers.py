@@ -30,6 +30,7 @@ def _serial(tmp_path):
     return load_results(tmp_path / "serial")
 
 
+@pytest.mark.slow
 def test_two_worker_processes_and_a_final_run_equal_the_serial_run(tmp_path):
     shared = str(tmp_path / "shared")
     procs = [_jaxaudit(*TINY, "--out", shared, "--worker", f"{i}/2") for i in range(2)]
@@ -82,6 +83,7 @@ def test_ray_address_without_the_ray_backend_is_refused(tmp_path, capsys):
     assert "--ray-address needs --backend ray" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_backend_ray_from_the_command_line_equals_serial(tmp_path):
     pytest.importorskip("ray")
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
@@ -91,6 +93,7 @@ def test_backend_ray_from_the_command_line_equals_serial(tmp_path):
                                   _serial(tmp_path).concat("scores"))
 
 
+@pytest.mark.slow
 def test_rdp_worker_share_prints_its_progress_and_the_final_run_audits(tmp_path, capsys):
     args = ["rdp", "--dataset", "synthetic", "--model", "logreg", "--dataset-size", "8",
             "--public-size", "0", "--steps", "2", "--runs", "4", "--chunk", "1", "--orders",

@@ -27,6 +27,7 @@ def _audit(**kw) -> np.ndarray:
     return np.array([[r.dv_lower, r.gdp_lower, r.threshold_lower, r.gdp_mu] for r in records])
 
 
+@pytest.mark.slow
 def test_audit_dpsgd_significance_is_the_deprecated_complement_of_confidence():
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)

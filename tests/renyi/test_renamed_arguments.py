@@ -154,6 +154,7 @@ def test_positional_failure_probability_still_means_delta():
         renyi.theory_radius(2.0, 1.0, 0.01, 0.01, 1000, 1000)
 
 
+@pytest.mark.slow
 def test_estimate_renyi_and_renyi_estimator_delta_is_the_failure_probability():
     key = jax.random.key(5)
     x_q, x_p = IN[:80], OUT[:80]

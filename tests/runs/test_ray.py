@@ -54,6 +54,7 @@ def _count_saves(monkeypatch):
     return saved
 
 
+@pytest.mark.slow
 def test_ray_tasks_run_on_workers_and_equal_the_serial_run(cluster, tmp_path, monkeypatch):
     saved = _count_saves(monkeypatch)
     seen = []
@@ -84,6 +85,7 @@ def test_shadow_sweep_on_ray_equals_serial(cluster, tmp_path):
                                   load_results(tmp_path / "serial").concat("scores"))
 
 
+@pytest.mark.slow
 def test_canary_run_sweep_on_ray_equals_serial(cluster, tmp_path):
     serial = run_rdp(RDP, tmp_path / "serial")
     on_ray = run_rdp(RDP, tmp_path / "ray", backend="ray")
@@ -186,6 +188,7 @@ def _same_attack(run, config):
                                       getattr(serial.attack, field), err_msg=field)
 
 
+@pytest.mark.slow
 def test_marginals_sweep_on_ray_equals_serial(cluster):
     from jaxaudit.pipelines import MarginalsConfig, run_marginals
 
