@@ -17,7 +17,7 @@ from jaxaudit._validation import check_integer, check_nonnegative, plain
     (lambda: bounds.success_count_bound(np.full(10, 0.1), 1.0, gamma="0.05"), "gamma"),
     (lambda: bounds.success_count_bound(["0.1", "0.2"], 1.0), "priors"),
     (lambda: bounds.success_count_bound(np.full(3, 0.1 + 0.1j), 1.0), "priors"),
-    (lambda: bounds.balle_rero_rdp(0.1, "2", 1.0), "alpha"),
+    (lambda: bounds.balle_rero_rdp(0.1, "2", 1.0), "order"),
 ])
 def test_numeric_strings_and_complex_values_refused(call, name):
     """Hostile 11: numeric strings for ε, γ, priors, α and complex priors were accepted."""

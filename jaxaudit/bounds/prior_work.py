@@ -19,6 +19,7 @@ caller's ``jit``/``vmap`` (concrete calls compute in float64).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from functools import partial
 from typing import overload
@@ -117,20 +118,34 @@ def _kgk_approx(kappa, eps, delta):
                        1.0 - jnp.exp(-eps) * (1.0 - delta - kappa))
 
 
-def balle_rero_rdp(kappa: ArrayLike, alpha: ArrayLike, eps_alpha: ArrayLike) -> jax.Array:
+def balle_rero_rdp(kappa: ArrayLike, order: ArrayLike | None = None,
+                   eps_alpha: ArrayLike | None = None, *,
+                   alpha: ArrayLike | None = None) -> jax.Array:
     """Reconstruction robustness under (α, ε_α)-RDP: min(1, (κ e^{ε_α})^{(α−1)/α}).
+
+    ``order`` is the Rényi order α > 1 (``alpha=`` is its deprecated name: it warns).
+    Balle, Cherubin & Hayes, arXiv 2201.04845.
 
     Examples:
       >>> round(float(balle_rero_rdp(0.01, 2.0, 1.0)), 6)
       0.164872
     """
+    if alpha is not None:
+        if order is not None:
+            raise ValueError("balle_rero_rdp: give order only (alpha is its deprecated name), "
+                             "not both")
+        warnings.warn("balle_rero_rdp(alpha=...) is deprecated: pass order=... instead",
+                      DeprecationWarning, stacklevel=2)
+        order = alpha
+    if order is None or eps_alpha is None:
+        raise ValueError("balle_rero_rdp needs order (the Rényi order α) and eps_alpha")
     check_probability("kappa", kappa)
     check_nonnegative("eps_alpha", eps_alpha)
-    if not is_traced(alpha):
-        a = check_numeric("alpha", alpha)
+    if not is_traced(order):
+        a = check_numeric("order", order)
         if np.isnan(a).any() or (a <= 1).any():
-            raise ValueError(f"alpha must be > 1, got {plain(alpha)}")
-    return upper_bound(_balle_rdp, kappa, alpha, eps_alpha)
+            raise ValueError(f"order must be > 1, got {plain(order)}")
+    return upper_bound(_balle_rdp, kappa, order, eps_alpha)
 
 
 @jax.jit

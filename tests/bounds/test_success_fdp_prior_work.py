@@ -163,7 +163,7 @@ def test_inverse_blowups_invert_the_blowups():
     (gdp_delta, (1.0, 0.0), "mu"),
     (approx_dp_tradeoff, (0.1, 1.0, 1.0), "delta"),
     (kgk_bound_approx, (0.1, 1.0, -0.1), "delta"),
-    (balle_rero_rdp, (0.1, 1.0, 1.0), "alpha"),
+    (balle_rero_rdp, (0.1, 1.0, 1.0), "order"),
     (steinke_p_value, (10, 20, 5, 1.0), "r"),
     (mmc_threshold, (10, 10, 1, inverse_blowup_pure(1.0)), "alphabet_size"),
 ])
@@ -221,3 +221,21 @@ class JitAndEagerAgreeTest(chex.TestCase):
         chex.assert_type(v, jnp.int32)
         tails = scipy.stats.binom.sf(np.arange(n + 1) - 1, n, q)  # Pr[Bin(n, q) ≥ v], v = 0..n
         assert int(v) == int(np.nonzero(tails <= gamma)[0][0])
+
+
+def test_balle_rero_rdp_order_and_its_deprecated_name():
+    """``order`` is the Rényi order; ``alpha=`` warns and gives the same number; both or
+    neither is refused."""
+    import warnings as _w
+
+    new = float(balle_rero_rdp(0.01, order=2.0, eps_alpha=1.0))
+    assert new == pytest.approx((0.01 * math.e) ** 0.5, rel=1e-6)  # float32, rounded up
+    with pytest.warns(DeprecationWarning, match="order"):
+        old = float(balle_rero_rdp(0.01, alpha=2.0, eps_alpha=1.0))
+    assert old == new
+    with _w.catch_warnings():
+        _w.simplefilter("ignore")
+        with pytest.raises(ValueError, match="order"):
+            balle_rero_rdp(0.01, 2.0, 1.0, alpha=2.0)
+    with pytest.raises(ValueError, match="order"):
+        balle_rero_rdp(0.01, eps_alpha=1.0)
