@@ -28,11 +28,9 @@ References:
 
 from __future__ import annotations
 
-import contextlib
 import math
-import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -49,6 +47,7 @@ from jaxaudit._validation import (
 )
 from jaxaudit.attacks import SCORINGS, AttackResult
 from jaxaudit.attacks.privacy import MAX_DPSGD_EPSILON
+from jaxaudit.pipelines.shadow import renamed
 from jaxaudit.report import attacks as report
 from jaxaudit.runs import (
     KEY_RULE,
@@ -208,19 +207,6 @@ class MarginalsResult(NamedTuple):
     title: str
 
 
-@contextlib.contextmanager
-def _renamed(**names: str) -> Iterator[None]:
-    """Re-raise a library ``ValueError`` with its argument names replaced by the config fields
-    (``length`` -> ``digits``)."""
-    try:
-        yield
-    except ValueError as err:
-        msg = str(err)
-        for name, field in names.items():
-            msg = re.sub(rf"(?<![\w'-]){name}(?![\w'])", field, msg)
-        raise ValueError(msg) from err
-
-
 _SECRETS_NAMES = dict(epsilon="epsilons", length="digits", size="candidates")
 _MARGINALS_NAMES = dict(rho="rhos")
 
@@ -309,7 +295,7 @@ def check_secrets_config(config: SecretsConfig, run_dir: str | Path | None = Non
     if config.scoring == "reference" and not pretrain:
         raise ValueError("scoring 'reference' needs a public pretrained model "
                          "(pretrain_steps > 0)")
-    with _renamed(**_SECRETS_NAMES):
+    with renamed(**_SECRETS_NAMES):
         prior = (digit_prior(config.digits) if config.prior == "digits"
                  else password_prior(config.candidates))
     pairs = num_secrets * len(prior.candidates)
@@ -325,7 +311,7 @@ def check_secrets_config(config: SecretsConfig, run_dir: str | Path | None = Non
                          f"available{public}), got {config.num_filler}")
     # Every ε's noise calibration now, so that an ε no noise reaches is refused before the runs.
     q = min(1.0, config.batch_size / (num_secrets + config.num_filler))
-    with _renamed(**_SECRETS_NAMES):
+    with renamed(**_SECRETS_NAMES):
         for eps in config.epsilons:
             dpsgd_privacy(epsilon=eps, delta=config.delta, steps=config.steps, sampling_rate=q)
     return prior
@@ -345,7 +331,7 @@ def check_marginals_config(config: MarginalsConfig, run_dir: str | Path | None =
         raise ValueError(f"config must be a MarginalsConfig, got {type(config).__name__}")
     _check_common(config, run_dir)
     _check_levels("rhos", config.rhos)
-    with _renamed(**_MARGINALS_NAMES):
+    with renamed(**_MARGINALS_NAMES):
         check_marginals_arguments(load_fair(), attributes=config.attributes,
                                   hidden=config.hidden, way=config.way,
                                   num_targets=config.num_targets, distance=config.distance)
@@ -500,7 +486,7 @@ def run_secrets(config: SecretsConfig, run_dir: str | Path | None = None, *,
         out["seconds"] = np.asarray(time.perf_counter() - start)
         return out
 
-    with _renamed(**_SECRETS_NAMES):
+    with renamed(**_SECRETS_NAMES):
         run, plan, chunks = _sweep("attack-secrets", config, "epsilons", "eps", run_dir,
                                    compute, progress, worker,
                                    dict(backend=backend, ray_address=ray_address,
@@ -555,7 +541,7 @@ def run_marginals(config: MarginalsConfig, run_dir: str | Path | None = None, *,
             num_targets=config.num_targets, delta=config.delta, gamma=config.gamma)
         return {k: np.asarray(v) for k, v in result._asdict().items()}
 
-    with _renamed(**_MARGINALS_NAMES):
+    with renamed(**_MARGINALS_NAMES):
         run, plan, chunks = _sweep("attack-marginals", config, "rhos", "rho", run_dir,
                                    compute, progress, worker,
                                    dict(backend=backend, ray_address=ray_address,
