@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
-from jaxaudit._validation import check_probability, is_traced
+from jaxaudit._validation import check_probability, failure_probability, is_traced
 
 __all__ = ["failure_probability", "renamed_argument"]
 
@@ -56,26 +56,3 @@ def renamed_argument(old: str, new: str, *, complement: bool = False
         return wrapper
 
     return decorate
-
-
-def failure_probability(function: str, old: str, old_value: Any, confidence: Any,
-                        default_confidence: float | None = None, stacklevel: int = 3) -> Any:
-    """The failure probability β from ``confidence`` = 1 − β (new) or the deprecated
-    positional/keyword ``old`` = β itself (warns; kept exactly). Traced values pass through."""
-    if old_value is not None and confidence is not None:
-        raise ValueError(f"{function}: give confidence only ({old} is its deprecated "
-                         "complement), not both")
-    if old_value is not None:
-        warnings.warn(f"{function}({old}=...) is deprecated: it is a failure probability; "
-                      f"pass confidence=1 - {old} instead", DeprecationWarning,
-                      stacklevel=stacklevel)
-        if not is_traced(old_value):
-            old_value = check_probability(old, old_value, open_low=True)
-        return old_value
-    if confidence is None:
-        if default_confidence is None:
-            raise ValueError(f"{function}: confidence is required (e.g. confidence=0.95)")
-        confidence = default_confidence
-    if not is_traced(confidence):
-        confidence = check_probability("confidence", confidence, open_high=True)
-    return 1.0 - confidence

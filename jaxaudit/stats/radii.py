@@ -17,9 +17,6 @@ References:
 
 from __future__ import annotations
 
-import warnings
-from typing import Any
-
 import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
@@ -29,7 +26,7 @@ from jaxaudit._validation import (
     check_finite,
     check_nonnegative_finite,
     check_positive,
-    check_probability,
+    failure_probability,
     is_traced,
     plain,
 )
@@ -41,26 +38,6 @@ __all__ = ["hoeffding_radius", "bernstein_radius"]
 def _hoeffding_radius(n: ArrayLike, value_range: ArrayLike, failure: ArrayLike) -> jax.Array:
     """range · sqrt(log(1/β)/(2n)), β = ``failure``. Unvalidated, traceable."""
     return jnp.asarray(value_range) * jnp.sqrt(-jnp.log(failure) / (2.0 * n))
-
-
-def _radius_failure(delta: Any, confidence: Any, function: str) -> Any:
-    """The one-sided failure probability β of a radius from ``confidence`` = 1 − β (new name)
-    or ``delta`` = β (deprecated: ``delta`` is reserved for DP's δ)."""
-    if delta is not None and confidence is not None:
-        raise ValueError(f"{function}: give confidence only (delta is its deprecated "
-                         "complement), not both")
-    if delta is None and confidence is None:
-        raise ValueError(f"{function}: confidence is required (e.g. confidence=0.95)")
-    if delta is not None:
-        warnings.warn(f"{function}(delta=...) is deprecated: it is the failure probability of "
-                      "the radius, not DP's delta; pass confidence=1 - delta instead",
-                      DeprecationWarning, stacklevel=3)
-        if not is_traced(delta):
-            delta = check_probability("delta", delta, open_low=True)
-        return delta
-    if not is_traced(confidence):
-        confidence = check_probability("confidence", confidence, open_high=True)
-    return 1.0 - confidence
 
 
 def hoeffding_radius(n: ArrayLike, value_range: ArrayLike, delta: ArrayLike | None = None, *,
@@ -83,7 +60,7 @@ def hoeffding_radius(n: ArrayLike, value_range: ArrayLike, delta: ArrayLike | No
       >>> round(float(hoeffding_radius(100, 1.0, confidence=0.95)), 4)   # sqrt(log 20 / 200)
       0.1224
     """
-    failure = _radius_failure(delta, confidence, "hoeffding_radius")
+    failure = failure_probability("hoeffding_radius", "delta", delta, confidence)
     if not is_traced(n, value_range, failure):
         check_positive("n", n)
         check_nonnegative_finite("value_range", value_range)
@@ -120,7 +97,7 @@ def bernstein_radius(sample_variance: ArrayLike, n: ArrayLike, value_range: Arra
       >>> round(float(bernstein_radius(0.0, 101, 1.0, confidence=0.9)), 4)   # 7 log 20 / 300
       0.0699
     """
-    delta = _radius_failure(delta, confidence, "bernstein_radius")
+    delta = failure_probability("bernstein_radius", "delta", delta, confidence)
     if not is_traced(sample_variance, n, value_range, delta):
         check_nonnegative_finite("sample_variance", sample_variance)
         n_np = check_finite("n", n)
