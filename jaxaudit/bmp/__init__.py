@@ -13,6 +13,16 @@ from jaxaudit.bmp.audit import (
     node_degrees,
 )
 from jaxaudit.bmp.certified import CertifiedEpsilons, certified_epsilons, clopper_pearson_upper
+from jaxaudit.bmp.composition import (
+    bmdp_epsilons,
+    bmdp_errors,
+    bmdp_region_contains,
+    bmp_epsilons,
+    bmp_from_bmdp,
+    compose_independent_rounds,
+    compose_shared_sample,
+    structural_leakage,
+)
 from jaxaudit.bmp.jeffreys import JeffreysEstimate, jeffreys_estimate
 from jaxaudit.bmp.leakage import (
     LeakageEstimate,
@@ -83,6 +93,14 @@ __all__ = [
     "certified_epsilons",
     "clopper_pearson_upper",
     "bayes_optimal_errors",
+    "bmdp_epsilons",
+    "bmdp_errors",
+    "bmdp_region_contains",
+    "bmp_epsilons",
+    "bmp_from_bmdp",
+    "compose_independent_rounds",
+    "compose_shared_sample",
+    "structural_leakage",
     "compose",
     "compose_with_sampling",
     "constrain_centered",
