@@ -38,7 +38,13 @@ from jaxaudit.renyi.estimate import (
 )
 from jaxaudit.renyi.objective import dv_objective, log_mean_exp
 from jaxaudit.renyi.planning import RunsNeeded, format_runs_needed, runs_needed
-from jaxaudit.renyi.reconcile import ReconciledEstimate, reconcile_estimate
+from jaxaudit.renyi.reconcile import (
+    ReconciledEstimate,
+    dp_to_rdp_gaussian,
+    dp_to_rdp_lower_bound,
+    gdp_mu_for_epsilon,
+    reconcile_estimate,
+)
 from jaxaudit.renyi.score_bounds import ScoreBounds, epsilon_lower_bounds
 from jaxaudit.renyi.threshold_tests import (
     GdpLowerBound,
@@ -72,6 +78,8 @@ __all__ = [
     "dv_ema_init",
     "dv_objective",
     "dv_surrogate_loss",
+    "dp_to_rdp_gaussian",
+    "dp_to_rdp_lower_bound",
     "ema_log_mean_exp",
     "ema_surrogate",
     "epsilon_lower_bounds",
@@ -81,6 +89,7 @@ __all__ = [
     "gaussian_renyi",
     "gdp_epsilon",
     "gdp_epsilon_lower_bound",
+    "gdp_mu_for_epsilon",
     "gdp_to_rdp",
     "held_out_lower_bound",
     "hoeffding_radius",
