@@ -143,7 +143,7 @@ def bmp_epsilons(masks: ArrayLike, probs: ArrayLike, output_probs: ArrayLike
     m, p, out = _check_law(masks, probs, output_probs)
     _refuse_degenerate_prior(m, p)
     with jax.enable_x64(True):
-        eps_l, eps_r = _bmp_epsilons(jnp.asarray(m), jnp.asarray(p, jnp.float64),
+        eps_l, eps_r = _bmp_epsilons_jit(jnp.asarray(m), jnp.asarray(p, jnp.float64),
                                      jnp.asarray(out, jnp.float64))
         return eps_l, eps_r
 
@@ -203,7 +203,7 @@ def bmdp_epsilons(masks: ArrayLike, probs: ArrayLike, output_probs: ArrayLike, *
         return _bmdp_epsilons(jnp.asarray(masks), jnp.asarray(probs), jnp.asarray(output_probs))
     m, p, out = _check_law(masks, probs, output_probs)
     with jax.enable_x64(True):
-        eps_l, eps_r = _bmdp_epsilons(jnp.asarray(m), jnp.asarray(p, jnp.float64),
+        eps_l, eps_r = _bmdp_epsilons_jit(jnp.asarray(m), jnp.asarray(p, jnp.float64),
                                       jnp.asarray(out, jnp.float64))
     if undefined == "raise":
         bad = np.flatnonzero(np.isnan(np.asarray(eps_r)))
@@ -254,7 +254,7 @@ def bmdp_errors(masks: ArrayLike, probs: ArrayLike, output_probs: ArrayLike, dec
         raise ValueError(f"decision must have shape ({out.shape[1]},), got {np.shape(decision)}")
     phi = check_probability("decision", decision)
     with jax.enable_x64(True):
-        return _bmdp_errors(jnp.asarray(m), jnp.asarray(p, jnp.float64),
+        return _bmdp_errors_jit(jnp.asarray(m), jnp.asarray(p, jnp.float64),
                             jnp.asarray(out, jnp.float64), jnp.asarray(phi, jnp.float64))
 
 
@@ -293,9 +293,24 @@ def bmdp_region_contains(masks: ArrayLike, probs: ArrayLike, output_probs: Array
     check_nonnegative("eps_r", eps_r)
     check_nonnegative("atol", atol)
     alpha, beta, valid = bmdp_errors(masks, probs, output_probs, decision)
+    if is_traced(alpha, eps_l, eps_r):
+        return _bmdp_region_contains(alpha, beta, valid, eps_l, eps_r, side=side, atol=atol)
+    with jax.enable_x64(True):
+        return _bmdp_region_contains(*_f64(alpha, beta), jnp.asarray(valid), *_f64(eps_l, eps_r),
+                                     side=side, atol=atol)
+
+
+def _bmdp_region_contains(alpha: jax.Array, beta: jax.Array, valid: jax.Array, eps_l: ArrayLike,
+                          eps_r: ArrayLike, *, side: str, atol: float) -> jax.Array:
+    """Unvalidated, traceable core of :func:`bmdp_region_contains`."""
     inside = _region_contains(jnp.where(valid, alpha, 0.5), jnp.where(valid, beta, 0.5),
                               eps_l, eps_r, side=side, atol=atol)
     return jnp.all(inside | ~valid, axis=0)
+
+
+_bmp_epsilons_jit = jax.jit(_bmp_epsilons)
+_bmdp_epsilons_jit = jax.jit(_bmdp_epsilons)
+_bmdp_errors_jit = jax.jit(_bmdp_errors)
 
 
 # --------------------------------------------------------------------------------------------
@@ -359,6 +374,12 @@ def _leakage_args(c_l: ArrayLike | None, c_r: ArrayLike | None, sampler: object 
     return c_l, c_r
 
 
+def _f64(*values: ArrayLike) -> tuple[jax.Array, ...]:
+    """Concrete values as float64 arrays (call inside ``jax.enable_x64``): sums of bounds are
+    formed in float64, so that rounding cannot shrink them."""
+    return tuple(jnp.asarray(np.asarray(v, np.float64)) for v in values)
+
+
 def _check_pair(eps_l: ArrayLike, eps_r: ArrayLike, names: tuple[str, str] = ("eps_l", "eps_r")
                 ) -> None:
     check_nonnegative(names[0], eps_l)
@@ -396,7 +417,10 @@ def bmp_from_bmdp(eps_l: ArrayLike, eps_r: ArrayLike, *, c_l: ArrayLike | None =
     if not is_traced(eps_l, eps_r):
         _check_pair(eps_l, eps_r)
     c_l, c_r = _leakage_args(c_l, c_r, sampler)
-    return _bmp_from_bmdp(eps_l, eps_r, c_l, c_r)
+    if is_traced(eps_l, eps_r, c_l, c_r):
+        return _bmp_from_bmdp(eps_l, eps_r, c_l, c_r)
+    with jax.enable_x64(True):
+        return _bmp_from_bmdp(*_f64(eps_l, eps_r, c_l, c_r))
 
 
 def _bmp_from_bmdp(eps_l: ArrayLike, eps_r: ArrayLike, c_l: ArrayLike, c_r: ArrayLike
@@ -436,7 +460,10 @@ def compose_shared_sample(eps_l: ArrayLike, eps_r: ArrayLike, *, c_l: ArrayLike 
         _check_pair(eps_l, eps_r)
         _check_axis(eps_l, axis)
     c_l, c_r = _leakage_args(c_l, c_r, sampler)
-    return _compose_shared_sample(eps_l, eps_r, c_l, c_r, axis=axis)
+    if is_traced(eps_l, eps_r, c_l, c_r):
+        return _compose_shared_sample(eps_l, eps_r, c_l, c_r, axis=axis)
+    with jax.enable_x64(True):
+        return _compose_shared_sample(*_f64(eps_l, eps_r, c_l, c_r), axis=axis)
 
 
 def _check_axis(eps: ArrayLike, axis: int) -> None:
@@ -489,10 +516,12 @@ def compose_independent_rounds(eps_l: ArrayLike, eps_r: ArrayLike, *, axis: int 
             "are each (0, 0)-BMP under Poisson sampling, and together reveal M_i); compose the "
             "operations' node-level (BMDP) parameters with compose_shared_sample and add the "
             "sampling leakage once")
-    if not is_traced(eps_l, eps_r):
-        _check_pair(eps_l, eps_r)
-        _check_axis(eps_l, axis)
-    return _compose_independent_rounds(eps_l, eps_r, axis=axis)
+    if is_traced(eps_l, eps_r):
+        return _compose_independent_rounds(eps_l, eps_r, axis=axis)
+    _check_pair(eps_l, eps_r)
+    _check_axis(eps_l, axis)
+    with jax.enable_x64(True):
+        return _compose_independent_rounds(*_f64(eps_l, eps_r), axis=axis)
 
 
 def _compose_independent_rounds(eps_l: ArrayLike, eps_r: ArrayLike, *, axis: int = 0
