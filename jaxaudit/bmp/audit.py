@@ -3,6 +3,12 @@ shadow GNNs → leave-one-out LiRA (Carlini et al., arXiv 2112.03570) → prior-
 decisions → per-node error counts → per node: the certified lower bounds, the Bayesian posterior
 over (ε_L, ε_R), the symmetric MP baseline and the Jeffreys estimate. Data flow and the reading of
 each number: docs/bmp.md.
+
+The audit runs in two stages, each a pure function: :func:`audit_attack` on all nodes (the attack
+statistic, decisions, counts, AUCs and TPRs at low FPR; global, cheap) and :func:`audit_nodes` on
+any subset of nodes (certified bounds, Jeffreys estimate, NUTS posterior), whose randomness is
+per node, so the nodes can be split into work units (``jaxaudit.pipelines.run_bmp``) without
+changing a number.
 """
 
 from __future__ import annotations
@@ -32,10 +38,13 @@ if TYPE_CHECKING:
 
     from jaxaudit.graph.samplers import Sampler
 
-__all__ = ["BmpAudit", "audit_bmp", "audit_from_scores", "audit_summary", "audit_table", "most_leaking",
-           "node_degrees"]
+__all__ = ["TPR_FPRS", "BmpAttack", "BmpAudit", "BmpNodes", "audit_attack", "audit_bmp",
+           "audit_from_scores", "audit_nodes", "audit_summary", "audit_table", "concat_nodes",
+           "most_leaking", "node_degrees"]
 
 QUANTILES = (0.05, 0.5, 0.95)
+#: The false-positive rates at which the global TPR of the attack is reported.
+TPR_FPRS = (0.01, 0.001)
 
 
 class BmpAudit(NamedTuple):
@@ -57,9 +66,13 @@ class BmpAudit(NamedTuple):
       eps_mp: posterior quantiles of the symmetric MP ε fitted to the same counts (NaN when not
         fitted, e.g. with a fixed attack strength).
       jeffreys_l, jeffreys_r: quantiles of the optimal-attack Jeffreys estimator on the counts.
-      auc: per-node AUC of the LOO LiRA scores; global_auc: pooled over all (model, node) pairs.
+      auc: per-node AUC of the LOO attack statistic; global_auc: pooled over all (model, node)
+        pairs.
       rhat, ess, divergences: NUTS diagnostics per node (MP run not included).
       masks, scores: the shadow runs (R, N) the audit used.
+      attack: the attack's name (``jaxaudit.mia.ATTACKS``).
+      global_tpr: the attack's TPR at the FPRs :data:`TPR_FPRS` (1% and 0.1%), pooled over all
+        (model, node) pairs (estimates; NaN when unknown).
     """
 
     eta: jax.Array
@@ -81,6 +94,201 @@ class BmpAudit(NamedTuple):
     divergences: jax.Array
     masks: jax.Array
     scores: jax.Array
+    attack: str = "lira"
+    global_tpr: jax.Array | None = None
+
+
+class BmpAttack(NamedTuple):
+    """The attack stage of the audit (:func:`audit_attack`), on all N nodes.
+
+    Attributes:
+      attack: the attack's name.
+      statistic: (R, N) leave-one-out log-likelihood-ratio statistic Λ_ri.
+      counts: ``ErrorCounts`` of the Bayes decisions "member iff Λ_ri + logit η_i > 0".
+      auc: (N,) per-node AUC of Λ; global_auc: pooled over all (model, node) pairs.
+      global_tpr: TPR at the FPRs :data:`TPR_FPRS`, pooled over all pairs (estimates).
+      key_node: (N,) for node i the first node j with node i's counts: node i's draws use
+        ``fold_in(key, j)`` (identical counts, identical draws, whatever the units).
+    """
+
+    attack: str
+    statistic: jax.Array
+    counts: ErrorCounts
+    auc: jax.Array
+    global_auc: jax.Array
+    global_tpr: jax.Array
+    key_node: np.ndarray
+
+
+class BmpNodes(NamedTuple):
+    """The per-node stage of the audit (:func:`audit_nodes`) on M nodes; fields as in
+    :class:`BmpAudit` (quantile arrays (3, M)); NaN for nodes without IN or OUT runs."""
+
+    certified_l: np.ndarray
+    certified_r: np.ndarray
+    eps_l: np.ndarray
+    eps_r: np.ndarray
+    eps_mp: np.ndarray
+    jeffreys_l: np.ndarray
+    jeffreys_r: np.ndarray
+    rhat: np.ndarray
+    ess: np.ndarray
+    divergences: np.ndarray
+
+
+def _attack_names() -> tuple[str, ...]:
+    try:
+        from jaxaudit.mia import ATTACKS  # type: ignore[attr-defined]
+    except ImportError:
+        return ("lira",)
+    return tuple(ATTACKS)
+
+
+def _statistic(scores: np.ndarray, masks: np.ndarray, attack: str, fix_variance: bool
+               ) -> jax.Array:
+    """The attack's (R, N) LOO statistic on the log-likelihood-ratio scale."""
+    names = _attack_names()
+    if attack not in names:
+        raise ValueError(f"attack must be one of {list(names)}, got {attack!r}")
+    if names == ("lira",):
+        from jaxaudit.mia import lira_loo
+
+        return lira_loo(scores, masks, fix_variance=fix_variance)
+    from jaxaudit.mia import attack_statistic  # type: ignore[attr-defined]
+
+    statistic, _ = attack_statistic(scores, masks, attack=attack, fix_variance=fix_variance)
+    return statistic
+
+
+def _check_runs(scores: ArrayLike, masks: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    scores = np.asarray(scores, np.float32)
+    masks = np.asarray(masks, bool)
+    if scores.ndim != 2:
+        raise ValueError(f"scores must have shape (R, N), got {scores.shape}")
+    check_shape("masks", masks, scores.shape)
+    return scores, masks
+
+
+def audit_attack(scores: ArrayLike, masks: ArrayLike, eta: ArrayLike, *, attack: str = "lira",
+                 fix_variance: bool = False) -> BmpAttack:
+    """The attack stage of the audit, on all nodes (cheap; the variance pooling of
+    ``fix_variance`` and the global metrics need every node).
+
+    Λ_ri = the attack's leave-one-out statistic (``attack="lira"``: LiRA, Carlini et al.,
+    arXiv 2112.03570; the others of ``jaxaudit.mia.ATTACKS``) → Bayes decisions "member iff
+    Λ_ri + logit η_i > 0" → counts (X_i, N0_i, Y_i, N1_i); the per-node and global AUC and the
+    global TPR at FPR 1% and 0.1% (:func:`jaxaudit.mia.tpr_at_fpr`), all estimates.
+
+    Args:
+      scores, masks: (R, N) scores and membership masks of the shadow runs.
+      eta: (N,) prior inclusion probabilities.
+      attack: the attack (one of ``jaxaudit.mia.ATTACKS``).
+      fix_variance: fixed-variance variant (variances pooled over nodes).
+
+    Returns:
+      :class:`BmpAttack`.
+    """
+    from jaxaudit.mia import bayes_decision, error_counts, roc_auc, tpr_at_fpr
+
+    scores, masks = _check_runs(scores, masks)
+    num_nodes = scores.shape[1]
+    eta = check_probability("eta", eta)
+    check_shape("eta", eta, (num_nodes,))
+    llr = _statistic(scores, masks, attack, bool(fix_variance))
+    decisions = bayes_decision(llr, jnp.asarray(eta, jnp.float32))
+    counts = ErrorCounts(*(np.asarray(c)  # type: ignore[arg-type]
+                           for c in error_counts(decisions, masks)))
+    auc = np.asarray(roc_auc(llr, masks, axis=0))
+    flat, labels = np.asarray(llr).ravel(), masks.ravel()
+    global_auc = np.asarray(roc_auc(flat, labels))
+    tpr = np.asarray([float(tpr_at_fpr(flat, labels, fpr)) for fpr in TPR_FPRS])
+    table = np.stack([np.asarray(c) for c in counts], axis=1)
+    _, first, inverse = np.unique(table, axis=0, return_index=True, return_inverse=True)
+    key_node = first[inverse.ravel()].astype(np.int64)
+    return BmpAttack(attack, llr, counts, jnp.asarray(auc), jnp.asarray(global_auc),
+                     jnp.asarray(tpr), key_node)
+
+
+def audit_nodes(key: jax.Array, counts: ErrorCounts, key_node: ArrayLike, *,
+                attack_prior: AttackPriorSpec = None, prior_variance: float = PRIOR_VARIANCE,
+                confidence: float = 0.95, num_warmup: int = 500, num_samples: int = 1000,
+                num_chains: int = 4, mp_baseline: bool = True,
+                max_num_doublings: int | None = None, chunk_size: int | None = None,
+                devices: Sequence[jax.Device] | None = None, min_ess: float | None = None
+                ) -> BmpNodes:
+    """The per-node stage of the audit on M nodes (any subset of the graph's).
+
+    For every node with N0_i, N1_i ≥ 1: :func:`jaxaudit.bmp.certified_epsilons`,
+    :func:`jaxaudit.bmp.jeffreys_estimate` and :func:`jaxaudit.bmp.posterior_nuts` (and its
+    symmetric MP fit when ``mp_baseline`` and the attack prior is a Beta prior). Node i's
+    randomness is ``k_i = fold_in(key, key_node[i])``, split in 3 for the posterior, the MP fit
+    and the Jeffreys draws; nodes with the same ``key_node`` (:attr:`BmpAttack.key_node`: the
+    same counts) are sampled once. A node's numbers therefore depend on its counts, its
+    ``key_node`` and the settings only, not on the other nodes of the call.
+
+    Args:
+      key: PRNG key of the audit.
+      counts: ``ErrorCounts`` of (M,) arrays.
+      key_node: (M,) non-negative integers: the node index that keys each node's draws.
+      attack_prior, prior_variance, confidence, num_warmup, num_samples, num_chains,
+        mp_baseline, max_num_doublings, chunk_size, devices, min_ess: see
+        :func:`audit_from_scores`.
+
+    Returns:
+      :class:`BmpNodes`.
+    """
+    counts = ErrorCounts(*(np.asarray(c) for c in counts))  # type: ignore[arg-type]
+    num_nodes = int(np.shape(counts.fp)[0]) if np.ndim(counts.fp) == 1 else -1
+    if num_nodes < 0:
+        raise ValueError(f"counts must hold (M,) arrays, got shape {np.shape(counts.fp)}")
+    key_node = np.asarray(key_node)
+    check_shape("key_node", key_node, (num_nodes,))
+    if not np.issubdtype(key_node.dtype, np.integer) or (key_node < 0).any():
+        raise ValueError("key_node must hold non-negative integers")
+    prior = as_attack_prior(attack_prior)
+    valid = (counts.n0 > 0) & (counts.n1 > 0)
+    nan = np.full(num_nodes, np.nan)
+    nan3 = np.full((len(QUANTILES), num_nodes), np.nan)
+    cert_l, cert_r = nan.copy(), nan.copy()
+    eps_l, eps_r, eps_mp = nan3.copy(), nan3.copy(), nan3.copy()
+    jeff_l, jeff_r = nan3.copy(), nan3.copy()
+    rhat, ess = nan.copy(), nan.copy()
+    div = np.zeros(num_nodes, int)
+    if valid.any():
+        nodes, first, inverse = np.unique(key_node[valid], return_index=True,
+                                          return_inverse=True)
+        inverse = inverse.ravel()
+        sub = ErrorCounts(*(np.asarray(c)[valid][first] for c in counts))
+        keys = jax.vmap(jax.random.fold_in, (None, 0))(key, nodes.astype(np.uint32))
+        k_post, k_mp, k_jeff = jnp.moveaxis(jax.vmap(lambda k: jax.random.split(k, 3))(keys),
+                                            1, 0)
+        cert = certified_epsilons(sub, confidence=confidence)
+        cert_l[valid], cert_r[valid] = np.asarray(cert.eps_l)[inverse], np.asarray(
+            cert.eps_r)[inverse]
+        jeff = jax.vmap(lambda k, c: jeffreys_estimate(k, c, q=QUANTILES))(
+            k_jeff, ErrorCounts(*(jnp.asarray(c, jnp.float32) for c in sub)))
+        jeff_l[:, valid] = np.asarray(jeff.eps_l).T[:, inverse]
+        jeff_r[:, valid] = np.asarray(jeff.eps_r).T[:, inverse]
+        config = NutsConfig(num_warmup=num_warmup, num_samples=num_samples,
+                            num_chains=num_chains, max_num_doublings=max_num_doublings,
+                            chunk_size=chunk_size, min_ess=min_ess)
+        kw: dict[str, Any] = dict(prior_variance=prior_variance, config=config, devices=devices)
+        post = posterior_nuts(k_post, sub, attack_prior=prior, **kw)
+        eps_l[:, valid] = np.asarray(posterior_quantiles(post.eps_l, QUANTILES))[:, inverse]
+        eps_r[:, valid] = np.asarray(posterior_quantiles(post.eps_r, QUANTILES))[:, inverse]
+        rhat[valid] = np.asarray(post.rhat)[inverse]
+        ess[valid] = np.asarray(post.ess)[inverse]
+        div[valid] = np.asarray(post.divergences)[inverse]
+        if mp_baseline and prior.fixed is None and not prior.optimal:
+            mp = posterior_nuts(k_mp, sub, attack_prior=prior, symmetric=True, **kw)
+            eps_mp[:, valid] = np.asarray(posterior_quantiles(mp.eps_l, QUANTILES))[:, inverse]
+    return BmpNodes(cert_l, cert_r, eps_l, eps_r, eps_mp, jeff_l, jeff_r, rhat, ess, div)
+
+
+def concat_nodes(parts: Sequence[BmpNodes]) -> BmpNodes:
+    """The :class:`BmpNodes` of consecutive node ranges joined into one (node axis last)."""
+    return BmpNodes(*(np.concatenate([np.asarray(getattr(p, f)) for p in parts], axis=-1)
+                      for f in BmpNodes._fields))
 
 
 def audit_from_scores(key: jax.Array, scores: ArrayLike, masks: ArrayLike, eta: ArrayLike, *,
@@ -90,15 +298,17 @@ def audit_from_scores(key: jax.Array, scores: ArrayLike, masks: ArrayLike, eta: 
                       num_warmup: int = 500, num_samples: int = 1000, num_chains: int = 4,
                       mp_baseline: bool = True, max_num_doublings: int | None = None,
                       chunk_size: int | None = None, devices: Sequence[jax.Device] | None = None,
-                      min_ess: float | None = None) -> BmpAudit:
+                      min_ess: float | None = None, attack: str = "lira") -> BmpAudit:
     """The audit from existing shadow runs: (R, N) scores and membership masks plus priors η.
 
-    LOO LiRA log-likelihood ratios Λ_ri → Bayes decisions "member iff Λ_ri + logit η_i > 0" →
-    counts (X_i, N0_i, Y_i, N1_i) → for every node with N0_i, N1_i ≥ 1:
+    :func:`audit_attack` (LOO attack statistic Λ_ri → Bayes decisions "member iff
+    Λ_ri + logit η_i > 0" → counts (X_i, N0_i, Y_i, N1_i), AUCs, TPR at 1% and 0.1% FPR) then
+    :func:`audit_nodes` on all nodes: for every node with N0_i, N1_i ≥ 1,
     :func:`jaxaudit.bmp.certified_epsilons`, :func:`jaxaudit.bmp.posterior_nuts` (and its
     symmetric MP fit when ``mp_baseline`` and the attack prior is a Beta prior) and
-    :func:`jaxaudit.bmp.jeffreys_estimate`. Keys: ``split(key, 3)`` for the posterior, the MP fit
-    and the Jeffreys draws.
+    :func:`jaxaudit.bmp.jeffreys_estimate`. Keys: node i draws from ``fold_in(key, j)``, j the
+    first node with node i's counts (split in 3 for the posterior, the MP fit and the Jeffreys
+    draws), so the numbers do not depend on how the nodes are split into units.
 
     Args:
       key: PRNG key.
@@ -111,12 +321,11 @@ def audit_from_scores(key: jax.Array, scores: ArrayLike, masks: ArrayLike, eta: 
       num_warmup, num_samples, num_chains, max_num_doublings, chunk_size, devices, min_ess: NUTS
         settings (:func:`jaxaudit.bmp.posterior_nuts`).
       mp_baseline: also fit the symmetric MP model.
+      attack: the membership attack, one of ``jaxaudit.mia.ATTACKS`` (default LiRA).
 
     Returns:
       :class:`BmpAudit`.
     """
-    from jaxaudit.mia import bayes_decision, error_counts, lira_loo, roc_auc
-
     scores = np.asarray(scores, np.float32)
     masks = np.asarray(masks, bool)
     if scores.ndim != 2:
@@ -127,49 +336,19 @@ def audit_from_scores(key: jax.Array, scores: ArrayLike, masks: ArrayLike, eta: 
     check_shape("eta", eta, (num_nodes,))
     eta_se = np.zeros(num_nodes) if eta_se is None else np.asarray(eta_se, float)
     degree = np.zeros(num_nodes, int) if degree is None else np.asarray(degree)
-    prior = as_attack_prior(attack_prior)
-    llr = lira_loo(scores, masks, fix_variance=fix_variance)
-    decisions = bayes_decision(llr, jnp.asarray(eta, jnp.float32))
-    # host copies (numpy) in ErrorCounts' fields, which are typed as error_counts' jax arrays
-    counts = ErrorCounts(*(np.asarray(c)  # type: ignore[arg-type]
-                           for c in error_counts(decisions, masks)))
-    auc = np.asarray(roc_auc(llr, masks, axis=0))
-    global_auc = roc_auc(np.asarray(llr).ravel(), masks.ravel())
-    valid = (counts.n0 > 0) & (counts.n1 > 0)
-    nan = np.full(num_nodes, np.nan)
-    nan3 = np.full((len(QUANTILES), num_nodes), np.nan)
-    cert_l, cert_r = nan.copy(), nan.copy()
-    eps_l, eps_r, eps_mp = nan3.copy(), nan3.copy(), nan3.copy()
-    jeff_l, jeff_r = nan3.copy(), nan3.copy()
-    rhat, ess = nan.copy(), nan.copy()
-    div = np.zeros(num_nodes, int)
-    if valid.any():
-        sub = ErrorCounts(*(np.asarray(c)[valid] for c in counts))
-        k_post, k_mp, k_jeff = jax.random.split(key, 3)
-        cert = certified_epsilons(sub, confidence=confidence)
-        cert_l[valid], cert_r[valid] = cert.eps_l, cert.eps_r
-        jeff = jeffreys_estimate(k_jeff, sub, q=QUANTILES)
-        jeff_l[:, valid], jeff_r[:, valid] = jeff.eps_l, jeff.eps_r
-        config = NutsConfig(num_warmup=num_warmup, num_samples=num_samples,
-                            num_chains=num_chains, max_num_doublings=max_num_doublings,
-                            chunk_size=chunk_size, min_ess=min_ess)
-        kw: dict[str, Any] = dict(prior_variance=prior_variance, config=config, devices=devices)
-        post = posterior_nuts(k_post, sub, attack_prior=prior, **kw)
-        eps_l[:, valid] = np.asarray(posterior_quantiles(post.eps_l, QUANTILES))
-        eps_r[:, valid] = np.asarray(posterior_quantiles(post.eps_r, QUANTILES))
-        rhat[valid], ess[valid] = np.asarray(post.rhat), np.asarray(post.ess)
-        div[valid] = np.asarray(post.divergences)
-        if mp_baseline and prior.fixed is None and not prior.optimal:
-            mp = posterior_nuts(k_mp, sub, attack_prior=prior, symmetric=True, **kw)
-            eps_mp[:, valid] = np.asarray(posterior_quantiles(mp.eps_l, QUANTILES))
+    attacked = audit_attack(scores, masks, eta, attack=attack, fix_variance=fix_variance)
+    nodes = audit_nodes(key, attacked.counts, attacked.key_node, attack_prior=attack_prior,
+                        prior_variance=prior_variance, confidence=confidence,
+                        num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+                        mp_baseline=mp_baseline, max_num_doublings=max_num_doublings,
+                        chunk_size=chunk_size, devices=devices, min_ess=min_ess)
     arr = jnp.asarray
     return BmpAudit(eta=arr(eta), eta_se=arr(eta_se), degree=arr(degree),
-                    counts=ErrorCounts(*(arr(c) for c in counts)), certified_l=arr(cert_l),
-                    certified_r=arr(cert_r), confidence=float(confidence), eps_l=arr(eps_l),
-                    eps_r=arr(eps_r), eps_mp=arr(eps_mp), jeffreys_l=arr(jeff_l),
-                    jeffreys_r=arr(jeff_r), auc=arr(auc), global_auc=arr(global_auc),
-                    rhat=arr(rhat), ess=arr(ess), divergences=arr(div), masks=arr(masks),
-                    scores=arr(scores))
+                    counts=ErrorCounts(*(arr(c) for c in attacked.counts)),
+                    confidence=float(confidence), auc=attacked.auc,
+                    global_auc=attacked.global_auc, masks=arr(masks), scores=arr(scores),
+                    attack=attacked.attack, global_tpr=attacked.global_tpr,
+                    **{f: arr(v) for f, v in nodes._asdict().items()})
 
 
 def audit_bmp(key: jax.Array, graph: Graph, sampler: Sampler, model: str | nn.Module,
@@ -180,7 +359,7 @@ def audit_bmp(key: jax.Array, graph: Graph, sampler: Sampler, model: str | nn.Mo
               confidence: float = 0.95, num_warmup: int = 500, num_samples: int = 1000,
               num_chains: int = 4, mp_baseline: bool = True, max_num_doublings: int | None = None,
               chunk_size: int | None = None, devices: Sequence[jax.Device] | None = None,
-              min_ess: float | None = None) -> BmpAudit:
+              min_ess: float | None = None, attack: str = "lira") -> BmpAudit:
     """Node-level BMP audit of a GNN training pipeline (sampler, model) on ``graph``.
 
     1. η_i = Pr(i ∈ S): :func:`jaxaudit.graph.inclusion_probabilities` (exact where the sampler
@@ -206,7 +385,7 @@ def audit_bmp(key: jax.Array, graph: Graph, sampler: Sampler, model: str | nn.Mo
       epochs, learning_rate, weight_decay, edge_access: shadow-training recipe.
       num_prior_draws: Monte Carlo draws for η when the sampler has no closed form.
       fix_variance, attack_prior, prior_variance, confidence, num_warmup, num_samples,
-        num_chains, mp_baseline, max_num_doublings, chunk_size, devices, min_ess: see
+        num_chains, mp_baseline, max_num_doublings, chunk_size, devices, min_ess, attack: see
         :func:`audit_from_scores`.
 
     Returns:
@@ -225,7 +404,7 @@ def audit_bmp(key: jax.Array, graph: Graph, sampler: Sampler, model: str | nn.Mo
         attack_prior=attack_prior, prior_variance=prior_variance, confidence=confidence,
         num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
         mp_baseline=mp_baseline, max_num_doublings=max_num_doublings, chunk_size=chunk_size,
-        devices=devices, min_ess=min_ess)
+        devices=devices, min_ess=min_ess, attack=attack)
 
 
 def audit_table(audit: BmpAudit) -> dict[str, np.ndarray]:
@@ -255,14 +434,17 @@ def most_leaking(audit: BmpAudit, k: int = 20) -> np.ndarray:
 
 
 def audit_summary(audit: BmpAudit) -> dict[str, Any]:
-    """Headline numbers of an audit (JSON-ready): how many nodes, the global attack AUC, the
-    spread of per-node leakage (certified bounds and Bayesian medians), BMP-R vs MP, and the
+    """Headline numbers of an audit (JSON-ready): how many nodes, the attack, its global AUC and
+    TPR at 1% and 0.1% FPR (``global_tpr_at_fpr``, keyed by the FPR; estimates), the spread of
+    per-node leakage (certified bounds and Bayesian medians), BMP-R vs MP, and the
     sampler's health."""
     cert_r, cert_l = np.asarray(audit.certified_r), np.asarray(audit.certified_l)
     med_r, med_l, med_mp = (np.asarray(q)[1] for q in (audit.eps_r, audit.eps_l, audit.eps_mp))
     ok = ~np.isnan(med_r)
     mp_ok = ok & ~np.isnan(med_mp)
     rhat, ess, div = np.asarray(audit.rhat), np.asarray(audit.ess), np.asarray(audit.divergences)
+    tprs = ([None] * len(TPR_FPRS) if audit.global_tpr is None
+            else [float(t) for t in np.asarray(audit.global_tpr)])
 
     def stat(fn: Callable[[np.ndarray], Any], x: np.ndarray, mask: np.ndarray
             ) -> float | list[Any] | None:
@@ -274,7 +456,10 @@ def audit_summary(audit: BmpAudit) -> dict[str, Any]:
     return {
         "num_nodes": int(ok.shape[0]), "num_models": int(np.asarray(audit.masks).shape[0]),
         "nodes_with_estimate": int(ok.sum()),
+        "attack": audit.attack,
         "global_attack_auc": float(audit.global_auc),
+        "global_tpr_at_fpr": {f"{fpr:g}": (None if tpr is None or np.isnan(tpr) else tpr)
+                              for fpr, tpr in zip(TPR_FPRS, tprs, strict=True)},
         "per_node_auc_p10_p90": stat(lambda x: np.nanpercentile(x, [10, 90]).tolist(),
                                      np.asarray(audit.auc), ok),
         "confidence": audit.confidence,

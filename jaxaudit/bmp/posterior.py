@@ -360,7 +360,10 @@ def posterior_nuts(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike], *,
     padding and the deduplication.
 
     Args:
-      key: PRNG key.
+      key: PRNG key, or one key per count set (a key array of shape (N,) for (N,) counts): then
+        count set i's draws depend on its own key and counts only, not on the other count sets
+        (no deduplication; the ``min_ess`` rerun uses ``fold_in(key[i], 1)`` and its own
+        thinning), so a table split into parts gives the draws of the whole table.
       counts: ``ErrorCounts(fp, n0, fn, n1)`` of scalars or of per-node arrays (N,).
       attack_prior: prior on the attack: None (s ~ Beta(1, 1)), ``(a, b)``, a fixed s in
         [0, 1), ``"optimal"`` (the corner of R(ε)), or an :class:`jaxaudit.bmp.AttackPrior`
@@ -419,7 +422,9 @@ def posterior_nuts(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike], *,
                          "'noncentered' for a fixed s")
 
     chunk_size = None if config.chunk_size is None else int(config.chunk_size)
-    table = driver.count_table(counts, deduplicate=deduplicate, chunk_size=chunk_size)
+    per_row = _per_row_keys(key, counts)
+    table = driver.count_table(counts, deduplicate=deduplicate and not per_row,
+                               chunk_size=chunk_size)
     num_rows = table.num_rows
     sampler = (int(config.num_warmup), int(config.num_samples), int(config.num_chains),
                int(max_num_doublings), int(warmup_max_num_doublings),
@@ -432,6 +437,9 @@ def posterior_nuts(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike], *,
         prior_ab = tuple(jnp.full(rows.shape[0], x, dtype) for x in (prior.a, prior.b))
         run = _runner(prior.fixed, float(prior_variance), sampler, parameterization, chunk,
                       devices, bool(symmetric), thin)
+        if per_row:  # key: one key per row, padded as the rows are
+            keys = key[np.minimum(np.arange(rows.shape[0]), key.shape[0] - 1)]
+            return _diagnose(run((keys, driver.rows_as_counts(rows), prior_ab)))
         return _diagnose(driver.run_rows(run, key, rows, prior_ab))
 
     out = sample(key, table.rows, chunk_size)
@@ -439,19 +447,37 @@ def posterior_nuts(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike], *,
     if min_ess is not None:
         low = np.flatnonzero(np.asarray(out.ess[:num_rows]) < min_ess)
         if low.size:
-            smallest = max(float(np.nanmin(np.asarray(out.ess)[low])), 1.0)
-            thin = int(np.clip(np.ceil(1.25 * min_ess / smallest), 2, MAX_THIN))
-            sub = driver.pad_rows(table.rows[low], driver.size_bucket(low.size, None))
-            more = sample(jax.random.fold_in(key, 1), sub, None, thin)
-            out = jax.tree.map(lambda a, b: a.at[low].set(b[:low.size].astype(a.dtype)), out,
-                               more)
+            ess = np.maximum(np.asarray(out.ess)[low], 1.0)
+            thins = np.clip(np.ceil(1.25 * min_ess / ess), 2, MAX_THIN).astype(int)
+            if not per_row:  # one rerun, thinned for the smallest ESS
+                thins[:] = thins.max()
+            for thin in np.unique(thins).tolist():
+                rows = low[thins == thin]
+                sub = driver.pad_rows(table.rows[rows], driver.size_bucket(rows.size, None))
+                more_key = (jax.vmap(jax.random.fold_in, (0, None))(key[rows], 1) if per_row
+                            else jax.random.fold_in(key, 1))
+                more = sample(more_key, sub, None, thin)
+                out = jax.tree.map(lambda a, b, r=rows: a.at[r].set(b[:r.size].astype(a.dtype)),
+                                   out, more)
             still = int(np.sum(np.asarray(out.ess[:num_rows]) < min_ess))
             if still:
                 warnings.warn(f"{still} of {num_rows} distinct count sets stay below "
-                              f"min_ess={min_ess:g} after a rerun thinned by {thin}",
+                              f"min_ess={min_ess:g} after a rerun thinned by {int(thins.max())}",
                               RuntimeWarning, stacklevel=2)
     _warn_unmixed(np.asarray(out.rhat[:num_rows]), prior)
     return table.restore(out)
+
+
+def _per_row_keys(key: jax.Array, counts: ErrorCounts) -> bool:
+    """Whether ``key`` holds one key per count set (ValueError naming ``key`` on a mismatch)."""
+    typed = jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
+    batch = tuple(np.shape(key) if typed else np.shape(key)[:-1])
+    if batch == ():
+        return False
+    if len(batch) != 1 or batch != tuple(np.shape(counts.fp)):
+        raise ValueError(f"key must be one key or one key per count set (shape "
+                         f"{np.shape(counts.fp)}), got keys of shape {batch}")
+    return True
 
 
 def _warn_unmixed(rhat: np.ndarray, prior: AttackPrior, threshold: float = 1.05) -> None:
