@@ -296,8 +296,9 @@ def bmdp_region_contains(masks: ArrayLike, probs: ArrayLike, output_probs: Array
     if is_traced(alpha, eps_l, eps_r):
         return _bmdp_region_contains(alpha, beta, valid, eps_l, eps_r, side=side, atol=atol)
     with jax.enable_x64(True):
-        return _bmdp_region_contains(*_f64(alpha, beta), jnp.asarray(valid), *_f64(eps_l, eps_r),
-                                     side=side, atol=atol)
+        a64, b64, el64, er64 = _f64(alpha, beta, eps_l, eps_r)
+        return _bmdp_region_contains(a64, b64, jnp.asarray(valid), el64, er64, side=side,
+                                     atol=atol)
 
 
 def _bmdp_region_contains(alpha: jax.Array, beta: jax.Array, valid: jax.Array, eps_l: ArrayLike,
@@ -349,7 +350,8 @@ def structural_leakage(sampler: object) -> tuple[float, float]:
     for kind, what in fixed.items():
         if isinstance(sampler, kind):
             raise ValueError(
-                f"sampler: {what} draws round(ratio·N) nodes, so |S_-i| reveals M_i: "
+                f"sampler: {what} draws a fixed number of nodes, round(ratio·N) whenever the "
+                "graph allows, so |S_-i| reveals M_i: "
                 "Pr(M_i = 1 | M_-i) is 0 or 1 (BMDP is undefined) and the sampling leakage is "
                 "c = inf, so no finite BMP follows from a BMDP/MP guarantee of the trainer; the "
                 "statement needs independent inclusion (Poisson sampling) or a finite c from "
