@@ -411,7 +411,8 @@ def compose_with_sampling(eps_l_phi: ArrayLike, eps_r_phi: ArrayLike, c_l: Array
                          ) -> tuple[jax.Array, jax.Array]:
     """Prior bound (a): a node-level (ε_L^Φ, ε_R^Φ)-private trainer given S_{−i} run on a sample
     with sampling leakage (c_L, c_R) is (ε_L^Φ + c_L, ε_R^Φ + c_R)-BMP (also BMP ∘ MP, and a
-    shared-sample composition at the BMDP level followed by adding c once)."""
+    shared-sample composition at the BMDP level followed by adding c once). BMDP itself, both
+    composition results and their refusals: :mod:`jaxaudit.bmp.composition`."""
     check_nonnegative("eps_l_phi", eps_l_phi)
     check_nonnegative("eps_r_phi", eps_r_phi)
     check_nonnegative("c_l", c_l)
