@@ -4,7 +4,8 @@ Everything is in RDP (Mironov) units: D_α = α × Birrell et al.'s R_α.
 
   * :func:`dv_objective`, :func:`log_mean_exp` — the variational objective J_α(g) ≤ D_α.
   * :func:`ema_log_mean_exp`, :func:`dv_surrogate_loss` — MINE-style EMA gradients in log space.
-  * :class:`Critic`, :class:`CriticConfig`, :func:`train_critic` — bounded MLP critic, optax Adam.
+  * :class:`Critic`, :class:`CriticConfig`, :func:`train_critic` — bounded MLP critic, optax Adam;
+    ``PAPER_CRITIC_CONFIG`` is Kim et al.'s critic (100×100, minibatches, EMA).
   * :func:`estimate_renyi`, :func:`renyi_estimator`, :class:`RenyiEstimate` — held-out estimate
     and lower confidence bound (Hoeffding, empirical Bernstein, or the class-restricted radius).
   * :func:`gaussian_renyi`, :func:`laplace_renyi` — closed forms.
@@ -56,9 +57,15 @@ from jaxaudit.renyi.threshold_tests import (
     gdp_to_rdp,
     threshold_renyi_lower_bound,
 )
-from jaxaudit.renyi.training import CriticConfig, TrainHistory, train_critic
+from jaxaudit.renyi.training import (
+    PAPER_CRITIC_CONFIG,
+    CriticConfig,
+    TrainHistory,
+    train_critic,
+)
 
 __all__ = [
+    "PAPER_CRITIC_CONFIG",
     "Critic",
     "CriticConfig",
     "DirectionEstimate",

@@ -5,6 +5,12 @@ split only, with the EMA-corrected gradient of ``jaxaudit.renyi.ema`` (rate 1, t
 for full-batch training; 0.1 by default for minibatches). No selection on held-out data happens
 here: the number of steps, M and the learning rate are fixed by the config.
 
+Two configurations are named: ``CriticConfig()`` (ours: a bounded one-hidden-layer 32-unit critic,
+full batch, no EMA, early stopping on an inner validation split) and
+:data:`PAPER_CRITIC_CONFIG` (Kim, Alabi & Varshney's: a 1→100→100→1 ReLU MLP, Adam 1e−4,
+minibatches of 400, the EMA-corrected objective at rate 0.25, final parameters). Their
+comparison on the same scores is in docs/renyi.md ("Our critic or the paper's").
+
 References:
   Kim, Alabi, Varshney (2026), arXiv 2605.21938, §2 (SGD with EMA); Belghazi et al. (2018).
 """
@@ -34,8 +40,8 @@ from jaxaudit.renyi.ema import dv_ema_init, dv_surrogate_loss
 from jaxaudit.renyi.objective import dv_objective
 
 __all__ = [
-    "CriticConfig", "TrainHistory", "check_config", "make_critic", "objective_standard_error",
-    "train_critic",
+    "CriticConfig", "PAPER_CRITIC_CONFIG", "TrainHistory", "check_config", "make_critic",
+    "objective_standard_error", "train_critic",
 ]
 
 
@@ -76,6 +82,23 @@ class CriticConfig(NamedTuple):
     weight_decay: float = 0.0
 
 
+#: Kim, Alabi & Varshney's critic and its training, as their public code (GitHub
+#: bkim34/RDP_audit, ``scripts/renyi_sweep.py``) and paper (arXiv 2605.21938, §4) run it: a
+#: 1→100→100→1 ReLU MLP, Adam with step 1e−4, minibatches of 400 per world, the MINE-style EMA
+#: of both log-mean-exp terms at rate 0.25 (the weight of the newest minibatch; their scripts'
+#: ``--ema-rate`` default), 750 steps (750 epochs at their 400 training pairs per world, where a
+#: minibatch is the whole training split), final parameters (no early stopping, so
+#: ``validation_fraction=0``). Their critic is unbounded; ours keeps the M·tanh(h/M) output
+#: with M = 50, which is the identity to within 1% for |h| ≤ 8.6 (g stays far below that on
+#: canary scores) and keeps every bound that needs |g| ≤ M formally valid. Two further differences
+#: remain: we standardise the score (an affine map the first layer can absorb) and initialise
+#: the last layer at 0; minibatches are drawn with replacement, not by epochs.
+PAPER_CRITIC_CONFIG = CriticConfig(
+    hidden=(100, 100), bound=50.0, steps=750, learning_rate=1e-4, batch_size=400,
+    ema_rate=0.25, validation_fraction=0.0,
+)
+
+
 class TrainHistory(NamedTuple):
     """Diagnostics of one training run.
 
@@ -84,11 +107,15 @@ class TrainHistory(NamedTuple):
       validation: the selection criterion on the inner validation samples at steps 0,
         eval_every, 2·eval_every, ..., shape (steps // eval_every,) (NaN without validation).
       best_step: the step whose parameters were returned (``steps`` means the final ones).
+      log_ema: the moving averages after each step, log of the EMA of mean e^{(α−1)g} on Q's
+        minibatches and of mean e^{αg} on P's, shape (steps, 2). With rate 1 (full batch) each
+        row is the batch's own log-mean-exp; below 1 it lags behind it (the EMA is active).
     """
 
     objective: jax.Array
     validation: jax.Array
     best_step: jax.Array
+    log_ema: jax.Array
 
 
 @renamed_argument("alpha", "order")
@@ -186,10 +213,10 @@ def train_critic(
 
     criterion = _criterion(apply, held, order, config, dtype)
     step, init_carry = _adam_step(apply, x_q, x_p, order, config)
-    params, objective, val, best_step = _fit_with_early_stopping(
+    params, objective, val, best_step, log_ema = _fit_with_early_stopping(
         key_steps, variables["params"], init_carry, step, criterion, config,
         early_stopping=held is not None, dtype=dtype)
-    return {"params": params, "stats": stats}, TrainHistory(objective, val, best_step)
+    return {"params": params, "stats": stats}, TrainHistory(objective, val, best_step, log_ema)
 
 
 def _validation_split(key_q, key_p, x_q, x_p, config, validation):
@@ -225,8 +252,9 @@ def _criterion(apply, held, alpha, config, dtype):
 def _adam_step(apply, x_q, x_p, alpha, config):
     """One AdamW step on the EMA-corrected DV surrogate (full batch or a minibatch per world).
 
-    Returns ``(step, init)``: ``step(carry, key) -> (carry, J_α)`` for ``lax.scan`` and
-    ``init(params)`` the initial carry (params, optimizer state, EMA state).
+    Returns ``(step, init)``: ``step(carry, key) -> (carry, (J_α, log_ema))`` for ``lax.scan``
+    (``log_ema``: the two moving averages after the step, shape (2,)) and ``init(params)`` the
+    initial carry (params, optimizer state, EMA state).
     """
     full_batch = config.batch_size is None
     rate = config.ema_rate if config.ema_rate is not None else (1.0 if full_batch else 0.1)
@@ -248,7 +276,8 @@ def _adam_step(apply, x_q, x_p, alpha, config):
         )
         updates, opt_state = optimizer.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
-        return (params, opt_state, ema_state), -loss
+        log_ema = jnp.stack([ema_state.q.log_ema, ema_state.p.log_ema])
+        return (params, opt_state, ema_state), (-loss, log_ema)
 
     def init(params):
         return (params, optimizer.init(params), dv_ema_init(x_q.dtype))
@@ -261,7 +290,7 @@ def _fit_with_early_stopping(key, params, init_carry, step, criterion, config, *
     """``config.steps`` steps in blocks of ``eval_every``; keeps the parameters with the best
     criterion after a warm-up of steps // 10 (the final ones without early stopping).
 
-    Returns (params, objective per step, criterion per block, best step).
+    Returns (params, objective per step, criterion per block, best step, log EMAs per step).
     """
     warmup = config.steps // 10
 
@@ -274,8 +303,8 @@ def _fit_with_early_stopping(key, params, init_carry, step, criterion, config, *
         best = jax.tree.map(
             lambda new, old: jnp.where(improved, new, old), (value, index, train_carry[0]), best
         )
-        train_carry, objective = jax.lax.scan(step, train_carry, keys)
-        return (train_carry, best), (objective, value)
+        train_carry, (objective, log_ema) = jax.lax.scan(step, train_carry, keys)
+        return (train_carry, best), (objective, log_ema, value)
 
     every = max(1, min(config.eval_every, config.steps))
     n_blocks = config.steps // every
@@ -283,13 +312,15 @@ def _fit_with_early_stopping(key, params, init_carry, step, criterion, config, *
     best = (jnp.asarray(-jnp.inf, dtype), jnp.asarray(0, jnp.int32), params)
     train_carry = init_carry(params)
     starts = jnp.arange(n_blocks, dtype=jnp.int32) * every
-    (train_carry, best), (objective, val) = jax.lax.scan(
+    (train_carry, best), (objective, log_ema, val) = jax.lax.scan(
         block, (train_carry, best), (keys[: n_blocks * every].reshape(n_blocks, every), starts)
     )
     objective = objective.reshape(-1)
+    log_ema = log_ema.reshape(-1, 2)
     if config.steps > n_blocks * every:
-        train_carry, rest = jax.lax.scan(step, train_carry, keys[n_blocks * every:])
+        train_carry, (rest, rest_ema) = jax.lax.scan(step, train_carry, keys[n_blocks * every:])
         objective = jnp.concatenate([objective, rest])
+        log_ema = jnp.concatenate([log_ema, rest_ema])
     params = train_carry[0]
     if early_stopping:
         final = criterion(params)
@@ -298,4 +329,4 @@ def _fit_with_early_stopping(key, params, init_carry, step, criterion, config, *
         params = jax.tree.map(lambda new, old: jnp.where(improved, new, old), params, best[2])
     else:
         best_step = jnp.asarray(config.steps, jnp.int32)
-    return params, objective, val, best_step
+    return params, objective, val, best_step, log_ema
