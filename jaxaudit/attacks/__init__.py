@@ -31,6 +31,7 @@ from jaxaudit.attacks.marginals import (
     release_marginals,
 )
 from jaxaudit.attacks.privacy import PrivacyProfile, dpsgd_privacy, gaussian_marginals_privacy
+from jaxaudit.attacks.reconstruction import JointReconstruction, joint_reconstruction
 from jaxaudit.attacks.result import AttackResult, attack_result
 from jaxaudit.attacks.secret_extraction import (
     SCORINGS,
@@ -47,7 +48,9 @@ from jaxaudit.attacks.secret_extraction import (
 from jaxaudit.attacks.secret_priors import (
     SecretPrior,
     digit_prior,
+    load_name_weights,
     load_password_ranks,
+    name_prior,
     password_prior,
 )
 from jaxaudit.attacks.tabular import Table, load_fair
@@ -65,6 +68,8 @@ __all__ = [
     "digit_prior",
     "password_prior",
     "load_password_ranks",
+    "name_prior",
+    "load_name_weights",
     "filler_sentences",
     "secret_corpus",
     "CharGRU",
@@ -89,4 +94,6 @@ __all__ = [
     "marginals_posterior",
     "hamming_guess",
     "marginals_reconstruction",
+    "JointReconstruction",
+    "joint_reconstruction",
 ]
