@@ -8,6 +8,10 @@ bound, for each of the point estimate's critic clips (``clip="auto"``, the defau
 α = 3, Δ = 1.5, n = 2·10⁴.
 
     python benchmarks/renyi_bias.py --reps 50                # the table in docs/renyi.md
+    python benchmarks/renyi_bias.py --critic paper           # Kim et al.'s critic and EMA
+
+``--critic paper`` runs the same study with ``renyi.PAPER_CRITIC_CONFIG`` (both critics side by
+side on the same draws: ``benchmarks/renyi_critic_compare.py``).
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ import time
 import jax
 import numpy as np
 
-from jaxaudit.renyi import renyi_estimator
+from jaxaudit.renyi import PAPER_CRITIC_CONFIG, CriticConfig, renyi_estimator
+
+CRITICS = {"ours": CriticConfig(), "paper": PAPER_CRITIC_CONFIG}
 
 
-def bias_rows(key, n, shift, alphas, reps, clip="observed"):
-    fn = jax.jit(jax.vmap(renyi_estimator(clip=clip), in_axes=(0, 0, 0, None)))
+def bias_rows(key, n, shift, alphas, reps, clip="observed", config=CriticConfig()):
+    fn = jax.jit(jax.vmap(renyi_estimator(clip=clip, config=config), in_axes=(0, 0, 0, None)))
     k_q, k_p, k_est = jax.random.split(key, 3)
     x_q = shift + jax.random.normal(k_q, (reps, n))
     x_p = jax.random.normal(k_p, (reps, n))
@@ -43,8 +49,11 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--clips", default="auto,observed,range",
                    help="comma-separated point-estimate clips to tabulate (default: all three)")
+    p.add_argument("--critic", default="ours", choices=sorted(CRITICS),
+                   help="critic configuration: ours (CriticConfig()) or paper (PAPER_CRITIC_CONFIG)")
     args = p.parse_args(argv)
     key = jax.random.key(args.seed)
+    config = CRITICS[args.critic]
     cases = [(72, 1.0, (1.25, 1.5, 2.0, 3.0), args.reps), (250, 1.0, (1.25, 1.5, 2.0, 3.0), args.reps),
              (500, 1.0, (1.25, 1.5, 2.0, 3.0), args.reps), (2_000, 1.0, (1.25, 1.5, 2.0), args.large_reps),
              (20_000, 1.5, (3.0,), args.large_reps)]
@@ -55,7 +64,7 @@ def main(argv=None):
         for c, (n, shift, alphas, reps) in enumerate(cases):
             t = time.time()
             for clip_, n_, s_, a, truth, mean, sd, over, low in bias_rows(
-                    jax.random.fold_in(key, c), n, shift, alphas, reps, clip):
+                    jax.random.fold_in(key, c), n, shift, alphas, reps, clip, config):
                 print(f"| {clip_} | {n_} | {s_:g} | {a:g} | {truth:.3f} | {mean:.3f} | {mean / truth:.2f} | "
                       f"{sd:.3f} | {over:.2f} | {low:.3f} |", flush=True)
             print(f"<!-- {clip}, n={n}: {reps} reps in {time.time() - t:.0f} s -->", flush=True)

@@ -1,0 +1,139 @@
+"""Our critic or the paper's: the DV estimator with ``CriticConfig()`` and ``PAPER_CRITIC_CONFIG``
+on the same scores (not a timing benchmark).
+
+1. Gaussian scores (``--reps`` seeded repetitions, vmapped): Q = N(Δ, 1), P = N(0, 1), true
+   D_α = αΔ²/2. Per configuration, size and order: mean estimate / truth, sd, P(estimate > truth),
+   mean 95% lower bound and P(bound > truth) (must stay ≤ 5%).
+2. Canary scores (``--scores DIR/scores.npz`` from ``notebooks/scripts/rdp_paper_scores.py``,
+   setting ``--setting``): per configuration the DV estimate (mean ± sd over ``--splits``
+   train/held-out splits, [mean held-out SE]) and the 95% lower bound, next to the accountant's
+   ε_α and [31] in RDP units both ways (Kim et al.'s: mean over audits of 100 runs per world of
+   α μ(ε_emp, δ)²/2, ``renyi.dp_to_rdp_gaussian``; ours: α μ_lo²/2 from all scores at once).
+
+Everything else (split 0.5, empirical-Bernstein bound, clip "auto", both directions) is the
+estimator's default, so the two rows differ only in the critic and its training.
+
+    python benchmarks/renyi_critic_compare.py --reps 20                       # Gaussian part
+    python benchmarks/renyi_critic_compare.py --reps 0 --scores DIR/scores.npz  # canary part
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import jax
+import numpy as np
+
+from jaxaudit.accounting import rdp_epsilons
+from jaxaudit.renyi import (
+    PAPER_CRITIC_CONFIG,
+    CriticConfig,
+    dp_to_rdp_gaussian,
+    gdp_epsilon_lower_bound,
+    gdp_to_rdp,
+    renyi_estimator,
+)
+
+CONFIGS = {"ours": CriticConfig(), "paper": PAPER_CRITIC_CONFIG}
+DELTA, CONFIDENCE, BLOCK = 1e-5, 0.95, 100
+
+
+def gaussian_rows(key: jax.Array, config: CriticConfig, n: int, shift: float,
+                  orders: tuple[float, ...], reps: int) -> list[tuple]:
+    """(n, Δ, α, truth, mean, sd, P(est > truth), mean lower, P(lower > truth)) per order."""
+    fn = jax.jit(jax.vmap(renyi_estimator(config=config), in_axes=(0, 0, 0, None)))
+    k_q, k_p, k_est = jax.random.split(key, 3)
+    x_q = shift + jax.random.normal(k_q, (reps, n))
+    x_p = jax.random.normal(k_p, (reps, n))
+    est = fn(jax.random.split(k_est, reps), x_q, x_p, np.asarray(orders, np.float32))
+    point, lower = np.asarray(est.point), np.asarray(est.lower)
+    rows = []
+    for i, a in enumerate(orders):
+        truth = a * shift**2 / 2
+        rows.append((n, shift, a, truth, point[:, i].mean(), point[:, i].std(ddof=1),
+                     np.mean(point[:, i] > truth), lower[:, i].mean(), np.mean(lower[:, i] > truth)))
+    return rows
+
+
+def kim_31_rdp(in_s: np.ndarray, out_s: np.ndarray, orders: np.ndarray) -> tuple[np.ndarray, int]:
+    """Kim et al.'s "[31]" column: per audit of 100 runs per world, [31]'s ε_emp (threshold on
+    all scores, one-sided 95% Clopper–Pearson each, δ = 1e−5), then α μ(ε_emp, δ)²/2; the mean
+    over audits."""
+    n = min(in_s.size, out_s.size) // BLOCK
+    vals = []
+    for b in range(n):
+        sl = slice(b * BLOCK, (b + 1) * BLOCK)
+        eps = gdp_epsilon_lower_bound(in_s[sl], out_s[sl], DELTA, confidence=0.9,
+                                      selection="all").epsilon
+        vals.append(dp_to_rdp_gaussian(float(eps), DELTA, orders))
+    return (np.mean(vals, axis=0) if vals else np.full(orders.shape, np.nan)), n
+
+
+def scores_table(path: str, setting: str, splits: int, orders: np.ndarray, steps: int) -> None:
+    data = np.load(path)
+    in_s = data[f"{setting}_in"].astype(np.float64)
+    out_s = data[f"{setting}_out"].astype(np.float64)
+    sigma = float(data[f"{setting}_sigma"])
+    acc = rdp_epsilons(noise_multiplier=sigma, sampling_rate=1.0, steps=steps, orders=orders)
+    kim, audits = kim_31_rdp(in_s, out_s, orders)
+    mu_all = gdp_epsilon_lower_bound(in_s, out_s, DELTA, confidence=0.9, selection="all").mu
+    ours_31 = gdp_to_rdp(mu_all, orders)
+    print(f"\n{setting}: {in_s.size} in / {out_s.size} out runs, σ = {sigma:.4f}, "
+          f"[31] audits of {BLOCK} per world: {audits}")
+    print("| critic | α | accountant ε_α | DV estimate ± sd [SE] | DV lower bound (95%) | "
+          "[31] Kim et al. (mean over audits) | [31] ours (all scores) | seconds |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, config in CONFIGS.items():
+        fn = jax.jit(renyi_estimator(config=config, confidence=CONFIDENCE))
+        t = time.time()
+        ests = [fn(jax.random.key(s), in_s.astype(np.float32), out_s.astype(np.float32),
+                   orders.astype(np.float32)) for s in range(splits)]
+        point = np.array([np.asarray(e.point) for e in ests])
+        se = np.array([np.asarray(e.point_se) for e in ests]).mean(0)
+        lower = np.array([np.asarray(e.lower) for e in ests]).mean(0)
+        secs = time.time() - t
+        for j, a in enumerate(orders):
+            print(f"| {name} | {a:g} | {acc[j]:.3f} | {point[:, j].mean():.3f} ± "
+                  f"{point[:, j].std(ddof=1):.3f} [{se[j]:.3f}] | {lower[j]:.3f} | {kim[j]:.3f} | "
+                  f"{ours_31[j]:.3f} | {secs:.0f} |", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--reps", type=int, default=20, help="Gaussian repetitions (0: skip)")
+    p.add_argument("--sizes", default="500,2000", help="runs per world of the Gaussian part")
+    p.add_argument("--shifts", default="1,2", help="Δ of the Gaussian part (D_2 = Δ²)")
+    p.add_argument("--orders", default="2", help="Rényi orders")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--scores", default=None, help="scores.npz of rdp_paper_scores.py")
+    p.add_argument("--setting", default="paper_eps10")
+    p.add_argument("--splits", type=int, default=5)
+    p.add_argument("--steps", type=int, default=100, help="DP-GD steps T of the scores")
+    args = p.parse_args(argv)
+    warnings.simplefilter("ignore", DeprecationWarning)
+    orders = tuple(float(a) for a in args.orders.split(","))
+    if args.reps > 0:
+        key = jax.random.key(args.seed)
+        print("| critic | runs per world | Δ | α | true D_α | mean estimate | mean / truth | sd | "
+              "P(est > truth) | mean lower bound | P(bound > truth) | seconds |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        cases = [(int(n), float(s)) for n in args.sizes.split(",") for s in args.shifts.split(",")]
+        for c, (n, shift) in enumerate(cases):
+            for name, config in CONFIGS.items():
+                t = time.time()
+                rows = gaussian_rows(jax.random.fold_in(key, c), config, n, shift, orders,
+                                     args.reps)
+                secs = time.time() - t
+                for n_, s_, a, truth, mean, sd, over, low, cover in rows:
+                    print(f"| {name} | {n_} | {s_:g} | {a:g} | {truth:.3f} | {mean:.3f} | "
+                          f"{mean / truth:.2f} | {sd:.3f} | {over:.2f} | {low:.3f} | {cover:.2f} | "
+                          f"{secs:.0f} |", flush=True)
+    if args.scores:
+        scores_table(args.scores, args.setting, args.splits, np.asarray(orders, np.float64),
+                     args.steps)
+
+
+if __name__ == "__main__":
+    main()
