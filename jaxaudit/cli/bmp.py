@@ -24,13 +24,15 @@ from jaxaudit.cli.shadow import add_shadow_options, flags, shadow_fields
 # --help stays fast (tests/cli/test_bmp_cli.py checks they agree).
 MAX_PRIOR_DRAWS, MAX_NUTS_STEPS, MAX_CHAINS = 10_000_000, 1_000_000, 64
 MAX_DRAW_GIB, BYTES_PER_DRAW = 4, 16
+ATTACKS = ("lira", "lira_offline", "rmia")  # jaxaudit.mia.ATTACKS (checked by the tests)
 #: Config field -> flag, for the library's errors.
 FLAGS = dict(SHADOW_FLAGS, model_chunk="--model-chunk", shadow_run="--shadow",
              prior_draws="--prior-draws", fix_variance="--fix-variance",
              attack_prior="--attack-prior", confidence="--confidence",
              prior_variance="--prior-variance", num_warmup="--num-warmup",
              num_samples="--num-samples", num_chains="--num-chains", min_ess="--min-ess",
-             mp_baseline="--no-mp", node_chunk="--node-chunk", compare="--compare")
+             mp_baseline="--no-mp", node_chunk="--node-chunk", compare="--compare",
+             attack="--attack", node_units="--node-units")
 
 
 def register(subparsers: Any) -> None:
@@ -43,6 +45,7 @@ def register(subparsers: Any) -> None:
     add_shadow_options(p, ratio_type=finite)
     p.add_argument("--shadow", default=None, help="reuse the shadow run folder of `jaxaudit shadow` (its configuration replaces --dataset/--model/--sampler/--ratio/--models/--epochs/--edge-access; default: train the shadow models here)")
     p.add_argument("--prior-draws", type=bounded(count, 1, MAX_PRIOR_DRAWS), default=1000, help=f"Monte Carlo draws for the priors eta when not exact, at most {MAX_PRIOR_DRAWS}")
+    p.add_argument("--attack", choices=ATTACKS, default="lira", help="membership attack, leave-one-out over the shadow models (default lira)")
     p.add_argument("--fix-variance", action="store_true", help="fixed-variance LiRA")
     p.add_argument("--attack-prior", default="uniform", help="prior on the attack: 'uniform' (its strength s ~ Beta(1, 1), an attack of unknown quality), 'beta:A,B' (s ~ Beta(A, B)), 'fixed:S' (S in [0, 1)) or 'optimal' (the most powerful test, at the corner of the region; no MP baseline)")
     p.add_argument("--confidence", type=finite, default=0.95, help="joint confidence level of the certified lower bounds (default 0.95)")
@@ -53,6 +56,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--min-ess", type=positive, default=None, help="resample (thinned) the nodes whose bulk ESS is below this (e.g. 400; default: no second pass)")
     p.add_argument("--no-mp", action="store_true", help="skip the symmetric MP baseline")
     p.add_argument("--node-chunk", type=count, default=1024, help="nodes per vmapped NUTS chunk (bounds memory; default 1024)")
+    p.add_argument("--node-units", type=count, default=1024, help="nodes per saved posterior unit (one Ray task or --worker share each; default 1024)")
     p.add_argument("--model-chunk", type=count, default=32, help="models per saved shadow chunk")
     p.add_argument("--compare", default=None, help="another `jaxaudit bmp` report folder to plot against (e.g. uniform; its manifest.json and nodes.csv are checked before any work; default: none)")
     p.add_argument("--out", required=True, help="report folder (created; resumed if it exists)")
@@ -70,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
         attack_prior=args.attack_prior, confidence=args.confidence,
         prior_variance=args.prior_variance, num_warmup=args.num_warmup,
         num_samples=args.num_samples, num_chains=args.num_chains, min_ess=args.min_ess,
-        mp_baseline=not args.no_mp, node_chunk=args.node_chunk, compare=args.compare)
+        mp_baseline=not args.no_mp, node_chunk=args.node_chunk, compare=args.compare,
+        attack=args.attack, node_units=args.node_units)
     with flags(FLAGS), ProgressBar("bmp", enabled=not args.quiet) as bar:
         result = run_bmp(config, args.out, progress=bar, **sweep_kwargs(args))
     if not args.quiet:

@@ -9,12 +9,16 @@ NUTS posterior over (ε_L, ε_R) for every node. What ``jaxaudit bmp`` runs, as 
                      "reports/csbm_uniform")
     result.table["certified_eps_r_lower"]
 
-Resumable: the shadow models (unless ``shadow_run`` names a shadow run folder), the priors η
-and the audit are saved as chunks in the report folder; a repeated call continues where it
-stopped, a folder of another configuration is refused. Model m uses ``unit_key(seed, m)``
-(:mod:`jaxaudit.runs.keys`), the priors and the audit the streams "priors" and "audit", so a
+Resumable work units, saved as chunks in the report folder: the shadow models (unless
+``shadow_run`` names a shadow run folder), the priors η ("prior"), the attack on all nodes
+("attack": statistic, decisions, counts, AUC, TPR at low FPR) and the per-node posteriors over
+chunks of ``node_units`` nodes ("posterior-00000", …; certified bounds, Jeffreys, NUTS). A
+repeated call continues where it stopped, a folder of another configuration is refused, and the
+posterior units run on Ray or as independent workers like the shadow chunks. Model m uses
+``unit_key(seed, m)`` (:mod:`jaxaudit.runs.keys`), the priors the stream "priors", and node i the
+key ``fold_in(stream_key(seed, "audit"), j)`` (j the first node with node i's counts), so a
 shadow run followed by ``run_bmp(shadow_run=...)`` and ``run_bmp`` training its own models with
-the same seed and settings give the same counts on every node.
+the same seed and settings give the same audit on every node, whatever ``node_units``.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from jaxaudit.pipelines.shadow import (
 from jaxaudit.runs import Progress
 
 __all__ = ["MAX_CHAINS", "MAX_DRAW_BYTES", "MAX_NUTS_STEPS", "MAX_PRIOR_DRAWS", "BmpConfig",
-           "BmpResult", "audit_from_arrays", "audit_to_arrays", "run_bmp"]
+           "BmpResult", "audit_from_arrays", "audit_to_arrays", "run_bmp", "unit_names"]
 
 #: Limits refused before any work.
 MAX_PRIOR_DRAWS = 10_000_000   # one PRNG key and one sample each
@@ -81,6 +85,9 @@ class BmpConfig(NamedTuple):
       min_ess: resample (thinned) the nodes whose bulk ESS is below this (None: no second pass).
       mp_baseline: also fit the symmetric MP baseline.
       node_chunk: nodes per vmapped NUTS chunk (bounds memory).
+      attack: the membership attack (``jaxaudit.mia.ATTACKS``; "lira" is LOO LiRA).
+      node_units: nodes per saved posterior unit ("posterior-<k>", one Ray task or worker share
+        each; Cora's 2708 nodes make 3 units by default). Changes no number.
       compare: another bmp report folder to plot against (read before any work; changes no
         number, so it is not stored).
       data_dir: where the Planetoid files live.
@@ -114,6 +121,8 @@ class BmpConfig(NamedTuple):
     node_chunk: int = 1024
     compare: str | Path | None = None
     data_dir: str | Path | None = None
+    attack: str = "lira"
+    node_units: int = 1024
 
 
 class BmpResult(NamedTuple):
@@ -123,12 +132,13 @@ class BmpResult(NamedTuple):
       audit: the ``jaxaudit.bmp.BmpAudit``: ``certified_l``/``certified_r`` are BOUNDS (jointly
         per node at ``confidence``, whatever the attack); ``eps_l``/``eps_r`` (posterior
         quantiles under the attack prior), ``eps_mp``, ``jeffreys_l``/``jeffreys_r``, ``auc``,
-        ``global_auc`` are ESTIMATES; ``counts`` are the measured error counts. None only with
-        ``worker=`` while shadow chunks are missing.
+        ``global_auc``, ``global_tpr`` (TPR at 1% and 0.1% FPR of ``attack``) are ESTIMATES;
+        ``counts`` are the measured error counts. None only with ``worker=`` while shadow
+        chunks or posterior units are missing.
       table: the per-node table (``nodes.csv``), ``bmp.audit_table(audit)``.
       summary: ``summary.json``: ``bmp.audit_summary(audit)`` and the attack prior.
       config: the stored configuration; path: the report folder (None in memory).
-      missing: shadow chunks not finished (``worker=`` only).
+      missing: shadow chunks or posterior units not finished (``worker=`` only).
     """
 
     audit: Any
@@ -141,25 +151,53 @@ class BmpResult(NamedTuple):
 
 _AUDIT_ARRAYS = ("eta", "eta_se", "degree", "certified_l", "certified_r", "eps_l", "eps_r",
                  "eps_mp", "jeffreys_l", "jeffreys_r", "auc", "global_auc", "rhat", "ess",
-                 "divergences")
+                 "divergences", "global_tpr")
+#: The arrays of the "attack" unit.
+_ATTACK_ARRAYS = ("auc", "global_auc", "global_tpr", "key_node")
+#: The unit of the earlier versions, which audited every node at once with one key.
+_OLD_AUDIT_UNIT = "audit"
 
 
 def audit_to_arrays(audit: Any) -> dict[str, np.ndarray]:
-    """A ``BmpAudit`` without its masks and scores, as named arrays (the "audit" chunk)."""
+    """A ``BmpAudit`` without its masks and scores, as named arrays."""
     out = {k: np.asarray(getattr(audit, k)) for k in _AUDIT_ARRAYS}
     out.update({f"counts_{k}": np.asarray(v) for k, v in audit.counts._asdict().items()})
     out["confidence"] = np.asarray(audit.confidence)
     return out
 
 
-def audit_from_arrays(arrays: dict, masks: Any, scores: Any) -> Any:
+def audit_from_arrays(arrays: dict, masks: Any, scores: Any, attack: str = "lira") -> Any:
     """The ``BmpAudit`` of :func:`audit_to_arrays`' arrays and the shadow masks and scores."""
     from jaxaudit import bmp
 
     fields = {k: arrays[k] for k in _AUDIT_ARRAYS}
     counts = bmp.ErrorCounts(*(arrays[f"counts_{k}"] for k in bmp.ErrorCounts._fields))
     return bmp.BmpAudit(counts=counts, confidence=float(arrays["confidence"]), masks=masks,
-                        scores=scores, **fields)
+                        scores=scores, attack=attack, **fields)
+
+
+def unit_names(num_nodes: int, node_units: int) -> list[str]:
+    """The posterior units of ``num_nodes`` nodes: "posterior-<k>" holds nodes
+    ``k·node_units … min((k + 1)·node_units, num_nodes) − 1``."""
+    return [f"posterior-{k:05d}" for k in range(-(-int(num_nodes) // int(node_units)))]
+
+
+def _refuse_old_folder(run_dir: str | Path | None) -> None:
+    """A report folder of the earlier single "audit" unit is refused, with the reason."""
+    from jaxaudit.runs import read_manifest
+
+    if run_dir is None or not (Path(run_dir) / "manifest.json").is_file():
+        return
+    try:
+        manifest = read_manifest(run_dir)
+    except ValueError:
+        return  # RunDir.open reports it
+    if manifest.get("kind") == "bmp" and _OLD_AUDIT_UNIT in manifest.get("planned_chunks", []):
+        raise ValueError(
+            f"{run_dir} holds a bmp report of an earlier version, audited as one 'audit' unit "
+            "with one key for all nodes; this version draws per node in 'attack' and "
+            "'posterior-<k>' units, so its numbers differ: choose a new folder (or delete this "
+            "one) to audit again")
 
 
 def _check_audit(config: BmpConfig) -> None:
@@ -171,6 +209,11 @@ def _check_audit(config: BmpConfig) -> None:
     bounded("num_samples", config.num_samples, 1, MAX_NUTS_STEPS)
     bounded("num_chains", config.num_chains, 2, MAX_CHAINS)
     check_integer("node_chunk", config.node_chunk, minimum=1)
+    check_integer("node_units", config.node_units, minimum=1)
+    from jaxaudit.mia import ATTACKS
+
+    if not isinstance(config.attack, str) or config.attack not in ATTACKS:
+        raise ValueError(f"attack must be one of {list(ATTACKS)}, got {config.attack!r}")
     check_bool("fix_variance", config.fix_variance)
     check_bool("mp_baseline", config.mp_baseline)
     draws = config.node_chunk * config.num_chains * config.num_samples * BYTES_PER_DRAW
@@ -262,9 +305,12 @@ def _stored_config(config: BmpConfig, run_dir: str | Path | None, model: Any, gr
                attack_prior=config.attack_prior, confidence=config.confidence,
                prior_variance=config.prior_variance, num_warmup=int(config.num_warmup),
                num_samples=int(config.num_samples), num_chains=int(config.num_chains),
-               node_chunk=int(config.node_chunk))
+               node_chunk=int(config.node_chunk), attack=config.attack,
+               node_units=int(config.node_units))
     cfg["mp_baseline"] = bool(config.mp_baseline)
-    cfg["key_rule"] = KEY_RULE  # model m: unit_key(seed, m); priors and audit: their streams
+    # model m: unit_key(seed, m); priors: its stream; node i: fold_in(audit stream, first node
+    # with node i's counts)
+    cfg["key_rule"] = KEY_RULE
     if config.min_ess is not None:  # only when given: older run folders' configs stay valid
         cfg["min_ess"] = config.min_ess
     return cfg, shadow
@@ -291,9 +337,13 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
     """The node-level BMP audit of a GNN pipeline (``jaxaudit bmp``; arXiv 2606.04069).
 
     Per node i: η_i (the sampler's inclusion probability, exact or Monte Carlo), the leave-one-out
-    LiRA score of each shadow model, the Bayes decision at prior η_i, the error counts
-    (fp, n0, fn, n1); from them the certified Clopper–Pearson lower bounds on (ε_L, ε_R), the
-    Jeffreys estimate and the NUTS posterior (:func:`jaxaudit.bmp.audit_from_scores`).
+    attack statistic of each shadow model (``config.attack``), the Bayes decision at prior η_i,
+    the error counts (fp, n0, fn, n1) — the "attack" unit, on all nodes, with the AUCs and the
+    global TPR at 1% and 0.1% FPR (:func:`jaxaudit.bmp.audit.audit_attack`); then, in units of
+    ``node_units`` nodes, the certified Clopper–Pearson lower bounds on (ε_L, ε_R), the Jeffreys
+    estimate and the NUTS posterior (:func:`jaxaudit.bmp.audit.audit_nodes`). The numbers equal
+    :func:`jaxaudit.bmp.audit_from_scores`' with the key ``stream_key(seed, "audit")`` whatever
+    ``node_units``, the backend and the workers.
 
     Args:
       config: the audit (:class:`BmpConfig`).
@@ -301,25 +351,28 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
         receives ``nodes.csv``, ``most_leaking.csv``, ``summary.json``, ``summary.md`` and the
         PNG plots (:mod:`jaxaudit.report.bmp`). None: in memory, no files.
       progress: ``progress(done, total)`` over the stages: the shadow chunks, the priors, the
-        audit.
-      worker: ``(index, count)``: train only this worker's share of the shadow chunks; the audit
-        runs once every chunk is finished (else the result has ``audit=None`` and ``missing``).
+        attack, the posterior units.
+      worker: ``(index, count)``: train only this worker's share of the shadow chunks, then (once
+        every chunk is finished) compute this worker's share of the posterior units; the result
+        has ``audit=None`` and ``missing`` until every unit is finished.
       model: any flax module as the shadow model instead of ``config.model``.
       graph: an in-memory ``jaxaudit.graph.Graph`` instead of ``config.dataset`` (also the graph
         of a ``shadow_run`` made from one).
-      backend: ``"serial"`` or ``"ray"`` (one Ray task per shadow chunk; see
-        :func:`jaxaudit.runs.run_chunks`), ``ray_address`` its cluster (None: a local one),
-        ``ray_workers`` the chunks in flight. They do not change the numbers.
+      backend: ``"serial"`` or ``"ray"`` (one Ray task per shadow chunk and per posterior unit;
+        see :func:`jaxaudit.runs.run_chunks`), ``ray_address`` its cluster (None: a local one),
+        ``ray_workers`` the units in flight. They do not change the numbers.
 
     Returns:
       :class:`BmpResult`.
 
     Raises:
       ValueError: a bad configuration field (named) or ``compare`` folder, an incomplete or
-        inconsistent ``shadow_run``, a folder of another configuration; FileNotFoundError: a
+        inconsistent ``shadow_run``, a folder of another configuration or one written by an
+        earlier version as a single "audit" unit; FileNotFoundError: a
         missing ``shadow_run`` or ``compare`` folder.
     """
     from jaxaudit import bmp
+    from jaxaudit.bmp.audit import BmpNodes, audit_attack, audit_nodes, concat_nodes
     from jaxaudit.graph import inclusion_probabilities
     from jaxaudit.graph.shadow_models import gnn_module
     from jaxaudit.report import bmp as report
@@ -334,9 +387,13 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
     if shadow is not None and shadow.masks.shape[1] != graph.num_nodes:
         raise ValueError(f"shadow_run runs cover {shadow.masks.shape[1]} nodes, the graph has "
                          f"{graph.num_nodes}")
+    _refuse_old_folder(run_dir)
     run, existed, had_folder = open_run(run_dir, "bmp", cfg)
     num_chunks = 0 if shadow is not None else -(-int(cfg["models"]) // int(cfg["model_chunk"]))
-    stages = _Stages(progress, num_chunks + 2)
+    units = unit_names(graph.num_nodes, cfg["node_units"])
+    stages = _Stages(progress, num_chunks + 2 + len(units))
+    sweep: dict[str, Any] = dict(backend=backend, ray_address=ray_address,
+                                 ray_workers=ray_workers)
 
     if shadow is None:
         module = gnn_module(model if model is not None else config.model, graph)
@@ -346,7 +403,7 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
                 progress=stages.stage(num_chunks), worker=worker,
                 recipe={"learning_rate": config.learning_rate,
                         "weight_decay": config.weight_decay},
-                sweep=dict(backend=backend, ray_address=ray_address, ray_workers=ray_workers))
+                sweep=sweep)
         except ValueError:
             if run is not None:
                 discard_new_run(run.path, existed, keep_folder=had_folder)
@@ -366,20 +423,46 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
 
     pri = run_chunks(run, ["prior"], prior, progress=stages.stage(1))["prior"]
 
-    def audit_chunk(_: str) -> dict:
-        with renamed(chunk_size="node_chunk"):
-            audit = bmp.audit_from_scores(
-                stream_key(cfg["seed"], "audit"), scores, masks, pri["eta"], eta_se=pri["eta_se"],
-                degree=bmp.node_degrees(graph), fix_variance=cfg["fix_variance"],
-                attack_prior=cfg["attack_prior"], prior_variance=cfg["prior_variance"],
-                confidence=cfg["confidence"], num_warmup=cfg["num_warmup"],
-                num_samples=cfg["num_samples"], num_chains=cfg["num_chains"],
-                mp_baseline=cfg["mp_baseline"], chunk_size=cfg["node_chunk"],
-                min_ess=cfg.get("min_ess"))
-        return audit_to_arrays(audit)
+    def attack_unit(_: str) -> dict:
+        attacked = audit_attack(scores, masks, pri["eta"], attack=cfg["attack"],
+                                fix_variance=cfg["fix_variance"])
+        out = {k: np.asarray(getattr(attacked, k)) for k in _ATTACK_ARRAYS}
+        return out | {f"counts_{k}": np.asarray(v) for k, v in attacked.counts._asdict().items()}
 
-    arrays = run_chunks(run, ["audit"], audit_chunk, progress=stages.stage(1))["audit"]
-    audit = audit_from_arrays(arrays, masks, scores)
+    att = run_chunks(run, ["attack"], attack_unit, progress=stages.stage(1))["attack"]
+    counts = bmp.ErrorCounts(*(att[f"counts_{k}"] for k in bmp.ErrorCounts._fields))
+    key_node, size = att["key_node"], int(cfg["node_units"])
+    seed, settings = cfg["seed"], dict(
+        attack_prior=cfg["attack_prior"], prior_variance=cfg["prior_variance"],
+        confidence=cfg["confidence"], num_warmup=cfg["num_warmup"],
+        num_samples=cfg["num_samples"], num_chains=cfg["num_chains"],
+        mp_baseline=cfg["mp_baseline"], chunk_size=cfg["node_chunk"], min_ess=cfg.get("min_ess"))
+
+    def posterior_unit(name: str) -> dict:
+        k = int(name.rsplit("-", 1)[1])
+        nodes = slice(k * size, (k + 1) * size)
+        with renamed(chunk_size="node_chunk"):
+            part = audit_nodes(stream_key(seed, "audit"),
+                               bmp.ErrorCounts(*(c[nodes] for c in counts)),
+                               key_node[nodes], **settings)
+        return {k: np.asarray(v) for k, v in part._asdict().items()}
+
+    try:
+        done = run_chunks(run, units, posterior_unit, progress=stages.stage(len(units)),
+                          worker=worker, **sweep)
+    except ValueError:
+        if run is not None:  # a first unit that fails leaves the folder reusable
+            discard_new_run(run.path, existed, keep_folder=had_folder)
+        raise
+    missing = tuple(n for n in units if n not in done)
+    if missing:
+        return BmpResult(None, None, None, cfg, None if run is None else run.path, missing)
+    nodes = concat_nodes([BmpNodes(**done[n]) for n in units])
+    arrays = nodes._asdict() | {k: att[k] for k in ("auc", "global_auc", "global_tpr")}
+    arrays |= {f"counts_{k}": v for k, v in counts._asdict().items()}
+    arrays |= {"eta": pri["eta"], "eta_se": pri["eta_se"], "degree": bmp.node_degrees(graph),
+               "confidence": np.asarray(cfg["confidence"])}
+    audit = audit_from_arrays(arrays, masks, scores, cfg["attack"])
     table = bmp.audit_table(audit)
     summary = bmp.audit_summary(audit) | {"attack_prior": bmp.as_attack_prior(
         cfg["attack_prior"]).describe()}

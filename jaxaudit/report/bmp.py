@@ -21,6 +21,8 @@ __all__ = ["COMPARE_COLUMN", "csv_text", "markdown", "plot_bmp", "read_compare",
 
 #: The column of ``nodes.csv`` that ``compare`` plots against this run's.
 COMPARE_COLUMN = "bayes_eps_r_q50"
+#: How the summary names each attack (all leave-one-out over the shadow models).
+ATTACK_LABELS = {"lira": "LOO-LiRA", "lira_offline": "LOO offline LiRA", "rmia": "LOO RMIA"}
 
 
 def read_compare(path: str | Path) -> tuple[np.ndarray, str]:
@@ -100,12 +102,16 @@ def markdown(result: Any) -> str:
     fmt = lambda v: "n/a" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
     pair = lambda v: " / ".join(fmt(x) for x in (v or [None, None]))
     conf = f"{100 * s['confidence']:g}%"
+    attack = ATTACK_LABELS.get(s.get("attack", "lira"), str(s.get("attack")))
+    tpr = s.get("global_tpr_at_fpr") or {}
     lines = [
         f"# BMP audit: {cfg['dataset']} / {cfg['model']} / {cfg['sampler']} "
         f"(ratio {cfg['ratio']}, {s['num_models']} models, edges {cfg['edge_access']})", "",
         "| finding | value | kind |", "|---|---|---|",
         f"| nodes (with counts) | {s['num_nodes']} ({s['nodes_with_estimate']}) | |",
-        f"| global LOO-LiRA AUC | {fmt(s['global_attack_auc'])} | estimate |",
+        f"| global {attack} AUC | {fmt(s['global_attack_auc'])} | estimate |",
+        f"| global {attack} TPR at 1% FPR | {fmt(tpr.get('0.01'))} | estimate |",
+        f"| global {attack} TPR at 0.1% FPR | {fmt(tpr.get('0.001'))} | estimate |",
         f"| per-node AUC, 10th / 90th percentile | {pair(s['per_node_auc_p10_p90'])} | estimate |",
         f"| largest certified eps_R (eps_L) | {fmt(s['certified_eps_r_max'])} "
         f"({fmt(s['certified_eps_l_max'])}) | {conf} lower bound per node |",

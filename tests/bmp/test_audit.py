@@ -8,11 +8,12 @@ import scipy.stats
 from bmp_shared import AUDIT_NUTS
 
 from jaxaudit import bmp
+from jaxaudit.bmp.audit import TPR_FPRS, audit_attack, audit_nodes, concat_nodes
 from jaxaudit.datasets import make_csbm
 from jaxaudit.graph import snowball_sampler, uniform_sampler
 
-# module-scoped fixtures train shadow models and run NUTS: the whole module is a slow study
-pytestmark = pytest.mark.slow
+# the module-scoped fixtures train shadow models and run NUTS: the tests using them (and any
+# test that compiles NUTS) are slow; the attack stage alone runs in seconds
 
 SETTINGS = dict(epochs=40, num_prior_draws=400, **AUDIT_NUTS)
 
@@ -68,6 +69,7 @@ def test_audit_shapes_and_counts(audits):
     assert summary["nodes_with_estimate"] == int(valid.sum())
 
 
+@pytest.mark.slow
 def test_snowball_priors_vary_and_leakage_is_reported(audits):
     """Snowball priors are far from uniform, and both audits give every node with IN and OUT runs
     a posterior. Whether snowball sampling leaks more is a finding with a standard error (24 tiny
@@ -122,3 +124,67 @@ def test_optimal_attack_prior_end_to_end():
         med, jmed = np.asarray(post)[1], np.asarray(jeff)[1]
         assert np.corrcoef(med, jmed)[0, 1] > 0.95
         assert np.mean(np.abs(med - jmed)) < 0.3
+
+
+def _runs(seed=0, models=24, nodes=40):
+    rng = np.random.default_rng(seed)
+    masks = rng.random((models, nodes)) < 0.5
+    scores = masks * np.linspace(0.0, 3.0, nodes)[None] + rng.normal(size=(models, nodes))
+    return scores.astype(np.float32), masks, rng.uniform(0.2, 0.8, nodes)
+
+
+@pytest.mark.parametrize("attack", ["lira", "lira_offline", "rmia"])
+def test_attack_stage_against_direct_counts_and_tpr(attack):
+    """audit_attack: the Bayes decisions "member iff Λ + logit η > 0" counted directly in numpy
+    from the attack's statistic, the TPR at 1% and 0.1% FPR by enumerating thresholds, and
+    key_node = the first node with the same counts."""
+    from jaxaudit.mia import attack_statistic, roc_auc
+
+    scores, masks, eta = _runs()
+    out = audit_attack(scores, masks, eta, attack=attack)
+    stat = np.asarray(attack_statistic(scores, masks, attack=attack))
+    np.testing.assert_array_equal(np.asarray(out.statistic), stat)
+    member = stat + np.log(eta / (1 - eta)) > 0
+    np.testing.assert_array_equal(out.counts.fp, (member & ~masks).sum(0))
+    np.testing.assert_array_equal(out.counts.n0, (~masks).sum(0))
+    np.testing.assert_array_equal(out.counts.fn, (~member & masks).sum(0))
+    np.testing.assert_array_equal(out.counts.n1, masks.sum(0))
+    assert out.attack == attack
+    assert float(out.global_auc) == pytest.approx(float(roc_auc(stat.ravel(), masks.ravel())))
+    flat, labels = stat.ravel(), masks.ravel()
+    for fpr, tpr in zip(TPR_FPRS, np.asarray(out.global_tpr), strict=True):
+        best = max(float(np.mean(flat[labels] > t)) for t in np.append(np.unique(flat), np.inf)
+                   if np.mean(flat[~labels] > t) <= fpr)
+        assert float(tpr) == pytest.approx(best)
+    rows = np.stack([np.asarray(c) for c in out.counts], axis=1)
+    for i in range(rows.shape[0]):
+        j = out.key_node[i]
+        assert j <= i and (rows[j] == rows[i]).all() and not (rows[:j] == rows[i]).all(1).any()
+
+
+def test_attack_stage_refuses_an_unknown_attack():
+    scores, masks, eta = _runs()
+    with pytest.raises(ValueError, match="attack"):
+        audit_attack(scores, masks, eta, attack="bogus")
+
+
+@pytest.mark.slow
+def test_node_stage_does_not_depend_on_the_split():
+    """audit_nodes on the nodes in three parts equals one call on all of them, bit for bit (each
+    node draws from fold_in(key, key_node)); nodes with the same counts get the same numbers."""
+    scores, masks, eta = _runs(seed=1, nodes=60)
+    att = audit_attack(scores, masks, eta)
+    key = jax.random.key(4)
+    whole = audit_nodes(key, att.counts, att.key_node, **AUDIT_NUTS)
+    parts = [audit_nodes(key, bmp.ErrorCounts(*(np.asarray(c)[s] for c in att.counts)),
+                         att.key_node[s], **AUDIT_NUTS)
+             for s in (slice(0, 7), slice(7, 41), slice(41, 60))]
+    joined = concat_nodes(parts)
+    for field in whole._fields:
+        np.testing.assert_array_equal(getattr(joined, field), getattr(whole, field), field)
+    same = att.key_node != np.arange(60)
+    assert same.any()
+    np.testing.assert_array_equal(whole.eps_r[:, same], whole.eps_r[:, att.key_node[same]])
+    # the certified bounds are those of the counts, whatever the split
+    cert = bmp.certified_epsilons(att.counts, confidence=0.95)
+    np.testing.assert_allclose(whole.certified_r, cert.eps_r)

@@ -60,6 +60,8 @@ def test_report_files(report):
         assert not np.isnan(num(r, "jeffreys_eps_r_q05"))
     md = (report / "summary.md").read_text()
     assert "lower bound" in md and "Bayesian" in md
+    assert "| global LOO-LiRA TPR at 1% FPR |" in md and "| global LOO-LiRA TPR at 0.1% FPR |" in md
+    assert set(summary["global_tpr_at_fpr"]) == {"0.01", "0.001"} and summary["attack"] == "lira"
     top = list(csv.DictReader((report / "most_leaking.csv").open()))
     assert len(top) == 20
     cert = [max(num(r, "certified_eps_l_lower"), num(r, "certified_eps_r_lower")) for r in top]
@@ -70,11 +72,14 @@ def test_report_files(report):
 
 def test_resume_reuses_chunks(report, shadow_dir, monkeypatch):
     import jaxaudit.bmp as bmp_mod
+    import jaxaudit.bmp.audit as audit_mod
 
     def boom(*a, **k):
         raise AssertionError("audit recomputed on resume")
 
     monkeypatch.setattr(bmp_mod, "audit_from_scores", boom)
+    monkeypatch.setattr(audit_mod, "audit_attack", boom)
+    monkeypatch.setattr(audit_mod, "audit_nodes", boom)
     before = (report / "nodes.csv").read_text()
     rc = main(["bmp", "--shadow", str(shadow_dir), "--out", str(report), *POST])
     assert rc == 0
@@ -92,6 +97,10 @@ def test_different_config_refused(report, shadow_dir, capsys):
 def test_bad_options(tmp_path, capsys):
     assert main(["bmp", "--ratio", "1.5", "--out", str(tmp_path / "x")]) == 2
     assert "--ratio" in capsys.readouterr().err
+    assert main(["bmp", "--attack", "bogus", "--out", str(tmp_path / "w")]) == 2
+    assert "--attack" in capsys.readouterr().err
+    assert main(["bmp", "--node-units", "0", "--out", str(tmp_path / "v")]) == 2
+    assert "--node-units" in capsys.readouterr().err
     assert main(["bmp", "--shadow", str(tmp_path / "missing"), "--out", str(tmp_path / "y")]) == 2
     assert main(["bmp", "--num-chains", "1", "--out", str(tmp_path / "z")]) == 2
 
@@ -172,10 +181,20 @@ def test_bmp_cli_builds_the_config_and_prints_the_summary(tmp_path, capsys, monk
     monkeypatch.setattr(pipelines, "run_bmp", fake)
     monkeypatch.setattr(report_bmp, "text_table", lambda result: "the summary")
     assert main(["bmp", "--shadow", str(tmp_path), "--model-chunk", "8", "--no-mp",
-                 "--attack-prior", "optimal", "--confidence", "0.9", "--out",
-                 str(tmp_path / "r")]) == 0
+                 "--attack-prior", "optimal", "--confidence", "0.9", "--attack", "rmia",
+                 "--node-units", "7", "--out", str(tmp_path / "r")]) == 0
     config = seen["config"]
+    assert config.attack == "rmia" and config.node_units == 7
     assert config.shadow_run == str(tmp_path) and config.model_chunk == 8
     assert config.mp_baseline is False and config.attack_prior == "optimal"
     assert config.confidence == 0.9 and seen["run_dir"] == str(tmp_path / "r")
     assert capsys.readouterr().out.strip() == "the summary"
+
+
+def test_cli_attack_names_are_the_library_s():
+    """--attack's choices (a tuple in the CLI, so that --help imports no jax) are
+    jaxaudit.mia.ATTACKS."""
+    from jaxaudit.cli import bmp as cli
+    from jaxaudit.mia import ATTACKS
+
+    assert cli.ATTACKS == ATTACKS

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from jaxaudit.mia import lira_loo
 from jaxaudit.pipelines import BmpConfig, BmpResult, ShadowConfig, run_bmp, run_shadow
 
 NODES = 120
@@ -15,6 +16,21 @@ NODES = 120
 NUTS = dict(num_warmup=150, num_samples=200, num_chains=2, node_chunk=128, prior_draws=50,
             mp_baseline=False)
 SHADOW = ShadowConfig(dataset="csbm", csbm_nodes=NODES, num_models=8, epochs=5, chunk=4)
+
+
+def cfg_attack(result):
+    return result.config["attack"]
+
+
+def _tpr_at_fpr(stat, labels, fpr):
+    """Largest TPR of a test "stat > t" whose empirical FPR is at most fpr, by enumerating the
+    thresholds (every distinct score, and +inf)."""
+    neg, pos = stat[~labels], stat[labels]
+    best = 0.0
+    for t in np.append(np.unique(stat), np.inf):
+        if np.mean(neg > t) <= fpr:
+            best = max(best, float(np.mean(pos > t)))
+    return best
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +60,8 @@ def test_same_seed_same_models_in_shadow_and_bmp(report, shadow_dir):
     own = run_bmp(BmpConfig(dataset="csbm", csbm_nodes=NODES, num_models=8, epochs=5,
                             model_chunk=8, **NUTS),
                   progress=lambda done, total: calls.append((done, total)))
-    assert own.path is None and calls[0] == (0, 3) and calls[-1] == (3, 3)
+    # one shadow chunk, the priors, the attack, one posterior unit
+    assert own.path is None and calls[0] == (0, 4) and calls[-1] == (4, 4)
     for column in ("fp", "n0", "fn", "n1"):
         np.testing.assert_array_equal(own.table[column], via_shadow.table[column], column)
     np.testing.assert_array_equal(own.audit.masks, via_shadow.audit.masks)
@@ -65,7 +82,7 @@ def test_same_seed_same_models_in_shadow_and_bmp(report, shadow_dir):
 def test_report_folder_from_a_shadow_run(report, shadow_dir):
     out, result, calls = report
     assert isinstance(result, BmpResult) and result.path == out
-    assert calls[0] == (0, 2) and calls[-1] == (2, 2)          # priors, audit
+    assert calls[0] == (0, 3) and calls[-1] == (3, 3)          # priors, attack, 1 unit
     rows = list(csv.DictReader((out / "nodes.csv").open()))
     assert len(rows) == NODES == len(result.table["n0"])
     np.testing.assert_array_equal(result.table["n0"] + result.table["n1"], 8)
@@ -73,6 +90,15 @@ def test_report_folder_from_a_shadow_run(report, shadow_dir):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["num_models"] == 8 and summary["nodes_with_estimate"] > 0
     assert summary == json.loads(json.dumps(summary))
+    # the attack and its TPR at 1% and 0.1% FPR (estimates), against a direct computation
+    assert summary["attack"] == "lira" and cfg_attack(result) == "lira"
+    stat = np.asarray(lira_loo(result.audit.scores, result.audit.masks)).ravel()
+    labels = np.asarray(result.audit.masks).ravel()
+    for fpr in (0.01, 0.001):
+        assert summary["global_tpr_at_fpr"][f"{fpr:g}"] == pytest.approx(
+            _tpr_at_fpr(stat, labels, fpr))
+    md = (out / "summary.md").read_text()
+    assert "| global LOO-LiRA TPR at 1% FPR |" in md and "TPR at 0.1% FPR" in md
     cfg = result.config
     assert cfg["shadow_run"]["num_models"] == 8 and cfg["sampler"] == "uniform"
     assert "model_chunk" not in cfg                            # the shadow run's models
@@ -90,6 +116,7 @@ def test_report_folder_from_a_shadow_run(report, shadow_dir):
 @pytest.mark.slow
 def test_resume_reuses_chunks_and_another_config_is_refused(report, shadow_dir, monkeypatch):
     import jaxaudit.bmp as bmp_mod
+    import jaxaudit.bmp.audit as audit_mod
 
     out, result, _ = report
 
@@ -97,6 +124,8 @@ def test_resume_reuses_chunks_and_another_config_is_refused(report, shadow_dir, 
         raise AssertionError("audit recomputed on resume")
 
     monkeypatch.setattr(bmp_mod, "audit_from_scores", boom)
+    monkeypatch.setattr(audit_mod, "audit_attack", boom)
+    monkeypatch.setattr(audit_mod, "audit_nodes", boom)
     before = (out / "nodes.csv").read_text()
     again = run_bmp(BmpConfig(shadow_run=shadow_dir, **NUTS), out)
     assert (out / "nodes.csv").read_text() == before
@@ -121,6 +150,7 @@ def test_compare_plot(report, shadow_dir, tmp_path):
     ("min_ess", -1.0, "min_ess"), ("fix_variance", "no", "fix_variance"),
     ("ratio", 1.5, "ratio"), ("num_models", 0, "num_models"), ("model_chunk", 0, "model_chunk"),
     ("dataset", "mnist", "dataset"), ("seed", -1, "seed"), ("csbm_nodes", 2, "csbm_nodes"),
+    ("attack", "bogus", "attack"), ("attack", None, "attack"), ("node_units", 0, "node_units"),
 ])
 def test_bad_field_named_before_any_folder(tmp_path, field, value, needle):
     config = BmpConfig(dataset="csbm", csbm_nodes=60, num_models=2, epochs=1)
@@ -220,3 +250,83 @@ def test_report_renders_a_result_without_training():
     assert md.startswith("# BMP audit: csbm / gcn / snowball (ratio 0.5, 8 models")
     assert "| largest certified eps_R (eps_L) | 1.500 (n/a) | 90% lower bound per node |" in md
     assert "| global LOO-LiRA AUC | 0.610 | estimate |" in md and "Bayesian" in md
+
+
+@pytest.mark.slow
+def test_posterior_units_equal_one_unit_and_the_library(report, shadow_dir, tmp_path):
+    """Issue 25: the per-node posteriors as node-chunk work units. 120 nodes in 3 units of 50,
+    40 and 20 nodes (two worker shares, then the final run) give bit for bit the numbers of one
+    unit of all nodes and of `bmp.audit_from_scores` with the audit stream's key (every node
+    draws from fold_in(key, j), j the first node with its counts)."""
+    from jaxaudit import bmp
+    from jaxaudit.runs import load_results, stream_key
+
+    _, whole, _ = report
+    config = BmpConfig(shadow_run=shadow_dir, node_units=50, **NUTS)
+    out = tmp_path / "units"
+    first = run_bmp(config, out, worker=(0, 2))
+    assert first.audit is None and first.missing == ("posterior-00001",)
+    assert run_bmp(config, out, worker=(1, 2)).missing == ()
+    calls = []
+    split = run_bmp(config, out, progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(1, 5), (2, 5), (5, 5)]  # priors, attack, 3 units: all done already
+    stored = load_results(out)
+    assert stored.planned == ["prior", "attack", "posterior-00000", "posterior-00001",
+                              "posterior-00002"] and stored.missing == []
+    assert split.config["node_units"] == 50
+    for column in whole.table:
+        np.testing.assert_array_equal(split.table[column], whole.table[column], err_msg=column)
+    assert split.summary == whole.summary
+    lib = bmp.audit_from_scores(
+        stream_key(0, "audit"), whole.audit.scores, whole.audit.masks, whole.audit.eta,
+        eta_se=whole.audit.eta_se, degree=whole.audit.degree, chunk_size=128,
+        **{k: v for k, v in NUTS.items() if k not in ("node_chunk", "prior_draws")})
+    for column, values in bmp.audit_table(lib).items():
+        np.testing.assert_array_equal(whole.table[column], values, err_msg=column)
+
+
+def test_folder_of_the_former_single_audit_unit_is_refused(tmp_path):
+    """A report folder written by the earlier version (one "audit" unit, one key for all nodes)
+    is refused with the reason, not resumed into a mix of the two key rules."""
+    from jaxaudit.runs import RunDir
+
+    old = RunDir.open(tmp_path / "old", kind="bmp", config={"sampler": "uniform"})
+    old.plan(["prior", "audit"])
+    before = sorted(p.name for p in (tmp_path / "old").iterdir())
+    config = BmpConfig(dataset="csbm", csbm_nodes=60, num_models=2, epochs=1)
+    with pytest.raises(ValueError, match="earlier version.*one 'audit' unit.*new folder"):
+        run_bmp(config, tmp_path / "old")
+    assert sorted(p.name for p in (tmp_path / "old").iterdir()) == before
+
+
+def test_unit_names_cover_every_node_once():
+    from jaxaudit.pipelines.bmp import unit_names
+
+    assert unit_names(2708, 1024) == ["posterior-00000", "posterior-00001", "posterior-00002"]
+    assert unit_names(120, 50) == [f"posterior-{k:05d}" for k in range(3)]
+    assert unit_names(100, 50) == ["posterior-00000", "posterior-00001"]
+    assert unit_names(1, 1024) == ["posterior-00000"]
+
+
+def test_report_names_the_attack_and_its_tpr_at_low_fpr():
+    """Issue 27: every BMP summary shows the attack's TPR at 1% and 0.1% FPR, labelled as
+    estimates and named by the attack; a missing TPR reads n/a."""
+    from types import SimpleNamespace
+
+    from jaxaudit.report import bmp as report_mod
+
+    summary = {"confidence": 0.95, "num_models": 8, "num_nodes": 3, "nodes_with_estimate": 2,
+               "attack": "rmia", "global_attack_auc": 0.816,
+               "global_tpr_at_fpr": {"0.01": 0.165, "0.001": None},
+               "per_node_auc_p10_p90": None, "certified_eps_r_max": None,
+               "certified_eps_l_max": None, "fraction_certified_eps_r_positive": None,
+               "bayes_eps_r_median": None, "bayes_eps_l_median": None, "attack_prior": "x",
+               "bayes_eps_r_p10_p90": None, "mp_eps_median": None,
+               "fraction_bmp_r_below_mp": None, "fraction_rhat_le_1_05": None, "min_ess": None,
+               "divergences": 0}
+    cfg = {"dataset": "cora", "model": "gcn", "sampler": "uniform", "ratio": 0.5,
+           "edge_access": "inductive"}
+    md = report_mod.markdown(SimpleNamespace(config=cfg, summary=summary))
+    assert "| global LOO RMIA AUC | 0.816 | estimate |" in md
+    assert "| global LOO RMIA TPR at 1% FPR | 0.165 | estimate |" in md
+    assert "| global LOO RMIA TPR at 0.1% FPR | n/a | estimate |" in md
