@@ -9,12 +9,15 @@ on the same scores (not a timing benchmark).
    train/held-out splits, [mean held-out SE]) and the 95% lower bound, next to the accountant's
    ε_α and [31] in RDP units both ways (Kim et al.'s: mean over audits of 100 runs per world of
    α μ(ε_emp, δ)²/2, ``renyi.dp_to_rdp_gaussian``; ours: α μ_lo²/2 from all scores at once).
+3. ``--ideal-audits N``: Kim et al.'s [31] column on ideal scores — N audits of 100 runs per world
+   of N(μ, 1) against N(0, 1), μ the accountant's GDP μ at ε = 2, 4.38, 6.57, 10 (δ = 1e−5).
 
 Everything else (split 0.5, empirical-Bernstein bound, clip "auto", both directions) is the
 estimator's default, so the two rows differ only in the critic and its training.
 
     python benchmarks/renyi_critic_compare.py --reps 20                       # Gaussian part
     python benchmarks/renyi_critic_compare.py --reps 0 --scores DIR/scores.npz  # canary part
+    python benchmarks/renyi_critic_compare.py --reps 0 --ideal-audits 100      # [31], ideal
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from jaxaudit.renyi import (
     CriticConfig,
     dp_to_rdp_gaussian,
     gdp_epsilon_lower_bound,
+    gdp_mu_for_epsilon,
     gdp_to_rdp,
     renyi_estimator,
 )
@@ -69,6 +73,25 @@ def kim_31_rdp(in_s: np.ndarray, out_s: np.ndarray, orders: np.ndarray) -> tuple
                                       selection="all").epsilon
         vals.append(dp_to_rdp_gaussian(float(eps), DELTA, orders))
     return (np.mean(vals, axis=0) if vals else np.full(orders.shape, np.nan)), n
+
+
+def ideal_31_table(audits: int, seed: int, orders: np.ndarray) -> None:
+    """Kim et al.'s [31] column on ideal Gaussian scores (see the module docstring, part 3)."""
+    rng = np.random.default_rng(seed)
+    print(f"\n[31] in RDP units on ideal scores, {audits} audits of {BLOCK} runs per world")
+    print("| ε | μ | α | α μ²/2 (truth) | Kim et al.'s conversion, mean over audits | "
+          "ours, all scores at once |")
+    print("|---|---|---|---|---|---|")
+    for eps in (2.0, 4.38, 6.57, 10.0):
+        mu = float(gdp_mu_for_epsilon(eps, DELTA))
+        in_s = mu + rng.standard_normal(audits * BLOCK)
+        out_s = rng.standard_normal(audits * BLOCK)
+        kim, _ = kim_31_rdp(in_s, out_s, orders)
+        mu_all = gdp_epsilon_lower_bound(in_s, out_s, DELTA, confidence=0.9, selection="all").mu
+        ours = gdp_to_rdp(mu_all, orders)
+        for j, a in enumerate(orders):
+            print(f"| {eps:g} | {mu:.3f} | {a:g} | {a * mu**2 / 2:.3f} | {kim[j]:.3f} | "
+                  f"{ours[j]:.3f} |", flush=True)
 
 
 def scores_table(path: str, setting: str, splits: int, orders: np.ndarray, steps: int) -> None:
@@ -111,6 +134,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--setting", default="paper_eps10")
     p.add_argument("--splits", type=int, default=5)
     p.add_argument("--steps", type=int, default=100, help="DP-GD steps T of the scores")
+    p.add_argument("--ideal-audits", type=int, default=0,
+                   help="audits of 100 ideal Gaussian runs per world for the [31] table (0: skip)")
     args = p.parse_args(argv)
     warnings.simplefilter("ignore", DeprecationWarning)
     orders = tuple(float(a) for a in args.orders.split(","))
@@ -130,6 +155,8 @@ def main(argv: list[str] | None = None) -> None:
                     print(f"| {name} | {n_} | {s_:g} | {a:g} | {truth:.3f} | {mean:.3f} | "
                           f"{mean / truth:.2f} | {sd:.3f} | {over:.2f} | {low:.3f} | {cover:.2f} | "
                           f"{secs:.0f} |", flush=True)
+    if args.ideal_audits > 0:
+        ideal_31_table(args.ideal_audits, args.seed, np.asarray(orders, np.float64))
     if args.scores:
         scores_table(args.scores, args.setting, args.splits, np.asarray(orders, np.float64),
                      args.steps)
