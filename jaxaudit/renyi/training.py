@@ -48,6 +48,11 @@ __all__ = [
 class CriticConfig(NamedTuple):
     """Hyper-parameters of the critic and its training (hashable: usable as a static argument).
 
+    ``CriticConfig()`` is our default (a bounded 32-unit critic, full batch, no EMA, early
+    stopping); :data:`PAPER_CRITIC_CONFIG` is Kim, Alabi & Varshney's (100×100 ReLU, Adam 1e−4,
+    minibatches of 400, EMA rate 0.25). Pass either as ``config=`` to :func:`train_critic`,
+    ``renyi.estimate_renyi`` or ``renyi.renyi_estimator``.
+
     Attributes:
       hidden: hidden-layer widths of the MLP.
       bound: M, the critic's output bound |g| ≤ M.
