@@ -28,6 +28,10 @@
 #    (`jaxaudit attack marginals`).
 # 3. **Soundness**: over seeded repetitions the measured count reaches v_γ in at most a γ
 #    fraction of runs, on a table where the Bayes attack is the optimal test.
+# 4. **The paper's Fig. 2 side by side**: the single-target gain β(ε, p) − p against ε for the
+#    most likely, the median-likely and a uniform secret under each prior (4-digit codes,
+#    passwords, first names, full names), and the prior concentration that the paper's stated
+#    values need.
 #
 # With `JAXAUDIT_ATTACK_RUNS` pointing at a folder holding the run folders `secrets_pw`,
 # `secrets_digits`, `marg_d0`, `marg_d1` made by the commands in `docs/attacks.md`, the figures
@@ -50,9 +54,11 @@ from jaxaudit.attacks import (
     digit_prior,
     extraction_result,
     marginals_reconstruction,
+    name_prior,
     password_prior,
     train_and_score,
 )
+from jaxaudit.bounds import gain, max_gain, max_gain_prior, posterior_success
 
 FAST = os.environ.get("JAXAUDIT_NOTEBOOK_FAST") == "1"
 FIGURES = Path(os.environ.get("JAXAUDIT_FIGURES", "figures"))
@@ -218,3 +224,105 @@ ax.set_xlabel("targets attacked successfully")
 ax.legend(fontsize=8)
 fig.tight_layout()
 fig.savefig(FIGURES / "attacks_soundness.png", dpi=120)
+
+# %% [markdown]
+# ## 4. The paper's Fig. 2 side by side: which prior concentration its statements need
+#
+# Swanberg et al. (arXiv 2507.08158, Fig. 2) compare the single-target gain for uniform canaries,
+# passwords and PII: at ε = 1 the most likely password's gain is "up to 0.24" while the median
+# password's is negligible; at ε = 10 the most likely PII and password reach a gain of about 1.0
+# while uniform canaries stay negligible. The gain is β(ε, p) − p with β(ε, p) =
+# sigmoid(ε + logit p); its maximum over p is tanh(ε/4) at p* = sigmoid(−ε/2). "Median" is the
+# median-likely secret (the median of D(X) for X ~ D, as `AttackResult.median_prior`), "uniform"
+# a uniform secret over the same number of candidates (p = 1/K).
+#
+# Solving for p: β(ε, p) − p = c is the quadratic p² − (1 − c) p + c/(e^ε − 1) = 0, and
+# β(ε, p) = s is p = sigmoid(logit s − ε).
+
+# %%
+FIG2_PRIORS = {"4-digit codes": digit_prior(4), "passwords": password_prior(2000),
+               "first names": name_prior(), "full names": name_prior(kind="full")}
+
+
+def median_likely(probs):
+    """The median-likely secret's mass (the cumulative mass of the likelier ones reaches ½)."""
+    return float(probs[min(int(np.searchsorted(np.cumsum(probs), 0.5)), probs.size - 1)])
+
+
+def fig2_secrets(prior):
+    return {"most likely": float(prior.probs.max()), "median": median_likely(prior.probs),
+            "uniform": 1.0 / prior.probs.size}
+
+
+def gain_roots(eps, c):
+    """Both p with β(ε, p) − p = c (closed form; None when c > tanh(ε/4))."""
+    b = 1.0 - c
+    disc = b * b - 4.0 * c / math.expm1(eps)
+    if disc < 0:
+        return None
+    return (b - math.sqrt(disc)) / 2.0, (b + math.sqrt(disc)) / 2.0
+
+
+def success_prior(eps, s):
+    """The p with β(ε, p) = s: sigmoid(logit s − ε)."""
+    return 1.0 / (1.0 + math.exp(-(math.log(s / (1.0 - s)) - eps)))
+
+
+fig2_rows = []
+with jax.enable_x64(True):
+    for prior_name, prior in FIG2_PRIORS.items():
+        for secret, p in fig2_secrets(prior).items():
+            g1, g10 = (float(gain(p, e)) for e in (1.0, 10.0))
+            b1, b10 = (float(posterior_success(p, e)) for e in (1.0, 10.0))
+            fig2_rows.append((prior_name, secret, p, g1, g10, b1, b10))
+print("| prior | secret | p | gain ε = 1 | gain ε = 10 | β(1, p) | β(10, p) |")
+print("|---|---|---|---|---|---|---|")
+for prior_name, secret, p, *vals in fig2_rows:
+    print(f"| {prior_name} | {secret} | {p:.3g} | " + " | ".join(f"{v:.3g}" for v in vals) + " |")
+
+lo1, hi1 = gain_roots(1.0, 0.24)
+lo10, hi10 = gain_roots(10.0, 0.95)
+p_beta = success_prior(1.0, 0.24)
+p_negligible = gain_roots(10.0, 0.01)[0]
+print(f"gain reading: gain(1, p) = 0.24 for p in [{lo1:.3g}, {hi1:.3g}] (max "
+      f"{math.tanh(0.25):.4f} at p = {float(max_gain_prior(1.0)):.3f}); gain(10, p) ≥ 0.95 for "
+      f"p in [{lo10:.3g}, {hi10:.3g}] (max {math.tanh(2.5):.4f} at p = "
+      f"{float(max_gain_prior(10.0)):.4f}); at p = 0.378, gain(10) = {float(gain(0.378, 10.0)):.3f}")
+print(f"success reading: β(1, p) = 0.24 at p = {p_beta:.4f}; then β(10, p) = "
+      f"{float(posterior_success(p_beta, 10.0)):.5f}, gain(1, p) = {float(gain(p_beta, 1.0)):.3f}")
+print(f"uniform canaries negligible at ε = 10 (gain ≤ 0.01): p ≤ {p_negligible:.3g}")
+
+# %%
+eps_grid = np.geomspace(0.1, 20.0, 60 if FAST else 300)
+with jax.enable_x64(True):
+    envelope = np.asarray(max_gain(eps_grid))
+    fig, axes = plt.subplots(2, 3, figsize=(14, 8), sharey=True)
+    axes = axes.ravel()
+    for ax, (prior_name, prior) in zip(axes, FIG2_PRIORS.items()):
+        for (secret, p), style in zip(fig2_secrets(prior).items(), ("-", "--", ":")):
+            ax.plot(eps_grid, np.asarray(gain(p, eps_grid)), style, label=f"{secret}, p = {p:.2g}")
+        ax.set_title(f"{prior_name} (K = {prior.probs.size:,}): gain β − p", fontsize=10)
+    # The gain reading: no single p meets both statements (0.24 at ε = 1 needs p ∈ [0.31, 0.45]).
+    p_star10 = float(max_gain_prior(10.0))
+    for p, label, style in ((float(max_gain_prior(1.0)), "p = 0.378: gain(1) = 0.245 (max)", "-"),
+                            (p_star10, f"p = {p_star10:.4f}: gain(10) = 0.987 (max)", "--"),
+                            (1e-7, "uniform 7-digit canary, p = 1e−7", ":")):
+        axes[4].plot(eps_grid, np.asarray(gain(p, eps_grid)), style, label=label)
+    axes[4].set_title("the paper's values read as the gain β − p", fontsize=10)
+    # The success reading: one prior, p₁ = 0.104, meets both.
+    for p, label, style in ((p_beta, f"p₁ = {p_beta:.3f}: β(1, p₁) = 0.24", "-"),
+                            (1e-3, "p = 0.001 (a median-likely password)", "--"),
+                            (1e-7, "uniform 7-digit canary, p = 1e−7", ":")):
+        axes[5].plot(eps_grid, np.asarray(posterior_success(p, eps_grid)), style, label=label)
+    axes[5].set_title("the paper's values read as the success bound β(ε, p)", fontsize=10)
+for i, ax in enumerate(axes):
+    if i < 5:
+        ax.plot(eps_grid, envelope, "k:", lw=1, label="max over p: tanh(ε/4)")
+    ax.plot([1.0, 10.0], [0.24, 1.0], "r*", ms=10, label="paper: 0.24 at ε = 1, ≈ 1.0 at ε = 10")
+    ax.set_xscale("log")
+    ax.set_xlabel("ε")
+    ax.legend(fontsize=7, loc="upper left")
+axes[0].set_ylabel("single-target gain β(ε, p) − p")
+axes[3].set_ylabel("single-target gain β(ε, p) − p")
+fig.tight_layout()
+fig.savefig(FIGURES / "attacks_fig2_gain.png", dpi=80)
