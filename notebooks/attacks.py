@@ -50,6 +50,7 @@ import numpy as np
 from scipy.stats import binom, norm
 
 from jaxaudit.attacks import (
+    SecretPrior,
     Table,
     digit_prior,
     extraction_result,
@@ -63,8 +64,8 @@ from jaxaudit.bounds import gain, max_gain, max_gain_prior, posterior_success
 FAST = os.environ.get("JAXAUDIT_NOTEBOOK_FAST") == "1"
 FIGURES = Path(os.environ.get("JAXAUDIT_FIGURES", "figures"))
 FIGURES.mkdir(parents=True, exist_ok=True)
-RUNS = os.environ.get("JAXAUDIT_ATTACK_RUNS")
-RUNS = Path(RUNS) if RUNS and not FAST else None
+_runs = os.environ.get("JAXAUDIT_ATTACK_RUNS")
+RUNS = Path(_runs) if _runs and not FAST else None
 
 
 def mean_by(rows, level):
@@ -95,7 +96,7 @@ def result_row(result, level_name, level):
 # secrets). Points are means over the seeds.
 
 # %%
-_computed = {}
+_computed: dict[tuple, list] = {}
 SCORING_STYLE = {"calibrated": "s-", "likelihood": "v:", "prior": "x--"}
 
 
@@ -206,19 +207,19 @@ rows_n = 400
 table = Table(("qi", "bit"),
               np.stack([np.arange(rows_n), rng.permutation(np.arange(rows_n) % 2)], 1)
               .astype(np.int32), (tuple(range(rows_n)), (0, 1)))
-rho, n, reps = 0.125, 150, 10 if FAST else 200
+rho, n_iso, reps = 0.125, 150, 10 if FAST else 200
 res = [marginals_reconstruction(jax.random.key(s), rho=rho, attributes=["qi", "bit"],
-                                hidden=["bit"], num_targets=n, table=table) for s in range(reps)]
+                                hidden=["bit"], num_targets=n_iso, table=table) for s in range(reps)]
 succ = np.array([int(r.successes) for r in res])
 v_gamma = int(res[0].bound)
 q = norm.cdf(math.sqrt(2 * rho) / 2)
 print(f"v_γ = {v_gamma}; runs reaching it: {(succ >= v_gamma).mean():.3f} (γ = 0.05); "
-      f"mean successes {succ.mean():.1f} vs n Φ(μ/2) = {n * q:.1f}")
+      f"mean successes {succ.mean():.1f} vs n Φ(μ/2) = {n_iso * q:.1f}")
 fig, ax = plt.subplots(figsize=(6, 4))
-ax.hist(succ, bins=np.arange(succ.min() - 1, succ.max() + 2), density=True, alpha=0.6,
+ax.hist(succ, bins=list(range(int(succ.min()) - 1, int(succ.max()) + 2)), density=True, alpha=0.6,
         label=f"measured over {reps} seeds")
-xs = np.arange(int(n * q - 4 * math.sqrt(n)), int(n * q + 4 * math.sqrt(n)))
-ax.plot(xs, binom.pmf(xs, n, q), "k-", lw=1, label="Binomial(n, Φ(μ/2)) (optimal attack)")
+xs = np.arange(int(n_iso * q - 4 * math.sqrt(n_iso)), int(n_iso * q + 4 * math.sqrt(n_iso)))
+ax.plot(xs, binom.pmf(xs, n_iso, q), "k-", lw=1, label="Binomial(n, Φ(μ/2)) (optimal attack)")
 ax.axvline(v_gamma, color="C3", ls="--", label=f"bound v_γ = {v_gamma}")
 ax.set_xlabel("targets attacked successfully")
 ax.legend(fontsize=8)
@@ -244,26 +245,26 @@ FIG2_PRIORS = {"4-digit codes": digit_prior(4), "passwords": password_prior(2000
                "first names": name_prior(), "full names": name_prior(kind="full")}
 
 
-def median_likely(probs):
+def median_likely(probs: np.ndarray) -> float:
     """The median-likely secret's mass (the cumulative mass of the likelier ones reaches ½)."""
     return float(probs[min(int(np.searchsorted(np.cumsum(probs), 0.5)), probs.size - 1)])
 
 
-def fig2_secrets(prior):
+def fig2_secrets(prior: SecretPrior) -> dict[str, float]:
     return {"most likely": float(prior.probs.max()), "median": median_likely(prior.probs),
             "uniform": 1.0 / prior.probs.size}
 
 
-def gain_roots(eps, c):
-    """Both p with β(ε, p) − p = c (closed form; None when c > tanh(ε/4))."""
+def gain_roots(eps: float, c: float) -> tuple[float, float]:
+    """Both p with β(ε, p) − p = c (closed form; c must be at most tanh(ε/4))."""
     b = 1.0 - c
     disc = b * b - 4.0 * c / math.expm1(eps)
     if disc < 0:
-        return None
+        raise ValueError(f"the gain at ε = {eps} is at most tanh(ε/4) < {c}")
     return (b - math.sqrt(disc)) / 2.0, (b + math.sqrt(disc)) / 2.0
 
 
-def success_prior(eps, s):
+def success_prior(eps: float, s: float) -> float:
     """The p with β(ε, p) = s: sigmoid(logit s − ε)."""
     return 1.0 / (1.0 + math.exp(-(math.log(s / (1.0 - s)) - eps)))
 
@@ -324,5 +325,7 @@ for i, ax in enumerate(axes):
     ax.legend(fontsize=7, loc="upper left")
 axes[0].set_ylabel("single-target gain β(ε, p) − p")
 axes[3].set_ylabel("single-target gain β(ε, p) − p")
+axes[5].set_ylabel("success bound β(ε, p)")
+axes[5].yaxis.set_tick_params(labelleft=True)
 fig.tight_layout()
 fig.savefig(FIGURES / "attacks_fig2_gain.png", dpi=80)
