@@ -40,7 +40,9 @@ from jaxaudit.renyi import (
     renyi_estimator,
 )
 
-CONFIGS = {"ours": CriticConfig(), "paper": PAPER_CRITIC_CONFIG}
+CONFIGS = {"ours": CriticConfig(), "paper": PAPER_CRITIC_CONFIG,
+           # the paper's network, optimiser, minibatches and EMA with our output bound M = 2
+           "paper_m2": PAPER_CRITIC_CONFIG._replace(bound=2.0)}
 DELTA, CONFIDENCE, BLOCK = 1e-5, 0.95, 100
 
 
@@ -94,7 +96,8 @@ def ideal_31_table(audits: int, seed: int, orders: np.ndarray) -> None:
                   f"{ours[j]:.3f} |", flush=True)
 
 
-def scores_table(path: str, setting: str, splits: int, orders: np.ndarray, steps: int) -> None:
+def scores_table(path: str, setting: str, splits: int, orders: np.ndarray, steps: int,
+                 critics: list[str]) -> None:
     data = np.load(path)
     in_s = data[f"{setting}_in"].astype(np.float64)
     out_s = data[f"{setting}_out"].astype(np.float64)
@@ -108,8 +111,8 @@ def scores_table(path: str, setting: str, splits: int, orders: np.ndarray, steps
     print("| critic | α | accountant ε_α | DV estimate ± sd [SE] | DV lower bound (95%) | "
           "[31] Kim et al. (mean over audits) | [31] ours (all scores) | seconds |")
     print("|---|---|---|---|---|---|---|---|")
-    for name, config in CONFIGS.items():
-        fn = jax.jit(renyi_estimator(config=config, confidence=CONFIDENCE))
+    for name in critics:
+        fn = jax.jit(renyi_estimator(config=CONFIGS[name], confidence=CONFIDENCE))
         t = time.time()
         ests = [fn(jax.random.key(s), in_s.astype(np.float32), out_s.astype(np.float32),
                    orders.astype(np.float32)) for s in range(splits)]
@@ -130,6 +133,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--shifts", default="1,2", help="Δ of the Gaussian part (D_2 = Δ²)")
     p.add_argument("--orders", default="2", help="Rényi orders")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--critics", default="ours,paper",
+                   help=f"comma-separated configurations among {', '.join(CONFIGS)}")
     p.add_argument("--scores", default=None, help="scores.npz of rdp_paper_scores.py")
     p.add_argument("--setting", default="paper_eps10")
     p.add_argument("--splits", type=int, default=5)
@@ -139,6 +144,10 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     warnings.simplefilter("ignore", DeprecationWarning)
     orders = tuple(float(a) for a in args.orders.split(","))
+    critics = args.critics.split(",")
+    unknown = [c for c in critics if c not in CONFIGS]
+    if unknown:
+        p.error(f"--critics: unknown {unknown}; choose among {sorted(CONFIGS)}")
     if args.reps > 0:
         key = jax.random.key(args.seed)
         print("| critic | runs per world | Δ | α | true D_α | mean estimate | mean / truth | sd | "
@@ -146,7 +155,8 @@ def main(argv: list[str] | None = None) -> None:
         print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         cases = [(int(n), float(s)) for n in args.sizes.split(",") for s in args.shifts.split(",")]
         for c, (n, shift) in enumerate(cases):
-            for name, config in CONFIGS.items():
+            for name in critics:
+                config = CONFIGS[name]
                 t = time.time()
                 rows = gaussian_rows(jax.random.fold_in(key, c), config, n, shift, orders,
                                      args.reps)
@@ -159,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
         ideal_31_table(args.ideal_audits, args.seed, np.asarray(orders, np.float64))
     if args.scores:
         scores_table(args.scores, args.setting, args.splits, np.asarray(orders, np.float64),
-                     args.steps)
+                     args.steps, critics)
 
 
 if __name__ == "__main__":
