@@ -56,7 +56,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--min-ess", type=positive, default=None, help="resample (thinned) the nodes whose bulk ESS is below this (e.g. 400; default: no second pass)")
     p.add_argument("--no-mp", action="store_true", help="skip the symmetric MP baseline")
     p.add_argument("--node-chunk", type=count, default=1024, help="nodes per vmapped NUTS chunk (bounds memory; default 1024)")
-    p.add_argument("--node-units", type=count, default=1024, help="nodes per saved posterior unit (one Ray task or --worker share each; default 1024)")
+    p.add_argument("--node-units", type=count, default=1024, help="distinct count tuples (their nodes) per saved posterior unit, one Ray task or --worker share each (default 1024)")
     p.add_argument("--model-chunk", type=count, default=32, help="models per saved shadow chunk")
     p.add_argument("--compare", default=None, help="another `jaxaudit bmp` report folder to plot against (e.g. uniform; its manifest.json and nodes.csv are checked before any work; default: none)")
     p.add_argument("--out", required=True, help="report folder (created; resumed if it exists)")

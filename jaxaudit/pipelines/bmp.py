@@ -12,7 +12,8 @@ NUTS posterior over (ε_L, ε_R) for every node. What ``jaxaudit bmp`` runs, as 
 Resumable work units, saved as chunks in the report folder: the shadow models (unless
 ``shadow_run`` names a shadow run folder), the priors η ("prior"), the attack on all nodes
 ("attack": statistic, decisions, counts, AUC, TPR at low FPR) and the per-node posteriors over
-chunks of ``node_units`` nodes ("posterior-00000", …; certified bounds, Jeffreys, NUTS). A
+node chunks of ``node_units`` distinct count tuples ("posterior-00000", …; certified bounds,
+Jeffreys, NUTS). A
 repeated call continues where it stopped, a folder of another configuration is refused, and the
 posterior units run on Ray or as independent workers like the shadow chunks. Model m uses
 ``unit_key(seed, m)`` (:mod:`jaxaudit.runs.keys`), the priors the stream "priors", and node i the
@@ -86,8 +87,11 @@ class BmpConfig(NamedTuple):
       mp_baseline: also fit the symmetric MP baseline.
       node_chunk: nodes per vmapped NUTS chunk (bounds memory).
       attack: the membership attack (``jaxaudit.mia.ATTACKS``; "lira" is LOO LiRA).
-      node_units: nodes per saved posterior unit ("posterior-<k>", one Ray task or worker share
-        each; Cora's 2708 nodes make 3 units by default). Changes no number.
+      node_units: distinct count tuples per saved posterior unit ("posterior-<k>", one Ray task
+        or worker share each; nodes with identical counts share a tuple and its draws; Cora's
+        2708 nodes, about 2000 tuples, make 2 units by default). Changes no number; a unit's
+        tuples are padded to ``node_chunk`` × a power of two, so that is the size that wastes
+        no work.
       compare: another bmp report folder to plot against (read before any work; changes no
         number, so it is not stored).
       data_dir: where the Planetoid files live.
@@ -176,10 +180,11 @@ def audit_from_arrays(arrays: dict, masks: Any, scores: Any, attack: str = "lira
                         scores=scores, attack=attack, **fields)
 
 
-def unit_names(num_nodes: int, node_units: int) -> list[str]:
-    """The posterior units of ``num_nodes`` nodes: "posterior-<k>" holds nodes
-    ``k·node_units … min((k + 1)·node_units, num_nodes) − 1``."""
-    return [f"posterior-{k:05d}" for k in range(-(-int(num_nodes) // int(node_units)))]
+def unit_names(num_distinct: int, node_units: int) -> list[str]:
+    """The posterior units of a graph whose nodes have ``num_distinct`` distinct count tuples:
+    "posterior-<k>" holds the nodes of tuples ``k·node_units … (k + 1)·node_units − 1`` (the
+    tuples in the order of the first node that has each)."""
+    return [f"posterior-{k:05d}" for k in range(-(-int(num_distinct) // int(node_units)))]
 
 
 def _refuse_old_folder(run_dir: str | Path | None) -> None:
@@ -340,8 +345,8 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
     attack statistic of each shadow model (``config.attack``), the Bayes decision at prior η_i,
     the error counts (fp, n0, fn, n1) — the "attack" unit, on all nodes, with the AUCs and the
     global TPR at 1% and 0.1% FPR (:func:`jaxaudit.bmp.audit.audit_attack`); then, in units of
-    ``node_units`` nodes, the certified Clopper–Pearson lower bounds on (ε_L, ε_R), the Jeffreys
-    estimate and the NUTS posterior (:func:`jaxaudit.bmp.audit.audit_nodes`). The numbers equal
+    ``node_units`` distinct count tuples (their nodes), the certified Clopper–Pearson lower
+    bounds on (ε_L, ε_R), the Jeffreys estimate and the NUTS posterior (:func:`jaxaudit.bmp.audit.audit_nodes`). The numbers equal
     :func:`jaxaudit.bmp.audit_from_scores`' with the key ``stream_key(seed, "audit")`` whatever
     ``node_units``, the backend and the workers.
 
@@ -390,8 +395,9 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
     _refuse_old_folder(run_dir)
     run, existed, had_folder = open_run(run_dir, "bmp", cfg)
     num_chunks = 0 if shadow is not None else -(-int(cfg["models"]) // int(cfg["model_chunk"]))
-    units = unit_names(graph.num_nodes, cfg["node_units"])
-    stages = _Stages(progress, num_chunks + 2 + len(units))
+    # at most this many units (fewer when nodes share counts: known after the attack)
+    stages = _Stages(progress, num_chunks + 2 + len(unit_names(graph.num_nodes,
+                                                             cfg["node_units"])))
     sweep: dict[str, Any] = dict(backend=backend, ray_address=ray_address,
                                  ray_workers=ray_workers)
 
@@ -438,14 +444,20 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
         num_samples=cfg["num_samples"], num_chains=cfg["num_chains"],
         mp_baseline=cfg["mp_baseline"], chunk_size=cfg["node_chunk"], min_ess=cfg.get("min_ess"))
 
+    # unit k: the nodes whose count tuple is among the distinct tuples k·size … (k + 1)·size − 1
+    # (in order of their first node): each unit samples `size` distinct tuples, none twice
+    distinct = np.unique(key_node)
+    unit_of = np.searchsorted(distinct, key_node) // size
+    units = unit_names(distinct.size, size)
+    stages.total = stages.offset + len(units)
+
     def posterior_unit(name: str) -> dict:
-        k = int(name.rsplit("-", 1)[1])
-        nodes = slice(k * size, (k + 1) * size)
+        nodes = np.flatnonzero(unit_of == int(name.rsplit("-", 1)[1]))
         with renamed(chunk_size="node_chunk"):
             part = audit_nodes(stream_key(seed, "audit"),
                                bmp.ErrorCounts(*(c[nodes] for c in counts)),
                                key_node[nodes], **settings)
-        return {k: np.asarray(v) for k, v in part._asdict().items()}
+        return {k: np.asarray(v) for k, v in part._asdict().items()} | {"nodes": nodes}
 
     try:
         done = run_chunks(run, units, posterior_unit, progress=stages.stage(len(units)),
@@ -457,8 +469,12 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
     missing = tuple(n for n in units if n not in done)
     if missing:
         return BmpResult(None, None, None, cfg, None if run is None else run.path, missing)
-    nodes = concat_nodes([BmpNodes(**done[n]) for n in units])
-    arrays = nodes._asdict() | {k: att[k] for k in ("auc", "global_auc", "global_tpr")}
+    joined = concat_nodes([BmpNodes(**{f: done[n][f] for f in BmpNodes._fields})
+                           for n in units])
+    where = np.empty(graph.num_nodes, int)  # the units' node lists are a permutation
+    where[np.concatenate([done[n]["nodes"] for n in units])] = np.arange(graph.num_nodes)
+    arrays = {f: np.asarray(v)[..., where] for f, v in joined._asdict().items()}
+    arrays |= {k: att[k] for k in ("auc", "global_auc", "global_tpr")}
     arrays |= {f"counts_{k}": v for k, v in counts._asdict().items()}
     arrays |= {"eta": pri["eta"], "eta_se": pri["eta_se"], "degree": bmp.node_degrees(graph),
                "confidence": np.asarray(cfg["confidence"])}

@@ -254,26 +254,33 @@ def test_report_renders_a_result_without_training():
 
 @pytest.mark.slow
 def test_posterior_units_equal_one_unit_and_the_library(report, shadow_dir, tmp_path):
-    """Issue 25: the per-node posteriors as node-chunk work units. 120 nodes in 3 units of 50,
-    40 and 20 nodes (two worker shares, then the final run) give bit for bit the numbers of one
-    unit of all nodes and of `bmp.audit_from_scores` with the audit stream's key (every node
-    draws from fold_in(key, j), j the first node with its counts)."""
+    """Issue 25: the per-node posteriors as node-chunk work units. The 120 nodes' distinct count
+    tuples in units of 8 (two worker shares, then the final run) give bit for bit the numbers
+    of one unit of all nodes and of `bmp.audit_from_scores` with the audit stream's key (every
+    node draws from fold_in(key, j), j the first node with its counts)."""
     from jaxaudit import bmp
     from jaxaudit.runs import load_results, stream_key
 
     _, whole, _ = report
-    config = BmpConfig(shadow_run=shadow_dir, node_units=50, **NUTS)
+    config = BmpConfig(shadow_run=shadow_dir, node_units=8, **NUTS)
     out = tmp_path / "units"
+    tuples = np.unique(np.stack([whole.table[c] for c in ("fp", "n0", "fn", "n1")]), axis=1)
+    units = [f"posterior-{k:05d}" for k in range(-(-tuples.shape[1] // 8))]
+    assert len(units) >= 3
     first = run_bmp(config, out, worker=(0, 2))
-    assert first.audit is None and first.missing == ("posterior-00001",)
+    assert first.audit is None and first.missing == tuple(units[1::2])
     assert run_bmp(config, out, worker=(1, 2)).missing == ()
     calls = []
     split = run_bmp(config, out, progress=lambda done, total: calls.append((done, total)))
-    assert calls == [(1, 5), (2, 5), (5, 5)]  # priors, attack, 3 units: all done already
+    # priors, attack, the units (all done already); until the attack has counted the tuples
+    # the total is the bound of one unit per node_units nodes
+    total, bound = 2 + len(units), 2 + -(-NODES // 8)
+    assert calls == [(1, bound), (2, bound), (total, total)]
     stored = load_results(out)
-    assert stored.planned == ["prior", "attack", "posterior-00000", "posterior-00001",
-                              "posterior-00002"] and stored.missing == []
-    assert split.config["node_units"] == 50
+    assert stored.planned == ["prior", "attack", *units] and stored.missing == []
+    nodes = np.concatenate([stored.chunks[n]["nodes"] for n in units])
+    np.testing.assert_array_equal(np.sort(nodes), np.arange(NODES))  # every node once
+    assert split.config["node_units"] == 8
     for column in whole.table:
         np.testing.assert_array_equal(split.table[column], whole.table[column], err_msg=column)
     assert split.summary == whole.summary
@@ -299,10 +306,10 @@ def test_folder_of_the_former_single_audit_unit_is_refused(tmp_path):
     assert sorted(p.name for p in (tmp_path / "old").iterdir()) == before
 
 
-def test_unit_names_cover_every_node_once():
+def test_unit_names_cover_every_count_tuple_once():
     from jaxaudit.pipelines.bmp import unit_names
 
-    assert unit_names(2708, 1024) == ["posterior-00000", "posterior-00001", "posterior-00002"]
+    assert unit_names(2017, 1024) == ["posterior-00000", "posterior-00001"]  # Cora's tuples
     assert unit_names(120, 50) == [f"posterior-{k:05d}" for k in range(3)]
     assert unit_names(100, 50) == ["posterior-00000", "posterior-00001"]
     assert unit_names(1, 1024) == ["posterior-00000"]
