@@ -188,3 +188,13 @@ def test_node_stage_does_not_depend_on_the_split():
     # the certified bounds are those of the counts, whatever the split
     cert = bmp.certified_epsilons(att.counts, confidence=0.95)
     np.testing.assert_allclose(whole.certified_r, cert.eps_r)
+
+
+def test_posterior_nuts_refuses_keys_that_do_not_match_the_counts():
+    """One key per count set must have the counts' shape (the check runs before any sampling)."""
+    counts = bmp.ErrorCounts(np.array([1, 2]), np.array([10, 10]), np.array([1, 2]),
+                             np.array([10, 10]))
+    with pytest.raises(ValueError, match="key must be one key or one key per count set"):
+        bmp.posterior_nuts(jax.random.split(jax.random.key(0), 3), counts)
+    with pytest.raises(ValueError, match="key must be"):
+        bmp.posterior_nuts(jax.random.split(jax.random.key(0), (2, 2)), counts)
