@@ -2,7 +2,8 @@
 on the same scores (not a timing benchmark).
 
 1. Gaussian scores (``--reps`` seeded repetitions, vmapped): Q = N(Δ, 1), P = N(0, 1), true
-   D_α = αΔ²/2. Per configuration, size and order: mean estimate / truth, sd, P(estimate > truth),
+   D_α = αΔ²/2. Per configuration, size and order: mean estimate / truth, sd, RMSE
+   (√(bias² + sd²)), P(estimate > truth),
    mean 95% lower bound and P(bound > truth) (must stay ≤ 5%).
 2. Canary scores (``--scores DIR/scores.npz`` from ``notebooks/scripts/rdp_paper_scores.py``,
    setting ``--setting``): per configuration the DV estimate (mean ± sd over ``--splits``
@@ -151,8 +152,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.reps > 0:
         key = jax.random.key(args.seed)
         print("| critic | runs per world | Δ | α | true D_α | mean estimate | mean / truth | sd | "
-              "P(est > truth) | mean lower bound | P(bound > truth) | seconds |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+              "RMSE | P(est > truth) | mean lower bound | P(bound > truth) | seconds |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         cases = [(int(n), float(s)) for n in args.sizes.split(",") for s in args.shifts.split(",")]
         for c, (n, shift) in enumerate(cases):
             for name in critics:
@@ -163,7 +164,8 @@ def main(argv: list[str] | None = None) -> None:
                 secs = time.time() - t
                 for n_, s_, a, truth, mean, sd, over, low, cover in rows:
                     print(f"| {name} | {n_} | {s_:g} | {a:g} | {truth:.3f} | {mean:.3f} | "
-                          f"{mean / truth:.2f} | {sd:.3f} | {over:.2f} | {low:.3f} | {cover:.2f} | "
+                          f"{mean / truth:.2f} | {sd:.3f} | {np.hypot(mean - truth, sd):.2f} | "
+                          f"{over:.2f} | {low:.3f} | {cover:.2f} | "
                           f"{secs:.0f} |", flush=True)
     if args.ideal_audits > 0:
         ideal_31_table(args.ideal_audits, args.seed, np.asarray(orders, np.float64))
