@@ -40,7 +40,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from scipy import stats
 
-from jaxaudit import bmp
+from jaxaudit import bmp, mia
 from jaxaudit.datasets import make_csbm
 from jaxaudit.graph import snowball_sampler, uniform_sampler
 
@@ -78,11 +78,20 @@ fig.savefig(FIG / "bmp_region.png", dpi=110)
 #
 # One table per run: per-node columns of `bmp.audit_table` (η, degree, counts,
 # `certified_eps_*_lower`, `bayes_eps_*_q05/q50/q95`, `mp_eps_*`, `jeffreys_eps_*`, AUC), the
-# global AUC and, in full mode, a bootstrap over shadow models of the per-node Jeffreys medians of
+# global AUC with the TPR at 1% and 0.1% FPR (pooled over all (model, node) pairs; full mode
+# reads them from the audits' `global_tpr` when recorded, else NaN) and, in full mode, a bootstrap over shadow models of the per-node Jeffreys medians of
 # ε_R (the run-to-run standard error from having finitely many shadow models).
 
 # %%
 runs = {}
+
+
+def global_tpr(scores, masks):
+    """TPR at 1% and 0.1% FPR of the audit's attack (LOO LiRA), pooled over (model, node)."""
+    llr = mia.attack_statistic(scores, masks, attack="lira")
+    return np.array([float(mia.tpr_at_fpr(llr, masks, fpr)) for fpr in (1e-2, 1e-3)])
+
+
 if FAST:
     graph = make_csbm(jax.random.key(0), num_nodes=240, num_classes=4, num_features=64,
                       avg_degree=4.0, homophily=0.9, features="gaussian", train_per_class=10,
@@ -93,6 +102,7 @@ if FAST:
                               num_prior_draws=100, num_warmup=80, num_samples=80, num_chains=2,
                               mp_baseline="uniform" in name, chunk_size=128)
         runs[name] = dict(bmp.audit_table(audit), global_auc=float(audit.global_auc),
+                          global_tpr=global_tpr(audit.scores, audit.masks),
                           boot=None, num_models=12)
 else:
     for path in sorted(FINDINGS.glob("*.npz")):
@@ -100,7 +110,9 @@ else:
         name = path.stem.rsplit("_m", 1)[0]
         runs[name] = {k[4:]: d[k] for k in d.files if k.startswith("col_")}
         runs[name].update(global_auc=float(d["global_auc"]), boot=d["boot_jeffreys_r_median"],
-                          num_models=int(d["num_models"]))
+                          num_models=int(d["num_models"]),
+                          global_tpr=(d["global_tpr"] if "global_tpr" in d.files
+                                      else np.full(2, np.nan)))
 print(sorted(runs))
 
 
@@ -127,6 +139,7 @@ for name, r in runs.items():
     jm, jse = boot_mean(r)
     rows.append(dict(
         run=name, models=r["num_models"], nodes=int(ok.sum()), global_auc=r["global_auc"],
+        tpr_at_1pct_fpr=r["global_tpr"][0], tpr_at_0_1pct_fpr=r["global_tpr"][1],
         auc_p10=np.nanpercentile(r["auc"], 10), auc_p90=np.nanpercentile(r["auc"], 90),
         bayes_eps_r_p10=np.percentile(med[ok], 10), bayes_eps_r_p50=np.percentile(med[ok], 50),
         bayes_eps_r_p90=np.percentile(med[ok], 90), bayes_eps_r_mean=m, bayes_eps_r_se=se,
