@@ -36,7 +36,7 @@ from jaxaudit._validation import (
     is_traced,
 )
 from jaxaudit.dpsgd.models import fast_apply
-from jaxaudit.dpsgd.private_step import _per_example_losses, make_private_step
+from jaxaudit.dpsgd.private_step import _per_example_losses, check_block_size, make_private_step
 from jaxaudit.sharding import vmap_chunked
 
 __all__ = ["ParamsInit", "canary_runs", "train_run", "canary_score"]
@@ -58,7 +58,7 @@ def canary_score(model: nn.Module, params: Any, canary: tuple[ArrayLike, ArrayLi
 
 
 def _build_run(model, *, num_private, clip_norm, steps, learning_rate, sampling_rate, method,
-               unroll, init=None):
+               unroll, init=None, block_size=None):
     """One training run as a pure function
     ``run((key, in_flag), features, labels, params0, canary, noise_multiplier)``.
 
@@ -72,6 +72,7 @@ def _build_run(model, *, num_private, clip_norm, steps, learning_rate, sampling_
         prepare, step = make_private_step(
             model, clip_norm=clip_norm, noise_multiplier=noise_multiplier,
             learning_rate=learning_rate, normalizer=normalizer, method=method,
+            block_size=block_size,
         )
         key, in_flag = item
         if isinstance(init, ParamsInit):
@@ -91,18 +92,19 @@ def _build_run(model, *, num_private, clip_norm, steps, learning_rate, sampling_
         return canary_score(model, params, canary)
 
     prepare, _ = make_private_step(model, clip_norm=clip_norm, noise_multiplier=0.0,
-                                   learning_rate=learning_rate, method=method)
+                                   learning_rate=learning_rate, method=method,
+                                   block_size=block_size)
     return prepare, run
 
 
 @functools.lru_cache(maxsize=32)
 def _compiled(model, num_private, clip_norm, steps, learning_rate, sampling_rate,
-              method, unroll, init, chunk_size, devices):
+              method, unroll, init, chunk_size, devices, block_size=None):
     """(prepare, jitted single run, vmap_chunked runs), cached so repeated calls do not recompile."""
     prepare, run = _build_run(
         model, num_private=num_private, clip_norm=clip_norm,
         steps=steps, learning_rate=learning_rate, sampling_rate=sampling_rate, method=method,
-        unroll=unroll, init=init,
+        unroll=unroll, init=init, block_size=block_size,
     )
     mapped = vmap_chunked(run, chunk_size=chunk_size, devices=None if devices is None else list(devices))
     return jax.jit(prepare), jax.jit(run), mapped
@@ -154,7 +156,7 @@ def train_run(key: jax.Array, model: nn.Module, init_params: Any | ParamsInit,
               private_data: tuple[ArrayLike, ArrayLike], canary: tuple[ArrayLike, ArrayLike], *,
               include_canary: bool, noise_multiplier: float, clip_norm: float, steps: int,
               learning_rate: float, sampling_rate: float = 1.0, method: str = "auto",
-              unroll: int = 1) -> jax.Array:
+              unroll: int = 1, block_size: int | None = None) -> jax.Array:
     """One canary run (the unit :func:`canary_runs` vmaps): returns the canary's score.
 
     Same arguments as :func:`canary_runs`, with ``include_canary`` choosing the world. With the
@@ -166,7 +168,7 @@ def train_run(key: jax.Array, model: nn.Module, init_params: Any | ParamsInit,
     prepare, run, _ = _compiled(
         model, inputs.shape[0], float(clip_norm), int(steps),
         float(learning_rate), float(sampling_rate), method, int(unroll),
-        _init_fn(init_params), None, None,
+        _init_fn(init_params), None, None, check_block_size(block_size),
     )
     params0 = None if isinstance(init_params, ParamsInit) else init_params
     cx, cy = jnp.asarray(canary[0], jnp.float32), jnp.asarray(canary[1], jnp.int32)
@@ -182,6 +184,7 @@ def canary_runs(
     num_runs: int, noise_multiplier: float, clip_norm: float, steps: int, learning_rate: float,
     sampling_rate: float = 1.0, chunk_size: int | None = None,
     devices: Sequence[jax.Device] | None = None, method: str = "auto", unroll: int = 1,
+    block_size: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """R private trainings with the canary and R without; returns (in_scores, out_scores).
 
@@ -232,6 +235,8 @@ def canary_runs(
         :func:`jaxaudit.sharding.use_all_cpu_cores`).
       method: per-example gradient path, see :func:`jaxaudit.dpsgd.clipped_gradient_sum`.
       unroll: ``lax.scan`` unroll factor over steps.
+      block_size: examples per block of the ghost-clipping step (None: 1 on CPU, the whole
+        batch elsewhere), see :func:`jaxaudit.dpsgd.clipped_gradient_sum`.
 
     Returns:
       ``(in_scores, out_scores)``, float32 numpy arrays of shape (R,).
@@ -254,7 +259,7 @@ def canary_runs(
         float(learning_rate), float(sampling_rate), method, int(unroll),
         _init_fn(init_params),
         None if chunk_size is None else int(chunk_size),
-        None if devices is None else tuple(devices),
+        None if devices is None else tuple(devices), check_block_size(block_size),
     )
     params0 = None if isinstance(init_params, ParamsInit) else init_params
     cx, cy = jnp.asarray(canary[0], jnp.float32), jnp.asarray(canary[1], jnp.int32)

@@ -32,19 +32,23 @@ Two ways to get Σ_i w_i clip_C(∇ℓ_i):
   im2col convolution it is P_iᵀG_i (formed: 400 and 8192 numbers for SmallCNN's two
   convolutions, the same multiply-adds as the norm itself). The clipped sum is then one matmul
   per layer with G scaled by the clip factors. Convolutions are im2col matmuls: XLA's CPU
-  convolutions, and their per-example (grouped) gradients, are several times slower.
+  convolutions, and their per-example (grouped) gradients, are several times slower. The
+  examples go through in blocks of ``block_size`` (1 on CPU by default), one block after another,
+  so that a block's intermediates stay in cache (:mod:`jaxaudit.dpsgd.ghost`).
 
 References:
   Abadi et al., "Deep Learning with Differential Privacy", CCS 2016, arXiv 1607.00133.
   Goodfellow, "Efficient Per-Example Gradient Computations", arXiv 1510.01799 (dense norm trick).
   Li et al., "Large Language Models Can Be Strong Differentially Private Learners", ICLR 2022,
   arXiv 2110.05679 (ghost clipping).
+  Bu et al., "Differentially Private Optimization on Large Model at Small Cost", ICML 2023,
+  arXiv 2210.00038 (book-keeping: the output gradients reused, no second backward pass).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import flax.linen as nn
@@ -53,7 +57,20 @@ import jax.numpy as jnp
 import optax
 from jax.typing import ArrayLike
 
-from jaxaudit._validation import check_choice, check_finite, check_nonnegative, check_positive
+from jaxaudit._validation import (
+    check_choice,
+    check_finite,
+    check_integer,
+    check_nonnegative,
+    check_positive,
+)
+from jaxaudit.dpsgd.ghost import _per_example_losses as _losses
+from jaxaudit.dpsgd.ghost import (
+    block_features,
+    blocked_clipped_sum,
+    default_block_size,
+    ghost_clipped_sum,
+)
 from jaxaudit.dpsgd.models import Layer, layer_program
 from jaxaudit.dpsgd.private_aggregate import (
     add_gaussian_noise,
@@ -75,81 +92,9 @@ PrivateStep = Callable[[jax.Array, Any, Any, jax.Array, jax.Array], Any]
 _ClippedSum = Callable[[Any, Any, jax.Array, jax.Array, Any], tuple[Any, jax.Array]]
 
 
-def _per_example_losses(logits: jax.Array, labels: jax.Array) -> jax.Array:
-    return optax.softmax_cross_entropy_with_integer_labels(logits, labels)
-
-
-def _clip_factors(sq_norms: jax.Array, weights: jax.Array, clip_norm: float | jax.Array
-                  ) -> tuple[jax.Array, jax.Array]:
-    """w_i / max(1, ‖g_i‖/C) — optax's per_example_global_norm_clip factor times the mask."""
-    norms = jnp.sqrt(sq_norms)
-    return weights / jnp.maximum(norms / clip_norm, 1.0), norms
-
-
-def _ghost_clipped_sum(layers: Sequence[Layer], params: Any, features: jax.Array,
-                       labels: jax.Array, weights: jax.Array, clip_norm: float | jax.Array
-                       ) -> tuple[Any, jax.Array]:
-    """Σ_i w_i clip_C(∇ℓ_i) from one batched backward pass (see the module docstring)."""
-    p = params["params"]
-
-    def affine(layer: Layer, a: jax.Array) -> jax.Array:
-        kernel, bias = p[layer.name]["kernel"], p[layer.name]["bias"]
-        if layer.kind == "conv":
-            kernel = kernel.reshape(-1, kernel.shape[-1])
-        return a @ kernel + bias
-
-    def forward(perturbations: list[jax.Array]) -> tuple[jax.Array, list[jax.Array]]:
-        a, acts = features, []
-        for layer, e in zip(layers, perturbations):
-            acts.append(a)
-            a = layer.after(affine(layer, a) + e)
-        return _per_example_losses(a, labels), acts
-
-    def shapes() -> list[jax.Array]:
-        a, out = features, []
-        for layer in layers:
-            z = affine(layer, a)
-            out.append(z)
-            a = layer.after(z)
-        return out
-
-    zeros = [jnp.zeros(s.shape, s.dtype) for s in jax.eval_shape(shapes)]
-    losses, vjp_fn, acts = jax.vjp(forward, zeros, has_aux=True)
-    (grads_z,) = vjp_fn(jnp.ones_like(losses))
-
-    sq = jnp.zeros(losses.shape, losses.dtype)
-    per_example: list[Any] = []  # (gw, gb) of a conv layer, None for a dense one
-    for layer, a, g in zip(layers, acts, grads_z):
-        if layer.kind == "conv":
-            # Per-example (P_iᵀ G_i)ᵀ = G_iᵀ P_i, shape (N, O, K). Materialising G_iᵀ first
-            # (small: O x S per example) lets XLA use its fast batched matmul; the direct
-            # einsum "nsk,nso->nko" contracts a middle axis and ran 4-5x slower on CPU.
-            gw = jax.lax.optimization_barrier(jnp.swapaxes(g, 1, 2)) @ a
-            gb = g.sum(axis=1)
-            sq = sq + jnp.sum(gw * gw, axis=(1, 2)) + jnp.sum(gb * gb, axis=1)
-            per_example.append((gw, gb))
-        else:
-            g2 = jnp.sum(g * g, axis=1)
-            sq = sq + jnp.sum(a * a, axis=1) * g2 + g2
-            per_example.append(None)
-    factors, norms = _clip_factors(sq, weights, clip_norm)
-
-    out: dict[str, dict[str, jax.Array]] = {}
-    for layer, a, g, pe in zip(layers, acts, grads_z, per_example):
-        shape = p[layer.name]["kernel"].shape
-        if layer.kind == "conv":
-            gw, gb = pe
-            # Σ_n c_n gw_n as a row-vector-matrix product over gw's leading axis (the einsum
-            # "n,nok->ko" made XLA copy gw into a transposed layout first).
-            n, o, k = gw.shape
-            kernel = (factors @ gw.reshape(n, o * k)).reshape(o, k).T.reshape(shape)
-            bias = factors @ gb
-        else:
-            gs = g * factors[:, None]
-            kernel = a.T @ gs
-            bias = gs.sum(axis=0)
-        out[layer.name] = {"kernel": kernel, "bias": bias}
-    return {"params": out}, norms
+_per_example_losses = _losses  # re-exported: canary_training and pretrain import it from here
+#: the ghost path's per-layer clipped sum, kept under its old name
+_ghost_clipped_sum = ghost_clipped_sum
 
 
 def _vmap_clipped_sum(model: nn.Module, params: Any, inputs: jax.Array, labels: jax.Array,
@@ -178,33 +123,52 @@ def _resolve(model: nn.Module, method: str
     return method, program
 
 
+def check_block_size(block_size: Any) -> int | None:
+    """None (the backend's default, :func:`jaxaudit.dpsgd.ghost.default_block_size`) or an
+    integer ≥ 1 (``ArgumentTypeError`` / ``ValueError`` naming ``block_size`` otherwise)."""
+    return None if block_size is None else check_integer("block_size", block_size, minimum=1)
+
+
 @functools.lru_cache(maxsize=32)
-def _compiled_clipped_sum(model: nn.Module, method: str) -> tuple[Prepare, _ClippedSum]:
-    """(prepare, jitted clipped sum), cached per (model, method) so repeated calls reuse the
-    compiled function (the library's one caching pattern: an lru_cache over the static
+def _compiled_clipped_sum(model: nn.Module, method: str, block_size: int | None = None
+                          ) -> tuple[Prepare, _ClippedSum]:
+    """(prepare, jitted clipped sum), cached per (model, method, block_size) so repeated calls
+    reuse the compiled function (the library's one caching pattern: an lru_cache over the static
     configuration returning jitted functions, as in ``canary_training._compiled``)."""
-    prepare, fn = _clipped_sum_fn(model, method)
+    prepare, fn = _clipped_sum_fn(model, method, block_size)
     return prepare, jax.jit(fn)
 
 
 @functools.lru_cache(maxsize=32)
 def _compiled_step(model: nn.Module, clip_norm: float, noise_multiplier: float,
-                   learning_rate: float, normalizer: float, method: str
-                   ) -> tuple[Prepare, PrivateStep]:
+                   learning_rate: float, normalizer: float, method: str,
+                   block_size: int | None = None) -> tuple[Prepare, PrivateStep]:
     """(prepare, jitted private step), cached per static configuration."""
     prepare, step = make_private_step(
         model, clip_norm=clip_norm, noise_multiplier=noise_multiplier,
-        learning_rate=learning_rate, normalizer=normalizer, method=method,
+        learning_rate=learning_rate, normalizer=normalizer, method=method, block_size=block_size,
     )
     return prepare, jax.jit(step)
 
 
-def _clipped_sum_fn(model: nn.Module, method: str) -> tuple[Prepare, _ClippedSum]:
-    """Return (prepare, f) with f(params, features, labels, weights, C) -> (clipped sum, norms)."""
+def _clipped_sum_fn(model: nn.Module, method: str, block_size: int | None = None
+                    ) -> tuple[Prepare, _ClippedSum]:
+    """Return (prepare, f) with f(params, features, labels, weights, C) -> (clipped sum, norms).
+
+    Ghost path: ``block_size`` examples per block (None: :func:`default_block_size`, 1 on CPU);
+    ``prepare`` then returns the program's features cut into blocks (:func:`block_features`).
+    """
     method, program = _resolve(model, method)
     if method == "ghost" and program is not None:  # "ghost" always has a program
-        prepare, layers = program
-        return prepare, lambda prm, f, y, w, c: _ghost_clipped_sum(layers, prm, f, y, w, c)
+        first, layers = program
+        size = default_block_size() if block_size is None else block_size
+        if size is None:  # the whole batch in one block
+            return first, lambda prm, f, y, w, c: ghost_clipped_sum(layers, prm, f, y, w, c)
+
+        def prepare(x: Any) -> jax.Array:
+            return block_features(first(x), size)
+
+        return prepare, lambda prm, f, y, w, c: blocked_clipped_sum(layers, prm, f, y, w, c)
     return (lambda x: jnp.asarray(x, jnp.float32)), (
         lambda prm, f, y, w, c: _vmap_clipped_sum(model, prm, f, y, w, c)
     )
@@ -226,7 +190,8 @@ def _checked_batch(inputs: ArrayLike, labels: ArrayLike, per_example: ArrayLike 
 
 def clipped_gradient_sum(model: nn.Module, params: Any, inputs: jax.Array, labels: jax.Array,
                          clip_norm: float, weights: jax.Array | None = None, *,
-                         method: str = "auto") -> tuple[Any, jax.Array]:
+                         method: str = "auto", block_size: int | None = None
+                         ) -> tuple[Any, jax.Array]:
     """Σ_i w_i · clip_C(∇_θ ℓ_i(θ)) and the unclipped per-example norms ‖∇_θ ℓ_i(θ)‖₂.
 
     ℓ_i is the softmax cross-entropy of example i; clip_C(g) = g / max(1, ‖g‖₂/C) with the norm
@@ -239,6 +204,9 @@ def clipped_gradient_sum(model: nn.Module, params: Any, inputs: jax.Array, label
       clip_norm: C > 0.
       weights: optional (N,) 0/1 mask (Poisson sample, or canary membership); default all ones.
       method: ``"auto"`` (ghost when available), ``"ghost"`` or ``"vmap"`` (reference).
+      block_size: ghost path only: examples processed together, the blocks one after another
+        (:func:`jaxaudit.dpsgd.ghost.blocked_clipped_sum`; the same sum, reassociated). None:
+        1 on CPU, where small blocks stay in cache, the whole batch on other backends.
 
     Returns:
       ``(clipped_sum, norms)``: a pytree shaped like ``params`` and an (N,) array.
@@ -253,23 +221,26 @@ def clipped_gradient_sum(model: nn.Module, params: Any, inputs: jax.Array, label
       True
     """
     check_positive("clip_norm", clip_norm)
+    block_size = check_block_size(block_size)
     inputs, labels, weights = _checked_batch(inputs, labels, weights, "weights")
-    prepare, fn = _compiled_clipped_sum(model, method)
+    prepare, fn = _compiled_clipped_sum(model, method, block_size)
     return fn(params, prepare(inputs), labels, weights, jnp.float32(clip_norm))
 
 
 def make_private_step(model: nn.Module, *, clip_norm: float, noise_multiplier: float,
                       learning_rate: float, normalizer: float = 1.0,
-                      method: str = "auto") -> tuple[Prepare, PrivateStep]:
+                      method: str = "auto", block_size: int | None = None
+                      ) -> tuple[Prepare, PrivateStep]:
     """Build ``(prepare, step)`` for jit/vmap/scan: ``step(key, params, features, labels, mask)``.
 
     ``features = prepare(inputs)`` is computed once (im2col patches of the raw inputs for the CNN).
     ``step`` returns θ − η(Σ_i mask_i clip_C(∇ℓ_i) + N(0, σ²C²I)) / normalizer: the clipped sum
     of :func:`clipped_gradient_sum`'s path, then ``optax.chain(dp_noisy_sum(C, σ), optax.sgd)``
     with ``key`` as the noise key. ``noise_multiplier`` may be traced. Arguments are validated
-    by the public callers; see :func:`dp_gradient_step`.
+    by the public callers; see :func:`dp_gradient_step`. ``block_size``: see
+    :func:`clipped_gradient_sum` (it changes the layout of ``features``, not the result).
     """
-    prepare, fn = _clipped_sum_fn(model, method)
+    prepare, fn = _clipped_sum_fn(model, method, block_size)
     # n̄ is folded into the SGD step size, (η/n̄)·ĝ: θ − (η/n̄)(S + Z), the arithmetic (and so
     # the bits) of the step before the noise moved into the transformation.
     tx = optax.chain(dp_noisy_sum(clip_norm, noise_multiplier, neighbouring="add_remove"),
@@ -297,6 +268,7 @@ def dp_gradient_step(
     mask: jax.Array | None = None,
     normalizer: float = 1.0,
     method: str = "auto",
+    block_size: int | None = None,
 ) -> Any:
     """One DP-GD / DP-SGD step: θ ← θ − η (Σ_{i: mask_i=1} clip_C(∇ℓ_i) + N(0, σ²C² I)) / n̄.
 
@@ -311,7 +283,7 @@ def dp_gradient_step(
       clip_norm: C > 0. noise_multiplier: σ ≥ 0. learning_rate: η ≥ 0.
       mask: optional (N,) 0/1 membership of each example in this step's batch.
       normalizer: n̄ > 0, a constant the noisy sum is divided by (not the realised batch size).
-      method: see :func:`clipped_gradient_sum`.
+      method, block_size: see :func:`clipped_gradient_sum`.
 
     Returns:
       The updated parameters.
@@ -321,7 +293,8 @@ def dp_gradient_step(
     check_finite("noise_multiplier", noise_multiplier)
     check_nonnegative("learning_rate", learning_rate)
     check_positive("normalizer", normalizer)
+    block_size = check_block_size(block_size)
     inputs, labels, mask = _checked_batch(inputs, labels, mask, "mask")
     prepare, step = _compiled_step(model, float(clip_norm), float(noise_multiplier),
-                                   float(learning_rate), float(normalizer), method)
+                                   float(learning_rate), float(normalizer), method, block_size)
     return step(key, params, prepare(inputs), labels, mask)

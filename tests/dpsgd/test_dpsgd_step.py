@@ -75,13 +75,15 @@ def test_ghost_equals_per_example_reference(model, shape):
 
 
 @pytest.mark.slow
-def test_each_clipped_gradient_within_clip_norm():
+@pytest.mark.parametrize("block_size", [None, 1, 5, 12])
+def test_each_clipped_gradient_within_clip_norm(block_size):
     model = MLP(hidden=(16,), num_classes=5)
     n, clip = 12, 0.3
     x, y = _data(jax.random.key(2), n, (9,), classes=5)
     x = x * 10.0  # large gradients: most get clipped
     params = model.init(jax.random.key(3), x[:1])
-    _, fn = _clipped_sum_fn(model, "ghost")
+    prepare, fn = _clipped_sum_fn(model, "ghost", block_size)
+    x = prepare(x)  # the features layout of this block size (5: two blocks and a padded one)
     one_hot = jnp.eye(n)
     singles, norms = jax.vmap(lambda w: fn(params, x, y, w, clip))(one_hot)
     single_norms = np.sqrt(sum(np.sum(np.asarray(leaf).reshape(n, -1) ** 2, axis=1)
