@@ -23,7 +23,11 @@ dominates and L is an exact-fit program over the relaxed tables (σ = 0 is evalu
 swamps the signal. The relaxed program is heavily under-determined (many fractional tables fit
 the release exactly), so its argmax rounds badly; a sharpening term
 −κ_t Σ_i ‖q_i‖²/(2σ²), κ_t rising linearly from 0 to ``sharpen`` over the steps, pulls the
-tables toward one-hot ones (an integral table gains n, the most it can: ‖q_i‖² ≤ 1).
+tables toward one-hot ones (an integral table gains n, the most it can: ‖q_i‖² ≤ 1). The
+optimiser works on σ²·L (Adam is invariant to the scale, and σ → 0 stays finite), and the
+variance in front of the prior term starts at σ² + ``anneal`` and falls as (1 − t/T)² to σ²
+(a homotopy from a noisier release: early steps stay near the prior's likely values, late
+steps fit the release; ``anneal = 0`` fits at σ² throughout).
 
 Rounding. Each restart's argmax is refined by ``integer_sweeps`` sweeps of coordinate descent
 on the same objective over integer tables (iterated conditional modes): target i moves to
@@ -32,9 +36,13 @@ on the same objective over integer tables (iterated conditional modes): target i
 
 the exact single-target MAP given the others' current values (the m cells of one record lie in
 m distinct marginals, so ‖R_i − e(h)‖² = ‖R_i‖² + Σ_s (1 − 2R_i[c_s])). A sweep never increases
-the objective.
+the objective. Costs are compared in σ² units (Σ_s (½ − R_i[c_s]) − σ² log D_i(h)); values
+within 10⁻³ of the best are ties, won by the largest prior: at σ → 0 the prior term is below
+float32 resolution, and this makes the noiseless attack the prior's choice among equally
+good fits.
 
-Result. The guess is the rounded table of the restart with the smallest integer objective; a
+Result. The guess is the rounded table of the restart with the smallest integer objective
+(ties again to the largest prior); a
 target's confidence (for ranking, as in RAP-rank) is the fraction of restarts whose rounded
 table gives it the same value, and ``probability`` the mean relaxed mass on it.
 
@@ -77,6 +85,9 @@ __all__ = ["JointReconstruction", "joint_reconstruction", "joint_reconstruction_
 LOG_PRIOR_FLOOR = -69.0  # log(1e-30)
 #: σ² used for σ = 0 (the noiseless limit), as in :func:`marginals_posterior`.
 MIN_VARIANCE = 1e-12
+#: Objectives (in squared counts, σ² × the objective) closer than this are ties, broken by the
+#: prior: at σ → 0 the prior term σ² log D is below float32 resolution.
+TIE = 1e-3
 
 
 class JointReconstruction(NamedTuple):
@@ -86,8 +97,9 @@ class JointReconstruction(NamedTuple):
       guess: (n,) int32 index into ``game.hidden_values`` of each target's guess.
       confidence: (n,) fraction of restarts whose rounded table agrees with ``guess``.
       probability: (n,) mean over restarts of the relaxed tables' mass on ``guess``.
-      objective: (restarts,) integer objective of each restart's rounded table (lower fits
-        better; the guess is the smallest).
+      objective: (restarts,) σ² × the integer objective of each restart's rounded table,
+        ½‖r − Σ_i e(h_i, q_i)‖² − σ² Σ_i log D_i(h_i) (squared counts; lower is better, the
+        guess is the smallest).
       relaxed: (restarts, n, H) the fitted relaxed tables softmax(θ).
     """
 
@@ -105,16 +117,18 @@ def _marginals(table: jax.Array, target_cells: jax.Array, size: int) -> jax.Arra
 
 
 def _integer_objective(guess: jax.Array, target_cells: jax.Array, log_prior: jax.Array,
-                       residual: jax.Array, inv_var: jax.Array) -> jax.Array:
+                       residual: jax.Array, variance: jax.Array) -> jax.Array:
+    """σ² × the objective of an integer table: ½‖r − Σ_i e(h_i, q_i)‖² − σ² Σ_i log D_i(h_i)."""
     n = guess.shape[0]
     cells = target_cells[jnp.arange(n), guess]  # (n, m)
     fit = residual - jnp.zeros_like(residual).at[cells.ravel()].add(1.0)
-    return 0.5 * inv_var * jnp.sum(fit**2) - jnp.sum(log_prior[jnp.arange(n), guess])
+    return 0.5 * jnp.sum(fit**2) - variance * jnp.sum(log_prior[jnp.arange(n), guess])
 
 
 def _icm(guess: jax.Array, target_cells: jax.Array, log_prior: jax.Array, residual: jax.Array,
-         inv_var: jax.Array, sweeps: int) -> jax.Array:
-    """``sweeps`` sweeps of iterated conditional modes on the integer objective."""
+         variance: jax.Array, sweeps: int) -> jax.Array:
+    """``sweeps`` sweeps of iterated conditional modes on the integer objective (in σ² units;
+    values within :data:`TIE` of the best are tied and the tie goes to the largest prior)."""
     n = guess.shape[0]
     rest = residual - jnp.zeros_like(residual).at[
         target_cells[jnp.arange(n), guess].ravel()].add(1.0)
@@ -123,8 +137,9 @@ def _icm(guess: jax.Array, target_cells: jax.Array, log_prior: jax.Array, residu
         rest, guess = carry
         own = target_cells[i, guess[i]]  # (m,)
         r_i = rest.at[own].add(1.0)  # R_i: the release without target i
-        cost = inv_var * jnp.sum(0.5 - r_i[target_cells[i]], axis=1) - log_prior[i]
-        best = jnp.argmin(cost).astype(guess.dtype)
+        cost = jnp.sum(0.5 - r_i[target_cells[i]], axis=1) - variance * log_prior[i]
+        tied = cost <= jnp.min(cost) + TIE
+        best = jnp.argmax(jnp.where(tied, log_prior[i], -jnp.inf)).astype(guess.dtype)
         return (r_i.at[target_cells[i, best]].add(-1.0), guess.at[i].set(best)), None
 
     def sweep(_, carry):
@@ -137,7 +152,8 @@ def joint_reconstruction_core(key: jax.Array, target_cells: ArrayLike, log_prior
                               residual: ArrayLike, sigma: ArrayLike, *, restarts: int = 4,
                               steps: int = 1000, learning_rate: float = 0.1,
                               prior: bool = True, integer_sweeps: int = 3,
-                              sharpen: float = 1.0) -> JointReconstruction:
+                              sharpen: float = 1.0, anneal: float = 10.0
+                              ) -> JointReconstruction:
     """The unvalidated, traceable attack (see the module docstring); jit/vmap-able in ``key``,
     ``log_prior``, ``residual`` and ``sigma`` (the keyword arguments are static).
 
@@ -147,7 +163,7 @@ def joint_reconstruction_core(key: jax.Array, target_cells: ArrayLike, log_prior
       log_prior: (n, H) log D_i(h).
       residual: (release_size,) r = Y − C_rest.
       sigma: per-cell noise σ ≥ 0.
-      restarts, steps, learning_rate, prior, integer_sweeps, sharpen: as in
+      restarts, steps, learning_rate, prior, integer_sweeps, sharpen, anneal: as in
         :func:`joint_reconstruction`.
 
     Returns:
@@ -157,36 +173,41 @@ def joint_reconstruction_core(key: jax.Array, target_cells: ArrayLike, log_prior
     residual = jnp.asarray(residual, jnp.float32)
     log_prior = jnp.maximum(jnp.asarray(log_prior, jnp.float32), LOG_PRIOR_FLOOR)
     log_prior = jnp.where(jnp.isnan(log_prior), LOG_PRIOR_FLOOR, log_prior)
-    inv_var = 1.0 / jnp.maximum(jnp.asarray(sigma, jnp.float32) ** 2, MIN_VARIANCE)
+    variance = jnp.maximum(jnp.asarray(sigma, jnp.float32) ** 2, MIN_VARIANCE)
     prior_weight = 1.0 if prior else 0.0
     n, big_h = log_prior.shape
     size = residual.shape[0]
     optimizer = optax.adam(learning_rate)
+    lp = log_prior * prior_weight
 
-    def loss(theta: jax.Array, weight: jax.Array) -> jax.Array:
+    # σ² × L(θ) (Adam is invariant to the scale; in σ² units σ → 0 stays finite).
+    def loss(theta: jax.Array, kappa: jax.Array, var_t: jax.Array) -> jax.Array:
         table = jax.nn.softmax(theta, axis=-1)
         fit = residual - _marginals(table, target_cells, size)
-        return (0.5 * inv_var * (jnp.sum(fit**2) - weight * jnp.sum(table**2))
-                - prior_weight * jnp.sum(table * log_prior))
+        return 0.5 * (jnp.sum(fit**2) - kappa * jnp.sum(table**2)) - var_t * jnp.sum(table * lp)
 
     def fit_one(k: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         theta = jax.random.normal(k, (n, big_h), jnp.float32)
 
         def step(carry, t):
             theta, state = carry
-            grads = jax.grad(loss)(theta, sharpen * t / steps)
+            frac = t / steps
+            grads = jax.grad(loss)(theta, sharpen * frac, variance + anneal * (1.0 - frac) ** 2)
             updates, state = optimizer.update(grads, state, theta)
             return (optax.apply_updates(theta, updates), state), None
 
         theta = jax.lax.scan(step, (theta, optimizer.init(theta)), jnp.arange(steps))[0][0]
         table = jax.nn.softmax(theta, axis=-1)
-        lp = log_prior * prior_weight
         guess = _icm(jnp.argmax(table, axis=-1).astype(jnp.int32), target_cells, lp,
-                     residual, inv_var, integer_sweeps)
-        return table, guess, _integer_objective(guess, target_cells, lp, residual, inv_var)
+                     residual, variance, integer_sweeps)
+        return table, guess, _integer_objective(guess, target_cells, lp, residual, variance)
 
     tables, guesses, objectives = jax.vmap(fit_one)(jax.random.split(key, restarts))
-    best = guesses[jnp.argmin(objectives)]
+    # the best restart; restarts within TIE of it are tied and the largest prior wins
+    prior_mass = jnp.sum(jnp.take_along_axis(lp[None], guesses[..., None], axis=-1)[..., 0],
+                         axis=1)
+    tied = objectives <= jnp.min(objectives) + TIE
+    best = guesses[jnp.argmax(jnp.where(tied, prior_mass, -jnp.inf))]
     confidence = jnp.mean(guesses == best[None, :], axis=0)
     probability = jnp.mean(jnp.take_along_axis(tables, best[None, :, None], axis=-1)[..., 0],
                            axis=0)
@@ -195,13 +216,14 @@ def joint_reconstruction_core(key: jax.Array, target_cells: ArrayLike, log_prior
 
 _jitted_core = jax.jit(joint_reconstruction_core,
                        static_argnames=("restarts", "steps", "learning_rate", "prior",
-                                        "integer_sweeps", "sharpen"))
+                                        "integer_sweeps", "sharpen", "anneal"))
 
 
 def joint_reconstruction(key: jax.Array, game: MarginalsGame, release: ArrayLike,
                          sigma: ArrayLike, *, restarts: int = 4, steps: int = 1000,
                          learning_rate: float = 0.1, prior: bool = True,
-                         integer_sweeps: int = 3, sharpen: float = 1.0) -> JointReconstruction:
+                         integer_sweeps: int = 3, sharpen: float = 1.0,
+                         anneal: float = 10.0) -> JointReconstruction:
     """Fit every target's hidden values jointly to the noisy marginals (RAP-rank style).
 
     Relaxed tables q_i = softmax(θ_i) minimise
@@ -224,6 +246,8 @@ def joint_reconstruction(key: jax.Array, game: MarginalsGame, release: ArrayLike
       integer_sweeps: coordinate-descent sweeps over the targets after rounding (0: argmax only).
       sharpen: final weight κ ≥ 0 of the term −κ Σ_i ‖q_i‖²/(2σ²) that pulls the relaxed tables
         toward one-hot ones (0: the plain relaxation).
+      anneal: extra variance (≥ 0, squared counts) of the prior term at the first step, falling
+        to 0 at the last (0: none).
 
     Returns:
       :class:`JointReconstruction`.
@@ -260,6 +284,8 @@ def joint_reconstruction(key: jax.Array, game: MarginalsGame, release: ArrayLike
     sigma = as_scalar("sigma", sigma)
     check_nonnegative_finite("sigma", sigma)
     sharpen = float(check_nonnegative_finite("sharpen", sharpen))
+    anneal = float(check_nonnegative_finite("anneal", anneal))
     return _jitted_core(key, game.target_cells, game.log_prior, residual, sigma,
                         restarts=restarts, steps=steps, learning_rate=learning_rate,
-                        prior=prior, integer_sweeps=integer_sweeps, sharpen=sharpen)
+                        prior=prior, integer_sweeps=integer_sweeps, sharpen=sharpen,
+                        anneal=anneal)

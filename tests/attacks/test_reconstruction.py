@@ -132,6 +132,7 @@ def test_jit_matches_eager_and_confidence_is_a_fraction():
     (dict(prior="yes"), "prior"),
     (dict(integer_sweeps=-1), "integer_sweeps"),
     (dict(sharpen=float("inf")), "sharpen"),
+    (dict(anneal=-1.0), "anneal"),
     (dict(key=3), "key"),
     (dict(game=(1, 2)), "game"),
 ])
