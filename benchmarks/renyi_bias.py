@@ -9,6 +9,7 @@ bound, for each of the point estimate's critic clips (``clip="auto"``, the defau
 
     python benchmarks/renyi_bias.py --reps 50                # the table in docs/renyi.md
     python benchmarks/renyi_bias.py --critic paper           # Kim et al.'s critic and EMA
+    python benchmarks/renyi_bias.py --critic paper_m2        # ... with our output bound M = 2
 
 ``--critic paper`` runs the same study with ``renyi.PAPER_CRITIC_CONFIG`` (both critics side by
 side on the same draws: ``benchmarks/renyi_critic_compare.py``).
@@ -22,9 +23,15 @@ import time
 import jax
 import numpy as np
 
-from jaxaudit.renyi import PAPER_CRITIC_CONFIG, CriticConfig, renyi_estimator
+from jaxaudit.renyi import (
+    PAPER_BOUNDED_CRITIC_CONFIG,
+    PAPER_CRITIC_CONFIG,
+    CriticConfig,
+    renyi_estimator,
+)
 
-CRITICS = {"ours": CriticConfig(), "paper": PAPER_CRITIC_CONFIG}
+CRITICS = {"ours": CriticConfig(), "paper": PAPER_CRITIC_CONFIG,
+           "paper_m2": PAPER_BOUNDED_CRITIC_CONFIG}
 
 
 def bias_rows(key, n, shift, alphas, reps, clip="observed", config=CriticConfig()):
@@ -50,7 +57,8 @@ def main(argv=None):
     p.add_argument("--clips", default="auto,observed,range",
                    help="comma-separated point-estimate clips to tabulate (default: all three)")
     p.add_argument("--critic", default="ours", choices=sorted(CRITICS),
-                   help="critic configuration: ours (CriticConfig()) or paper (PAPER_CRITIC_CONFIG)")
+                   help="critic configuration: ours (CriticConfig()), paper (PAPER_CRITIC_CONFIG) or "
+                        "paper_m2 (PAPER_BOUNDED_CRITIC_CONFIG)")
     args = p.parse_args(argv)
     key = jax.random.key(args.seed)
     config = CRITICS[args.critic]

@@ -32,6 +32,7 @@ import numpy as np
 
 from jaxaudit.accounting import rdp_epsilons
 from jaxaudit.renyi import (
+    PAPER_BOUNDED_CRITIC_CONFIG,
     PAPER_CRITIC_CONFIG,
     CriticConfig,
     dp_to_rdp_gaussian,
@@ -43,7 +44,7 @@ from jaxaudit.renyi import (
 
 CONFIGS = {"ours": CriticConfig(), "paper": PAPER_CRITIC_CONFIG,
            # the paper's network, optimiser, minibatches and EMA with our output bound M = 2
-           "paper_m2": PAPER_CRITIC_CONFIG._replace(bound=2.0)}
+           "paper_m2": PAPER_BOUNDED_CRITIC_CONFIG}
 DELTA, CONFIDENCE, BLOCK = 1e-5, 0.95, 100
 
 
