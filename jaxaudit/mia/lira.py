@@ -159,7 +159,9 @@ def _calibrate_row(target: jax.Array, ref: jax.Array, in_w: jax.Array, out_w: ja
     ``"node"``: per node, Gaussians fitted to the IN and OUT reference statistics, Λ = log N_in −
     log N_out (LiRA's fit, applied to the statistic; ``fix_variance`` pools the variances over
     nodes; nodes with < 2 IN (OUT) references borrow the pooled variance; no IN or no OUT
-    reference: Λ = 0). ``"global"``: one pair of Gaussians with a common variance, fitted to every
+    reference: Λ = 0). ``"kde"``: per node, Gaussian kernel density estimates of the IN and OUT
+    reference statistics (Silverman's bandwidth 1.06 σ n^(−1/5), σ as in ``"node"``), Λ = log
+    f̂_in − log f̂_out (no shape assumed; needs more references than the Gaussian fit). ``"global"``: one pair of Gaussians with a common variance, fitted to every
     node's IN and OUT references (linear discriminant analysis), so Λ = (μ₁ − μ₀)/σ² (t − (μ₀ +
     μ₁)/2) is increasing in t when μ₁ > μ₀: the statistic's ranking within the row is kept.
     """
@@ -179,6 +181,19 @@ def _calibrate_row(target: jax.Array, ref: jax.Array, in_w: jax.Array, out_w: ja
     n_in, mu_in, var_in = _weighted_moments(x, in_w)
     n_out, mu_out, var_out = _weighted_moments(x, out_w)
     pool_in, pool_out = _pooled_variance(n_in, var_in), _pooled_variance(n_out, var_out)
+    if calibration == "kde":
+        def log_density(w: jax.Array, n: jax.Array, var: jax.Array, pool: jax.Array
+                        ) -> jax.Array:
+            # Gaussian kernels, Silverman's bandwidth h = 1.06 σ n^(-1/5) per node
+            sd = jnp.sqrt(jnp.maximum(jnp.where(n >= 2, var, pool), _VAR_FLOOR))
+            h = 1.06 * sd * jnp.maximum(n, 1.0) ** -0.2
+            log_k = jax.scipy.stats.norm.logpdf(t, x, h)  # (R, N): kernel at every reference
+            log_k = jnp.where(w > 0, log_k, -jnp.inf)
+            return jax.nn.logsumexp(log_k, axis=0) - jnp.log(jnp.maximum(n, 1.0))
+
+        llr = (log_density(in_w, n_in, var_in, pool_in)
+               - log_density(out_w, n_out, var_out, pool_out))
+        return jnp.where((n_in >= 1) & (n_out >= 1), llr, 0.0)
     if fix_variance:
         var_in = jnp.broadcast_to(pool_in, t.shape)
         var_out = jnp.broadcast_to(pool_out, t.shape)

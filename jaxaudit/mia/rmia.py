@@ -41,7 +41,7 @@ from jaxaudit.mia.lira import _calibrate_row
 
 __all__ = ["CALIBRATIONS", "rmia", "rmia_score"]
 
-CALIBRATIONS: tuple[str, ...] = ("node", "global")
+CALIBRATIONS: tuple[str, ...] = ("node", "kde", "global")
 
 
 def _log_mean_probability(p_sum: jax.Array, q_sum: jax.Array, n: jax.Array,
@@ -238,9 +238,10 @@ def rmia(scores: ArrayLike, masks: ArrayLike, *, gamma: float = 1.0, a: float | 
     ``t = Φ⁻¹((count + ½) / (n_z + 1))`` and mapped to a log-likelihood ratio by fitting the
     IN and OUT distributions of t on the reference models, as LiRA (arXiv 2112.03570) fits raw
     scores: ``calibration="node"`` fits Gaussians per node (Λ = log N(t; μ_in, σ²_in) − log N(t;
-    μ_out, σ²_out); ``fix_variance`` pools the variances over nodes), ``"global"`` one pair of
-    equal-variance Gaussians over all nodes (linear in t: RMIA's own ranking within a model is
-    kept). For target r the reference models' t are recomputed with model r removed from their
+    μ_out, σ²_out); ``fix_variance`` pools the variances over nodes), ``"kde"`` per node by
+    Gaussian kernel density estimates (Silverman's bandwidth; no shape assumed, for many
+    reference models), ``"global"`` one pair of equal-variance Gaussians over all nodes (linear
+    in t: RMIA's own ranking within a model is kept). For target r the reference models' t are recomputed with model r removed from their
     references, so neither model r's membership nor its score enters the fit: row r of the
     result does not depend on row r of ``masks``. Then ``bayes_decision(Λ, η)`` — member iff
     Λ + logit η > 0 — is the Bayes decision when the fit is right; whatever the fit, the BMP
@@ -250,7 +251,7 @@ def rmia(scores: ArrayLike, masks: ArrayLike, *, gamma: float = 1.0, a: float | 
       scores: (R, N) true-class logits per model and node (R ≥ 3).
       masks: (R, N) bool memberships.
       gamma, a, population, population_seed: as in :func:`rmia_score`.
-      calibration: ``"node"`` or ``"global"``.
+      calibration: ``"node"``, ``"kde"`` or ``"global"``.
       fix_variance: ``calibration="node"``: pool the IN and OUT variances over nodes.
 
     Returns:

@@ -5,7 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from scipy.special import expit, ndtri
+from scipy.special import expit, logsumexp, ndtri
 from scipy.stats import norm
 
 from jaxaudit.mia import rmia, rmia_score, roc_auc, tpr_at_fpr
@@ -60,7 +60,8 @@ def test_score_matches_numpy_loops(a, population):
 
 
 @pytest.mark.parametrize(("a", "calibration", "fix_variance"),
-                         [(None, "node", False), (0.5, "node", True), (None, "global", False)])
+                         [(None, "node", False), (0.5, "node", True), (None, "global", False),
+                          (None, "kde", False)])
 def test_calibrated_statistic_matches_numpy_loops(a, calibration, fix_variance):
     num_models, num_nodes = 7, 9
     scores, masks = _planted(jax.random.key(1), num_models, num_nodes, 1.0)
@@ -84,6 +85,14 @@ def test_calibrated_statistic_matches_numpy_loops(a, calibration, fix_variance):
             want = (a_in.mean() - a_out.mean()) / var * (
                 t[r] - 0.5 * (a_in.mean() + a_out.mean()))
             np.testing.assert_allclose(got[r], want, rtol=1e-3, atol=1e-3)
+            continue
+        if calibration == "kde":
+            def log_kde(value, sample):
+                h = 1.06 * np.sqrt(max(sample.var(ddof=1), 1e-6)) * sample.size ** -0.2
+                return logsumexp(norm.logpdf(value, sample, h)) - np.log(sample.size)
+            ok = [i for i in range(num_nodes) if len(t_in[i]) >= 2 and len(t_out[i]) >= 2]
+            want = [log_kde(t[r, i], t_in[i]) - log_kde(t[r, i], t_out[i]) for i in ok]
+            np.testing.assert_allclose(got[r][ok], want, rtol=1e-3, atol=1e-3)
             continue
         if fix_variance:
             def pooled(groups):
