@@ -10,7 +10,9 @@ Records are short lines of text, one per training example (the DP unit):
   spaces, cut into sentences (long ones wrapped at word boundaries to fit one record). The text differs slightly between Python
   releases; :func:`filler_sentences` returns the Python version with the sentences.
 * **secrets**: for user k = 0..n−1 one record ``"user k's password is X_k"`` with X_k drawn
-  from the prior (Secret Sharer's canary template, applied to non-uniform secrets too).
+  from the prior (Secret Sharer's canary template, applied to non-uniform secrets too;
+  ``"user k's name is X_k"`` for the name prior). :func:`user_records` groups the records
+  into users of R records each, the unit of user-level DP-SGD.
 
 Characters are encoded over a fixed 43-symbol vocabulary: PAD, BOS, EOS, space, ``.,'`` and
 ``a–z0–9``; a record is BOS + text + EOS, right-padded to ``record_length``.
@@ -41,8 +43,10 @@ __all__ = [
     "SecretCorpus",
     "encode",
     "secret_prefix",
+    "secret_field",
     "filler_sentences",
     "secret_corpus",
+    "user_records",
 ]
 
 PAD, BOS, EOS = 0, 1, 2
@@ -87,9 +91,16 @@ def encode(text: str, length: int) -> np.ndarray:
     return out
 
 
-def secret_prefix(user: int) -> str:
-    """The template's text before the secret: ``"user k's password is "``."""
-    return f"user {int(user)}'s password is "
+def secret_prefix(user: int, field: str = "password") -> str:
+    """The template's text before the secret: ``"user k's password is "`` (``field`` names
+    the secret: ``"name"`` for the name prior, ``"user k's name is "``)."""
+    return f"user {int(user)}'s {field} is "
+
+
+def secret_field(prior: SecretPrior) -> str:
+    """The template's word for the prior's secret: ``"name"`` for names, else ``"password"``
+    (digit canaries keep the Secret Sharer's template)."""
+    return "name" if prior.name == "names" else "password"
 
 
 def filler_sentences(max_length: int = 62) -> tuple[list[str], str]:
@@ -162,7 +173,8 @@ def secret_corpus(key: jax.Array, prior: SecretPrior, *, num_secrets: int, num_f
                          f"got {num_filler!r} + {filler_start!r}")
     probs = jnp.asarray(prior.probs, jnp.float32)
     secrets = np.asarray(jax.random.choice(key, probs.shape[0], (int(num_secrets),), p=probs))
-    rows = [encode(secret_prefix(first_user + u) + prior.candidates[s], record_length)
+    field = secret_field(prior)
+    rows = [encode(secret_prefix(first_user + u, field) + prior.candidates[s], record_length)
             for u, s in enumerate(secrets)]
     order = np.asarray(jax.random.permutation(jax.random.key(0), len(sentences)))
     pick = order[int(filler_start): int(filler_start) + int(num_filler)]
@@ -171,3 +183,28 @@ def secret_corpus(key: jax.Array, prior: SecretPrior, *, num_secrets: int, num_f
         raise ValueError("the corpus is empty: num_secrets + num_filler must be > 0")
     return SecretCorpus(jnp.asarray(np.stack(rows)), jnp.asarray(secrets, jnp.int32),
                         int(num_secrets))
+
+
+def user_records(corpus: SecretCorpus, records_per_user: int) -> jax.Array:
+    """The corpus as privacy units of R = ``records_per_user`` records: (U, R, T) int32.
+
+    User k < n contributes R copies of its record ``"user k's password is X_k"`` (the same
+    secret in R records, as a user who types it R times); the filler is cut, in order, into
+    users of R consecutive sentences (the last one padded with all-PAD rows, which carry no
+    loss). With R = 1 every record is its own unit, as in the record-level corpus.
+
+    Examples:
+      >>> from jaxaudit.attacks.secret_priors import digit_prior
+      >>> c = secret_corpus(jax.random.key(0), digit_prior(2), num_secrets=2, num_filler=5)
+      >>> user_records(c, 3).shape
+      (4, 3, 64)
+    """
+    r = check_integer("records_per_user", records_per_user, minimum=1)
+    tokens = np.asarray(corpus.tokens)
+    n = int(corpus.num_secrets)
+    secret = np.repeat(tokens[:n, None, :], r, axis=1)
+    filler = tokens[n:]
+    pad = (-filler.shape[0]) % r
+    filler = np.concatenate([filler, np.full((pad, tokens.shape[1]), PAD, tokens.dtype)])
+    filler = filler.reshape(-1, r, tokens.shape[1])
+    return jnp.asarray(np.concatenate([secret, filler]), jnp.int32)

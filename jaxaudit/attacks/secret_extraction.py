@@ -43,7 +43,13 @@ from jaxaudit._validation import (
     check_probability,
 )
 from jaxaudit.attacks.char_model import CharGRU, candidate_trie, score_candidates
-from jaxaudit.attacks.corpus import encode, secret_corpus, secret_prefix
+from jaxaudit.attacks.corpus import (
+    encode,
+    secret_corpus,
+    secret_field,
+    secret_prefix,
+    user_records,
+)
 from jaxaudit.attacks.lm_training import train_dp_lm
 from jaxaudit.attacks.privacy import PrivacyProfile, dpsgd_privacy
 from jaxaudit.attacks.result import AttackResult, attack_result
@@ -90,7 +96,8 @@ def secret_scores(model: CharGRU, params: VariableDict, prior: SecretPrior,
     """ℓ_k(x) = log p_θ(x, EOS | BOS "user k's password is ") for users k < n: (n, K) float32."""
     num_users = check_integer("num_users", num_users, minimum=1)
     trie = candidate_trie(list(prior.candidates))
-    prefixes = [encode(secret_prefix(u), len(secret_prefix(u)) + 2)[:-1]
+    field = secret_field(prior)
+    prefixes = [encode(secret_prefix(u, field), len(secret_prefix(u, field)) + 2)[:-1]
                 for u in range(num_users)]
     return score_candidates(model, params, prefixes, trie)
 
@@ -216,13 +223,14 @@ def train_and_score(key: jax.Array, *, prior: SecretPrior, num_secrets: int, eps
                     delta: float = 1e-5, num_filler: int = 1000, steps: int = 300,
                     batch_size: int = 64, clip_norm: float = 1.0, learning_rate: float = 3e-3,
                     pretrained: tuple[CharGRU, VariableDict] | None = None,
-                    hidden_dim: int = 96, record_length: int = 64,
+                    hidden_dim: int = 96, record_length: int = 64, records_per_user: int = 1,
                     on_progress: Callable[[int], None] | None = None) -> SecretScores:
     """Steps 1–3 of the game up to the adversary's likelihoods: draw the secrets, DP-fine-tune,
     and score every candidate for every user (and under the public reference model).
 
     Every scoring of :func:`attack_scores` can then be evaluated on the same trained model
-    (:func:`extraction_result`). Arguments as in :func:`secret_extraction`.
+    (:func:`extraction_result`). Arguments as in :func:`secret_extraction`; with
+    ``records_per_user`` R the DP unit is the user (U = n + ⌈filler/R⌉ units, q = B/U).
 
     Returns:
       :class:`SecretScores`.
@@ -238,13 +246,14 @@ def train_and_score(key: jax.Array, *, prior: SecretPrior, num_secrets: int, eps
     k_data, k_train = jax.random.split(key)
     corpus = secret_corpus(k_data, prior, num_secrets=num_secrets, num_filler=num_filler,
                            record_length=record_length)
-    q = min(1.0, batch_size / corpus.tokens.shape[0])
+    units = user_records(corpus, records_per_user)
+    q = min(1.0, batch_size / units.shape[0])
     profile = dpsgd_privacy(epsilon=epsilon, delta=delta, steps=steps, sampling_rate=q)
     if pretrained is not None:
         model, init = pretrained
     else:
         model, init = CharGRU(hidden_dim=check_integer("hidden_dim", hidden_dim, minimum=1)), None
-    params = train_dp_lm(k_train, model, corpus.tokens, steps=steps, sampling_rate=q,
+    params = train_dp_lm(k_train, model, units, steps=steps, sampling_rate=q,
                          noise_multiplier=profile.noise, clip_norm=clip_norm,
                          learning_rate=learning_rate, init_params=init, on_chunk=on_progress)
     scores = secret_scores(model, params, prior, num_secrets)
@@ -286,7 +295,7 @@ def secret_extraction(key: jax.Array, *, prior: SecretPrior, num_secrets: int, e
                       num_filler: int = 1000, steps: int = 300, batch_size: int = 64,
                       clip_norm: float = 1.0, learning_rate: float = 3e-3,
                       pretrained: tuple[CharGRU, VariableDict] | None = None,
-                      hidden_dim: int = 96, record_length: int = 64,
+                      hidden_dim: int = 96, record_length: int = 64, records_per_user: int = 1,
                       on_progress: Callable[[int], None] | None = None) -> AttackResult:
     """DP-fine-tune a character GRU on a corpus with n inserted secrets and extract them.
 
@@ -313,6 +322,9 @@ def secret_extraction(key: jax.Array, *, prior: SecretPrior, num_secrets: int, e
         from scratch with a ``CharGRU(hidden_dim)``).
       hidden_dim: GRU width when training from scratch.
       record_length: characters per record.
+      records_per_user: R ≥ 1 records per user: each secret record R times, the filler in
+        users of R sentences; DP-SGD samples users and clips each user's summed gradient, so
+        ε is per user, the unit the count bound counts (:func:`.corpus.user_records`).
       on_progress: callback with the number of DP-SGD steps done.
 
     Returns:
@@ -333,6 +345,6 @@ def secret_extraction(key: jax.Array, *, prior: SecretPrior, num_secrets: int, e
                              batch_size=batch_size, clip_norm=clip_norm,
                              learning_rate=learning_rate, pretrained=pretrained,
                              hidden_dim=hidden_dim, record_length=record_length,
-                             on_progress=on_progress)
+                             records_per_user=records_per_user, on_progress=on_progress)
     return extraction_result(scored, prior, scoring=scoring, guesses=guesses, gamma=gamma,
                              weight=weight)

@@ -39,7 +39,8 @@ SECRETS_FLAGS = dict(
     _COMMON_FLAGS, epsilons="--epsilons", digits="--digits", candidates="--candidates",
     num_secrets="--num-secrets", guesses="--guesses", num_filler="--num-filler", steps="--steps",
     batch_size="--batch-size", clip_norm="--clip", learning_rate="--learning-rate",
-    pretrain_steps="--pretrain-steps", hidden_dim="--hidden", pretrain_seed="--pretrain-seed")
+    pretrain_steps="--pretrain-steps", hidden_dim="--hidden", pretrain_seed="--pretrain-seed",
+    records_per_user="--records-per-user", record_length="--record-length")
 MARGINALS_FLAGS = dict(
     _COMMON_FLAGS, rhos="--rhos", attributes="--attributes", hidden="--hidden", way="--way",
     num_targets="--num-targets", distance="--distance")
@@ -74,9 +75,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sub = p.add_subparsers(dest="attack", metavar="ATTACK", required=True)
 
     s = sub.add_parser("secrets", help="extract secrets from a DP-fine-tuned character LM")
-    s.add_argument("--prior", choices=("digits", "passwords"), default="passwords", help="secret prior: uniform digit strings or Zipf over zxcvbn's passwords")
+    s.add_argument("--prior", choices=("digits", "passwords", "names"), default="passwords", help="secret prior: uniform digit strings, Zipf over zxcvbn's passwords, or first names with SSA frequencies")
     s.add_argument("--digits", type=count, default=4, help="length of digit secrets, 1 to 6")
-    s.add_argument("--candidates", type=count, default=2000, help="password candidates kept (Zipf support)")
+    s.add_argument("--candidates", type=count, default=2000, help="candidates kept, most likely first (passwords: Zipf support; names: at most 690)")
     s.add_argument("--epsilons", type=_levels, default=[1.0, 4.0, 8.0, math.inf], help="comma-separated distinct ε values, each > 0 and at most 100 (finite) or inf = no noise; at most 100 values (default: 1,4,8,inf)")
     s.add_argument("--delta", type=float, default=1e-5, help="δ of the (ε, δ) target, in (0, 1)")
     s.add_argument("--num-secrets", type=count, default=100, help="n users, one secret each, 2 to 100000 (and n x candidates at most 89,478,485: 4 GiB of scores)")
@@ -88,6 +89,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     s.add_argument("--learning-rate", type=positive, default=1e-3, help="fine-tuning Adam step, in (0, 1]")
     s.add_argument("--pretrain-steps", type=nonnegative_int, default=200, help="public pretraining steps, at most 1000000 (0: train from scratch)")
     s.add_argument("--hidden", dest="hidden_dim", type=count, default=96, help="GRU width, at most 4096")
+    s.add_argument("--records-per-user", type=count, default=1, help="R records per user, 1 to 1000: the secret appears R times, DP-SGD samples users and clips each user's summed gradient (ε per user)")
+    s.add_argument("--record-length", type=count, default=64, help="characters per record with BOS/EOS, at most 512 (must fit the longest secret record)")
     s.add_argument("--pretrain-seed", type=nonnegative_int, default=0, help="seed of the public pretraining (one public model for every run)")
     s.add_argument("--scoring", choices=SCORINGS, default=SCORINGS[0], help="ranking of the main table: prior x user-calibrated likelihood ratio (calibrated), prior x ratio to the public model (reference), model likelihood (likelihood) or prior only (prior); every scoring is computed on the same models and stored")
     _common(s, "ε")

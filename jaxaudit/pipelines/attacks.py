@@ -71,9 +71,14 @@ MAX_STEPS = 1_000_000        # steps, pretrain_steps
 MAX_LEARNING_RATE = 1.0      # Adam's step; larger ones diverge
 MAX_HIDDEN_DIM = 4096        # GRU width
 MAX_SECRETS = 100_000        # num_secrets
+MAX_RECORDS_PER_USER = 1000  # records_per_user
+MAX_RECORD_LENGTH = 512      # record_length (characters per record, BOS and EOS included)
 MAX_SCORE_BYTES = 4 * 2**30  # n x K candidate scores of one run, all scorings
 SCORE_BYTES_PER_PAIR = 48    # float32 model and reference scores, float64 attack scores, ...
 PUBLIC_FILLER = 1000         # filler sentences the public pretraining takes after the private
+
+#: Secret priors of ``SecretsConfig.prior``.
+PRIORS = ("digits", "passwords", "names")
 
 MARGINAL_ATTRIBUTES = ("age", "yrs_married", "children", "educ", "religious", "occupation",
                        "rate_marriage")
@@ -84,9 +89,12 @@ class SecretsConfig(NamedTuple):
     """Secret extraction from a DP-fine-tuned character LM (``jaxaudit attack secrets``).
 
     Attributes:
-      prior: ``"passwords"`` (Zipf over zxcvbn's ranked list) or ``"digits"`` (uniform).
+      prior: ``"passwords"`` (Zipf over zxcvbn's ranked list), ``"digits"`` (uniform) or
+        ``"names"`` (first names with their SSA frequencies, :func:`jaxaudit.attacks.name_prior`;
+        the template is ``"user k's name is X"``).
       digits: length of digit secrets, 1 to 6 (``prior="digits"``).
-      candidates: password candidates kept, the Zipf support (``prior="passwords"``).
+      candidates: candidates kept, the most likely first: the Zipf support of
+        ``prior="passwords"``; with ``prior="names"`` at most the 690 first names.
       epsilons: distinct target ε of DP-SGD under replace-one neighbours, each > 0 and at most
         100 when finite (inf: no noise); at most 100 values.
       delta: δ ∈ (0, 1) of the (ε, δ) target.
@@ -99,6 +107,12 @@ class SecretsConfig(NamedTuple):
       learning_rate: Adam step of the fine-tuning, in (0, 1].
       pretrain_steps: public pretraining steps (0: fine-tune from scratch; ≤ 10⁶).
       hidden_dim: GRU width (≤ 4096).
+      records_per_user: R, records per privacy unit (1 to 1000): user k's secret record
+        appears R times and the filler is cut into users of R sentences; DP-SGD samples
+        users and clips each user's summed gradient, so ε is per user, the unit the bound
+        counts (docs/attacks.md). 1: record-level, one record per user.
+      record_length: characters per record, BOS and EOS included (filler sentences are wrapped
+        to fit; every secret record must fit; at most 512).
       pretrain_seed: seed of the public pretraining (one public model for every run).
       scoring: the ranking of the main columns, one of ``jaxaudit.attacks.SCORINGS``; every
         scoring is computed on the same models.
@@ -121,6 +135,8 @@ class SecretsConfig(NamedTuple):
     learning_rate: float = 1e-3
     pretrain_steps: int = 200
     hidden_dim: int = 96
+    records_per_user: int = 1
+    record_length: int = 64
     pretrain_seed: int = 0
     scoring: str = SCORINGS[0]
     repetitions: int = 1
@@ -207,6 +223,10 @@ class MarginalsResult(NamedTuple):
     title: str
 
 
+#: Config fields added after run folders were written, with the defaults that reproduce the
+#: earlier runs (left out of the stored configuration at those values).
+_LATER_FIELDS = {"SecretsConfig": {"records_per_user": 1, "record_length": 64}}
+
 _SECRETS_NAMES = dict(epsilon="epsilons", length="digits", size="candidates")
 _MARGINALS_NAMES = dict(rho="rhos")
 
@@ -267,14 +287,14 @@ def check_secrets_config(config: SecretsConfig, run_dir: str | Path | None = Non
     Raises:
       ValueError: naming the config field.
     """
-    from jaxaudit.attacks import digit_prior, dpsgd_privacy, password_prior
-    from jaxaudit.attacks.corpus import filler_sentences
+    from jaxaudit.attacks import digit_prior, dpsgd_privacy, name_prior, password_prior
+    from jaxaudit.attacks.corpus import filler_sentences, secret_field, secret_prefix
 
     if not isinstance(config, SecretsConfig):
         raise ValueError(f"config must be a SecretsConfig, got {type(config).__name__}")
     _check_common(config, run_dir)
     _check_levels("epsilons", config.epsilons, MAX_EPSILON)
-    check_choice("prior", config.prior, ("digits", "passwords"))
+    check_choice("prior", config.prior, PRIORS)
     check_choice("scoring", config.scoring, SCORINGS)
     num_secrets = check_integer("num_secrets", config.num_secrets, minimum=1)
     if num_secrets < 2:
@@ -286,6 +306,9 @@ def check_secrets_config(config: SecretsConfig, run_dir: str | Path | None = Non
     _check_at_most("steps", config.steps, 1, MAX_STEPS)
     pretrain = _check_at_most("pretrain_steps", config.pretrain_steps, 0, MAX_STEPS)
     _check_at_most("hidden_dim", config.hidden_dim, 1, MAX_HIDDEN_DIM)
+    per_user = _check_at_most("records_per_user", config.records_per_user, 1,
+                              MAX_RECORDS_PER_USER)
+    length = _check_at_most("record_length", config.record_length, 3, MAX_RECORD_LENGTH)
     check_integer("pretrain_seed", config.pretrain_seed, minimum=0)
     lr = float(check_positive_finite("learning_rate", config.learning_rate))
     if lr > MAX_LEARNING_RATE:
@@ -296,21 +319,32 @@ def check_secrets_config(config: SecretsConfig, run_dir: str | Path | None = Non
         raise ValueError("scoring 'reference' needs a public pretrained model "
                          "(pretrain_steps > 0)")
     with renamed(**_SECRETS_NAMES):
-        prior = (digit_prior(config.digits) if config.prior == "digits"
-                 else password_prior(config.candidates))
+        if config.prior == "digits":
+            prior = digit_prior(config.digits)
+        elif config.prior == "passwords":
+            prior = password_prior(config.candidates)
+        else:
+            prior = name_prior(config.candidates)
     pairs = num_secrets * len(prior.candidates)
     if pairs * SCORE_BYTES_PER_PAIR > MAX_SCORE_BYTES:
         raise ValueError(
             f"num_secrets {num_secrets} x {len(prior.candidates)} candidate secrets = {pairs} scores "
             f"need about {pairs * SCORE_BYTES_PER_PAIR / 2**30:.1f} GiB (the limit is "
             f"{MAX_SCORE_BYTES / 2**30:g} GiB); lower num_secrets or the candidates")
-    available = len(filler_sentences()[0]) - (PUBLIC_FILLER if pretrain else 0)
+    # the last private user's id, or the public pretraining's last (ids 10^6 to 10^6 + 499)
+    last_user = 10**6 + 499 if pretrain else num_secrets - 1
+    longest = (len(secret_prefix(last_user, secret_field(prior)))
+               + max(len(c) for c in prior.candidates) + 2)
+    if length < longest:
+        raise ValueError(f"record_length must be at least {longest} (the longest secret record "
+                         f"with BOS and EOS), got {length}")
+    available = len(filler_sentences(length - 2)[0]) - (PUBLIC_FILLER if pretrain else 0)
     if config.num_filler > available:
         public = f", less the {PUBLIC_FILLER} public ones of the pretraining" if pretrain else ""
         raise ValueError(f"num_filler must be at most {available} (the filler sentences "
                          f"available{public}), got {config.num_filler}")
     # Every ε's noise calibration now, so that an ε no noise reaches is refused before the runs.
-    q = min(1.0, config.batch_size / (num_secrets + config.num_filler))
+    q = min(1.0, config.batch_size / (num_secrets + -(-config.num_filler // per_user)))
     with renamed(**_SECRETS_NAMES):
         for eps in config.epsilons:
             dpsgd_privacy(epsilon=eps, delta=config.delta, steps=config.steps, sampling_rate=q)
@@ -343,6 +377,10 @@ def _stored(config: SecretsConfig | MarginalsConfig, levels: str) -> dict:
     stored = {k: list(v) if isinstance(v, tuple | list) else v
               for k, v in config._asdict().items()}
     stored[levels] = [str(float(v)) for v in getattr(config, levels)]
+    # fields added later are stored only when set, so folders written before them still resume
+    for field, default in _LATER_FIELDS.get(type(config).__name__, {}).items():
+        if stored.get(field) == default:
+            del stored[field]
     stored["key_rule"] = KEY_RULE
     return stored
 
@@ -412,7 +450,8 @@ def _pretrained(run: RunDir | None, config: SecretsConfig, prior: Any) -> tuple[
             pass  # a well-formed checksum over an unreadable model: train it again
     model, params = pretrain_public(key, prior, num_filler=config.num_filler,
                                     steps=config.pretrain_steps, batch_size=config.batch_size,
-                                    hidden_dim=config.hidden_dim)
+                                    hidden_dim=config.hidden_dim,
+                                    record_length=config.record_length)
     if run is not None:
         run.save_file(name, flax.serialization.to_bytes(params))
     return model, params
@@ -470,7 +509,8 @@ def run_secrets(config: SecretsConfig, run_dir: str | Path | None = None, *,
             epsilon=eps, delta=config.delta, num_filler=config.num_filler, steps=config.steps,
             batch_size=config.batch_size, clip_norm=config.clip_norm,
             learning_rate=config.learning_rate,
-            pretrained=pretrained[0] if pretrained else None, hidden_dim=config.hidden_dim)
+            pretrained=pretrained[0] if pretrained else None, hidden_dim=config.hidden_dim,
+            records_per_user=config.records_per_user, record_length=config.record_length)
         main = extraction_result(scored, prior, scoring=config.scoring, guesses=config.guesses,
                                  gamma=config.gamma)
         out = {k: np.asarray(v) for k, v in main._asdict().items()}

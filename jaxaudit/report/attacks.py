@@ -10,7 +10,8 @@ The functions take a sweep result of :mod:`jaxaudit.pipelines.attacks` (``Secret
   the language-model attack, ``successes_<scoring>`` of every scoring;
 * :func:`markdown` (``summary.md``) and :func:`text_table` (what the command prints): per level,
   the mean and largest measured count, the baseline, the smallest bound over the runs and how
-  many runs reached it;
+  many runs reached it; with several scorings, each one's mean ± sd (sample standard
+  deviation over the repetitions), largest count and runs at or above v_γ;
 * :func:`plot_attack` (``attack.png``): successes, baseline and bound over ε;
 * :func:`write_summary`: the three files into a run folder.
 """
@@ -86,8 +87,8 @@ def markdown(result: Any) -> str:
                      f"{succ.mean():.2f} | {succ.max()} | "
                      f"{np.mean([r['baseline'] for r in sel]):.2f} | {bound} | {exceed} |")
     if scorings:
-        lines += ["", "Every scoring on the same trained models (successes mean / max over "
-                  "seeds; runs ≥ v_γ):", "",
+        lines += ["", "Every scoring on the same trained models (successes mean ± sd / max "
+                  "over seeds; runs ≥ v_γ):", "",
                   f"| {name} | " + " | ".join(scorings) + " |",
                   "|---|" + "---|" * len(scorings)]
         for lv in levels:
@@ -96,7 +97,8 @@ def markdown(result: Any) -> str:
             for sc in scorings:
                 got = [r[f"successes_{sc}"] for r in sel]
                 over = sum(r[f"successes_{sc}"] >= r["bound"] for r in sel)
-                cells.append(f"{np.mean(got):.2f} / {max(got)} ({over})")
+                sd = float(np.std(got, ddof=1)) if len(got) > 1 else 0.0
+                cells.append(f"{np.mean(got):.2f} ± {sd:.2f} / {max(got)} ({over})")
             lines.append(f"| {level_text(lv)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -25,7 +25,15 @@ from jaxaudit.attacks import (
     train_and_score,
 )
 from jaxaudit.attacks.char_model import sequence_log_likelihood
-from jaxaudit.attacks.corpus import encode, filler_sentences, secret_prefix
+from jaxaudit.attacks.corpus import (
+    PAD,
+    encode,
+    filler_sentences,
+    secret_field,
+    secret_prefix,
+    user_records,
+)
+from jaxaudit.attacks.lm_training import train_dp_lm
 from jaxaudit.attacks.secret_extraction import extraction_result
 from jaxaudit.attacks.secret_priors import ZIPF_EXPONENT, ZXCVBN_VERSION
 from jaxaudit.bounds import gdp_delta, zipf_prior
@@ -322,3 +330,69 @@ def test_dpsgd_privacy_refuses_huge_finite_epsilon_and_caches():
     np.testing.assert_array_equal(a.deltas, b.deltas)
     a.deltas[:] = 0.0
     assert (dpsgd_privacy(epsilon=2.0, delta=1e-5, steps=4, sampling_rate=0.5).deltas > 0).any()
+
+
+def test_user_records_layout():
+    """R records per user: R copies of each secret record, the filler cut in order into users
+    of R sentences, the last padded with all-PAD rows; R = 1 is the record-level corpus."""
+    prior = digit_prior(2)
+    c = secret_corpus(jax.random.key(0), prior, num_secrets=2, num_filler=5, record_length=40)
+    tok = np.asarray(c.tokens)
+    units = np.asarray(user_records(c, 3))
+    assert units.shape == (2 + 2, 3, 40)
+    for u in range(2):
+        assert (units[u] == tok[u]).all()
+    np.testing.assert_array_equal(units[2], tok[2:5])
+    np.testing.assert_array_equal(units[3, :2], tok[5:7])
+    assert (units[3, 2] == PAD).all()
+    np.testing.assert_array_equal(np.asarray(user_records(c, 1))[:, 0], tok)
+    with pytest.raises(ValueError, match="records_per_user"):
+        user_records(c, 0)
+
+
+def _flat(tree):
+    return jnp.concatenate([jnp.ravel(x) for x in jax.tree_util.tree_leaves(tree)])
+
+
+def test_user_level_dpsgd_clips_each_users_summed_gradient():
+    """One noiseless full-batch step of SGD(1) moves θ by −Σ_u clip_C(∇ Σ_j ℓ_uj)/U: the clip
+    applies to the user's SUMMED gradient (computed here directly, record by record), not to
+    each record's (which gives another step: the test tells them apart)."""
+    import optax
+
+    prior = digit_prior(2)
+    c = secret_corpus(jax.random.key(1), prior, num_secrets=2, num_filler=3, record_length=32)
+    units = user_records(c, 2)  # 2 secret users (2 copies), 2 filler users (2 + 1 records)
+    model = CharGRU(hidden_dim=8)
+    p0 = model.init(jax.random.key(2), units[:1, 0])
+    clip = 0.05
+    p1 = train_dp_lm(jax.random.key(3), model, units, steps=1, sampling_rate=1.0,
+                     noise_multiplier=0.0, clip_norm=clip, init_params=p0,
+                     optimizer=optax.sgd(1.0))
+    step = _flat(p0) - _flat(p1)
+
+    @jax.jit
+    def record_grad(record):
+        g = jax.grad(lambda p: -sequence_log_likelihood(model, p, record[None])[0])(p0)
+        return _flat(g)
+
+    def clipped(g):
+        return g / jnp.maximum(1.0, jnp.linalg.norm(g) / clip)
+
+    user_sum = [sum(record_grad(r) for r in np.asarray(u)) for u in np.asarray(units)]
+    assert all(float(jnp.linalg.norm(g)) > clip for g in user_sum)  # clipping is active
+    want = sum(clipped(g) for g in user_sum) / units.shape[0]
+    np.testing.assert_allclose(np.asarray(step), np.asarray(want), rtol=2e-3, atol=1e-7)
+    per_record = sum(clipped(record_grad(r)) for u in np.asarray(units) for r in u
+                     if (r != PAD).any()) / units.shape[0]
+    assert float(jnp.linalg.norm(step - per_record)) > 0.1 * float(jnp.linalg.norm(want))
+
+
+def test_name_template():
+    from jaxaudit.attacks import name_prior
+
+    prior = name_prior(5)
+    assert secret_field(prior) == "name" and secret_field(digit_prior(1)) == "password"
+    c = secret_corpus(jax.random.key(0), prior, num_secrets=1, num_filler=0, record_length=40)
+    want = encode("user 0's name is " + prior.candidates[int(c.secrets[0])], 40)
+    np.testing.assert_array_equal(np.asarray(c.tokens[0]), want)

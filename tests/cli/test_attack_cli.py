@@ -79,6 +79,17 @@ def _helps(command: str) -> dict:
     return {a.dest: a.help for a in sub.choices[command]._actions}
 
 
+def _choices(command):
+    import argparse
+
+    from jaxaudit.cli.main import build_parser
+
+    top = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    attack = top.choices["attack"]
+    sub = next(a for a in attack._actions if isinstance(a, argparse._SubParsersAction))
+    return {a.dest: tuple(a.choices) for a in sub.choices[command]._actions if a.choices}
+
+
 def test_cli_limits_match_library():
     """The help texts state the pipeline's limits (written out so that --help needs no JAX)."""
     from jaxaudit.attacks.marginals import MAX_MEMORY_BYTES
@@ -97,12 +108,17 @@ def test_cli_limits_match_library():
     assert f"2 to {p.MAX_SECRETS} " in h["num_secrets"]
     assert f"at most {p.MAX_SCORE_BYTES // p.SCORE_BYTES_PER_PAIR:,}: " in h["num_secrets"]
     assert f"{p.MAX_SCORE_BYTES / 2**30:g} GiB" in h["num_secrets"]
+    assert f"1 to {p.MAX_RECORDS_PER_USER}:" in h["records_per_user"]
+    assert f"at most {p.MAX_RECORD_LENGTH} " in h["record_length"]
+    assert attack.SECRETS_FLAGS["records_per_user"] == "--records-per-user"
     h = _helps("marginals")
     assert f"more than {MAX_MEMORY_BYTES / 2**30:g} GiB" in h["hidden"]
     assert f"at most {p.MAX_LEVELS} values" in h["rhos"]
     assert attack.MARGINAL_ATTRIBUTES == ",".join(p.MARGINAL_ATTRIBUTES)
     assert attack.MARGINAL_HIDDEN == ",".join(p.MARGINAL_HIDDEN)
     assert set(attack.SECRETS_FLAGS) <= set(p.SecretsConfig._fields) | {"run_dir"}
+    assert set(p.SecretsConfig._fields) - {"scoring", "prior"} <= set(attack.SECRETS_FLAGS)
+    assert _choices("secrets")["prior"] == p.PRIORS
     assert set(attack.MARGINALS_FLAGS) <= set(p.MarginalsConfig._fields) | {"run_dir"}
 
 

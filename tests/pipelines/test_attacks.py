@@ -116,6 +116,13 @@ def test_marginals_bad_field_refused_before_work(tmp_path, change, field):
     (dict(prior="passwords", num_secrets=100000), "GiB"),
     (dict(scoring="reference", pretrain_steps=0), "pretrain_steps"),
     (dict(scoring="exposure"), "scoring"),
+    (dict(records_per_user=0), "records_per_user"),
+    (dict(records_per_user=1001), "records_per_user must be at most 1000"),
+    (dict(records_per_user=1.5), "records_per_user"),
+    (dict(record_length=20), "record_length must be at least 30"),
+    (dict(record_length=513), "record_length must be at most 512"),
+    (dict(prior="names", candidates=691), "candidates must be at most 690"),
+    (dict(prior="emails"), "prior"),
 ])
 def test_secrets_bad_field_refused_before_work(tmp_path, change, needle):
     with pytest.raises(ValueError, match=needle):
@@ -260,3 +267,29 @@ def test_secrets_tiny(tmp_path):
                                record_length=64)
         np.testing.assert_array_equal(load_results(out).chunks[f"eps_2_seed_{r}"]["secrets"],
                                       corpus.secrets)
+
+
+def test_secrets_stored_config_keeps_earlier_folders():
+    """The user-level fields are stored only when set, so a folder written before them (same
+    configuration, no such fields) still resumes; a set field is stored and so refused by a
+    folder without it."""
+    from jaxaudit.pipelines.attacks import _stored
+
+    stored = _stored(TINY_SECRETS, "epsilons")
+    assert "records_per_user" not in stored and "record_length" not in stored
+    stored = _stored(TINY_SECRETS._replace(records_per_user=3, record_length=40), "epsilons")
+    assert stored["records_per_user"] == 3 and stored["record_length"] == 40
+
+
+def test_secrets_user_level_accounting(monkeypatch):
+    """With R records per user the DP unit is the user: q = B / (n + ⌈filler / R⌉), the rate
+    the noise is calibrated for and the training uses."""
+    import jaxaudit.attacks as attacks
+    from jaxaudit.pipelines.attacks import check_secrets_config
+
+    seen = []
+    real = attacks.dpsgd_privacy
+    monkeypatch.setattr(attacks, "dpsgd_privacy",
+                        lambda **kw: seen.append(kw["sampling_rate"]) or real(**kw))
+    check_secrets_config(TINY_SECRETS._replace(records_per_user=2, num_filler=5))
+    assert seen == [pytest.approx(4 / (3 + 3))]
