@@ -224,13 +224,13 @@ def canary_runs(
       num_runs: R runs per world.
       noise_multiplier: σ ≥ 0; clip_norm: C > 0; steps: T; learning_rate: η.
       sampling_rate: Poisson rate q ∈ (0, 1]; 1 is full-batch DP-GD.
-      chunk_size: runs computed simultaneously (None: all 2R at once); the chunks run one after
-        another inside the same compiled call. It is rounded up to a multiple of the device
-        count D and each chunk is split evenly over the devices, so with the default every device
-        gets 2R/D runs (rounded up), and ``chunk_size=1`` or ``2`` on two devices means one run
-        per device at a time. On CPU small chunks (1–2) were fastest in
-        ``benchmarks/bench_dpsgd.py``: one run's batch of |D| examples already fills the
-        matmuls, and wider vmapped batches fall out of cache. On accelerators use large chunks.
+      chunk_size: runs computed simultaneously (None: one run per device at a time on CPU, all
+        2R at once on other backends); the chunks run one after another inside the same
+        compiled call. It is rounded up to a multiple of the device count D and each chunk is
+        split evenly over the devices, so ``chunk_size=1`` or ``2`` on two devices means one run
+        per device at a time. On CPU one run per device was fastest in
+        ``benchmarks/bench_dpsgd.py`` (a vmapped run cost 1.3–1.7× a single run: the batched
+        im2col patches fall out of cache). On accelerators use large chunks.
       devices: devices to shard runs over (None: all visible, e.g. one per CPU core after
         :func:`jaxaudit.sharding.use_all_cpu_cores`).
       method: per-example gradient path, see :func:`jaxaudit.dpsgd.clipped_gradient_sum`.
@@ -254,6 +254,8 @@ def canary_runs(
     check_key("key", key)
     inputs, labels = _check(model, private_data, canary, num_runs, noise_multiplier, clip_norm, steps,
                             learning_rate, sampling_rate)
+    if chunk_size is None and jax.default_backend() == "cpu":
+        chunk_size = 1  # rounded up to one run per device by vmap_chunked
     prepare, _, mapped = _compiled(
         model, inputs.shape[0], float(clip_norm), int(steps),
         float(learning_rate), float(sampling_rate), method, int(unroll),
