@@ -12,7 +12,8 @@ the Bayes attack's guesses are those of the pipeline's run r). On the same relea
 
 and records successes at Hamming distance 0 and 1 next to the baseline Σ p_i and the count
 bound v_γ of each distance (:func:`attack_result`), the joint attack's successes among its 10
-most confident targets (RAP-rank's confidence ranking), and the seconds taken. One JSON per run
+most confident targets (RAP-rank's confidence ranking), its best objective (σ² units: at ρ = ∞
+half the squared misfit of the rounded table) and the seconds taken. One JSON per run
 in ``--out`` (skipped when present, so the sweep resumes); ``--table`` prints the markdown
 summary (mean ± sd over seeds, runs at or above v_γ per attack).
 
@@ -86,7 +87,7 @@ def one_run(rho: float, rep: int, args: argparse.Namespace) -> dict:
         conf = np.asarray(r.confidence) + 1e-3 * np.asarray(r.probability)
         order = np.argsort(-conf, kind="stable")[:10]
         out[f"{name}_top10"] = int((np.asarray(r.guess)[order] == game.truth[order]).sum())
-        out[f"{name}_best_sse"] = float(np.min(np.asarray(r.objective))) * 2 * max(sigma, 1e-6)**2
+        out[f"{name}_objective"] = float(np.min(np.asarray(r.objective)))  # σ² × objective
     return out
 
 
