@@ -198,3 +198,26 @@ def test_posterior_nuts_refuses_keys_that_do_not_match_the_counts():
         bmp.posterior_nuts(jax.random.split(jax.random.key(0), 3), counts)
     with pytest.raises(ValueError, match="key must be"):
         bmp.posterior_nuts(jax.random.split(jax.random.key(0), (2, 2)), counts)
+
+
+@pytest.mark.slow
+def test_per_count_set_keys_with_min_ess_do_not_depend_on_the_other_sets():
+    """posterior_nuts with one key per count set: the min_ess rerun of a hard set uses its own
+    key (fold_in(key_i, 1)) and its own thinning, so the set sampled alone or next to an easy
+    set gets the same draws; the easy set keeps its first-pass draws and the hard one reaches
+    min_ess (the counts of tests/bmp/test_posterior.py's single-key check)."""
+    c = bmp.ErrorCounts(np.array([10.0, 32.0]), np.array([100.0, 32.0]),
+                        np.array([30.0, 32.0]), np.array([100.0, 32.0]))
+    keys = jax.random.split(jax.random.key(2), 2)
+    config = bmp.NutsConfig(num_warmup=200, num_samples=300, chunk_size=2)
+    first = bmp.posterior_nuts(keys, c, config=config)
+    ess = np.asarray(first.ess)
+    target = float(np.clip(1.5 * ess[1], ess[1] + 1, ess[0] - 1))
+    assert ess[1] < target < ess[0], ess
+    both = bmp.posterior_nuts(keys, c, config=config._replace(min_ess=target))
+    assert np.all(np.asarray(both.ess) >= target), (np.asarray(both.ess), target)
+    np.testing.assert_array_equal(np.asarray(both.eps_l[0]), np.asarray(first.eps_l[0]))
+    alone = bmp.posterior_nuts(keys[1:], bmp.ErrorCounts(*(x[1:] for x in c)),
+                               config=config._replace(min_ess=target))
+    np.testing.assert_array_equal(np.asarray(alone.eps_l[0]), np.asarray(both.eps_l[1]))
+    np.testing.assert_array_equal(np.asarray(alone.eps_r[0]), np.asarray(both.eps_r[1]))
