@@ -396,3 +396,20 @@ def test_name_template():
     c = secret_corpus(jax.random.key(0), prior, num_secrets=1, num_filler=0, record_length=40)
     want = encode("user 0's name is " + prior.candidates[int(c.secrets[0])], 40)
     np.testing.assert_array_equal(np.asarray(c.tokens[0]), want)
+
+
+@pytest.mark.slow
+def test_memorising_configuration_extracts_at_infinite_epsilon():
+    """The curve's configuration (docs/attacks.md: few users, little filler, full batches,
+    200 steps of Adam 2e-2, GRU 64, clipping C = 1 on) at toy size and ε = ∞: the likelihood
+    attack extracts at least half of the planted passwords with one guess (prior: Zipf over
+    2,000 zxcvbn passwords, top-1 mass 0.03), more than the prior's guess; the bound is
+    vacuous (n + 1). ~30 s of CPU: slow."""
+    prior = password_prior(2000)
+    scored = train_and_score(jax.random.key(4), prior=prior, num_secrets=4, epsilon=math.inf,
+                             num_filler=4, steps=200, batch_size=8, learning_rate=2e-2,
+                             hidden_dim=64, record_length=36)
+    found = int(extraction_result(scored, prior, scoring="likelihood").successes)
+    by_prior = int(extraction_result(scored, prior, scoring="prior").successes)
+    assert found >= 2 and found > by_prior
+    assert int(extraction_result(scored, prior).bound) == 5
