@@ -7,6 +7,10 @@ Side by side in one process on the same data (the first 100 MNIST test images + 
   * Opacus 1.6 (``GradSampleModule`` + ``DPOptimizer``: per-sample gradients by hooks, clip, sum,
     noise), one run after another;
   * torch.func (``vmap(grad(functional_call))``), one run after another;
+  * with ``--baseline``, jaxaudit's configuration before issue 26 in the same process (ghost
+    clipping on the whole batch, ``block_size=101``, and all runs vmapped at once,
+    ``chunk_size=None``), next to the defaults (blocks of one example and one run per device
+    on CPU), so the two are compared under the same machine load;
   * jaxaudit again on D forced host devices (``--host-devices``, default 2), in a subprocess of
     this script started with ``XLA_FLAGS=--xla_force_host_platform_device_count=D`` (the flag must
     be set before JAX starts): the configuration the ``jaxaudit`` command and
@@ -16,7 +20,7 @@ Torch gets the thread count (1 or 2) that is faster on this machine at start-up.
 Usage::
 
     python benchmarks/bench_dpsgd.py [--steps 100] [--repeats 2] [--runs 1,16,64]
-        [--host-devices 2] [--json out.json]
+        [--host-devices 2] [--baseline] [--block B] [--json out.json]
 
 Prints a table: seconds per run (median of repeats) and Opacus's s/run divided by each; the
 jaxaudit rows name their device count (this process: the devices JAX sees, normally 1 on CPU).
@@ -115,6 +119,10 @@ def host_device_rows(devices, args):
                "--unroll", str(args.unroll), "--json", out_json]
         if args.chunk is not None:
             cmd += ["--chunk", str(args.chunk)]
+        if args.block is not None:
+            cmd += ["--block", str(args.block)]
+        if args.baseline:
+            cmd += ["--baseline"]
         out = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if out.returncode:
             raise RuntimeError(f"jaxaudit on {devices} host devices failed:\n{out.stderr[-3000:]}")
@@ -132,6 +140,11 @@ def main(argv=None):
     ap.add_argument("--runs", default="1,16,64")
     ap.add_argument("--chunk", type=int, default=None, help="jaxaudit runs per vmapped chunk")
     ap.add_argument("--unroll", type=int, default=10)
+    ap.add_argument("--block", type=int, default=None,
+                    help="examples per ghost-clipping block (default: the library's, 1 on CPU)")
+    ap.add_argument("--baseline", action="store_true",
+                    help="also time the configuration before issue 26 (block 101, all runs "
+                    "vmapped together) in this process")
     ap.add_argument("--skip-torch", action="store_true")
     ap.add_argument("--host-devices", default="2",
                     help="comma-separated forced host-device counts to time jaxaudit on as well, "
@@ -178,21 +191,32 @@ def main(argv=None):
         rows.append(("torch.func vmap(grad) (sequential)", 1, t_func))
         print(f"torch.func: {t_func:.3f} s/run", flush=True)
 
+    configs = [("", args.block, args.chunk)]
+    if args.baseline:  # before issue 26: whole-batch ghost clipping, every run vmapped at once
+        configs.append((" [before: block 101, runs vmapped together]", x.shape[0] + 1, "all"))
     for r in (int(v) for v in args.runs.split(",")):
-        if r == 1:
-            fn = lambda: jax.block_until_ready(train_run(
-                jax.random.key(1), model, params, (x, y), canary, include_canary=True, **kw))
-        else:
-            fn = lambda r=r: canary_runs(jax.random.key(1), model, params, (x, y), canary,
-                                         num_runs=r // 2, chunk_size=args.chunk, **kw)
-        t0 = time.perf_counter()
-        fn()
-        compile_and_first = time.perf_counter() - t0
-        t = timed(fn, args.repeats if r < 64 else max(1, args.repeats - 1))
-        devices = len(jax.devices())
-        rows.append((f"jaxaudit vmapped, R = {r}, {devices} device{'s' * (devices > 1)}", r, t / r))
-        print(f"jaxaudit R={r}: {t / r:.3f} s/run (first call incl. compile {compile_and_first:.1f} s)",
-              flush=True)
+        for label, block, chunk in configs:
+            if r == 1:
+                fn = lambda block=block: jax.block_until_ready(train_run(
+                    jax.random.key(1), model, params, (x, y), canary, include_canary=True,
+                    block_size=block, **kw))
+            elif chunk == "all":  # the old default: all 2R runs in one vmapped chunk
+                fn = lambda r=r, block=block: canary_runs(
+                    jax.random.key(1), model, params, (x, y), canary, num_runs=r // 2,
+                    chunk_size=r, block_size=block, **kw)
+            else:
+                fn = lambda r=r, block=block, chunk=chunk: canary_runs(
+                    jax.random.key(1), model, params, (x, y), canary, num_runs=r // 2,
+                    chunk_size=chunk, block_size=block, **kw)
+            t0 = time.perf_counter()
+            fn()
+            compile_and_first = time.perf_counter() - t0
+            t = timed(fn, args.repeats if r < 64 else max(1, args.repeats - 1))
+            devices = len(jax.devices())
+            rows.append((f"jaxaudit vmapped, R = {r}, {devices} device{'s' * (devices > 1)}{label}",
+                         r, t / r))
+            print(f"jaxaudit R={r}{label}: {t / r:.3f} s/run (first call incl. compile "
+                  f"{compile_and_first:.1f} s)", flush=True)
 
     for devices in (int(v) for v in args.host_devices.split(",") if v.strip()):
         if devices > 0:

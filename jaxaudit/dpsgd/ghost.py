@@ -87,10 +87,14 @@ def ghost_clipped_sum(layers: Sequence[Layer], params: Any, features: jax.Array,
     per_example: list[Any] = []  # (gw, gb) of a conv layer, None for a dense one
     for layer, a, g in zip(layers, acts, grads_z):
         if layer.kind == "conv":
-            # Per-example (P_iᵀ G_i)ᵀ = G_iᵀ P_i, shape (N, O, K). Materialising G_iᵀ first
-            # (small: O x S per example) lets XLA use its fast batched matmul; the direct
-            # einsum "nsk,nso->nko" contracts a middle axis and ran 4-5x slower on CPU.
-            gw = jax.lax.optimization_barrier(jnp.swapaxes(g, 1, 2)) @ a
+            # Per-example (P_iᵀ G_i)ᵀ = G_iᵀ P_i, shape (N, O, K). On a batch, materialising
+            # G_iᵀ first (small: O x S per example) lets XLA use its fast batched matmul; the
+            # direct einsum contracts a middle axis and ran 4-5x slower on CPU. On a block of
+            # one example the einsum is one plain matmul and was 8% faster per step.
+            if g.shape[0] == 1:
+                gw = jnp.einsum("nso,nsk->nok", g, a)
+            else:
+                gw = jax.lax.optimization_barrier(jnp.swapaxes(g, 1, 2)) @ a
             gb = g.sum(axis=1)
             sq = sq + jnp.sum(gw * gw, axis=(1, 2)) + jnp.sum(gb * gb, axis=1)
             per_example.append((gw, gb))
