@@ -150,3 +150,33 @@ def test_bad_input_names_the_argument(kwargs, name):
     with pytest.raises(ValueError, match=name):
         joint_reconstruction(args.pop("key"), args.pop("game"), args.pop("release"),
                              args.pop("sigma"), **args)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_noiseless_attack_fits_exactly_when_many_tables_do(seed):
+    """1-way marginals: every permutation of the targets' hidden values fits the release
+    exactly (enumerated here over all H^n tables: several do). At σ = 0 the attack returns one
+    of them. (Not necessarily the most likely one, the posterior mode: that is a combinatorial
+    search which coordinate descent does not do; docs/attacks.md.)"""
+    rng = np.random.default_rng(seed)
+    n_rows = 40
+    codes = np.stack([rng.integers(0, 3, n_rows), rng.integers(0, 2, n_rows), np.zeros(n_rows)], 1)
+    codes[:, 2] = (codes[:, 0] + rng.integers(0, 2, n_rows)) % 3  # h depends on q: priors differ
+    table = Table(("q", "r", "h"), codes.astype(np.int32), ((0, 1, 2), (0, 1), (0, 1, 2)))
+    game = marginals_game(jax.random.key(seed), table, attributes=["q", "r", "h"],
+                          hidden=["h"], way=1, num_targets=5)
+    y = release_marginals(jax.random.key(60 + seed), game, 0.0)
+    n = game.truth.shape[0]
+
+    def counts(g):
+        return game.rest_counts + np.bincount(game.target_cells[np.arange(n), g].ravel(),
+                                              minlength=game.release_size)
+
+    fits = [g for g in itertools.product(range(3), repeat=n)
+            if np.array_equal(counts(np.array(g)), y)]
+    assert len(fits) > 1
+    r = joint_reconstruction(jax.random.key(seed), game, y, 0.0, **FAST)
+    np.testing.assert_array_equal(counts(np.asarray(r.guess)), y)
+    assert float(np.min(np.asarray(r.objective))) == pytest.approx(
+        -1e-12 * np.maximum(game.log_prior, -69.0)[np.arange(n), np.asarray(r.guess)].sum(),
+        abs=1e-6)
