@@ -136,28 +136,14 @@ class BmpNodes(NamedTuple):
     divergences: np.ndarray
 
 
-def _attack_names() -> tuple[str, ...]:
-    try:
-        from jaxaudit.mia import ATTACKS  # type: ignore[attr-defined]
-    except ImportError:
-        return ("lira",)
-    return tuple(ATTACKS)
-
-
 def _statistic(scores: np.ndarray, masks: np.ndarray, attack: str, fix_variance: bool
                ) -> jax.Array:
     """The attack's (R, N) LOO statistic on the log-likelihood-ratio scale."""
-    names = _attack_names()
-    if attack not in names:
-        raise ValueError(f"attack must be one of {list(names)}, got {attack!r}")
-    if names == ("lira",):
-        from jaxaudit.mia import lira_loo
+    from jaxaudit.mia import ATTACKS, attack_statistic
 
-        return lira_loo(scores, masks, fix_variance=fix_variance)
-    from jaxaudit.mia import attack_statistic  # type: ignore[attr-defined]
-
-    statistic, _ = attack_statistic(scores, masks, attack=attack, fix_variance=fix_variance)
-    return statistic
+    if not isinstance(attack, str) or attack not in ATTACKS:
+        raise ValueError(f"attack must be one of {list(ATTACKS)}, got {attack!r}")
+    return attack_statistic(scores, masks, attack=attack, fix_variance=fix_variance)
 
 
 def _check_runs(scores: ArrayLike, masks: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
