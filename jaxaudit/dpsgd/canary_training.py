@@ -198,7 +198,7 @@ def canary_runs(
     (:mod:`jaxaudit.runs.keys`: unit u of seed s uses ``fold_in(key(s), u)``) the runs of a sweep
     do not depend on how it is cut into calls: R runs in one call and the same units in several
     chunks, resumed or split over workers, give the same scores (bit for bit on one machine when
-    ``chunk_size`` is the same; :func:`jaxaudit.pipelines.run_rdp` uses it).
+    ``chunk_size`` and ``block_size`` are the same; :func:`jaxaudit.pipelines.run_rdp` uses it).
 
     Every CPU core: on CPU, JAX has a single device unless it is told otherwise before it starts,
     and then all runs share that one device. Call :func:`jaxaudit.sharding.use_all_cpu_cores`
