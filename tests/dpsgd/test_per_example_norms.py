@@ -71,6 +71,7 @@ def test_blocked_ghost_equals_vmap_path_dense(block_size):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6 * np.abs(b).max())
 
 
+@pytest.mark.slow
 def test_step_under_jit_vmap_and_grad_matches_unblocked():
     """The blocked step is traceable: vmapped over two parameter sets under jit it equals the
     whole-batch step, and it can be differentiated (the learning rate's gradient is finite)."""
