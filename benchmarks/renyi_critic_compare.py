@@ -10,7 +10,10 @@ on the same scores (not a timing benchmark).
    train/held-out splits, [mean held-out SE]) and the 95% lower bound, next to the accountant's
    ε_α and [31] in RDP units both ways (Kim et al.'s: mean over audits of 100 runs per world of
    α μ(ε_emp, δ)²/2, ``renyi.dp_to_rdp_gaussian``; ours: α μ_lo²/2 from all scores at once).
-3. ``--ideal-audits N``: Kim et al.'s [31] column on ideal scores — N audits of 100 runs per world
+3. ``--unmatched-tails``: the draws of ``tests/renyi/test_bias.py``'s overshoot test (24 of
+   3,000 draws of 500 per world, Q = N(−0.5, 1), with the most Q samples outside P's range):
+   mean estimate / truth at α = 1.25, 2 and the acceptance mean ≤ 1.05 × truth + 2 SE.
+4. ``--ideal-audits N``: Kim et al.'s [31] column on ideal scores — N audits of 100 runs per world
    of N(μ, 1) against N(0, 1), μ the accountant's GDP μ at ε = 2, 4.38, 6.57, 10 (δ = 1e−5).
 
 Everything else (split 0.5, empirical-Bernstein bound, clip "auto", both directions) is the
@@ -19,6 +22,7 @@ estimator's default, so the two rows differ only in the critic and its training.
     python benchmarks/renyi_critic_compare.py --reps 20                       # Gaussian part
     python benchmarks/renyi_critic_compare.py --reps 0 --scores DIR/scores.npz  # canary part
     python benchmarks/renyi_critic_compare.py --reps 0 --ideal-audits 100      # [31], ideal
+    python benchmarks/renyi_critic_compare.py --reps 0 --unmatched-tails --critics paper_m2
 """
 
 from __future__ import annotations
@@ -77,6 +81,27 @@ def kim_31_rdp(in_s: np.ndarray, out_s: np.ndarray, orders: np.ndarray) -> tuple
                                       selection="all").epsilon
         vals.append(dp_to_rdp_gaussian(float(eps), DELTA, orders))
     return (np.mean(vals, axis=0) if vals else np.full(orders.shape, np.nan)), n
+
+
+def unmatched_tails(critics: list[str]) -> None:
+    """The overshoot check of tests/renyi/test_bias.py (module docstring, part 3)."""
+    reps, n, shift = 24, 500, 0.5
+    alphas = np.array([1.25, 2.0], np.float32)
+    rng = np.random.default_rng(7)
+    q = rng.normal(size=(3000, n)) - shift
+    p = rng.normal(size=(3000, n))
+    outside = (q < p.min(1, keepdims=True)).sum(1) + (q > p.max(1, keepdims=True)).sum(1)
+    pick = np.argsort(-outside)[:reps]
+    keys = jax.random.split(jax.random.key(3), reps)
+    x_q, x_p = q[pick].astype(np.float32), p[pick].astype(np.float32)
+    truth = alphas * shift**2 / 2
+    for name in critics:
+        fn = jax.jit(jax.vmap(renyi_estimator(config=CONFIGS[name]), in_axes=(0, 0, 0, None)))
+        point = np.asarray(fn(keys, x_q, x_p, alphas).point)
+        mean, se = point.mean(0), point.std(0, ddof=1) / np.sqrt(reps)
+        verdict = "overshoot" if np.any(mean > 1.05 * truth + 2 * se) else "ok"
+        print(f"unmatched tails, {name}: truth {truth}, mean {mean.round(3)}, SE {se.round(3)}, "
+              f"mean / truth {(mean / truth).round(2)}: {verdict}", flush=True)
 
 
 def ideal_31_table(audits: int, seed: int, orders: np.ndarray) -> None:
@@ -141,6 +166,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--setting", default="paper_eps10")
     p.add_argument("--splits", type=int, default=5)
     p.add_argument("--steps", type=int, default=100, help="DP-GD steps T of the scores")
+    p.add_argument("--unmatched-tails", action="store_true",
+                   help="the overshoot draws of tests/renyi/test_bias.py")
     p.add_argument("--ideal-audits", type=int, default=0,
                    help="audits of 100 ideal Gaussian runs per world for the [31] table (0: skip)")
     args = p.parse_args(argv)
@@ -168,6 +195,8 @@ def main(argv: list[str] | None = None) -> None:
                           f"{mean / truth:.2f} | {sd:.3f} | {np.hypot(mean - truth, sd):.2f} | "
                           f"{over:.2f} | {low:.3f} | {cover:.2f} | "
                           f"{secs:.0f} |", flush=True)
+    if args.unmatched_tails:
+        unmatched_tails(critics)
     if args.ideal_audits > 0:
         ideal_31_table(args.ideal_audits, args.seed, np.asarray(orders, np.float64))
     if args.scores:
