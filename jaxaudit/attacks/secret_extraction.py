@@ -5,7 +5,8 @@ The game (Swanberg et al. § 3 with the Secret Sharer's mechanism):
 0. (optional, public) the model is pretrained without privacy on public text and on other
    users' secrets drawn from the same prior (:func:`pretrain_public`).
 1. X_k ~ D (the prior) for users k = 0..n−1; the corpus holds one record
-   ``"user k's password is X_k"`` per user and real filler text (:mod:`.corpus`).
+   ``"user k's password is X_k"`` per user and real filler text (:mod:`.corpus`); with
+   ``records_per_user`` R each user holds R records and is the DP unit (user-level DP-SGD).
 2. M = DP-SGD fine-tuning of a character GRU (:mod:`.lm_training`), σ calibrated so that M is
    (ε, δ)-DP under replace-one neighbours (:func:`.privacy.dpsgd_privacy`).
 3. The adversary, knowing D and the template, computes ℓ_k(x) = log p_θ(x | "user k's password
