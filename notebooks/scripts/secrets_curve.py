@@ -24,7 +24,10 @@ three curves into one figure (``--figure``). The same runs from the command line
 Usage::
 
     nice -n 19 uv run python notebooks/scripts/secrets_curve.py --runs /work/runs \\
-        [--run passwords,digits,names] [--figure notebooks/figures/attacks_secrets_curve.png]
+        [--run passwords,digits,names [--large]] \
+        [--figure notebooks/figures/attacks_secrets_curve.png]
+
+Folders ``secrets_curve_<prior>_large`` (ε = 32, 64, 100, ``--large``) are read when present.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ from jaxaudit.pipelines import SecretsConfig, run_secrets
 from jaxaudit.runs import load_results
 
 EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, math.inf)
+#: Larger finite ε, in a second folder per prior (``secrets_curve_<prior>_large``): where the
+#: noise of this small full-batch training becomes small enough to leave something.
+LARGE_EPSILONS = (32.0, 64.0, 100.0)
 COMMON = dict(epsilons=EPSILONS, repetitions=5, num_secrets=10, num_filler=10, steps=200,
               batch_size=20, learning_rate=0.02, hidden_dim=64, pretrain_steps=0,
               record_length=36)
@@ -47,11 +53,12 @@ CONFIGS = {
     "digits": SecretsConfig(prior="digits", digits=4, guesses=10, **COMMON),
     "names": SecretsConfig(prior="names", candidates=690, guesses=1, **COMMON),
 }
+LARGE = {p: c._replace(epsilons=LARGE_EPSILONS) for p, c in CONFIGS.items()}
 SCORINGS = ("likelihood", "calibrated", "prior")
 
 
-def folder(runs: Path, prior: str) -> Path:
-    return runs / f"secrets_curve_{prior}"
+def folder(runs: Path, prior: str, large: bool = False) -> Path:
+    return runs / f"secrets_curve_{prior}{'_large' if large else ''}"
 
 
 def rows(path: Path) -> list[dict]:
@@ -79,7 +86,7 @@ def table(prior: str, found: list[dict]) -> str:
             "runs ≥ v_γ | s per run |")
     lines = [f"**{prior}** (n = {found[0]['n'] if found else '?'}, "
              f"k = {CONFIGS[prior].guesses})", "", head, "|---" * (len(SCORINGS) + 7) + "|"]
-    for eps in EPSILONS:
+    for eps in sorted(set(EPSILONS) | {r["eps"] for r in found}):
         sel = [r for r in found if r["eps"] == eps]
         if not sel:
             lines.append(f"| {eps:g} | | 0 |" + " |" * (len(SCORINGS) + 4))
@@ -100,10 +107,12 @@ def figure(path: Path, found: dict[str, list[dict]]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    xs = {eps: (32.0 if math.isinf(eps) else eps) for eps in EPSILONS}
+    every = sorted(set(EPSILONS) | {r["eps"] for rs in found.values() for r in rs})
+    top = max([e for e in every if math.isfinite(e)], default=16.0)
+    xs = {eps: (2.0 * top if math.isinf(eps) else eps) for eps in every}
     fig, axes = plt.subplots(1, len(found), figsize=(4.2 * len(found), 3.6), squeeze=False)
     for ax, (prior, rs) in zip(axes[0], found.items(), strict=True):
-        levels = [e for e in EPSILONS if any(r["eps"] == e for r in rs)]
+        levels = [e for e in every if any(r["eps"] == e for r in rs)]
         x = np.array([xs[e] for e in levels])
         n = rs[0]["n"] if rs else 1
         for sc, marker in zip(SCORINGS, "so^", strict=True):
@@ -116,8 +125,10 @@ def figure(path: Path, found: dict[str, list[dict]]) -> None:
         ax.plot(x, [next(r["baseline"] for r in rs if r["eps"] == e) for e in levels], "k:",
                 label="baseline Σp_i (expected)")
         ax.set_xscale("log")
-        ax.set_xticks([xs[e] for e in EPSILONS],
-                      ["∞" if math.isinf(e) else f"{e:g}" for e in EPSILONS])
+        ax.set_xticks([xs[e] for e in every],
+                      ["∞" if math.isinf(e) else f"{e:g}" for e in every], fontsize=7,
+                      rotation=45)
+        ax.minorticks_off()
         ax.set_xlabel("ε (δ = 1e-5)")
         ax.set_ylabel(f"secrets extracted of n = {n}")
         ax.set_title(f"{prior}, k = {CONFIGS[prior].guesses}", fontsize=10)
@@ -133,11 +144,17 @@ def main() -> None:
     ap.add_argument("--runs", type=Path, default=Path("/work/runs"))
     ap.add_argument("--run", default="", help="priors to run (resumable) before tabulating")
     ap.add_argument("--figure", type=Path, default=None)
+    ap.add_argument("--large", action="store_true",
+                    help="with --run: also ε = 32, 64, 100 (secrets_curve_<prior>_large)")
     args = ap.parse_args()
     for prior in filter(None, args.run.split(",")):
         run_secrets(CONFIGS[prior], folder(args.runs, prior))
-    found = {p: rows(folder(args.runs, p)) for p in CONFIGS
-             if (folder(args.runs, p) / "manifest.json").exists()}
+        if args.large:
+            run_secrets(LARGE[prior], folder(args.runs, prior, large=True))
+    found = {p: [r for large in (False, True)
+                 if (folder(args.runs, p, large) / "manifest.json").exists()
+                 for r in rows(folder(args.runs, p, large))]
+             for p in CONFIGS if (folder(args.runs, p) / "manifest.json").exists()}
     for prior, rs in found.items():
         print(table(prior, rs), end="\n\n")
     if args.figure is not None and found:
