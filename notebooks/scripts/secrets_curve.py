@@ -45,13 +45,13 @@ EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, math.inf)
 #: Larger finite ε, in a second folder per prior (``secrets_curve_<prior>_large``): where the
 #: noise of this small full-batch training becomes small enough to leave something.
 LARGE_EPSILONS = (32.0, 64.0, 100.0)
-COMMON = dict(epsilons=EPSILONS, repetitions=5, num_secrets=10, num_filler=10, steps=200,
-              batch_size=20, learning_rate=0.02, hidden_dim=64, pretrain_steps=0,
-              record_length=36)
+COMMON = SecretsConfig(epsilons=EPSILONS, repetitions=5, num_secrets=10, num_filler=10,
+                       steps=200, batch_size=20, learning_rate=0.02, hidden_dim=64,
+                       pretrain_steps=0, record_length=36)
 CONFIGS = {
-    "passwords": SecretsConfig(prior="passwords", guesses=1, **COMMON),
-    "digits": SecretsConfig(prior="digits", digits=4, guesses=10, **COMMON),
-    "names": SecretsConfig(prior="names", candidates=690, guesses=1, **COMMON),
+    "passwords": COMMON._replace(prior="passwords", guesses=1),
+    "digits": COMMON._replace(prior="digits", digits=4, guesses=10),
+    "names": COMMON._replace(prior="names", candidates=690, guesses=1),
 }
 LARGE = {p: c._replace(epsilons=LARGE_EPSILONS) for p, c in CONFIGS.items()}
 SCORINGS = ("likelihood", "calibrated", "prior")
