@@ -18,8 +18,8 @@ in ``--out`` (skipped when present, so the sweep resumes); ``--table`` prints th
 summary (mean ± sd over seeds, runs at or above v_γ per attack).
 
     nice -n 19 uv run python notebooks/scripts/marginals_compare.py \\
-        --rhos 0.001,0.01,0.1,1,10,inf --seeds 5 --out /work/runs/marginals_compare
-    uv run python notebooks/scripts/marginals_compare.py --out /work/runs/marginals_compare --table
+        --rhos 0.001,0.01,0.1,1,10,inf --seeds 5 --out runs/marginals_compare
+    uv run python notebooks/scripts/marginals_compare.py --out runs/marginals_compare --table
 """
 
 from __future__ import annotations

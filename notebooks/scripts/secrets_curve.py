@@ -17,13 +17,13 @@ three curves into one figure (``--figure``). The same runs from the command line
     jaxaudit attack secrets --prior passwords --guesses 1 --epsilons 0.5,1,2,4,8,16,inf \\
         --seeds 5 --num-secrets 10 --num-filler 10 --steps 200 --batch-size 20 \\
         --learning-rate 0.02 --hidden 64 --pretrain-steps 0 --record-length 36 \\
-        --out /work/runs/secrets_curve_passwords
+        --out runs/secrets_curve_passwords
 
 (``--prior digits --guesses 10``, ``--prior names --candidates 690`` for the others).
 
 Usage::
 
-    nice -n 19 uv run python notebooks/scripts/secrets_curve.py --runs /work/runs \\
+    nice -n 19 uv run python notebooks/scripts/secrets_curve.py --runs runs \\
         [--run passwords,digits,names [--large]] \
         [--figure notebooks/figures/attacks_secrets_curve.png]
 
@@ -141,7 +141,7 @@ def figure(path: Path, found: dict[str, list[dict]]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=Path, default=Path("/work/runs"))
+    ap.add_argument("--runs", type=Path, default=Path("runs"))
     ap.add_argument("--run", default="", help="priors to run (resumable) before tabulating")
     ap.add_argument("--figure", type=Path, default=None)
     ap.add_argument("--large", action="store_true",
