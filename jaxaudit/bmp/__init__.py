@@ -4,11 +4,16 @@ the error region and its maps, sampling leakage, the posterior over (ε_L, ε_R)
 
 from jaxaudit.bmp import diagnostics
 from jaxaudit.bmp.audit import (
+    BmpAttack,
     BmpAudit,
+    BmpNodes,
+    audit_attack,
     audit_bmp,
     audit_from_scores,
+    audit_nodes,
     audit_summary,
     audit_table,
+    concat_nodes,
     most_leaking,
     node_degrees,
 )
@@ -84,6 +89,11 @@ __all__ = [
     "LeakageEstimate",
     "NutsConfig",
     "NutsPosterior",
+    "BmpAttack",
+    "BmpNodes",
+    "audit_attack",
+    "audit_nodes",
+    "concat_nodes",
     "audit_bmp",
     "as_attack_prior",
     "audit_from_scores",
