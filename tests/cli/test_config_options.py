@@ -133,7 +133,11 @@ def _invocations(tmp_path):
                       ["shadow", "--graph", graph, "--models", "2", "--out", out]],
         ("bmp",): [["bmp", *csbm, "--sampler", "snowball", "--min-ess", "100", "--out", out],
                    ["bmp", "--graph", graph, "--models", "2", "--out", out]],
-        ("attack", "secrets"): [["attack", "secrets", "--out", out]],
+        # records_per_user and record_length are stored when not at their defaults (so folders
+        # made before they existed still resume): one invocation sets them
+        ("attack", "secrets"): [["attack", "secrets", "--out", out],
+                                ["attack", "secrets", "--records-per-user", "2",
+                                 "--record-length", "80", "--out", out]],
         ("attack", "marginals"): [["attack", "marginals", "--out", out]],
     }
 
