@@ -354,6 +354,7 @@ def _flat(tree):
     return jnp.concatenate([jnp.ravel(x) for x in jax.tree_util.tree_leaves(tree)])
 
 
+@pytest.mark.slow
 def test_user_level_dpsgd_clips_each_users_summed_gradient():
     """One noiseless full-batch step of SGD(1) moves θ by −Σ_u clip_C(∇ Σ_j ℓ_uj)/U: the clip
     applies to the user's SUMMED gradient (computed here directly, record by record), not to

@@ -154,6 +154,7 @@ def test_population_subset_is_fixed_by_seed():
                                   rmia_score(scores, masks))
 
 
+@pytest.mark.slow
 def test_jit_and_vmap():
     scores, masks = _planted(jax.random.key(7), 7, 9, 1.0)
     eager = rmia(scores, masks, a=0.4)

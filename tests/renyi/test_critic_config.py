@@ -25,6 +25,7 @@ def test_paper_config_is_valid_and_is_the_papers_architecture():
     assert kernels == [(1, 100), (100, 100), (100, 1)]
 
 
+@pytest.mark.slow
 def test_paper_config_trains_on_small_gaussian_scores():
     # Q = N(1, 1), P = N(0, 1), D_2 = 1. Train on 600 per world; evaluate the fixed critic on
     # 20,000 fresh draws per world (Monte Carlo SE of J_2 below 0.05 for this smooth g).
@@ -39,6 +40,7 @@ def test_paper_config_trains_on_small_gaussian_scores():
     assert int(history.best_step) == PAPER_CRITIC_CONFIG.steps  # final parameters, no selection
 
 
+@pytest.mark.slow
 def test_paper_config_ema_is_active_on_minibatches():
     x_q, x_p = _gaussian_scores(3, 1000)
     config = PAPER_CRITIC_CONFIG._replace(steps=20)

@@ -76,6 +76,7 @@ def _never(name):
     raise AssertionError(f"{name} should have been computed already")
 
 
+@pytest.mark.slow
 def test_shadow_sweep_on_ray_equals_serial(cluster, tmp_path):
     serial = run_shadow(SHADOW, tmp_path / "serial")
     on_ray = run_shadow(SHADOW, tmp_path / "ray", backend="ray")
