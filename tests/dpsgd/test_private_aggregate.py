@@ -50,8 +50,8 @@ def _ref_masked_clip_sum(grads, weights, clip):
 
 def _ref_clip_sum(model, method, params, features, labels, weights, clip):
     if method == "ghost":  # the model-specific clipped sum (tested against per-example grads)
-        _, fn = _clipped_sum_fn(model, "ghost")
-        return fn(params, features, labels, weights, clip)[0]
+        prepare, fn = _clipped_sum_fn(model, "ghost")  # prepare: the blocks of the ghost path
+        return fn(params, prepare(features), labels, weights, clip)[0]
 
     def loss(p, x, y):
         return optax.softmax_cross_entropy_with_integer_labels(model.apply(p, x[None]), y[None])[0]
