@@ -235,8 +235,8 @@ def canary_runs(
         :func:`jaxaudit.sharding.use_all_cpu_cores`).
       method: per-example gradient path, see :func:`jaxaudit.dpsgd.clipped_gradient_sum`.
       unroll: ``lax.scan`` unroll factor over steps.
-      block_size: examples per block of the ghost-clipping step (None: 1 on CPU, the whole
-        batch elsewhere), see :func:`jaxaudit.dpsgd.clipped_gradient_sum`.
+      block_size: examples per block of the ghost-clipping step (None:
+        :func:`jaxaudit.dpsgd.ghost.default_block_size`), see :func:`jaxaudit.dpsgd.clipped_gradient_sum`.
 
     Returns:
       ``(in_scores, out_scores)``, float32 numpy arrays of shape (R,).

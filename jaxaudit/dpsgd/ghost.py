@@ -41,11 +41,24 @@ def _per_example_losses(logits: jax.Array, labels: jax.Array) -> jax.Array:
     return optax.softmax_cross_entropy_with_integer_labels(logits, labels)
 
 
-def default_block_size(backend: str | None = None) -> int | None:
-    """Examples per block when none is given: 1 on CPU (fastest in ``benchmarks/bench_dpsgd.py``,
-    see the module docstring), None (the whole batch in one block) on other backends."""
+def default_block_size(backend: str | None = None, num_devices: int | None = None
+                       ) -> int | None:
+    """Examples per block when none is given: 1 on CPU with one JAX device per core (several
+    local CPU devices, the CLI's configuration: each device then runs one single-threaded step,
+    which blocks of one keep in cache), None (the whole batch in one block) otherwise — on a
+    single CPU device the whole-batch step is the faster one, as XLA spreads its larger
+    operations over the cores, and on accelerators. Measured on a quiet 2-core machine:
+    ``benchmarks/README.md``.
+
+    Args:
+      backend: "cpu", "gpu", "tpu" (None: ``jax.default_backend()``).
+      num_devices: local devices of that backend (None: ``jax.local_device_count()``).
+    """
     backend = jax.default_backend() if backend is None else backend
-    return 1 if backend == "cpu" else None
+    if backend != "cpu":
+        return None
+    num_devices = jax.local_device_count() if num_devices is None else int(num_devices)
+    return 1 if num_devices > 1 else None
 
 
 def ghost_clipped_sum(layers: Sequence[Layer], params: Any, features: jax.Array,

@@ -33,8 +33,9 @@ Two ways to get Σ_i w_i clip_C(∇ℓ_i):
   convolutions, the same multiply-adds as the norm itself). The clipped sum is then one matmul
   per layer with G scaled by the clip factors. Convolutions are im2col matmuls: XLA's CPU
   convolutions, and their per-example (grouped) gradients, are several times slower. The
-  examples go through in blocks of ``block_size`` (1 on CPU by default), one block after another,
-  so that a block's intermediates stay in cache (:mod:`jaxaudit.dpsgd.ghost`).
+  examples go through in blocks of ``block_size`` (by default 1 on CPU with several devices, the
+  whole batch otherwise), one block after another, so that a block's intermediates stay in cache
+  (:mod:`jaxaudit.dpsgd.ghost`).
 
 References:
   Abadi et al., "Deep Learning with Differential Privacy", CCS 2016, arXiv 1607.00133.
@@ -155,7 +156,7 @@ def _clipped_sum_fn(model: nn.Module, method: str, block_size: int | None = None
                     ) -> tuple[Prepare, _ClippedSum]:
     """Return (prepare, f) with f(params, features, labels, weights, C) -> (clipped sum, norms).
 
-    Ghost path: ``block_size`` examples per block (None: :func:`default_block_size`, 1 on CPU);
+    Ghost path: ``block_size`` examples per block (None: :func:`default_block_size`);
     ``prepare`` then returns the program's features cut into blocks (:func:`block_features`).
     """
     method, program = _resolve(model, method)
@@ -206,7 +207,8 @@ def clipped_gradient_sum(model: nn.Module, params: Any, inputs: jax.Array, label
       method: ``"auto"`` (ghost when available), ``"ghost"`` or ``"vmap"`` (reference).
       block_size: ghost path only: examples processed together, the blocks one after another
         (:func:`jaxaudit.dpsgd.ghost.blocked_clipped_sum`; the same sum, reassociated). None:
-        1 on CPU, where small blocks stay in cache, the whole batch on other backends.
+        :func:`jaxaudit.dpsgd.ghost.default_block_size` (1 on CPU with several devices, where
+        small blocks stay in cache; the whole batch on one CPU device and on accelerators).
 
     Returns:
       ``(clipped_sum, norms)``: a pytree shaped like ``params`` and an (N,) array.

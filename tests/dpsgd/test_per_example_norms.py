@@ -103,9 +103,15 @@ def test_block_features_pads_with_zero_rows():
 
 
 def test_default_block_size_by_backend():
-    assert default_block_size("cpu") == 1
-    assert default_block_size("gpu") is None
-    assert default_block_size("tpu") is None
+    # one example per block only where each CPU device runs its own single-threaded step
+    assert default_block_size("cpu", num_devices=2) == 1
+    assert default_block_size("cpu", num_devices=1) is None
+    assert default_block_size("gpu", num_devices=8) is None
+    assert default_block_size("tpu", num_devices=1) is None
+    import jax
+
+    expected = 1 if jax.default_backend() == "cpu" and jax.local_device_count() > 1 else None
+    assert default_block_size() == expected
 
 
 def test_block_size_validated():
