@@ -4,13 +4,19 @@ Same GCN and recipe on both sides: 2 layers, hidden 64, ReLU, dropout 0.5 on the
 GCN normalisation with self-loops, row-normalised features, Adam (lr 0.01, L2 weight decay
 5e-4 as torch.optim.Adam), 200 full-batch epochs, cross-entropy on a uniform 50% node sample,
 all edges ("full" access: PyG's usual transductive loop). jaxaudit trains the R models in one
-jit-compiled call (chunks of ``--chunk-size`` vmapped models, chunks in sequence); PyG trains them one after another (its usual loop). Reported: seconds per
-model (median of ``--repeats`` timed runs after the compile), the compile time (first call minus a
-timed run), and PyG s/model divided by jaxaudit s/model.
+jit-compiled call (chunks of ``--chunk-size`` vmapped models, chunks in sequence); PyG trains them
+one after another (its usual loop). Reported: seconds per model (median of ``--repeats`` timed
+runs after the compile), the compile time (first call minus a timed run), and PyG s/model divided
+by jaxaudit s/model.
+
+Devices: the process starts JAX with ``--host-devices`` CPU devices (default: one per core, the
+configuration the ``jaxaudit`` command uses), and jaxaudit is timed once per entry of
+``--device-counts`` (the model axis sharded over the first D devices; default ``1`` and all), all
+in this one process, side by side with PyG.
 
 Run:
     JAXAUDIT_DATA=../shared/data python benchmarks/bench_shadow_training.py \
-        --models 1 8 32 128 --repeats 3 --pyg-models 5 [--torch-threads 1]
+        --models 1 8 32 128 --repeats 3 --pyg-models 5 [--torch-threads 1] [--device-counts 1,2]
 """
 
 from __future__ import annotations
@@ -24,15 +30,17 @@ import numpy as np
 
 from jaxaudit.datasets import load_planetoid
 from jaxaudit.graph import train_shadow_models, uniform_sampler
+from jaxaudit.sharding import cpu_core_count
 
 
-def bench_jax(graph, num_models, epochs, repeats, edge_access, chunk_size):
+def bench_jax(graph, num_models, epochs, repeats, edge_access, chunk_size, devices):
     sampler = uniform_sampler(0.5)
 
     def run(seed):
         t = time.perf_counter()
         out = train_shadow_models(jax.random.key(seed), graph, sampler, "gcn", num_models,
-                                  epochs=epochs, edge_access=edge_access, chunk_size=chunk_size)
+                                  epochs=epochs, edge_access=edge_access, chunk_size=chunk_size,
+                                  devices=devices)
         out.scores.block_until_ready()
         return time.perf_counter() - t
 
@@ -103,17 +111,28 @@ def main(argv=None):
     parser.add_argument("--chunk-size", type=int, default=None,
                         help="jaxaudit models vmapped together (default: automatic, 1 on CPU)")
     parser.add_argument("--skip-pyg", action="store_true")
+    parser.add_argument("--host-devices", type=int, default=cpu_core_count(),
+                        help="CPU devices JAX starts with (default: one per core, as the CLI)")
+    parser.add_argument("--device-counts", default=None,
+                        help="comma-separated device counts to time jaxaudit on (default: 1 and "
+                        "--host-devices)")
     args = parser.parse_args(argv)
+    jax.config.update("jax_num_cpu_devices", args.host_devices)  # before the first computation
+    counts = sorted({1, args.host_devices} if args.device_counts is None else
+                    {int(c) for c in args.device_counts.split(",")})
     graph = load_planetoid("cora")
     print(f"Cora GCN, {args.epochs} epochs, uniform 50% sample, edge access {args.edge_access}; "
-          f"{jax.device_count()} {jax.default_backend()} device(s)")
-    print(f"{'R':>5} {'PyG s/model':>12} {'jaxaudit s/model':>17} {'compile s':>10} {'ratio':>7}")
+          f"{jax.device_count()} {jax.default_backend()} device(s), jax {jax.__version__}")
+    print(f"{'R':>5} {'devices':>7} {'PyG s/model':>12} {'jaxaudit s/model':>17} {'compile s':>10} "
+          f"{'ratio':>7}")
     for r in args.models:
-        pyg = float("nan") if args.skip_pyg else bench_pyg(graph, min(r, args.pyg_models), args.epochs,
-                                                        args.torch_threads)
-        jx, compile_s = bench_jax(graph, r, args.epochs, args.repeats, args.edge_access,
-                                  args.chunk_size)
-        print(f"{r:>5} {pyg:>12.3f} {jx:>17.3f} {compile_s:>10.1f} {pyg / jx:>7.1f}", flush=True)
+        pyg = float("nan") if args.skip_pyg else bench_pyg(graph, min(r, args.pyg_models),
+                                                            args.epochs, args.torch_threads)
+        for d in counts:
+            jx, compile_s = bench_jax(graph, r, args.epochs, args.repeats, args.edge_access,
+                                      args.chunk_size, jax.devices()[:d])
+            print(f"{r:>5} {d:>7} {pyg:>12.3f} {jx:>17.3f} {compile_s:>10.1f} {pyg / jx:>7.1f}",
+                  flush=True)
 
 
 if __name__ == "__main__":

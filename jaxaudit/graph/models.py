@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import jraph
 
 from jaxaudit.graph.dropout import Dropout
-from jaxaudit.graph.propagation import SparseFeatures, linear, segment_softmax
+from jaxaudit.graph.propagation import SparseFeatures, linear, propagate, segment_softmax
 
 __all__ = ["GCN", "GraphSAGE", "GAT", "GCNConv", "SAGEConv", "GATConv"]
 
@@ -68,7 +68,7 @@ class GCNConv(nn.Module):
         deg = 1.0 + jax.ops.segment_sum(weight, receivers, n)
         inv_sqrt = jax.lax.rsqrt(deg)
         norm = weight * inv_sqrt[senders] * inv_sqrt[receivers]
-        agg = jax.ops.segment_sum(norm[:, None] * h[senders], receivers, n)
+        agg = propagate(h, senders, receivers, norm)
         return agg + h / deg[:, None] + b
 
 
@@ -88,7 +88,7 @@ class SAGEConv(nn.Module):
         h_root, h_nbr = h[:, : self.features], h[:, self.features :]
         n = _num_nodes(h)
         count = jax.ops.segment_sum(weight, receivers, n)
-        total = jax.ops.segment_sum(weight[:, None] * h_nbr[senders], receivers, n)
+        total = propagate(h_nbr, senders, receivers, weight)
         return h_root + total / jnp.maximum(count, 1.0)[:, None] + b
 
 

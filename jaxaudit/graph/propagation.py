@@ -30,6 +30,7 @@ __all__ = [
     "sparse_matmul",
     "linear",
     "segment_softmax",
+    "propagate",
 ]
 
 
@@ -152,6 +153,133 @@ def linear(x: ArrayLike | SparseFeatures, w: jax.Array) -> jax.Array:
     if isinstance(x, SparseFeatures):
         return sparse_matmul(x, w)
     return jnp.matmul(x, w)
+
+
+def _csr_matmul_unbatched(values: jax.Array, indices: jax.Array, indptr: jax.Array,
+                          dense: jax.Array) -> jax.Array:
+    # (num_rows, K) CSR with rows given by ``indptr`` @ dense (K, H).
+    return _csr_product(values, indices, indptr, dense.shape[0], dense)
+
+
+@custom_vmap
+def _csr_matmul(values: jax.Array, indices: jax.Array, indptr: jax.Array, dense: jax.Array
+                ) -> jax.Array:
+    """CSR (values, indices, indptr) @ dense; under vmap one product for the whole batch."""
+    return _csr_matmul_unbatched(values, indices, indptr, dense)
+
+
+@_csr_matmul.def_vmap
+def _csr_matmul_rule(axis_size: int, in_batched: tuple[bool, bool, bool, bool], values: jax.Array,
+                     indices: jax.Array, indptr: jax.Array, dense: jax.Array
+                     ) -> tuple[jax.Array, bool]:
+    v_b, i_b, p_b, d_b = in_batched
+    if i_b or p_b:
+        # Different structures per item: a loop over the items.
+        out = jax.lax.map(lambda a: _csr_matmul(*a), (
+            values if v_b else jnp.broadcast_to(values, (axis_size, *values.shape)),
+            indices if i_b else jnp.broadcast_to(indices, (axis_size, *indices.shape)),
+            indptr if p_b else jnp.broadcast_to(indptr, (axis_size, *indptr.shape)),
+            dense if d_b else jnp.broadcast_to(dense, (axis_size, *dense.shape))))
+        return out, True
+    if not v_b and not d_b:
+        return _csr_matmul(values, indices, indptr, dense), False
+    if axis_size == 1:  # chunks of one model (the CPU default): no batching at all
+        out = _csr_matmul(values[0] if v_b else values, indices, indptr,
+                          dense[0] if d_b else dense)
+        return out[None], True
+    if not v_b:
+        # Shared matrix: the items' dense operands side by side, (K, R*H), one product.
+        r, k, h = dense.shape
+        wide = jnp.transpose(dense, (1, 0, 2)).reshape(k, r * h)
+        out = _csr_matmul(values, indices, indptr, wide)
+        return jnp.transpose(out.reshape(out.shape[0], r, h), (1, 0, 2)), True
+    # Per-item values on the shared structure: one block-diagonal product diag(A_1..A_R) @
+    # [D_1; ...; D_R] (exact: each output row sums the same terms as the item's own product).
+    nnz, rows = indices.shape[0], indptr.shape[0] - 1
+    if not d_b:
+        dense = jnp.broadcast_to(dense, (axis_size, *dense.shape))
+    k = dense.shape[1]
+    item = jnp.arange(axis_size, dtype=indices.dtype)
+    big_indices = (indices[None, :] + item[:, None] * k).reshape(-1)
+    big_indptr = jnp.concatenate([(indptr[None, :-1] + item[:, None] * nnz).reshape(-1),
+                                  jnp.asarray([axis_size * nnz], indptr.dtype)])
+    out = _csr_matmul(values.reshape(-1), big_indices, big_indptr,
+                      dense.reshape(axis_size * k, *dense.shape[2:]))
+    return out.reshape(axis_size, rows, *out.shape[1:]), True
+
+
+def _csr_of(rows: jax.Array, cols: jax.Array, num_rows: int
+            ) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(order, column indices, row pointers) of the CSR of the entries (rows[e], cols[e]):
+    ``order`` sorts the entries by row (stable), so the values of the CSR are ``x[order]``."""
+    order = jnp.argsort(rows, stable=True)
+    indices = cols[order].astype(jnp.int32)
+    indptr = jnp.searchsorted(rows[order], jnp.arange(num_rows + 1, dtype=rows.dtype),
+                              side="left").astype(jnp.int32)
+    return order, indices, indptr
+
+
+#: narrowest messages (features per node) sent through the CSR kernel: its cost is mostly per
+#: nonzero, so narrow messages (a GCN's class logits) are faster as a gather and ``segment_sum``
+#: (timings: benchmarks/README.md, section "GCN shadow models")
+_CSR_MIN_WIDTH = 32
+
+
+@jax.custom_vjp
+def _propagate(h: jax.Array, weight: jax.Array, senders: jax.Array, receivers: jax.Array
+               ) -> jax.Array:
+    order, indices, indptr = _csr_of(receivers, senders, h.shape[0])
+    out = _csr_matmul(weight[order].astype(h.dtype), indices, indptr, h.reshape(h.shape[0], -1))
+    return out.reshape(h.shape)
+
+
+def _propagate_fwd(h: jax.Array, weight: jax.Array, senders: jax.Array, receivers: jax.Array
+                   ) -> tuple[jax.Array, tuple[jax.Array, ...]]:
+    return _propagate(h, weight, senders, receivers), (h, weight, senders, receivers)
+
+
+def _propagate_bwd(res: tuple[jax.Array, ...], g: jax.Array
+                   ) -> tuple[jax.Array, jax.Array, None, None]:
+    h, weight, senders, receivers = res
+    # A^T g: the CSR of the transpose has the entries sorted by sender.
+    order, indices, indptr = _csr_of(senders, receivers, h.shape[0])
+    dh = _csr_matmul(weight[order].astype(g.dtype), indices, indptr,
+                     g.reshape(g.shape[0], -1)).reshape(g.shape)
+    # d weight_e = <g[r_e], h[s_e]> (dropped by XLA when the weights are not differentiated)
+    dw = jnp.sum(g[receivers] * h[senders], axis=tuple(range(1, h.ndim))).astype(weight.dtype)
+    return dh, dw, None, None
+
+
+_propagate.defvjp(_propagate_fwd, _propagate_bwd)
+
+
+def propagate(h: jax.Array, senders: jax.Array, receivers: jax.Array, weight: jax.Array
+              ) -> jax.Array:
+    """Message passing ``out_i = sum_{e: receivers[e] = i} weight[e] · h[senders[e]]``.
+
+    Equals ``jax.ops.segment_sum(weight[:, None] * h[senders], receivers, N)`` (N = ``h.shape[0]``,
+    up to float reassociation) but runs as a CSR-times-dense product on XLA's sparse kernel: the
+    weighted adjacency A (A[r, s] = weight of the edge s -> r) is assembled as CSR (entries sorted
+    by receiver), and the gradient ``A^T g`` is the CSR product with the entries sorted by sender.
+    Under ``jax.vmap`` over ``h`` and ``weight`` (R models on one graph) the R products are one
+    block-diagonal product. Differentiable in ``h`` and ``weight``; ``senders`` and ``receivers``
+    are integer (E,) arrays. Sorting the edges is work that depends on the graph only: inside a
+    training loop XLA computes it once (loop-invariant code motion). Messages narrower than
+    ``_CSR_MIN_WIDTH`` features per node take the gather + ``segment_sum`` path (faster there).
+
+    Args:
+      h: node features (N, ...), e.g. (N, H) or (N, heads, H).
+      senders, receivers: (E,) integer edge endpoints in [0, N).
+      weight: (E,) edge weights.
+
+    Returns:
+      (N, H) aggregated messages.
+    """
+    width = int(np.prod(h.shape[1:], dtype=np.int64))
+    if width < _CSR_MIN_WIDTH:
+        return jax.ops.segment_sum(weight.reshape((-1,) + (1,) * (h.ndim - 1)) * h[senders],
+                                   receivers, h.shape[0])
+    return _propagate(h, weight, senders, receivers)
 
 
 def segment_softmax(logits: jax.Array, segment_ids: jax.Array, num_segments: int,
