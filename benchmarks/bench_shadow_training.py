@@ -98,9 +98,87 @@ def bench_pyg(graph, num_models, epochs, threads):
     return statistics.median(times)
 
 
+def _per_call_ms(fn, *args, reps=200, repeats=5):
+    """Median ms per call of ``fn(*args)``, run ``reps`` times inside one jitted ``fori_loop``
+    (no dispatch overhead); the first argument is perturbed by the loop carry and every output
+    is summed into it, so XLA can neither hoist the work out of the loop nor drop any of it."""
+    import jax.numpy as jnp
+
+    def program(*args):
+        def body(i, acc):
+            out = fn(args[0] + acc * 1e-30, *args[1:])
+            return acc + sum(jnp.sum(leaf) for leaf in jax.tree.leaves(out))
+        return jax.lax.fori_loop(0, reps, body, jnp.float32(0))
+
+    run = jax.jit(program)
+    run(*args).block_until_ready()
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        run(*args).block_until_ready()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) / reps * 1e3
+
+
+def bench_pieces(graph):
+    """Per-piece timings of one GCN model-epoch on Cora (one model, no vmap), in ms."""
+    import jax.numpy as jnp
+    import optax
+
+    from jaxaudit.graph.dropout import bernoulli_keep
+    from jaxaudit.graph.propagation import propagate, sparse_matmul
+    from jaxaudit.graph.shadow_models import prepare_inputs
+
+    inputs = prepare_inputs(graph)
+    s, r = inputs.senders, inputs.receivers
+    n, f, h, c = graph.num_nodes, inputs.nodes.shape[1], 64, graph.num_classes
+    rng = np.random.default_rng(0)
+    w1 = jnp.asarray(rng.normal(size=(f, h)) * 0.05, jnp.float32)
+    w2 = jnp.asarray(rng.normal(size=(h, c)) * 0.1, jnp.float32)
+    h64 = jnp.asarray(rng.normal(size=(n, h)), jnp.float32)
+    h7 = jnp.asarray(rng.normal(size=(n, c)), jnp.float32)
+    deg = 1.0 + jax.ops.segment_sum(jnp.ones(s.shape), r, n)
+    norm = jax.lax.rsqrt(deg)[s] * jax.lax.rsqrt(deg)[r]
+
+    def segment(x, nrm, s, r):  # the reference (and the path below 32 features)
+        return jax.ops.segment_sum(nrm[:, None] * x[s], r, x.shape[0])
+
+    def csr(x, nrm, s, r):
+        return propagate(x, s, r, nrm)
+
+    def fwd_bwd(p):  # forward and the gradient of a loss that depends on the input
+        return lambda x, *a: jax.grad(lambda x: 0.5 * jnp.sum(p(x, *a) ** 2))(x)
+
+    params = {"w1": w1, "b1": jnp.zeros(h), "w2": w2, "b2": jnp.zeros(c)}
+    opt = optax.chain(optax.add_decayed_weights(5e-4), optax.adam(0.01))
+    rows = {
+        "degrees and edge norms": _per_call_ms(
+            lambda w, s, r: w * jax.lax.rsqrt(1.0 + jax.ops.segment_sum(w, r, n))[s], norm, s, r),
+        "X W (CSR kernel)": _per_call_ms(lambda w, x: sparse_matmul(x, w), w1, inputs.nodes),
+        "X W + X^T G": _per_call_ms(
+            lambda w, x: jax.grad(lambda w: 0.5 * jnp.sum(sparse_matmul(x, w) ** 2))(w),
+            w1, inputs.nodes),
+    }
+    for name, x in (("64", h64), ("7", h7)):
+        for kind, p in (("segment_sum", segment), ("propagate", csr)):
+            rows[f"propagation {name} wide, {kind}, forward"] = _per_call_ms(p, x, norm, s, r)
+            rows[f"propagation {name} wide, {kind}, forward + backward"] = _per_call_ms(
+                fwd_bwd(p), x, norm, s, r)
+    rows["dense layer 2 (N x 64 @ 64 x 7), forward + both gradients"] = _per_call_ms(
+        lambda x, w: jax.grad(lambda x, w: 0.5 * jnp.sum((x @ w) ** 2), argnums=(0, 1))(x, w),
+        h64, w2)
+    rows["dropout 0.5 on N x 64 (packed bits)"] = _per_call_ms(
+        lambda x, k: jnp.where(bernoulli_keep(jax.random.fold_in(k, (x[0, 0] > 0).astype(
+            jnp.int32)), 0.5, x.shape), 2 * x, 0.0), h64, jax.random.key(0))
+    rows["Adam + L2 step (92k parameters)"] = _per_call_ms(
+        lambda w, p, st: optax.apply_updates(p, opt.update({**p, "w1": w}, st, p)[0]),
+        w1, params, opt.init(params))
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", type=int, nargs="+", default=[1, 8, 32, 128])
+    parser.add_argument("--models", type=int, nargs="*", default=[1, 8, 32, 128])
     parser.add_argument("--epochs", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--pyg-models", type=int, default=5,
@@ -111,6 +189,8 @@ def main(argv=None):
     parser.add_argument("--chunk-size", type=int, default=None,
                         help="jaxaudit models vmapped together (default: automatic, 1 on CPU)")
     parser.add_argument("--skip-pyg", action="store_true")
+    parser.add_argument("--pieces", action="store_true",
+                        help="also time the pieces of one model-epoch (benchmarks/README.md)")
     parser.add_argument("--host-devices", type=int, default=cpu_core_count(),
                         help="CPU devices JAX starts with (default: one per core, as the CLI)")
     parser.add_argument("--device-counts", default=None,
@@ -125,6 +205,9 @@ def main(argv=None):
           f"{jax.device_count()} {jax.default_backend()} device(s), jax {jax.__version__}")
     print(f"{'R':>5} {'devices':>7} {'PyG s/model':>12} {'jaxaudit s/model':>17} {'compile s':>10} "
           f"{'ratio':>7}")
+    if args.pieces:
+        for name, ms in bench_pieces(graph).items():
+            print(f"{name:<62} {ms * 1e3:8.0f} us", flush=True)
     for r in args.models:
         pyg = float("nan") if args.skip_pyg else bench_pyg(graph, min(r, args.pyg_models),
                                                             args.epochs, args.torch_threads)

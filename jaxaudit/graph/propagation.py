@@ -9,6 +9,12 @@ Vmapping a sparse product over R models would batch it badly, so :func:`sparse_m
 *custom batching rule*: under ``vmap`` over the weights (``W`` of shape (R, F, H)) it
 concatenates the models' weights along the output axis, ``[W_1 ... W_R]`` of shape (F, R*H), and
 performs ONE sparse product for all models; its gradient ``X^T G`` is batched the same way.
+
+Message passing over the edges (:func:`propagate`, used by the GCN and GraphSAGE layers) runs on
+the same kernel: the weighted adjacency as CSR sorted by receiver for ``A H``, and sorted by
+sender for the gradient ``A^T G`` (custom VJP); R models' different edge weights on one graph
+are one block-diagonal product under ``vmap``. Messages narrower than 32 features (a GCN's class
+logits) stay a gather and ``segment_sum``, which is faster there (benchmarks/README.md).
 Everything else in the models is plain ``vmap``.
 """
 
