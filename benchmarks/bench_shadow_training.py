@@ -24,19 +24,22 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import numpy as np
 
-from jaxaudit.datasets import load_planetoid
+from jaxaudit.datasets import Graph, load_planetoid
 from jaxaudit.graph import train_shadow_models, uniform_sampler
 from jaxaudit.sharding import cpu_core_count
 
 
-def bench_jax(graph, num_models, epochs, repeats, edge_access, chunk_size, devices):
+def bench_jax(graph: Graph, num_models: int, epochs: int, repeats: int, edge_access: str,
+              chunk_size: int | None, devices: Sequence[jax.Device]) -> tuple[float, float]:
     sampler = uniform_sampler(0.5)
 
-    def run(seed):
+    def run(seed: int) -> float:
         t = time.perf_counter()
         out = train_shadow_models(jax.random.key(seed), graph, sampler, "gcn", num_models,
                                   epochs=epochs, edge_access=edge_access, chunk_size=chunk_size,
@@ -98,14 +101,15 @@ def bench_pyg(graph, num_models, epochs, threads):
     return statistics.median(times)
 
 
-def _per_call_ms(fn, *args, reps=200, repeats=5):
+def _per_call_ms(fn: Callable[..., Any], *args: Any, reps: int = 200, repeats: int = 5
+                 ) -> float:
     """Median ms per call of ``fn(*args)``, run ``reps`` times inside one jitted ``fori_loop``
     (no dispatch overhead); the first argument is perturbed by the loop carry and every output
     is summed into it, so XLA can neither hoist the work out of the loop nor drop any of it."""
     import jax.numpy as jnp
 
-    def program(*args):
-        def body(i, acc):
+    def program(*args: Any) -> jax.Array:
+        def body(i: Any, acc: jax.Array) -> jax.Array:
             out = fn(args[0] + acc * 1e-30, *args[1:])
             return acc + sum(jnp.sum(leaf) for leaf in jax.tree.leaves(out))
         return jax.lax.fori_loop(0, reps, body, jnp.float32(0))
@@ -120,7 +124,7 @@ def _per_call_ms(fn, *args, reps=200, repeats=5):
     return statistics.median(times) / reps * 1e3
 
 
-def bench_pieces(graph):
+def bench_pieces(graph: Graph) -> dict[str, float]:
     """Per-piece timings of one GCN model-epoch on Cora (one model, no vmap), in ms."""
     import jax.numpy as jnp
     import optax
@@ -140,13 +144,13 @@ def bench_pieces(graph):
     deg = 1.0 + jax.ops.segment_sum(jnp.ones(s.shape), r, n)
     norm = jax.lax.rsqrt(deg)[s] * jax.lax.rsqrt(deg)[r]
 
-    def segment(x, nrm, s, r):  # the reference (and the path below 32 features)
+    def segment(x: jax.Array, nrm: jax.Array, s: jax.Array, r: jax.Array) -> jax.Array:  # the reference (and the path below 32 features)
         return jax.ops.segment_sum(nrm[:, None] * x[s], r, x.shape[0])
 
-    def csr(x, nrm, s, r):
+    def csr(x: jax.Array, nrm: jax.Array, s: jax.Array, r: jax.Array) -> jax.Array:
         return propagate(x, s, r, nrm)
 
-    def fwd_bwd(p):  # forward and the gradient of a loss that depends on the input
+    def fwd_bwd(p: Callable[..., jax.Array]) -> Callable[..., jax.Array]:  # forward and the gradient of a loss that depends on the input
         return lambda x, *a: jax.grad(lambda x: 0.5 * jnp.sum(p(x, *a) ** 2))(x)
 
     params = {"w1": w1, "b1": jnp.zeros(h), "w2": w2, "b2": jnp.zeros(c)}
@@ -176,7 +180,7 @@ def bench_pieces(graph):
     return rows
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, nargs="*", default=[1, 8, 32, 128])
     parser.add_argument("--epochs", type=int, default=200)
