@@ -1,4 +1,4 @@
-"""Findings across GNN architectures and training-set sizes (docs/bmp.md, section 7).
+"""Findings across GNN architectures and training-set sizes (docs/bmp.md, section 8).
 
 Reads the audits that ``notebooks/scripts/bmp_findings.py`` wrote for ``jaxaudit shadow`` runs
 named ``{dataset}_{model}_{sampler}_{edges}_r{ratio}_m{R}`` and writes two markdown tables and a
@@ -213,7 +213,7 @@ def main(argv=None) -> None:
     rates = {k: attack_rates(Path(args.shadow_root), n) for k, n in names.items()}
     out = Path(args.out)
     made_by = ("Made by `python notebooks/scripts/bmp_sweep_tables.py --findings FINDINGS "
-               "--shadow-root RUNS` (commands: docs/bmp.md, section 7). Differences: posterior "
+               "--shadow-root RUNS` (commands: docs/bmp.md, section 8). Differences: posterior "
                "median ε_R paired over the NUTS node subset ± SE over nodes / Jeffreys median "
                "ε_R ± bootstrap SE over shadow models (estimates).\n\n")
     table = models_table(runs, rates)
