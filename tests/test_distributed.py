@@ -86,6 +86,7 @@ def _run_workers(env: dict, port: int, out: Path, run_dir: Path) -> tuple[list[i
     return [int(p.returncode) for p in procs], logs + [""] * (2 - len(logs))
 
 
+@pytest.mark.slow
 def test_vmap_chunked_over_two_processes_equals_one_process(two_processes):
     results, _ = two_processes
     keys = jax.random.split(jax.random.key(0), 5)  # 5 items, chunks of 2: padding included
@@ -97,6 +98,7 @@ def test_vmap_chunked_over_two_processes_equals_one_process(two_processes):
                                       np.asarray(jax.random.key_data(expected["key"])))
 
 
+@pytest.mark.slow
 def test_train_shadow_models_over_two_processes_equals_one_process(two_processes):
     results, _ = two_processes
     graph = make_csbm(jax.random.key(1), num_nodes=24, num_classes=2, num_features=4)
@@ -107,6 +109,7 @@ def test_train_shadow_models_over_two_processes_equals_one_process(two_processes
         np.testing.assert_array_equal(got["scores"], np.asarray(ref.scores))
 
 
+@pytest.mark.slow
 def test_inputs_that_differ_between_processes_are_refused_on_every_process(two_processes):
     results, _ = two_processes
     for got in results:
@@ -115,6 +118,7 @@ def test_inputs_that_differ_between_processes_are_refused_on_every_process(two_p
         assert "[1]" in message
 
 
+@pytest.mark.slow
 def test_only_process_zero_writes_and_every_process_gets_every_chunk(two_processes):
     results, run_dir = two_processes
     for name in ("a", "b"):

@@ -66,6 +66,7 @@ def test_snowball_enumeration_matches_monte_carlo():
         assert np.all(c_mc <= c_exact + 4 * se + 0.1), (c_mc, c_exact, se)
 
 
+@pytest.mark.slow
 def test_fixed_size_snowball_is_infinite_and_statistic_lower_bound():
     masks, probs = bmp.snowball_distribution(SENDERS, RECEIVERS, 6, 3)
     assert np.all(np.isinf(bmp.sampling_leakage(masks, probs).c_r))

@@ -149,6 +149,7 @@ def test_every_command_is_classified():
         "a command is neither checked for its stored configuration nor listed in NO_RUN_FOLDER")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", sorted(CHANGES_NO_NUMBER), ids=" ".join)
 def test_every_option_that_changes_a_number_is_stored(path, tmp_path, monkeypatch):
     def record(cls, folder, *, kind, config):

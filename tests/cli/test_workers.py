@@ -50,6 +50,7 @@ def test_two_worker_processes_and_a_final_run_equal_the_serial_run(tmp_path):
     assert not (tmp_path / "shared" / "claims").exists()
 
 
+@pytest.mark.slow
 def test_a_sigkilled_worker_leaves_a_claim_that_the_next_run_reclaims(tmp_path):
     shared = tmp_path / "shared"
     args = [*TINY[:-4], "2000", "--seed", "5", "--quiet"]               # ~1 s per unit

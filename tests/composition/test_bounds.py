@@ -201,6 +201,7 @@ def test_fdp_bounds_vmap_over_mu():
                                rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_fdp_default_grid_inside_jit_and_vmap():
     """Without ``epsilons``, the default grid is built in jnp when δ_f closes over a traced μ:
     the same grid as the host search (to round-off) and the same count bounds."""

@@ -85,6 +85,7 @@ def _dense_adjacency(n, senders, receivers, weight):
     return a
 
 
+@pytest.mark.slow
 def test_wide_gcn_and_sage_layers_match_dense_references():
     """GCNConv and SAGEConv with 48 features per node (the CSR path) against float64 dense
     formulas, on a directed random graph with a random edge mask, values and kernel gradients

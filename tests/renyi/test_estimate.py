@@ -139,6 +139,7 @@ def test_orders_vector_and_directions():
     np.testing.assert_allclose(vec.per_direction.point[:, 0], one.point, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_theory_mode_is_valid_and_vacuous_at_small_n():
     k1, k2, k3 = jax.random.split(jax.random.key(14), 3)
     x_q = 1.0 + jax.random.normal(k1, (1500,))

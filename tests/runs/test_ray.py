@@ -108,6 +108,7 @@ def _dies_once(marker_dir):
     return compute
 
 
+@pytest.mark.slow
 def test_a_task_whose_worker_dies_is_retried_and_the_folder_is_complete(cluster, tmp_path,
                                                                        monkeypatch):
     saved = _count_saves(monkeypatch)
@@ -135,6 +136,7 @@ def _bad_unit(marker_dir):
     return compute
 
 
+@pytest.mark.slow
 def test_a_users_value_error_surfaces_and_is_not_retried(cluster, tmp_path):
     with pytest.raises(ValueError, match="learning_rate diverged"):
         run_chunks(None, NAMES[:1], _bad_unit(tmp_path), backend="ray")
@@ -145,6 +147,7 @@ def test_a_users_value_error_surfaces_and_is_not_retried(cluster, tmp_path):
     assert not (tmp_path / "r" / "claims").exists()                # claims released
 
 
+@pytest.mark.slow
 def test_units_held_by_another_process_are_skipped(cluster, tmp_path):
     from jaxaudit.runs.claims import claim_unit
 
