@@ -193,7 +193,7 @@ def ratio_figure(rows: list[dict], path: Path) -> None:
     axes[1].set_ylabel("certified ε_R, node mean (95% lower bound)")
     axes[2].set_ylabel("LOO-LiRA TPR at 1% FPR (estimate)")
     for ax in axes:
-        ax.set_xlabel("training-set fraction (mean η; the requested ratio where reached)")
+        ax.set_xlabel("training-set fraction (mean η)")
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
     fig.suptitle("GCN shadow models: node-level leakage against the training-set size")
