@@ -279,7 +279,7 @@ def propagate(h: jax.Array, senders: jax.Array, receivers: jax.Array, weight: ja
       weight: (E,) edge weights.
 
     Returns:
-      (N, H) aggregated messages.
+      the aggregated messages, of ``h``'s shape.
     """
     width = int(np.prod(h.shape[1:], dtype=np.int64))
     if width < _CSR_MIN_WIDTH:
