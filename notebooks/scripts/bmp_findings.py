@@ -126,6 +126,30 @@ def refresh_auc(folder: Path, target: Path) -> None:
     tmp.rename(target)
 
 
+def _take_lock(lock: Path) -> bool:
+    """Create ``lock`` (owner ``host:pid:tag``, as the run folders' claims write it) unless another
+    live process holds it; a lock whose process on this host no longer exists (an audit that was
+    killed) is taken over."""
+    import json
+    import os
+    import socket
+
+    from jaxaudit.runs.claims import _owner_dead
+
+    record = json.dumps({"owner": f"{socket.gethostname()}:{os.getpid()}:audit"})
+    for _ in range(2):
+        try:
+            with open(lock, "x") as f:
+                f.write(record)
+            return True
+        except FileExistsError:
+            if not _owner_dead(lock):
+                return False
+            print(f"{lock.name}: its process is gone; taking the stale lock over", flush=True)
+            lock.unlink(missing_ok=True)
+    return False
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--shadow-root", required=True)
@@ -159,9 +183,7 @@ def main(argv=None):
         lock = out / f".{folder.name}.lock"  # several workers may share the output folder
         if target.exists() or not (folder / "summary.json").is_file():
             continue
-        try:
-            lock.touch(exist_ok=False)
-        except FileExistsError:
+        if not _take_lock(lock):
             continue
         t0 = time.perf_counter()
         arrays = audit_run(folder, args)
