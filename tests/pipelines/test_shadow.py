@@ -2,6 +2,7 @@
 progress, any flax module, an in-memory graph, and bad configuration fields named."""
 
 import json
+import warnings
 from pathlib import Path
 
 import flax.linen as nn
@@ -176,3 +177,34 @@ def test_cli_limits_and_names_agree_with_the_library():
         lib.MAX_MODELS, lib.MAX_EPOCHS, lib.MAX_CSBM_NODES)
     assert cli.MAX_RESULT_GIB * 2**30 == lib.MAX_RESULT_BYTES
     assert cli.BYTES_PER_SCORE == lib.BYTES_PER_SCORE
+
+
+def test_a_sampler_that_falls_short_of_its_ratio_is_reported():
+    from jaxaudit.pipelines.shadow import _warn_short_samples
+
+    rng = np.random.default_rng(0)
+    with pytest.warns(RuntimeWarning, match=r"snowball samples hold 0\.550 of the nodes"):
+        _warn_short_samples(np.arange(1000) % 20 < 11, 0.8, "snowball")  # 0.55 of 0.8
+    exact = rng.permutation(np.arange(64 * 100).reshape(64, 100) % 2 == 0)
+    poisson = rng.random((1, 40)) < 0.5  # one small Poisson sample: its own spread, no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warn_short_samples(exact, 0.5, "uniform")
+        _warn_short_samples((np.arange(40) < 18)[None], 0.5, "poisson")  # 0.45: 1.3 SE short
+        _warn_short_samples(poisson, 0.5, "poisson")
+        _warn_short_samples(np.zeros((0, 0), bool), 0.5, "uniform")
+
+
+@pytest.mark.slow  # trains shadow models
+def test_run_shadow_warns_when_the_snowball_cannot_reach_the_ratio():
+    # 30 connected nodes and 30 isolated ones: the snowball grows through the seeds' components
+    # only, so it can never hold 90% of the nodes
+    n = 60
+    y = np.arange(n) % 2
+    x = np.eye(2)[y]
+    ring = np.stack([np.arange(29), np.arange(1, 30)])
+    graph = from_edge_index(x, y, ring, name="islands")
+    config = ShadowConfig(num_models=2, chunk=2, epochs=2, seed=0, sampler="snowball", ratio=0.9)
+    with pytest.warns(RuntimeWarning, match="ran out of reachable nodes"):
+        result = run_shadow(config, model=TinyMLP(), graph=graph)
+    assert result.mean_inclusion < 0.8
