@@ -1,7 +1,7 @@
 """Benchmark: per-node BMP posteriors for every node of Cora vs privacy-estimates.
 
 jaxaudit: :func:`jaxaudit.bmp.posterior_nuts` on all nodes' counts at once, 4 chains × (500 warm-up
-+ 1000) NUTS draws, vmapped over nodes (one jit-compiled call); reported cold (with compilation)
++ 1000) NUTS draws (``--warmup``, ``--samples``), vmapped over nodes (one jit-compiled call); reported cold (with compilation)
 and warm (median of ``--repeats``), seconds per node, and the sampler's health: the fraction of
 nodes with R-hat ≤ 1.05, the smallest bulk ESS and the fraction of nodes with ESS ≥ 400, and the
 divergent transitions (total, and per 10⁴ draws after warm-up).
@@ -77,7 +77,7 @@ def bench_jaxaudit(counts, args):
     rows = []
     for rep in range(args.repeats + 1):
         t0 = time.perf_counter()
-        config = NutsConfig(num_warmup=500, num_samples=1000, num_chains=4,
+        config = NutsConfig(num_warmup=args.warmup, num_samples=args.samples, num_chains=4,
                             max_num_doublings=args.max_num_doublings, min_ess=args.min_ess)
         post = posterior_nuts(jax.random.key(rep), c, config=config,
                               deduplicate=not args.no_dedupe)
@@ -85,7 +85,7 @@ def bench_jaxaudit(counts, args):
         dt = time.perf_counter() - t0
         rhat, ess = np.asarray(post.rhat), np.asarray(post.ess)
         div = np.asarray(post.divergences)
-        draws = div.size * 4 * 1000
+        draws = div.size * 4 * args.samples
         rows.append(dict(seconds=dt, frac_rhat=float(np.mean(rhat <= 1.05)),
                          frac_rhat_101=float(np.mean(rhat <= 1.01)),
                          divergences=int(div.sum()), div_per_1e4=1e4 * float(div.sum()) / draws,
@@ -140,6 +140,8 @@ def main(argv=None):
     p.add_argument("--min-ess", type=float, default=None,
                    help="posterior_nuts's min_ess: rerun (thinned) the count sets whose bulk ESS "
                         "is below it")
+    p.add_argument("--warmup", type=int, default=500, help="NUTS warm-up steps per chain")
+    p.add_argument("--samples", type=int, default=1000, help="NUTS draws kept per chain")
     p.add_argument("--max-num-doublings", type=int, default=None,
                    help="NUTS tree-depth cap (default: posterior_nuts's)")
     args = p.parse_args(argv)
@@ -162,7 +164,8 @@ def main(argv=None):
 
     cap = args.max_num_doublings or "default"
     print(f"Cora counts: {n_valid} nodes with IN and OUT runs, {n_unique} distinct count tuples; "
-          f"4 chains x (500 + 1000) NUTS draws; tree-depth cap {cap}; "
+          f"4 chains x ({args.warmup} + {args.samples}) NUTS draws; tree-depth cap {cap}; "
+          f"min ESS rerun {args.min_ess}; "
           f"{len(jax.devices())} JAX CPU device(s)")
     print("| method | total s | s / node | R-hat<=1.05 | min ESS | ESS>=400 | divergences "
           "(per 1e4 draws) | mean leapfrog |")

@@ -105,6 +105,8 @@ class NutsPosterior(NamedTuple):
 
 #: Largest thinning factor of :func:`posterior_nuts`'s ``min_ess`` rerun.
 MAX_THIN = 8
+#: Fewest lanes (padded rows) of a ``min_ess`` rerun.
+RERUN_ROWS = 16
 
 #: Default NUTS tree-depth caps of :func:`posterior_nuts` per parameterization (at most 2^d − 1
 #: leapfrog steps per transition).
@@ -138,11 +140,13 @@ def _on_coordinates(fn: Callable[[jax.Array], _R]) -> Callable[[tuple[jax.Array,
     return lambda coords: fn(jnp.stack(coords, axis=-1))
 
 
-def _one_node(key: jax.Array, counts: ErrorCounts, prior_ab: tuple[jax.Array, jax.Array], *,
-              fixed_strength: float | None, prior_variance: float, sampler: _SamplerSettings,
-              parameterization: str, symmetric: bool, thin: int = 1) -> NutsPosterior:
-    """Window adaptation + NUTS for one count set, ``num_chains`` chains (vmapped); with
-    ``thin`` > 1, ``num_samples × thin`` transitions of which every ``thin``-th is kept.
+def _one_node(key: jax.Array, counts: ErrorCounts, prior_ab: tuple[jax.Array, jax.Array],
+              thin: jax.Array, *, fixed_strength: float | None, prior_variance: float,
+              sampler: _SamplerSettings, parameterization: str, symmetric: bool,
+              thinned: bool = False) -> NutsPosterior:
+    """Window adaptation + NUTS for one count set, ``num_chains`` chains (vmapped); when
+    ``thinned``, ``num_samples × thin`` transitions of which every ``thin``-th is kept (``thin``
+    a traced integer ≥ 1, so one compiled program serves every thinning; ignored otherwise).
     ``sampler`` = (num_warmup, num_samples, num_chains, max_num_doublings,
     warmup_max_num_doublings, target_acceptance_rate, delta_link)."""
     (num_warmup, num_samples, num_chains, max_num_doublings, warmup_max_num_doublings,
@@ -183,12 +187,13 @@ def _one_node(key: jax.Array, counts: ErrorCounts, prior_ab: tuple[jax.Array, ja
                 return (state, div + info.is_divergent, steps + info.num_integration_steps), None
 
             zero = jnp.zeros((), jnp.int32)
-            (state, div, steps), _ = jax.lax.scan(transition, (state, zero, zero),
-                                                  jax.random.split(k, thin))
+            state, div, steps = jax.lax.fori_loop(
+                0, thin, lambda i, carry: transition(carry, jax.random.fold_in(k, i))[0],
+                (state, zero, zero))
             c = constrain(state.position)
             return state, (c.eps_l, c.eps_r, c.s, div, steps / thin)
 
-        if thin > 1:
+        if thinned:
             step = thinned_step
 
         _, out = jax.lax.scan(step, state, jax.random.split(key_draw, num_samples))
@@ -225,13 +230,13 @@ def _diagnose(post: NutsPosterior) -> NutsPosterior:
 @functools.lru_cache(maxsize=16)
 def _runner(fixed_strength: float | None, prior_variance: float, sampler: _SamplerSettings,
             parameterization: str, chunk_size: int | None, devices: tuple[jax.Device, ...] | None,
-            symmetric: bool, thin: int = 1) -> Callable[[tuple[Any, ...]], Any]:
+            symmetric: bool, thinned: bool = False) -> Callable[[tuple[Any, ...]], Any]:
     """The jit-compiled, node-vmapped sampler for one configuration (cached: calls with the same
     settings and the same padded node count reuse the compiled program). The Beta prior's (a, b)
     are per-node inputs, so every Beta prior shares one program."""
     fn = partial(_one_node, fixed_strength=fixed_strength, prior_variance=prior_variance,
                  sampler=sampler, parameterization=parameterization, symmetric=symmetric,
-                 thin=thin)
+                 thinned=thinned)
     return driver.vmapped(fn, chunk_size=chunk_size, devices=devices)
 
 
@@ -259,7 +264,8 @@ class NutsConfig(NamedTuple):
         transitions and keeping every k-th (the same number of draws, k = ⌈1.25 min_ess / their
         smallest ESS⌉, 2 to 8); the rerun's draws and diagnostics replace the first ones (a
         RuntimeWarning names the count sets still below ``min_ess``). Costs a second compiled
-        program the first time.
+        program the first time; k is an input of that program and its rows are padded to at
+        least 16, so later calls reuse it whatever their k and number of rows.
       delta_link: the centered coordinates' δ = ε − ε̂ link, "softplus" (default) or "exp" (the
         former one, for benchmarks/bmp_delta_link.py).
     """
@@ -431,16 +437,19 @@ def posterior_nuts(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike], *,
                float(config.target_acceptance_rate), str(config.delta_link))
     devices = None if devices is None else tuple(devices)
 
-    def sample(key: jax.Array, rows: np.ndarray, chunk: int | None, thin: int = 1) -> NutsPosterior:
-        """One compiled, node-vmapped run over ``rows``, diagnosed."""
+    def sample(key: jax.Array, rows: np.ndarray, chunk: int | None,
+               thin: np.ndarray | None = None) -> NutsPosterior:
+        """One compiled, node-vmapped run over ``rows``, diagnosed; ``thin``: per-row thinning
+        (None: no thinning)."""
         dtype = jnp.result_type(float)
         prior_ab = tuple(jnp.full(rows.shape[0], x, dtype) for x in (prior.a, prior.b))
+        thins = jnp.ones(rows.shape[0], jnp.int32) if thin is None else jnp.asarray(thin, jnp.int32)
         run = _runner(prior.fixed, float(prior_variance), sampler, parameterization, chunk,
-                      devices, bool(symmetric), thin)
+                      devices, bool(symmetric), thin is not None)
         if per_row:  # key: one key per row, padded as the rows are
             keys = key[np.minimum(np.arange(rows.shape[0]), key.shape[0] - 1)]
-            return _diagnose(run((keys, driver.rows_as_counts(rows), prior_ab)))
-        return _diagnose(driver.run_rows(run, key, rows, prior_ab))
+            return _diagnose(run((keys, driver.rows_as_counts(rows), prior_ab, thins)))
+        return _diagnose(driver.run_rows(run, key, rows, prior_ab, thins))
 
     out = sample(key, table.rows, chunk_size)
     min_ess = config.min_ess
@@ -448,17 +457,19 @@ def posterior_nuts(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike], *,
         low = np.flatnonzero(np.asarray(out.ess[:num_rows]) < min_ess)
         if low.size:
             ess = np.maximum(np.asarray(out.ess)[low], 1.0)
-            thins = np.clip(np.ceil(1.25 * min_ess / ess), 2, MAX_THIN).astype(int)
-            if not per_row:  # one rerun, thinned for the smallest ESS
+            thins = np.clip(np.ceil(1.25 * min_ess / ess), 2, MAX_THIN).astype(np.int32)
+            if not per_row:  # thinned for the smallest ESS
                 thins[:] = thins.max()
-            for thin in np.unique(thins).tolist():
-                rows = low[thins == thin]
-                sub = driver.pad_rows(table.rows[rows], driver.size_bucket(rows.size, None))
-                more_key = (jax.vmap(jax.random.fold_in, (0, None))(key[rows], 1) if per_row
-                            else jax.random.fold_in(key, 1))
-                more = sample(more_key, sub, None, thin)
-                out = jax.tree.map(lambda a, b, r=rows: a.at[r].set(b[:r.size].astype(a.dtype)),
-                                   out, more)
+            # One call for every row of the rerun, each with its own thinning (a traced input:
+            # one compiled program serves them all), padded to at least RERUN_ROWS lanes, so
+            # that later calls reuse the program (a new one costs ~15 s; the lanes, milliseconds)
+            size = driver.size_bucket(max(low.size, RERUN_ROWS), None)
+            sub = driver.pad_rows(table.rows[low], size)
+            more_key = (jax.vmap(jax.random.fold_in, (0, None))(key[low], 1) if per_row
+                        else jax.random.fold_in(key, 1))
+            more = sample(more_key, sub, None, np.concatenate(
+                [thins, np.full(size - low.size, thins[-1], np.int32)]))
+            out = jax.tree.map(lambda a, b: a.at[low].set(b[:low.size].astype(a.dtype)), out, more)
             still = int(np.sum(np.asarray(out.ess[:num_rows]) < min_ess))
             if still:
                 warnings.warn(f"{still} of {num_rows} distinct count sets stay below "

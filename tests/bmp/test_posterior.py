@@ -1,6 +1,8 @@
 """NUTS posterior vs the deterministic grid posterior, soundness of the lower quantile, the
 Jeffreys baseline, input validation."""
 
+import logging
+import re
 import warnings
 
 import jax
@@ -330,3 +332,29 @@ def test_grid_warns_when_it_cannot_resolve_the_posterior():
         g = bmp.posterior_grid(bmp.ErrorCounts(32.0, 32.0, 32.0, 32.0), attack_prior="optimal",
                                num_eps=400)
     assert g.quantile("l", 0.95) < 0.2
+
+
+
+@pytest.mark.slow  # two NUTS compilations
+def test_min_ess_rerun_reuses_its_program_whatever_the_thinning(caplog):
+    """The rerun's thinning is an input of its compiled program, and its rows are padded to at
+    least 16: a second call whose rerun thins differently (another min_ess) compiles nothing."""
+    c = bmp.ErrorCounts(np.array([10.0, 32.0]), np.array([100.0, 32.0]),
+                        np.array([30.0, 32.0]), np.array([100.0, 32.0]))
+    config = bmp.NutsConfig(num_warmup=30, num_samples=40)
+    first = bmp.posterior_nuts(jax.random.key(2), c, config=config)
+    ess = float(np.asarray(first.ess).min())
+    kw = dict(num_samples=40, num_warmup=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the short chains may stay below
+        bmp.posterior_nuts(jax.random.key(2), c, config=bmp.NutsConfig(**kw, min_ess=1.5 * ess))
+        with jax.log_compiles(True), caplog.at_level(logging.WARNING):
+            caplog.clear()
+            post = bmp.posterior_nuts(jax.random.key(2), c,
+                                      config=bmp.NutsConfig(**kw, min_ess=5.0 * ess))
+    # only the small eager indexing ops that write the rerun's rows back may compile (their
+    # shapes follow the number of rerun rows); the sampler's program must not
+    names = {m.group(1) for r in caplog.records
+             if (m := re.match(r"Compiling jit\((\w+)\)", r.getMessage()))}
+    assert names <= {"_squeeze", "dynamic_slice", "scatter", "gather"}, names
+    assert np.asarray(post.ess).min() > np.asarray(first.ess).min()
