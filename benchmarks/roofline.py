@@ -21,6 +21,7 @@ contention). Usage::
 
     JAXAUDIT_DATA=../shared/data python benchmarks/roofline.py [--steps 10] [--runs 8]
         [--repeats 3] [--gcn] [--json out.json]
+    PYTHONPATH=<older checkout> python benchmarks/roofline.py --gcn-only --gcn-label before
 """
 
 from __future__ import annotations
@@ -161,7 +162,7 @@ def gcn_rows(args):
 
     cpu, wall = timed(run, args.repeats)
     units = models * epochs
-    return [dict(workload="GCN shadow model epoch, Cora", config="current (chunk 1 on CPU)",
+    return [dict(workload="GCN shadow model epoch, Cora", config=args.gcn_label,
                  devices=len(jax.devices()), runs=models, flops_hand=gcn_epoch_flops(graph),
                  flops_xla=None, cpu_s_per_unit=cpu / units, wall_s_per_unit=wall / units)]
 
@@ -184,6 +185,10 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--gcn", action="store_true", help="also the GCN shadow-model epoch")
     ap.add_argument("--gcn-models", type=int, default=4)
+    ap.add_argument("--gcn-only", action="store_true",
+                    help="only the GCN rows (e.g. with PYTHONPATH at an older checkout)")
+    ap.add_argument("--gcn-label", default="current (chunk 1 on CPU)",
+                    help="the GCN row's configuration column")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
 
@@ -194,7 +199,8 @@ def main(argv=None):
     print(f"FP32 matmul peak in JAX (1024², jax {jax.__version__}, {os.cpu_count()} CPUs): "
           f"{one:.0f} GFLOP/s on one thread (CPU time), {threads:.0f} GFLOP/s with XLA's "
           f"threads (wall)", flush=True)
-    rows = dpsgd_rows(args) + (gcn_rows(args) if args.gcn else [])
+    rows = ([] if args.gcn_only else dpsgd_rows(args)) + (
+        gcn_rows(args) if args.gcn or args.gcn_only else [])
     print("\n| workload | configuration | FLOPs/unit (hand; XLA) | CPU ms/unit | wall ms/unit "
           "| GFLOP/s per CPU-second | of 1-thread peak |")
     print("|---|---|---|---|---|---|---|")
