@@ -212,6 +212,7 @@ def main(argv=None) -> None:
     names = {k: f"{k[0]}_{k[1]}_{k[2]}_{k[3]}_r{k[4]}_m{v['num_models']}" for k, v in runs.items()}
     rates = {k: attack_rates(Path(args.shadow_root), n) for k, n in names.items()}
     out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     made_by = ("Made by `python notebooks/scripts/bmp_sweep_tables.py --findings FINDINGS "
                "--shadow-root RUNS` (commands: docs/bmp.md, section 8). Differences: posterior "
                "median ε_R paired over the NUTS node subset ± SE over nodes / Jeffreys median "
