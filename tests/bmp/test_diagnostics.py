@@ -129,6 +129,7 @@ def test_bad_shapes_raise():
             diagnostics.diagnose(bad)
 
 
+@pytest.mark.slow
 def test_median_mcse_iid_matches_the_closed_form():
     """Independent N(0, 1) draws, 4 × 1000: MCSE of the q-quantile = √(q(1 − q)/n)/φ(Φ⁻¹(q))
     (asymptotic; 0.0198 for the median). The median's estimate from one set of draws lies within

@@ -114,6 +114,7 @@ def test_centered_joint_jacobian(seed, ab):
 
 @pytest.mark.parametrize("seed,strength,ab", [(0, None, (1.0, 1.0)), (1, None, (20.0, 1.0)),
                                               (2, 0.4, (1.0, 1.0)), (3, 0.0, (1.0, 1.0))])
+@pytest.mark.slow
 def test_noncentered_joint_jacobian(seed, strength, ab):
     counts = bmp.ErrorCounts(7.0, 60.0, 21.0, 50.0)
     dim = 5 if strength is None else 4

@@ -168,6 +168,7 @@ def test_single_target_randomized_response_attains_beta():
         assert beta == pytest.approx(keep, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_coverage_of_count_bound_by_simulation():
     """K-ary RR on n = 1000 targets, 4000 seeded runs: Pr[L ≥ v_γ] ≤ γ within 4 MC sd."""
     n, alphabet_size, eps, gamma, runs = 1000, 10, 1.0, 0.05, 4000

@@ -55,6 +55,7 @@ def test_blocked_ghost_equals_vmap_reference_smallcnn(cnn_batch, block_size, cli
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * np.abs(b).max())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block_size", [1, 4])
 def test_blocked_ghost_equals_vmap_path_dense(block_size):
     model = MLP(hidden=(8, 6), num_classes=4)

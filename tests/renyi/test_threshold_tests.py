@@ -66,6 +66,7 @@ def test_discrete_no_signal_scores():
     assert threshold_renyi_lower_bound(a, b, [1.5, 3.0], confidence=0.95).tolist() == [0.0, 0.0]
 
 
+@pytest.mark.slow
 def test_coverage_of_baselines_on_the_gaussian_mechanism():
     """Lower bounds exceed the truth in ≤ significance + 3 sd of 200 repetitions."""
     rng = np.random.default_rng(2)
