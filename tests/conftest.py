@@ -58,3 +58,32 @@ def pytest_runtest_setup(item):
         pytest.fail(f"{reason} (JAXAUDIT_REQUIRE_DATA=1 turns this skip into a failure)",
                     pytrace=False)
     pytest.skip(reason)
+
+
+#: Linux caps a process at vm.max_map_count (65530 by default) memory mappings. Every program
+#: XLA:CPU compiles keeps a few mappings (a `jax.random` sampler keeps about 28) until its
+#: executable is freed, so one xdist worker running the whole slow suite passes the cap after
+#: about 25 minutes and the next compilation segfaults inside LLVM. Dropping JAX's caches once a
+#: worker holds a third of the cap frees them; the tests that follow recompile what they use.
+_MAPS_FILE = Path("/proc/self/maps")
+_MAPS_LIMIT = 20_000
+
+
+def _mapping_count() -> int:
+    try:
+        with _MAPS_FILE.open("rb") as f:
+            return f.read().count(b"\n")
+    except OSError:  # not Linux: no cap to stay under
+        return 0
+
+
+@pytest.fixture(autouse=True)
+def _release_compiled_programs():
+    yield
+    if _mapping_count() > _MAPS_LIMIT:
+        import gc
+
+        import jax
+
+        jax.clear_caches()
+        gc.collect()
