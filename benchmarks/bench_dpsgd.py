@@ -109,9 +109,15 @@ def host_device_rows(devices, args):
     runs = ",".join(v for v in args.runs.split(",") if v.strip() and int(v) > 1)
     if not runs:
         return []
-    flags = re.sub(r"--xla_force_host_platform_device_count=\S+", "", os.environ.get("XLA_FLAGS", ""))
-    env = dict(os.environ, JAX_PLATFORMS="cpu",
-               XLA_FLAGS=f"{flags} --xla_force_host_platform_device_count={devices}".strip())
+    from jaxaudit._xla_flags import DEVICE_COUNT_FLAG, with_cpu_flags
+
+    flags = re.sub(DEVICE_COUNT_FLAG + r"=\S+", "", os.environ.get("XLA_FLAGS", ""))
+    if args.xla_default_fusions:
+        flags = f"{flags} {DEVICE_COUNT_FLAG}={devices}".strip()
+    else:  # the jaxaudit command's flags: that device count, YNNPACK fusions off
+        flags = with_cpu_flags(flags, devices)
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=flags)
+    print(f"[{devices} host devices] XLA_FLAGS={flags}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         out_json = os.path.join(tmp, "rows.json")
         cmd = [sys.executable, os.path.abspath(__file__), "--skip-torch", "--host-devices", "0",
@@ -151,6 +157,9 @@ def main(argv=None):
                     "each in a subprocess (0: none; default 2, the all-cores configuration of a "
                     "two-core machine)")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--xla-default-fusions", action="store_true",
+                    help="host-device rows: XLA's own YNNPACK fusions, not the jaxaudit command's "
+                    "--xla_cpu_experimental_ynn_fusion_type= (the before/after of that flag)")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
 

@@ -46,15 +46,13 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxaudit._validation import check_chunk_size, is_traced
+from jaxaudit._xla_flags import DEVICE_COUNT_FLAG, with_cpu_flags
 
 __all__ = ["vmap_chunked", "batch_mesh", "use_all_cpu_cores", "cpu_core_count", "BATCH_AXIS",
            "DEVICE_COUNT_FLAG"]
 
 #: Name of the mesh axis that carries the item (model / run / node) axis.
 BATCH_AXIS = "batch"
-
-#: The XLA flag that sets the number of JAX CPU devices (read when JAX initialises its backend).
-DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 
 
 def cpu_core_count() -> int:
@@ -86,8 +84,11 @@ def use_all_cpu_cores() -> bool:
     It appends ``--xla_force_host_platform_device_count=<cores>`` to ``XLA_FLAGS`` (inherited by
     subprocesses started afterwards). It changes nothing when the user already chose: when
     ``XLA_FLAGS`` holds that flag, when ``jax_num_cpu_devices`` is configured, or when
-    ``JAX_PLATFORMS`` (``jax_platforms``) names a platform other than ``cpu`` alone. The
-    ``jaxaudit`` command applies the same rule before it imports JAX.
+    ``JAX_PLATFORMS`` (``jax_platforms``) names a platform other than ``cpu`` alone. With the
+    device count it appends ``--xla_cpu_experimental_ynn_fusion_type=`` (XLA:CPU's YNNPACK
+    fusions off, faster for the DP-SGD step and the BMP posteriors: benchmarks/README.md) unless
+    ``XLA_FLAGS`` sets that flag itself. The ``jaxaudit`` command applies the same rule before it
+    imports JAX.
 
     Returns:
       True when every core is, or will be once JAX starts, its own CPU device (also when the
@@ -121,7 +122,7 @@ def use_all_cpu_cores() -> bool:
             RuntimeWarning, stacklevel=2,
         )
         return False
-    os.environ["XLA_FLAGS"] = f"{flags} {DEVICE_COUNT_FLAG}={cores}".strip()
+    os.environ["XLA_FLAGS"] = with_cpu_flags(flags, cores)
     return True
 
 

@@ -16,6 +16,12 @@ _SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 if "JAXAUDIT_DATA" not in os.environ and _SHARED_DATA.is_dir():
     os.environ["JAXAUDIT_DATA"] = str(_SHARED_DATA)
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# The jaxaudit command's XLA:CPU configuration (YNNPACK fusions off; jaxaudit._xla_flags), set
+# before JAX starts, so that the library in this process computes what the command's
+# subprocesses compute, to the bit (tests compare their run folders exactly).
+from jaxaudit._xla_flags import with_cpu_flags  # noqa: E402
+
+os.environ["XLA_FLAGS"] = with_cpu_flags(os.environ.get("XLA_FLAGS", ""), None)
 
 #: marker name -> (data set, split) as understood by jaxaudit.datasets.fetch.missing_files
 _DATA = {

@@ -13,6 +13,8 @@ import textwrap
 import pytest
 
 FLAG = "--xla_force_host_platform_device_count"
+#: XLA:CPU's YNNPACK fusions off: appended with the device count (jaxaudit._xla_flags)
+YNN = "--xla_cpu_experimental_ynn_fusion_type="
 #: The cores this process may use (all of os.cpu_count() unless an affinity mask restricts it).
 CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
@@ -51,13 +53,13 @@ def test_command_uses_one_device_per_core(platforms):
     env = {} if platforms is None else {"JAX_PLATFORMS": platforms}
     result = _run(COMMAND, **env)
     assert result["cores"] == CORES
-    assert result["flags"] == f"{FLAG}={CORES}"
+    assert result["flags"] == f"{FLAG}={CORES} {YNN}"  # and XLA accepted both: JAX started
     assert result["devices"] == CORES
 
 
 def test_command_appends_to_existing_xla_flags():
     result = _run(COMMAND, XLA_FLAGS="--xla_dump_hlo_as_text=false")
-    assert result["flags"] == f"--xla_dump_hlo_as_text=false {FLAG}={result['cores']}"
+    assert result["flags"] == f"--xla_dump_hlo_as_text=false {FLAG}={result['cores']} {YNN}"
     assert result["devices"] == result["cores"]
 
 
@@ -166,3 +168,19 @@ def test_canary_runs_default_chunk_splits_runs_over_two_devices():
     assert sum(default_call[2]) in (6, 12)   # 2R = 6 runs: sharded 3 + 3 or gathered on each
     assert single_call[1:] == [[0], [6]]
     assert result["max_diff"] <= 1e-5
+
+
+def test_cpu_flags_keep_the_users_settings(monkeypatch):
+    import jaxaudit._xla_flags as xf
+
+    assert xf.with_cpu_flags("", 4) == f"{FLAG}=4 {YNN}"
+    assert xf.with_cpu_flags("", None) == YNN
+    # the user's own device count and YNNPACK setting win
+    assert xf.with_cpu_flags(f"{FLAG}=3", 4) == f"{FLAG}=3 {YNN}"
+    own = "--xla_cpu_experimental_ynn_fusion_type=individual_dot"
+    assert xf.with_cpu_flags(own, 2) == f"{own} {FLAG}=2"
+    # a jaxlib older than the flag (XLA would abort on it) or none installed: no YNNPACK flag
+    monkeypatch.setattr(xf, "_jaxlib_version", lambda: (0, 9))
+    assert xf.with_cpu_flags("", 2) == f"{FLAG}=2"
+    monkeypatch.setattr(xf, "_jaxlib_version", lambda: ())
+    assert xf.with_cpu_flags("", 2) == f"{FLAG}=2"

@@ -14,11 +14,11 @@ import warnings
 from collections.abc import Iterator
 
 import jaxaudit
+from jaxaudit._xla_flags import DEVICE_COUNT_FLAG, with_cpu_flags
 from jaxaudit.cli._types import Parser
 
 #: Sub-command modules, in the order ``--help`` lists them.
 COMMANDS = ("data", "bounds", "shadow", "bmp", "rdp", "attack", "report")
-_DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"  # = sharding.DEVICE_COUNT_FLAG
 
 
 def _use_all_cpu_cores() -> None:
@@ -26,10 +26,10 @@ def _use_all_cpu_cores() -> None:
     flags, env = os.environ.get("XLA_FLAGS", ""), os.environ
     if "jax" in sys.modules:  # main() called from Python after jax: that function (warns if late)
         importlib.import_module("jaxaudit.sharding").use_all_cpu_cores()
-    elif not (_DEVICE_COUNT_FLAG in flags or "JAX_NUM_CPU_DEVICES" in env
+    elif not (DEVICE_COUNT_FLAG in flags or "JAX_NUM_CPU_DEVICES" in env
               or env.get("JAX_PLATFORMS", "").strip().lower() not in ("", "cpu")):
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        env["XLA_FLAGS"] = f"{flags} {_DEVICE_COUNT_FLAG}={max(1, cores or 1)}".strip()
+        env["XLA_FLAGS"] = with_cpu_flags(flags, max(1, cores or 1))
 
 
 def build_parser() -> argparse.ArgumentParser:
