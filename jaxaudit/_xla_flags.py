@@ -14,8 +14,8 @@ DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 
 #: XLA:CPU's YNNPACK fusions (reductions and small dots handed to YNNPACK), switched off by an
 #: empty list. On the 2-core AVX-512 benchmark machine with jax 0.10.2 this made DP-GD canary
-#: runs 9-12% faster and left the GCN shadow models and the BMP posteriors as fast as before
-#: (within the noise; benchmarks/README.md, "XLA flags").
+#: runs about 1.12× faster (1.06–1.15× in three invocations) and left the GCN shadow models and
+#: the BMP posteriors as fast as before (within the noise; benchmarks/README.md, "XLA flags").
 YNN_FUSION_FLAG = "--xla_cpu_experimental_ynn_fusion_type"
 
 #: The first jaxlib whose XLA knows :data:`YNN_FUSION_FLAG` for certain (XLA aborts the process on
