@@ -1,29 +1,20 @@
-"""The one validation layer: argument checks shared by every public function (host side).
+"""Checks of single arguments shared by every domain: numbers, probabilities, shapes, choices,
+integers and PRNG keys (host side).
 
 Each validator is named for what it checks and raises ``ValueError`` (``TypeError`` for a value
 of the wrong kind: a string, a complex number, a non-key) naming the argument and the offending
 value as a plain number (``-1.0``, not ``array(-1.)``), so bad input never turns into a silent
-wrong number.
-
-Validation stays out of the way of ``jax.jit``: when a value is traced (the caller wrapped the
-function in ``jax.jit``/``jax.vmap``) there is nothing to check and the check is skipped, so
-validation happens once, at the outermost concrete call. A jitted public function therefore does
-**not** validate its arguments (``jax.jit(posterior_success)(1.5, 1.0)`` returns NaN): validate
-at the boundary, outside jit.
-
-Types: a validator takes ``Any`` (refusing what is not a number, a path or a key is its job) and
-is annotated with the type of its *concrete* result (a float64 ``np.ndarray``, ``int``, ``Path``);
-under a transform the tracer it was given comes back unchanged.
+wrong number. When a value is traced (inside the caller's ``jax.jit``/``jax.vmap``) there is
+nothing to check and the check is skipped: validation happens once, at the outermost concrete
+call.
 """
 
 from __future__ import annotations
 
 import numbers
-import os
 import warnings
 from collections.abc import Collection
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -31,20 +22,6 @@ if TYPE_CHECKING:
     import jax
 
 _T = TypeVar("_T")
-
-
-class _GraphLike(Protocol):
-    """What :func:`check_graph` reads of a ``jaxaudit.graph.Graph`` (this module sits below the
-    graph package, so it names the fields instead of importing the class)."""
-
-    features: Any
-    labels: Any
-    senders: Any
-    receivers: Any
-    train_mask: Any
-    val_mask: Any
-    test_mask: Any
-    num_classes: int
 
 
 class ArgumentTypeError(TypeError, ValueError):
@@ -272,137 +249,6 @@ def check_key(name: str, key: Any) -> None:
     raise ArgumentTypeError(f"{name} must be a JAX PRNG key (jax.random.key(seed)), got {plain(key)}")
 
 
-def check_scores_and_masks(scores: Any, masks: Any, *, scores_name: str = "scores",
-                           masks_name: str = "masks") -> None:
-    """(R, N) finite-or-inf float scores without NaN and (R, N) boolean masks of that shape.
-    Shapes are checked under a transform too; values only when concrete."""
-    s_shape, m_shape = np.shape(scores), np.shape(masks)
-    if len(s_shape) != 2:
-        raise ValueError(f"{scores_name} must have shape (R, N), got {s_shape}")
-    if m_shape != s_shape:
-        raise ValueError(f"{masks_name} must have the shape of {scores_name} {s_shape}, got {m_shape}")
-    if is_traced(scores, masks):
-        return
-    m = np.asarray(masks)
-    if m.dtype != bool and not np.isin(m, (0, 1)).all():
-        raise ValueError(f"{masks_name} must be boolean (0/1)")
-    if np.isnan(_as_array(scores_name, scores)).any():
-        raise ValueError(f"{scores_name} must not contain NaN")
-
-
-def check_binary(name: str, value: _T) -> _T:
-    """Boolean values, or numbers that are all 0 or 1 (labels, hard decisions); anything else
-    (a score, 0.5, 2, NaN) is refused. Returned unchanged; skipped when traced."""
-    if is_traced(value):
-        return value
-    arr = _as_array(name, value)
-    bad = (arr != 0) & (arr != 1)
-    if bad.any():
-        raise ValueError(f"{name} must be boolean (0/1), got {_describe(arr, bad)}")
-    return value
-
-
-def check_graph(graph: _GraphLike) -> None:
-    """A node-classification graph whose arrays agree: features (N, F) finite, labels (N,)
-    integers in [0, num_classes), senders/receivers (E,) integers in [0, N) of equal length,
-    masks (N,). ValueError naming the field (an out-of-range index would otherwise be clipped or
-    dropped silently by XLA's gathers and scatters)."""
-    if is_traced(graph.features, graph.labels, graph.senders, graph.receivers):
-        return
-    features = np.asarray(graph.features)
-    if features.ndim != 2:
-        raise ValueError(f"graph.features must have shape (N, F), got {features.shape}")
-    n = features.shape[0]
-    if not np.isfinite(features).all():
-        raise ValueError("graph.features must be finite")
-    labels = np.asarray(graph.labels)
-    if labels.shape != (n,):
-        raise ValueError(f"graph.labels must have shape ({n},), got {labels.shape}")
-    if labels.dtype.kind not in "iu":
-        raise ValueError(f"graph.labels must be integers, got dtype {labels.dtype}")
-    k = int(graph.num_classes)
-    if n and (labels.min() < 0 or labels.max() >= k):
-        bad = labels[(labels < 0) | (labels >= k)][0]
-        raise ValueError(f"graph.labels must lie in [0, num_classes={k}), got {int(bad)}")
-    senders, receivers = np.asarray(graph.senders), np.asarray(graph.receivers)
-    if senders.ndim != 1 or receivers.shape != senders.shape:
-        raise ValueError(f"graph.senders and graph.receivers must be 1-D of equal length, got "
-                         f"shapes {senders.shape} and {receivers.shape}")
-    for field, idx in (("senders", senders), ("receivers", receivers)):
-        if idx.dtype.kind not in "iu":
-            raise ValueError(f"graph.{field} must be integers, got dtype {idx.dtype}")
-        if idx.size and (idx.min() < 0 or idx.max() >= n):
-            bad = idx[(idx < 0) | (idx >= n)][0]
-            raise ValueError(f"graph.{field} must lie in [0, N={n}), got {int(bad)}")
-    for field in ("train_mask", "val_mask", "test_mask"):
-        shape = np.shape(getattr(graph, field))
-        if shape != (n,):
-            raise ValueError(f"graph.{field} must have shape ({n},), got {shape}")
-
-
-def check_labels(name: str, labels: Any, num_classes: int | None = None) -> np.ndarray:
-    """Integer class labels (integral floats accepted, fractions refused) in [0, num_classes)
-    when ``num_classes`` is known (else >= 0); returned as an int64 array (unchecked and
-    unchanged when traced)."""
-    if is_traced(labels):
-        return labels
-    arr = _as_array(name, labels)
-    if not np.isfinite(arr).all() or (arr != np.round(arr)).any():
-        bad = arr[~np.isfinite(arr) | (arr != np.round(arr))].ravel()[0]
-        raise ValueError(f"{name} must be integer class labels, got {float(bad)!r}")
-    high = np.inf if num_classes is None else int(num_classes)
-    bad = (arr < 0) | (arr >= high)
-    if bad.any():
-        interval = "[0, inf)" if num_classes is None else f"[0, num_classes={high})"
-        raise ValueError(f"{name} must lie in {interval}, got {_describe(arr, bad)}")
-    return arr.astype(np.int64)
-
-
-def _writable_ancestor(path: Path) -> Path:
-    """The nearest existing ancestor of ``path`` (where a missing folder would be created)."""
-    for parent in path.parents:
-        if parent.exists():
-            return parent
-    return Path(".")
-
-
-def check_output_file(name: str, path: str | os.PathLike[str]) -> Path:
-    """A file that can be written: not an existing folder, its folder creatable and writable.
-    Checked before any work, so a bad path fails at once and not after the computation."""
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"{name} {path} is a folder; give a file name")
-    folder = path.parent if path.parent.exists() else _writable_ancestor(path)
-    if not folder.is_dir():
-        raise ValueError(f"{name} {path}: {folder} is not a folder")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"{name} {path}: folder {folder} is not writable")
-    return path
-
-
-def check_output_dir(name: str, path: str | os.PathLike[str]) -> Path:
-    """A folder that can be written: not an existing file, creatable and writable. Checked
-    before any work."""
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"{name} {path} is a file, not a folder")
-    target = path if path.exists() else _writable_ancestor(path)
-    if not target.is_dir():
-        raise ValueError(f"{name} {path}: {target} is not a folder")
-    if not os.access(target, os.W_OK | os.X_OK):
-        raise ValueError(f"{name} {path}: {target} is not writable")
-    return path
-
-
-def check_input_path(name: str, path: str | os.PathLike[str], *, folder: bool = False) -> Path:
-    """An existing file (or folder with ``folder=True``); FileNotFoundError naming ``name``."""
-    path = Path(path)
-    if not (path.is_dir() if folder else path.is_file()):
-        what = "folder" if folder else "file"
-        raise FileNotFoundError(f"{name} {what} not found: {path}")
-    return path
-
-
 def check_broadcast(**arrays: Any) -> tuple[int, ...]:
     """The broadcast shape of the named arguments; ValueError naming them when they do not
     broadcast together (instead of numpy's or XLA's raw shape error)."""
@@ -412,40 +258,6 @@ def check_broadcast(**arrays: Any) -> tuple[int, ...]:
     except ValueError:
         listed = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
         raise ValueError(f"shapes do not broadcast together: {listed}") from None
-
-
-def check_score_vector(name: str, value: Any, minimum: int = 4) -> np.ndarray:
-    """A finite 1-D array of at least ``minimum`` scores (one per run), as float64 (a traced
-    value: only its shape is checked)."""
-    arr = check_finite(name, value)
-    if arr.ndim != 1 or arr.size < minimum:
-        raise ValueError(f"{name} must be a 1-D array of at least {minimum} scores, got shape "
-                         f"{arr.shape}")
-    return arr
-
-
-def check_orders(name: str, orders: Any) -> np.ndarray:
-    """Rényi orders: a non-empty 1-D array (a scalar becomes length 1) of finite α > 1."""
-    if is_traced(orders):
-        return orders
-    arr = np.atleast_1d(check_finite(name, orders))
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D sequence, got shape {arr.shape}")
-    if (arr <= 1).any():
-        raise ValueError(f"{name} must all be > 1, got {float(arr[arr <= 1][0])!r}")
-    return arr
-
-
-def check_order_limits(name: str, value: Any) -> np.ndarray:
-    """Rényi order(s) α ∈ [1, ∞] for a closed form that has the limits (α = 1: KL, α = ∞: the
-    max-divergence): NaN and α < 1 refused, +inf allowed; any shape. Skipped when traced."""
-    if is_traced(value):
-        return value
-    arr = _as_array(name, value)
-    bad = np.isnan(arr) | (arr < 1)
-    if bad.any():
-        raise ValueError(f"{name} must be >= 1 (1 and inf are the limits), got {_describe(arr, bad)}")
-    return arr
 
 
 def failure_probability(function: str, old: str, old_value: Any, confidence: Any,

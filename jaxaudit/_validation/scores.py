@@ -1,0 +1,51 @@
+"""Checks of membership scores, masks and binary decisions (host side; shapes also when traced)."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import numpy as np
+
+from jaxaudit._validation.core import _as_array, _describe, check_finite, is_traced
+
+_T = TypeVar("_T")
+
+
+def check_scores_and_masks(scores: Any, masks: Any, *, scores_name: str = "scores",
+                           masks_name: str = "masks") -> None:
+    """(R, N) finite-or-inf float scores without NaN and (R, N) boolean masks of that shape.
+    Shapes are checked under a transform too; values only when concrete."""
+    s_shape, m_shape = np.shape(scores), np.shape(masks)
+    if len(s_shape) != 2:
+        raise ValueError(f"{scores_name} must have shape (R, N), got {s_shape}")
+    if m_shape != s_shape:
+        raise ValueError(f"{masks_name} must have the shape of {scores_name} {s_shape}, got {m_shape}")
+    if is_traced(scores, masks):
+        return
+    m = np.asarray(masks)
+    if m.dtype != bool and not np.isin(m, (0, 1)).all():
+        raise ValueError(f"{masks_name} must be boolean (0/1)")
+    if np.isnan(_as_array(scores_name, scores)).any():
+        raise ValueError(f"{scores_name} must not contain NaN")
+
+
+def check_binary(name: str, value: _T) -> _T:
+    """Boolean values, or numbers that are all 0 or 1 (labels, hard decisions); anything else
+    (a score, 0.5, 2, NaN) is refused. Returned unchanged; skipped when traced."""
+    if is_traced(value):
+        return value
+    arr = _as_array(name, value)
+    bad = (arr != 0) & (arr != 1)
+    if bad.any():
+        raise ValueError(f"{name} must be boolean (0/1), got {_describe(arr, bad)}")
+    return value
+
+
+def check_score_vector(name: str, value: Any, minimum: int = 4) -> np.ndarray:
+    """A finite 1-D array of at least ``minimum`` scores (one per run), as float64 (a traced
+    value: only its shape is checked)."""
+    arr = check_finite(name, value)
+    if arr.ndim != 1 or arr.size < minimum:
+        raise ValueError(f"{name} must be a 1-D array of at least {minimum} scores, got shape "
+                         f"{arr.shape}")
+    return arr
