@@ -1,4 +1,4 @@
-"""Table: node-level membership attacks side by side on finished shadow runs (issue 27 item 1).
+"""Table: node-level membership attacks side by side on finished shadow runs.
 
 For every ``--shadow`` run folder (``jaxaudit shadow ... --out DIR``) and every attack of
 :func:`jaxaudit.mia.attack_statistic` — LiRA online (per-node and fixed variance), LiRA offline

@@ -1,4 +1,4 @@
-"""Issue 22, item 5: is the fixed-strength NUTS posterior's ε_L median as precise as its diagnostics
+"""Is the fixed-strength NUTS posterior's ε_L median as precise as its diagnostics
 say? A fixed s (``--strength``, 0.5), counts FP/N0 = 35/200 and FN/N1 = 82/200, 4 chains ×
 (``--warmup`` + 1000) draws, ``--keys`` independent runs (one compiled call, one lane per key,
 ``deduplicate=False``; the first ``--scalar-keys`` also as separate scalar calls with keys 0, 1, …),

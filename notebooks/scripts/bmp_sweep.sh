@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The BMP sweep of docs/bmp.md section 8 (issue 27): shadow runs, their audits, the tables.
+# The BMP sweep of docs/bmp.md section 8: shadow runs, their audits, the tables.
 # Resumable: a finished run (summary.json) or audit (.npz) is skipped, a half-trained run resumes
 # chunk by chunk; stop it at any time and call it again. Usage:
 #   notebooks/scripts/bmp_sweep.sh RUNS_DIR [ratio|gnn|all]
