@@ -193,9 +193,9 @@ def canary_runs(
     are one jit-compiled call vmapped over runs (chunked and sharded over ``devices`` by
     :func:`jaxaudit.sharding.vmap_chunked`). Run keys: with one key, ``jax.random.split(key, 2R)``,
     the first R for the "in" world; with R *unit keys* (a key array of shape (R,), e.g.
-    ``jaxaudit.runs.unit_keys(seed, start, R)``), unit u is the pair of runs u: its "in" run uses
+    ``jaxaudit.runs.unit_keys(key, start, R)``), unit u is the pair of runs u: its "in" run uses
     ``split(keys[u])[0]`` and its "out" run ``split(keys[u])[1]``. Under the unit-key rule
-    (:mod:`jaxaudit.runs.keys`: unit u of seed s uses ``fold_in(key(s), u)``) the runs of a sweep
+    (:mod:`jaxaudit.runs.keys`: unit u of root key k uses ``fold_in(k, u)``) the runs of a sweep
     do not depend on how it is cut into calls: R runs in one call and the same units in several
     chunks, resumed or split over workers, give the same scores (bit for bit on one machine when
     ``chunk_size`` and ``block_size`` are the same; :func:`jaxaudit.pipelines.run_rdp` uses it).

@@ -439,7 +439,7 @@ def _pretrained(run: RunDir | None, config: SecretsConfig, prior: Any) -> tuple[
     from jaxaudit.attacks import CharGRU, pretrain_public
 
     name = f"pretrained_seed_{config.pretrain_seed}.msgpack"
-    key = stream_key(config.pretrain_seed, "init")
+    key = stream_key(jax.random.key(config.pretrain_seed), "init")
     cached = run.load_file(name) if run is not None else None
     if cached is not None:
         model = CharGRU(hidden_dim=config.hidden_dim)
@@ -505,7 +505,7 @@ def run_secrets(config: SecretsConfig, run_dir: str | Path | None = None, *,
         if config.pretrain_steps and not pretrained:
             pretrained.append(_pretrained(run, config, prior))
         scored = train_and_score(
-            unit_key(config.seed, rep), prior=prior, num_secrets=config.num_secrets,
+            unit_key(jax.random.key(config.seed), rep), prior=prior, num_secrets=config.num_secrets,
             epsilon=eps, delta=config.delta, num_filler=config.num_filler, steps=config.steps,
             batch_size=config.batch_size, clip_norm=config.clip_norm,
             learning_rate=config.learning_rate,
@@ -576,7 +576,7 @@ def run_marginals(config: MarginalsConfig, run_dir: str | Path | None = None, *,
 
     def compute(rho: float, rep: int, run: RunDir | None) -> dict:
         result = marginals_reconstruction(
-            unit_key(config.seed, rep), rho=rho, attributes=list(config.attributes),
+            unit_key(jax.random.key(config.seed), rep), rho=rho, attributes=list(config.attributes),
             hidden=list(config.hidden), distance=config.distance, way=config.way,
             num_targets=config.num_targets, delta=config.delta, gamma=config.gamma)
         return {k: np.asarray(v) for k, v in result._asdict().items()}

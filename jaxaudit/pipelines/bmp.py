@@ -27,6 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import jax
 import numpy as np
 
 from jaxaudit._validation import (
@@ -423,7 +424,7 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
         masks, scores = shadow.masks, shadow.scores
 
     def prior(_: str) -> dict:
-        eta, se = inclusion_probabilities(stream_key(cfg["seed"], "priors"), sampler, graph,
+        eta, se = inclusion_probabilities(stream_key(jax.random.key(cfg["seed"]), "priors"), sampler, graph,
                                           num_draws=cfg["prior_draws"])
         return {"eta": np.clip(np.asarray(eta, float), 0, 1), "eta_se": np.asarray(se, float)}
 
@@ -454,7 +455,7 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
     def posterior_unit(name: str) -> dict:
         nodes = np.flatnonzero(unit_of == int(name.rsplit("-", 1)[1]))
         with renamed(chunk_size="node_chunk"):
-            part = audit_nodes(stream_key(seed, "audit"),
+            part = audit_nodes(stream_key(jax.random.key(seed), "audit"),
                                bmp.ErrorCounts(*(c[nodes] for c in counts)),
                                key_node[nodes], **settings)
         return {k: np.asarray(v) for k, v in part._asdict().items()} | {"nodes": nodes}

@@ -263,7 +263,7 @@ def audit_scores(seed: int, in_scores: ArrayLike, out_scores: ArrayLike, *, orde
     significance = 1.0 - confidence  # shown only; exact for confidence in [0.5, 1) (Sterbenz)
     in_s, out_s = np.asarray(in_scores), np.asarray(out_scores)
     orders_arr = np.asarray(orders, np.float64)
-    records = dpsgd.audit_dpsgd(stream_key(seed, "audit"), in_s, out_s, orders_arr,
+    records = dpsgd.audit_dpsgd(stream_key(jax.random.key(seed), "audit"), in_s, out_s, orders_arr,
                                 accountant_params=accountant_params, confidence=confidence,
                                 delta=delta)
     upper = accountant_epsilon(**accountant_params, delta=delta, accountant=accountant)
@@ -382,7 +382,7 @@ def _initial_params(config: RdpConfig, rundir: RunDir | None, model: Any, data: 
                     public: tuple) -> Any:
     """The worst-case initialisation θ₀, pretrained on the public split (chunk ``init``)."""
     (x, _), (xp, yp) = data, public
-    key = stream_key(config.seed, "init")
+    key = stream_key(jax.random.key(config.seed), "init")
     public_size = cast(int, config.public_size)  # resolved: never None
 
     def compute_init(_name: str) -> dict:
@@ -471,7 +471,7 @@ def run_rdp(config: RdpConfig, run_dir: str | Path | None = None, *,
         def compute(name: str) -> dict:
             _, start, size = next(c for c in chunks if c[0] == name)
             in_s, out_s = dpsgd.canary_runs(
-                unit_keys(config.seed, start, size), model, init, data, (canary, label),
+                unit_keys(jax.random.key(config.seed), start, size), model, init, data, (canary, label),
                 num_runs=size, noise_multiplier=sigma, clip_norm=config.clip_norm,
                 steps=config.steps, learning_rate=cast(float, config.learning_rate),
                 sampling_rate=config.sampling_rate, chunk_size=config.vmap_chunk,

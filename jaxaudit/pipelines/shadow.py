@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import jax
 import numpy as np
 
 from jaxaudit._validation import (
@@ -324,7 +325,7 @@ def train_chunks(run: Any, cfg: dict, graph: Any, sampler: Any, module: Any, *,
     def compute(name: str) -> dict:
         c = names.index(name)
         # a diverged training is refused here, before its chunk is saved
-        out = train_shadow_models(unit_keys(cfg["seed"], c * chunk, sizes[c]), graph, sampler,
+        out = train_shadow_models(unit_keys(jax.random.key(cfg["seed"]), c * chunk, sizes[c]), graph, sampler,
                                   module, sizes[c], epochs=cfg["epochs"],
                                   edge_access=cfg["edge_access"], **recipe)
         return {"masks": np.asarray(out.masks), "scores": np.asarray(out.scores)}

@@ -51,7 +51,7 @@ def one_run(rho: float, rep: int, args: argparse.Namespace) -> dict:
     from jaxaudit.pipelines.attacks import MARGINAL_ATTRIBUTES, MARGINAL_HIDDEN
     from jaxaudit.runs import unit_key
 
-    k_game, k_noise = jax.random.split(unit_key(args.seed, rep))
+    k_game, k_noise = jax.random.split(unit_key(jax.random.key(args.seed), rep))
     game = marginals_game(k_game, load_fair(), attributes=list(MARGINAL_ATTRIBUTES),
                           hidden=list(MARGINAL_HIDDEN), num_targets=args.num_targets)
     profile = gaussian_marginals_privacy(rho=rho, num_tables=len(game.subsets), delta=args.delta)

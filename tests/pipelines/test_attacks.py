@@ -5,6 +5,7 @@ the config field before anything is written, and the rendering of jaxaudit.repor
 import json
 import math
 
+import jax
 import numpy as np
 import pytest
 
@@ -58,7 +59,7 @@ def test_marginals_follow_the_key_rule_in_memory():
     assert result.attack.hits.shape == (4, 10) and result.scoring_successes.shape == (4, 0)
     for i, (rho, rep) in enumerate([(math.inf, 0), (0.5, 0), (math.inf, 1), (0.5, 1)]):
         assert float(result.levels[i]) == rho and int(result.repetition[i]) == rep
-        ref = marginals_reconstruction(unit_key(3, rep), rho=rho, attributes=list(TINY.attributes),
+        ref = marginals_reconstruction(unit_key(jax.random.key(3), rep), rho=rho, attributes=list(TINY.attributes),
                                        hidden=list(TINY.hidden), num_targets=10)
         np.testing.assert_array_equal(result.attack.hits[i], ref.hits)
         np.testing.assert_allclose(result.attack.priors[i], ref.priors)
@@ -262,7 +263,7 @@ def test_secrets_tiny(tmp_path):
     for r in range(2):
         import jax
 
-        k_data, _ = jax.random.split(unit_key(0, r))
+        k_data, _ = jax.random.split(unit_key(jax.random.key(0), r))
         corpus = secret_corpus(k_data, digit_prior(1), num_secrets=3, num_filler=5,
                                record_length=64)
         np.testing.assert_array_equal(load_results(out).chunks[f"eps_2_seed_{r}"]["secrets"],

@@ -5,6 +5,7 @@ folder is written."""
 import csv
 import json
 
+import jax
 import numpy as np
 import pytest
 
@@ -285,7 +286,7 @@ def test_posterior_units_equal_one_unit_and_the_library(report, shadow_dir, tmp_
         np.testing.assert_array_equal(split.table[column], whole.table[column], err_msg=column)
     assert split.summary == whole.summary
     lib = bmp.audit_from_scores(
-        stream_key(0, "audit"), whole.audit.scores, whole.audit.masks, whole.audit.eta,
+        stream_key(jax.random.key(0), "audit"), whole.audit.scores, whole.audit.masks, whole.audit.eta,
         eta_se=whole.audit.eta_se, degree=whole.audit.degree, chunk_size=128,
         **{k: v for k, v in NUTS.items() if k not in ("node_chunk", "prior_draws")})
     for column, values in bmp.audit_table(lib).items():

@@ -52,14 +52,14 @@ def test_canary_sweep_in_chunks_equals_one_call_bit_for_bit():
     kw = dict(noise_multiplier=1.0, clip_norm=1.0, steps=2, learning_rate=0.01,
               sampling_rate=0.5, chunk_size=2)
     canary = (blank_canary(x.shape[1:]), 9)
-    whole = canary_runs(unit_keys(3, 0, 4), model, init, (x, y), canary, num_runs=4, **kw)
-    parts = [canary_runs(unit_keys(3, s, 2), model, init, (x, y), canary, num_runs=2, **kw)
+    whole = canary_runs(unit_keys(jax.random.key(3), 0, 4), model, init, (x, y), canary, num_runs=4, **kw)
+    parts = [canary_runs(unit_keys(jax.random.key(3), s, 2), model, init, (x, y), canary, num_runs=2, **kw)
              for s in (0, 2)]
     for world in (0, 1):
         np.testing.assert_array_equal(whole[world], np.concatenate([p[world] for p in parts]))
     assert len(set(np.concatenate(whole).tolist())) == 8  # 8 different runs
     with pytest.raises(ValueError, match="unit keys"):
-        canary_runs(unit_keys(3, 0, 3), model, init, (x, y), canary, num_runs=4, **kw)
+        canary_runs(unit_keys(jax.random.key(3), 0, 3), model, init, (x, y), canary, num_runs=4, **kw)
 
 
 @pytest.mark.slow  # ~1 min on two shared cores (compilation of the runs and the DV critic)

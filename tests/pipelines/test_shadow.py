@@ -6,6 +6,7 @@ import warnings
 from pathlib import Path
 
 import flax.linen as nn
+import jax
 import numpy as np
 import pytest
 
@@ -47,7 +48,7 @@ def test_run_shadow_follows_the_key_rule_resumes_and_refuses(tmp_path):
     from jaxaudit.datasets import graph_by_name
 
     graph = graph_by_name("csbm", seed=3, num_nodes=60)
-    ref = train_shadow_models(unit_keys(3, 0, 4), graph, uniform_sampler(0.5), "gcn", 4,
+    ref = train_shadow_models(unit_keys(jax.random.key(3), 0, 4), graph, uniform_sampler(0.5), "gcn", 4,
                               epochs=2)
     np.testing.assert_array_equal(result.masks, np.asarray(ref.masks))
     np.testing.assert_allclose(result.scores, np.asarray(ref.scores), rtol=1e-5, atol=1e-5)
@@ -106,7 +107,7 @@ def test_any_flax_module_and_an_in_memory_graph(tmp_path):
     config = ShadowConfig(num_models=3, chunk=2, epochs=3, seed=1)
     out = tmp_path / "mlp"
     result = run_shadow(config, out, model=TinyMLP(), graph=graph)
-    ref = train_shadow_models(unit_keys(1, 0, 3), graph, uniform_sampler(0.5), TinyMLP(), 3,
+    ref = train_shadow_models(unit_keys(jax.random.key(1), 0, 3), graph, uniform_sampler(0.5), TinyMLP(), 3,
                               epochs=3)
     np.testing.assert_array_equal(result.masks, np.asarray(ref.masks))
     np.testing.assert_allclose(result.scores, np.asarray(ref.scores), rtol=1e-5, atol=1e-5)

@@ -1,4 +1,4 @@
-"""The one key rule: unit u of seed s uses fold_in(key(s), u); streams never meet units; a
+"""The one key rule: unit u of root key k uses fold_in(k, u); streams never meet units; a
 shadow-model sweep is the same however it is chunked."""
 
 import jax
@@ -11,30 +11,33 @@ from jaxaudit.runs import STREAMS, stream_key, unit_key, unit_keys
 from jaxaudit.runs.keys import MAX_UNITS
 
 
+ROOT, K3 = jax.random.key(0), jax.random.key(3)
+
+
 def _data(key):
     return np.asarray(jax.random.key_data(key))
 
 
 def test_unit_keys_follow_the_rule():
-    keys = unit_keys(7, 5, 3)
+    keys = unit_keys(jax.random.key(7), 5, 3)
     for i, u in enumerate(range(5, 8)):
         expected = jax.random.fold_in(jax.random.key(7), u)
         np.testing.assert_array_equal(_data(keys[i]), _data(expected))
-        np.testing.assert_array_equal(_data(unit_key(7, u)), _data(expected))
+        np.testing.assert_array_equal(_data(unit_key(jax.random.key(7), u)), _data(expected))
 
 
 def test_streams_are_distinct_from_each_other_and_from_units():
-    streams = [_data(stream_key(0, s)).tolist() for s in STREAMS]
-    units = _data(unit_keys(0, 0, 1000)).tolist()
+    streams = [_data(stream_key(ROOT, s)).tolist() for s in STREAMS]
+    units = _data(unit_keys(ROOT, 0, 1000)).tolist()
     assert len({tuple(s) for s in streams}) == len(STREAMS)
     assert not {tuple(s) for s in streams} & {tuple(u) for u in units}
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda: unit_key(0, MAX_UNITS), "unit must be < 2"),
-    (lambda: unit_key(-1, 0), "seed"),
-    (lambda: unit_keys(0, MAX_UNITS - 1, 2), "units must be < 2"),
-    (lambda: stream_key(0, "nope"), "stream must be one of"),
+    (lambda: unit_key(ROOT, MAX_UNITS), "unit must be < 2"),
+    (lambda: unit_key(0, 0), "key must be a JAX PRNG key"),
+    (lambda: unit_keys(ROOT, MAX_UNITS - 1, 2), "units must be < 2"),
+    (lambda: stream_key(ROOT, "nope"), "stream must be one of"),
 ])
 def test_bad_arguments(call, match):
     with pytest.raises(ValueError, match=match):
@@ -45,11 +48,11 @@ def test_bad_arguments(call, match):
 def test_shadow_sweep_independent_of_chunking():
     graph = make_csbm(jax.random.key(1), num_nodes=60, num_classes=3, num_features=8)
     sampler = uniform_sampler(0.5)
-    whole = train_shadow_models(unit_keys(3, 0, 4), graph, sampler, "gcn", 4, epochs=3)
-    parts = [train_shadow_models(unit_keys(3, s, 2), graph, sampler, "gcn", 2, epochs=3)
+    whole = train_shadow_models(unit_keys(K3, 0, 4), graph, sampler, "gcn", 4, epochs=3)
+    parts = [train_shadow_models(unit_keys(K3, s, 2), graph, sampler, "gcn", 2, epochs=3)
              for s in (0, 2)]
     np.testing.assert_array_equal(whole.masks, np.concatenate([p.masks for p in parts]))
     np.testing.assert_allclose(whole.scores, np.concatenate([p.scores for p in parts]),
                                rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="one per model"):
-        train_shadow_models(unit_keys(3, 0, 3), graph, sampler, "gcn", 4, epochs=3)
+        train_shadow_models(unit_keys(K3, 0, 3), graph, sampler, "gcn", 4, epochs=3)
