@@ -137,7 +137,7 @@ def test_only_process_zero_writes_and_every_process_gets_every_chunk(two_process
 
 def test_in_one_process_the_helpers_change_nothing(tmp_path):
     from jaxaudit.runs.progress import _broadcast_bytes as broadcast_bytes
-    from jaxaudit.runs.rundir import atomic_write_bytes, jax_process
+    from jaxaudit.runs.files import atomic_write_bytes, jax_process
 
     assert jax_process() == (0, 1)
     assert broadcast_bytes(b"\x00chunk") == b"\x00chunk"

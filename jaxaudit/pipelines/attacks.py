@@ -53,11 +53,11 @@ from jaxaudit.runs import (
     KEY_RULE,
     Progress,
     RunDir,
-    discard_new_run,
     run_chunks,
     stream_key,
     unit_key,
 )
+from jaxaudit.runs.rundir import discard_new_run
 
 __all__ = ["MarginalsConfig", "MarginalsResult", "SecretsConfig", "SecretsResult",
            "check_marginals_config", "check_secrets_config", "level_name", "run_marginals",

@@ -190,7 +190,7 @@ def unit_names(num_distinct: int, node_units: int) -> list[str]:
 
 def _refuse_old_folder(run_dir: str | Path | None) -> None:
     """A report folder of the earlier single "audit" unit is refused, with the reason."""
-    from jaxaudit.runs import read_manifest
+    from jaxaudit.runs.rundir import read_manifest
 
     if run_dir is None or not (Path(run_dir) / "manifest.json").is_file():
         return
@@ -276,7 +276,8 @@ def _check_training(config: BmpConfig, model: Any, graph: Any) -> dict:
 def _stored_config(config: BmpConfig, run_dir: str | Path | None, model: Any, graph: Any
                    ) -> tuple[dict, Any]:
     """Every field checked before any work; the configuration to store and the shadow run."""
-    from jaxaudit.runs import KEY_RULE, config_hash
+    from jaxaudit.runs import KEY_RULE
+    from jaxaudit.runs.files import config_hash
 
     if not isinstance(config, BmpConfig):
         raise ArgumentTypeError(f"config must be a BmpConfig, got {type(config).__name__}")
@@ -382,7 +383,8 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
     from jaxaudit.graph import inclusion_probabilities
     from jaxaudit.graph.shadow_models import gnn_module
     from jaxaudit.report import bmp as report
-    from jaxaudit.runs import discard_new_run, run_chunks, stream_key
+    from jaxaudit.runs import run_chunks, stream_key
+    from jaxaudit.runs.rundir import discard_new_run
 
     compare = None if config.compare is None else report.read_compare(config.compare)
     cfg, shadow = _stored_config(config, run_dir, model, graph)

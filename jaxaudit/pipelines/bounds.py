@@ -43,7 +43,8 @@ from jaxaudit.bounds import (
     summarize_bounds,
 )
 from jaxaudit.report import bounds as report
-from jaxaudit.runs import Progress, RunDir, discard_new_run, load_npy
+from jaxaudit.runs import Progress, RunDir, load_npy
+from jaxaudit.runs.rundir import discard_new_run
 
 __all__ = ["BoundsConfig", "BoundsResult", "MAX_TARGETS", "run_bounds"]
 

@@ -47,13 +47,13 @@ from jaxaudit.runs import (
     KEY_RULE,
     Progress,
     RunDir,
-    discard_new_run,
     params_from_arrays,
     params_to_arrays,
     run_chunks,
     stream_key,
     unit_keys,
 )
+from jaxaudit.runs.rundir import discard_new_run
 
 __all__ = ["RdpConfig", "RdpResult", "ScoresAuditConfig", "ScoresAuditResult", "audit_rows",
            "audit_scores", "run_rdp", "run_scores_audit"]

@@ -388,7 +388,7 @@ def run_shadow(config: ShadowConfig, run_dir: str | Path | None = None, *,
     """
     from jaxaudit.graph.shadow_models import gnn_module
     from jaxaudit.report import shadow as report
-    from jaxaudit.runs import discard_new_run
+    from jaxaudit.runs.rundir import discard_new_run
 
     cfg = check_config(config, run_dir, model, graph)
     # the graph and the sampler first: the library checks them before any folder is written

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from jaxaudit.report.figures import save_figure
 from jaxaudit.runs import RunDir
-from jaxaudit.runs.rundir import save_figure
 
 __all__ = ["SCALARS", "level_text", "markdown", "plot_attack", "rows", "text_table",
            "write_summary"]

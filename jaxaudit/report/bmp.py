@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from jaxaudit._validation import check_input_path
-from jaxaudit.runs import read_manifest
-from jaxaudit.runs.rundir import save_figure
+from jaxaudit.report.figures import save_figure
+from jaxaudit.runs.rundir import read_manifest
 
 __all__ = ["COMPARE_COLUMN", "csv_text", "markdown", "plot_bmp", "read_compare", "text_table",
            "write_csv", "write_report"]

@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from jaxaudit.runs import atomic_write_bytes, dumps_strict
+from jaxaudit.runs.files import atomic_write_bytes, dumps_strict
 
 __all__ = ["as_json", "markdown", "plot_tail", "text", "write_json"]
 

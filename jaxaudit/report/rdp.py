@@ -16,8 +16,8 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from pathlib import Path
 from typing import Any
 
-from jaxaudit.runs import dumps_strict
-from jaxaudit.runs.rundir import save_figure
+from jaxaudit.report.figures import save_figure
+from jaxaudit.runs.files import dumps_strict
 
 __all__ = ["RAISED", "epsilon_table", "markdown", "plot_audit", "records_table",
            "score_bounds_rows", "score_bounds_table", "summary_markdown", "text_table",

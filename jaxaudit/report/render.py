@@ -18,7 +18,7 @@ reading it top to bottom — what was found first, how it was configured last:
    the result chunks (array names, shapes, dtypes, read from their headers) with their checksum
    status, other files, and what was skipped.
 
-Hostile run folders: the manifest is read through :func:`jaxaudit.runs.read_manifest` (a
+Hostile run folders: the manifest is read through :func:`jaxaudit.runs.rundir.read_manifest` (a
 non-object, deeply nested or hand-edited manifest is a ``ValueError`` naming it); no symbolic
 link inside the folder is followed and only regular files are read (what was skipped is listed
 at the top); every text is escaped in the HTML (which also carries a Content-Security-Policy
@@ -47,15 +47,8 @@ from urllib.parse import quote
 import numpy as np
 
 from jaxaudit.runs.arrays import describe_npz
-from jaxaudit.runs.rundir import (
-    MANIFEST,
-    RunDir,
-    _read_regular,
-    atomic_write_bytes,
-    parse_json,
-    read_manifest,
-    scan_run_folder,
-)
+from jaxaudit.runs.files import atomic_write_bytes, parse_json, read_regular, scan_run_folder
+from jaxaudit.runs.rundir import MANIFEST, RunDir, read_manifest
 
 __all__ = ["render_report"]
 
@@ -399,9 +392,6 @@ def render_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[st
         rep.note(f"Partial run: {len(planned) - len(missing)} of {len(planned)} planned chunks "
                  f"finished (missing: {shown}); everything below uses the finished ones.",
                  bad=True)
-    if run.legacy:
-        rep.note("This manifest was written by an older jaxaudit without manifest_hash: its kind "
-                 "and planned chunks are not protected against editing.", bad=True)
 
     names, skipped = scan_run_folder(run_dir)
     files = [
@@ -425,7 +415,7 @@ def render_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[st
     def read(p: Path) -> bytes | str:
         """The file's bytes, or why it is not read (a str)."""
         try:
-            return _read_regular(p, _MAX_FILE_BYTES)
+            return read_regular(p, _MAX_FILE_BYTES)
         except (OSError, ValueError) as err:
             return f"not read: {err}"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jaxaudit.runs import dumps_strict
+from jaxaudit.runs.files import dumps_strict
 
 __all__ = ["summary", "text_table"]
 

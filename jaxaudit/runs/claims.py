@@ -26,7 +26,8 @@ import time
 import uuid
 from pathlib import Path
 
-from jaxaudit.runs.rundir import RunDir, _create_exclusive, atomic_write_bytes
+from jaxaudit.runs.files import atomic_write_bytes, create_exclusive
+from jaxaudit.runs.rundir import RunDir
 
 __all__ = ["Claim", "DEFAULT_LEASE_S", "claim_unit"]
 
@@ -110,7 +111,7 @@ def claim_unit(run: RunDir, name: str, *, lease_s: float = DEFAULT_LEASE_S) -> C
     path.parent.mkdir(parents=True, exist_ok=True)
     owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
     record = json.dumps({"owner": owner, "time": time.time()}).encode()
-    if not _create_exclusive(path, record):
+    if not create_exclusive(path, record):
         if claim_state(run, name, lease_s=lease_s) != "stale":
             return None
         atomic_write_bytes(path, record)  # reclaim: the last writer wins the stale claim

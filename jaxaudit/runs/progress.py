@@ -12,7 +12,8 @@ from tqdm.auto import tqdm
 from jaxaudit._validation import check_integer
 from jaxaudit.runs.arrays import load_npz
 from jaxaudit.runs.claims import DEFAULT_LEASE_S, claim_unit
-from jaxaudit.runs.rundir import RunDir, jax_process
+from jaxaudit.runs.files import jax_process
+from jaxaudit.runs.rundir import RunDir
 
 __all__ = ["Progress", "ProgressBar", "progress_bar", "run_chunks"]
 

@@ -13,7 +13,8 @@ from jaxaudit.attacks import SCORINGS, marginals_reconstruction
 from jaxaudit.pipelines import MarginalsConfig, SecretsConfig, run_marginals, run_secrets
 from jaxaudit.pipelines.attacks import level_name
 from jaxaudit.report import attacks as report
-from jaxaudit.runs import RunDir, discard_new_run, load_results, unit_key
+from jaxaudit.runs import RunDir, load_results, unit_key
+from jaxaudit.runs.rundir import discard_new_run
 
 # Small enough for seconds: 3 released attributes, one hidden (4 values), 10 targets.
 TINY = MarginalsConfig(rhos=(0.1, 1.0), attributes=("age", "educ", "religious"),
@@ -204,12 +205,12 @@ def test_level_names_are_safe_exact_and_distinct():
     """Issue 24 (3): ε = 10^6 gave the invalid chunk name 'eps_1e+06', and 2 and 2.0000001
     shared 'eps_2' (one run reported under both). Names must be valid chunk names, one per
     distinct value, and the printed level must read back as the same float."""
-    from jaxaudit.runs.rundir import _CHUNK_NAME
+    from jaxaudit.runs.rundir import CHUNK_NAME
 
     values = [1e6, 1e-5, 2.0, 2.0000001, 2.0000000000000004, 0.1, 1 / 3, 1e300, 5e-324,
               123456789.0, 1e16, 1e16 + 2, 1e-300, math.inf, 7.5, 75.0]
     names = [f"eps_{level_name(v)}_seed_0" for v in values]
-    assert all(_CHUNK_NAME.match(n) for n in names), names
+    assert all(CHUNK_NAME.match(n) for n in names), names
     assert len(set(names)) == len(values)
     for v in values:
         assert float(report.level_text(v)) == v

@@ -24,7 +24,8 @@ from jaxaudit.dpsgd.scores import MIN_SCORES, load_scores, min_scores_per_world
 from jaxaudit.pipelines import RdpConfig, ScoresAuditConfig, run_rdp, run_scores_audit
 from jaxaudit.pipelines.rdp import audit_rows
 from jaxaudit.report.rdp import records_table, summary_markdown, text_table
-from jaxaudit.runs import dumps_strict, load_results, unit_keys
+from jaxaudit.runs import load_results, unit_keys
+from jaxaudit.runs.files import dumps_strict
 
 TINY = RdpConfig(dataset="synthetic", model="logreg", dataset_size=8, public_size=0, steps=2,
                  num_runs=4, chunk=2, orders=(1.5, 2.0), epsilon=4.0, score_bounds=False,

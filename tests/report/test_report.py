@@ -549,7 +549,7 @@ def test_unwritable_out_is_a_one_line_error(tmp_path, monkeypatch, capsys):
     """Writing report.html into a read-only or full folder gave a traceback."""
     import errno
 
-    from jaxaudit.runs import rundir
+    from jaxaudit.runs import files as rundir
 
     folder = _rdp_run(tmp_path)
 

@@ -7,9 +7,8 @@ import pytest
 
 from jaxaudit.datasets import make_csbm
 from jaxaudit.graph import train_shadow_models, uniform_sampler
-from jaxaudit.runs import STREAMS, stream_key, unit_key, unit_keys
-from jaxaudit.runs.keys import MAX_UNITS
-
+from jaxaudit.runs import stream_key, unit_key, unit_keys
+from jaxaudit.runs.keys import MAX_UNITS, STREAMS
 
 ROOT, K3 = jax.random.key(0), jax.random.key(3)
 

@@ -51,7 +51,7 @@ def test_save_figure_writes_a_png_atomically(tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from jaxaudit.runs import save_figure
+    from jaxaudit.report.figures import save_figure
 
     fig, ax = plt.subplots()
     ax.plot([0, 1], [1, 0])

@@ -136,7 +136,7 @@ def test_killed_subprocess_loses_at_most_the_chunk_in_flight(tmp_path):
     assert_same(run_chunks(run, NAMES, compute), reference())
 
 
-# --- hostile input (issue 16): each test failed before its fix ---------------------------------
+# --- hostile input: each test failed before its fix ---------------------------------
 
 
 def test_two_writers_same_instant_one_wins(tmp_path, monkeypatch):
@@ -146,7 +146,7 @@ def test_two_writers_same_instant_one_wins(tmp_path, monkeypatch):
     first is writing its manifest. One run wins; the other is refused."""
     import tempfile
 
-    from jaxaudit.runs import rundir
+    from jaxaudit.runs import files as rundir
 
     folder = tmp_path / "run"
     real_mkstemp = tempfile.mkstemp
@@ -278,16 +278,13 @@ def test_results_are_a_typed_tuple_with_concat_and_dict_access(tmp_path):
     np.testing.assert_array_equal(res.concat("scores", [NAMES[2], NAMES[0]]),
                                   np.concatenate([expected[NAMES[2]]["scores"],
                                                   expected[NAMES[0]]["scores"]]))
-    assert res["chunks"] is res.chunks and res["kind"] == "test"  # the old dict-style access
-    with pytest.raises(KeyError):
-        res["nothing"]  # noqa: B018
     with pytest.raises(ValueError, match="not finished"):
         res.concat("scores", NAMES)
     with pytest.raises(ValueError, match="no array"):
         res.concat("nothing")
 
 
-# -- hostile run folders (issue 24) ------------------------------------------------------------
+# -- hostile run folders ---------------------------------------------------------------------
 def _edit_manifest(folder, **changes):
     path = folder / "manifest.json"
     manifest = json.loads(path.read_text())
@@ -338,28 +335,23 @@ def test_relabelled_kind_or_shortened_plan_is_refused(tmp_path, edit):
         RunDir.open(tmp_path / "r", kind="bmp" if edit == "plan" else "shadow", config={"a": 1})
 
 
-def test_manifest_of_the_previous_version_is_still_read(tmp_path):
-    """Folders written before manifest_hash (checksum records without the run line, a
-    configuration holding inf hashed as 'Infinity') are read, with a warning, and resumed."""
+@pytest.mark.parametrize("edit", ["no layout", "layout 1"])
+def test_folder_of_another_layout_is_refused_naming_its_version(tmp_path, edit):
+    """A folder written in another layout (an older manifest without ``layout``) is refused, by
+    load_results and by RunDir.open, with one message naming the version that wrote it."""
     run = RunDir.open(tmp_path / "r", kind="test", config={"a": 1})
     run_chunks(run, NAMES[:2], compute)
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
-    del manifest["manifest_hash"]
-    manifest["config"] = {"a": 1, "eps": [1.0, float("inf")]}
-    manifest["config_hash"] = hashlib.sha256(
-        json.dumps(manifest["config"], sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-    (tmp_path / "r" / "manifest.json").write_text(json.dumps(manifest))  # "Infinity", as before
-    for name in NAMES[:2]:
-        sidecar = tmp_path / "r" / "chunks" / f"{name}.npz.sha256"
-        sidecar.write_text(sidecar.read_text().splitlines()[0] + "\n")
-    with pytest.warns(UserWarning, match="not protected"):
-        res = load_results(tmp_path / "r")
-    assert_same({n: res.chunks[n] for n in NAMES[:2]}, {n: compute(n) for n in NAMES[:2]})
-    resumed = RunDir.open(tmp_path / "r", kind="test", config={"a": 1, "eps": [1.0, np.inf]})
-    assert resumed.has_chunk(NAMES[0]) and resumed.legacy
-    run_chunks(resumed, NAMES[:3], compute)  # resumed as it is: still readable afterwards
-    with pytest.warns(UserWarning, match="not protected"):
-        assert load_results(tmp_path / "r").missing == []
+    manifest["version"] = "0.0.9"
+    if edit == "no layout":
+        del manifest["layout"], manifest["manifest_hash"]
+    else:
+        manifest["layout"] = 1
+    (tmp_path / "r" / "manifest.json").write_text(json.dumps(manifest))
+    for call in (lambda: load_results(tmp_path / "r"),
+                 lambda: RunDir.open(tmp_path / "r", kind="test", config={"a": 1})):
+        with pytest.raises(ValueError, match=r"jaxaudit 0\.0\.9, written in another layout"):
+            call()
 
 
 def test_chunk_copied_from_another_run_is_refused(tmp_path):
@@ -468,7 +460,7 @@ def test_npy_loader_checks_the_header_against_the_file(tmp_path):
 def test_symlinks_and_fifos_in_a_run_folder_are_not_followed(tmp_path):
     """A chunk replaced by a symbolic link (to its own bytes moved elsewhere) was read through
     the link; a linked table was parsed. Links are never followed; FIFOs never opened."""
-    from jaxaudit.runs import scan_run_folder
+    from jaxaudit.runs.files import scan_run_folder
 
     run = RunDir.open(tmp_path / "r", kind="test", config={"a": 1})
     run_chunks(run, NAMES[:2], compute)

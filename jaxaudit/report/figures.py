@@ -1,0 +1,23 @@
+"""Figures of a run folder, written atomically."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+from jaxaudit.runs.files import atomic_write_bytes
+
+__all__ = ["save_figure"]
+
+
+def save_figure(fig: Any, path: str | os.PathLike, **savefig_kwargs: Any) -> Path:
+    """Write a matplotlib figure as PNG atomically (rendered in memory, then
+    :func:`jaxaudit.runs.files.atomic_write_bytes`), so that an interrupted run never leaves half
+    an image and only process 0 of a multi-process JAX program writes it."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", **savefig_kwargs)
+    path = Path(path)
+    atomic_write_bytes(path, buffer.getvalue())
+    return path
