@@ -364,7 +364,7 @@ def audit_bmp(key: jax.Array, graph: Graph, sampler: Sampler, model: str | nn.Mo
 
     Args:
       key: PRNG key.
-      graph: a ``jaxaudit.datasets.Graph``.
+      graph: a ``jaxaudit.graph.Graph``.
       sampler: ``(key, graph) -> Sample`` (``jaxaudit.graph.uniform_sampler(0.5)``, …).
       model: "gcn" | "sage" | "gat" or a flax module.
       num_models: R.

@@ -9,7 +9,7 @@ from typing import Any
 
 from jaxaudit.cli._types import as_flags, nonnegative_int
 
-#: ``datasets.INFO_DATASETS`` (the first four in files), spelled out: ``--help`` imports no jax.
+#: ``datasets.inventory.INFO_DATASETS`` (the first four in files), spelled out: ``--help`` imports no jax.
 DATASETS = ("cora", "citeseer", "mnist", "cifar10", "csbm")
 DATA_DIR = "data directory (default: $JAXAUDIT_DATA, else ~/.cache/jaxaudit)"
 
@@ -33,9 +33,12 @@ def register(subparsers: Any) -> None:
 
 
 def run_info(args: argparse.Namespace) -> int:
+    import jax
+
     from jaxaudit.datasets.inventory import describe_dataset
 
-    info = describe_dataset(args.dataset, args.data_dir, download=args.download, seed=args.seed)
+    info = describe_dataset(args.dataset, args.data_dir, download=args.download,
+                            key=jax.random.key(args.seed))
     print("\n".join(f"{label}: {text}" for label, text in info.items()))
     return 0
 

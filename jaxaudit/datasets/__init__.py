@@ -8,29 +8,18 @@ see :mod:`jaxaudit.datasets.cifar10`); ``download=True`` fetches missing files f
 canonical public location.
 """
 
-from jaxaudit.datasets._files import FileStatus, resolve_data_dir, verify_files
+from jaxaudit.datasets._files import resolve_data_dir
 from jaxaudit.datasets.audit_split import AUDIT_DATASETS, audit_data
-from jaxaudit.datasets.cifar10 import load_cifar10, verify_cifar10_files
+from jaxaudit.datasets.cifar10 import load_cifar10
 from jaxaudit.datasets.csbm import edge_homophily, make_csbm
-from jaxaudit.datasets.inventory import (
-    INFO_DATASETS,
-    Inventory,
-    describe_dataset,
-    fetch_dataset,
-    verify_data_dir,
-)
+from jaxaudit.datasets.inventory import describe_dataset, fetch_dataset, verify_data_dir
 from jaxaudit.datasets.mnist import load_mnist
 from jaxaudit.datasets.planetoid import load_planetoid
 from jaxaudit.datasets.registry import GRAPH_DATASETS, graph_by_name
-from jaxaudit.graph.types import Graph
 
 __all__ = [
     "AUDIT_DATASETS",
-    "FileStatus",
     "GRAPH_DATASETS",
-    "INFO_DATASETS",
-    "Inventory",
-    "Graph",
     "audit_data",
     "describe_dataset",
     "edge_homophily",
@@ -41,7 +30,5 @@ __all__ = [
     "load_planetoid",
     "make_csbm",
     "resolve_data_dir",
-    "verify_cifar10_files",
     "verify_data_dir",
-    "verify_files",
 ]

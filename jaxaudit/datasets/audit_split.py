@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import jax
 import numpy as np
 
-from jaxaudit._validation import check_choice
+from jaxaudit._validation import check_choice, check_key
 
 __all__ = ["AUDIT_DATASETS", "audit_data"]
 
@@ -25,8 +26,21 @@ def _synthetic(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     return images.astype(np.float32), labels
 
 
+def host_seed(key: jax.Array) -> int:
+    """The seed of a host-side numpy generator derived from a PRNG key: its key data read as
+    one big-endian integer (``jax.random.key(s)`` gives ``s`` itself, so
+    ``np.random.default_rng(host_seed(jax.random.key(s)))`` is ``np.random.default_rng(s)``)."""
+    check_key("key", key)
+    if not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.wrap_key_data(key)
+    seed = 0
+    for word in np.asarray(jax.random.key_data(key)).ravel().tolist():
+        seed = (seed << 32) | int(word)
+    return seed
+
+
 def audit_data(
-    dataset: str, dataset_size: int, public_size: int, *, seed: int = 0,
+    key: jax.Array, dataset: str, dataset_size: int, public_size: int, *,
     data_dir: str | Path | None = None, verify: bool = True,
 ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """Private set D⁻ (the first ``dataset_size`` examples of a fixed permutation) and a disjoint
@@ -39,10 +53,11 @@ def audit_data(
     per-channel standardisation.
 
     Args:
+      key: the PRNG key of the permutation (and of the synthetic data), drawn on the host by
+        ``np.random.default_rng(host_seed(key))``.
       dataset: one of :data:`AUDIT_DATASETS`.
       dataset_size: |D⁻| (>= 1).
       public_size: public examples (>= 0), disjoint from D⁻.
-      seed: seed of the permutation (and of the synthetic data).
       data_dir: data directory (see :func:`jaxaudit.datasets.resolve_data_dir`).
       verify: checksum-verify the CIFAR-10 batches (``False`` only for files you generated;
         MNIST is always verified, so ``False`` is refused for any other data set).
@@ -50,6 +65,7 @@ def audit_data(
     Returns:
       ``((x, y), (x_public, y_public))``: float32 images and int32 labels.
     """
+    seed = host_seed(key)
     check_choice("dataset", dataset, AUDIT_DATASETS)
     if dataset_size < 1 or public_size < 0:
         raise ValueError(f"dataset_size must be >= 1 and public_size >= 0, got {dataset_size}, {public_size}")

@@ -139,7 +139,7 @@ class _BatchUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in self._NUMPY:
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)
+                warnings.filterwarnings("ignore", message=r".*numpy\.core")
                 return super().find_class(module, name)
         if (module, name) == ("_codecs", "encode"):
             return _latin1_encode
@@ -298,7 +298,7 @@ def verify_cifar10_files(data_dir: str | os.PathLike[str] | None = None) -> list
       data_dir: data directory (see :func:`jaxaudit.datasets.resolve_data_dir`).
 
     Returns:
-      One :class:`~jaxaudit.datasets.FileStatus` per batch (key
+      One :class:`~jaxaudit.datasets._files.FileStatus` per batch (key
       ``"cifar10/cifar-10-batches-py/<name>"``): ``"ok"``, ``"bad"`` or ``"missing"``.
     """
     folder = cifar10_folder(data_dir)

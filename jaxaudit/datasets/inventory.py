@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+import jax
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -48,20 +49,20 @@ def _counts(labels: ArrayLike, num_classes: int) -> str:
 
 
 def describe_dataset(name: str, data_dir: str | os.PathLike[str] | None = None, *,
-                     download: bool = False, seed: int = 0) -> dict[str, str]:
+                     download: bool = False, key: jax.Array | None = None) -> dict[str, str]:
     """What data set ``name`` (one of :data:`INFO_DATASETS`) holds, ``{label: text}``.
 
     Args:
       name: a data set; MNIST is described by its test split, CIFAR-10 by its train split.
       data_dir: data directory (None: ``$JAXAUDIT_DATA`` or ``~/.cache/jaxaudit``).
       download: fetch missing files first.
-      seed: the CSBM's seed (:func:`jaxaudit.datasets.graph_by_name`).
+      key: the CSBM's PRNG key (:func:`jaxaudit.datasets.graph_by_name`; None:
+        ``jax.random.key(0)``).
 
     Raises:
       ValueError: an unknown name; FileNotFoundError: missing files (naming the remedy).
     """
     check_choice("name", name, INFO_DATASETS)
-    seed = check_integer("seed", seed)
     if name in ("mnist", "cifar10"):
         split = "test" if name == "mnist" else "train"
         load = load_mnist if name == "mnist" else load_cifar10
@@ -72,7 +73,7 @@ def describe_dataset(name: str, data_dir: str | os.PathLike[str] | None = None, 
                 "pixel range": f"{int(images.min())}..{int(images.max())}", "classes": "10",
                 "label counts": _counts(labels, 10)}
     if name == "csbm":  # the CSBM of the shadow and bmp commands (graph_by_name)
-        graph = graph_by_name(name, seed=seed)
+        graph = graph_by_name(name, key=key)
     else:
         graph = load_planetoid(name, data_dir, download)
 

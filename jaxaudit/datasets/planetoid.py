@@ -38,7 +38,7 @@ class _PlanetoidUnpickler(pickle.Unpickler):
     """Unpickler that resolves only the classes the Planetoid pickles use.
 
     ``scipy.sparse.csr`` (the module name in the Python-2 pickles) is mapped to
-    ``scipy.sparse``, so loading does not depend on deprecated scipy module paths; any other
+    ``scipy.sparse``, so loading does not depend on scipy's old module paths; any other
     class is refused.
     """
 
@@ -55,14 +55,14 @@ class _PlanetoidUnpickler(pickle.Unpickler):
             "_reconstruct",
         ):
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)
+                warnings.filterwarnings("ignore", message=r".*numpy\.core")
                 return super().find_class(module, name)
         raise pickle.UnpicklingError(f"unexpected class {module}.{name} in a Planetoid file")
 
 
 def _unpickle(path: str | os.PathLike[str]) -> Any:
     with open(path, "rb") as f, warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", message=r".*numpy\.core")
         return _PlanetoidUnpickler(f, encoding="latin1").load()
 
 

@@ -6,7 +6,7 @@ import os
 
 import jax
 
-from jaxaudit._validation import check_choice, check_integer
+from jaxaudit._validation import check_choice, check_key
 from jaxaudit.datasets.csbm import make_csbm
 from jaxaudit.datasets.planetoid import PLANETOID_NAMES, load_planetoid
 from jaxaudit.graph.types import Graph
@@ -17,15 +17,16 @@ __all__ = ["GRAPH_DATASETS", "graph_by_name"]
 GRAPH_DATASETS = (*PLANETOID_NAMES, "csbm")
 
 
-def graph_by_name(name: str, *, seed: int = 0, num_nodes: int = 2708,
+def graph_by_name(name: str, *, key: jax.Array | None = None, num_nodes: int = 2708,
                   data_dir: str | os.PathLike[str] | None = None) -> Graph:
     """The graph called ``name`` (one of :data:`GRAPH_DATASETS`): Cora or CiteSeer from
     ``data_dir`` (:func:`load_planetoid`), or a CSBM of ``num_nodes`` nodes with Bernoulli
-    features drawn from ``jax.random.key(seed)`` (:func:`make_csbm`; the run plan's rule for
-    generated data). A user's own graph: :func:`jaxaudit.graph.from_edge_index` or
-    :func:`jaxaudit.graph.load_graph_npz`."""
+    features drawn with ``key`` (:func:`make_csbm`; None: ``jax.random.key(0)``; a pipeline passes
+    its root key ``jax.random.key(seed)``, the run plan's rule for generated data). A user's own
+    graph: :func:`jaxaudit.graph.from_edge_index` or :func:`jaxaudit.graph.load_graph_npz`."""
     check_choice("name", name, GRAPH_DATASETS)
     if name == "csbm":
-        return make_csbm(jax.random.key(check_integer("seed", seed, minimum=0)),
-                         num_nodes=num_nodes, features="bernoulli")
+        key = jax.random.key(0) if key is None else key
+        check_key("key", key)
+        return make_csbm(key, num_nodes=num_nodes, features="bernoulli")
     return load_planetoid(name, data_dir=data_dir)

@@ -453,8 +453,8 @@ def run_rdp(config: RdpConfig, run_dir: str | Path | None = None, *,
         check_output_dir("run_dir", run_dir)
     sigma = _noise_multiplier(config)
     model = dpsgd.model_by_name(config.model)
-    data, public = audit_data(config.dataset, config.dataset_size, cast(int, config.public_size),
-                              seed=config.seed, data_dir=config.data_dir)
+    data, public = audit_data(jax.random.key(config.seed), config.dataset, config.dataset_size,
+                              cast(int, config.public_size), data_dir=config.data_dir)
     try:  # a model that cannot take these images fails here, in words, not deep inside JAX
         jax.eval_shape(model.init, jax.random.key(0), data[0][:1])
     except (TypeError, ValueError, ZeroDivisionError) as err:

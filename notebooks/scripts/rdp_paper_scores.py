@@ -93,7 +93,7 @@ def main(argv=None):
             print(f"{name}: {have} runs per world, done", flush=True)
             continue
         public = sgd_public if s["pretrain"] == "sgd" else min(2_000, sgd_public)
-        (x, y), (xp, yp) = audit_data("mnist", size, public, seed=args.seed)
+        (x, y), (xp, yp) = audit_data(jax.random.key(args.seed), "mnist", size, public)
         if s["pretrain"] not in inits:
             if s["pretrain"] == "sgd":
                 steps = math.ceil(args.pretrain_epochs * public / 32)

@@ -197,7 +197,7 @@ def test_download_into_a_read_only_folder_for_real(tmp_path, capsys):
 def test_parser_names_match_the_library():
     """cli/data.py spells the data sets out (so that --help imports no jax): the same names."""
     from jaxaudit.cli import data
-    from jaxaudit.datasets import INFO_DATASETS
+    from jaxaudit.datasets.inventory import INFO_DATASETS
     from jaxaudit.datasets.fetch import DATASETS
 
     assert data.DATASETS == INFO_DATASETS and data.DATASETS[:4] == DATASETS

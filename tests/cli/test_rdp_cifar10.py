@@ -55,15 +55,16 @@ def test_cli_without_data_says_where_to_put_the_files(tmp_path, capsys):
 def test_audit_data_refuses_unlisted_files_by_default(tmp_path):
     _write_train_batches(tmp_path)
     with pytest.raises(ValueError, match="checksum mismatch.*data_batch_1"):
-        audit_data("cifar10", 4, 0, data_dir=tmp_path)
+        audit_data(jax.random.key(0), "cifar10", 4, 0, data_dir=tmp_path)
     with pytest.raises(ValueError, match="verify"):
-        audit_data("synthetic", 4, 0, verify=False)
+        audit_data(jax.random.key(0), "synthetic", 4, 0, verify=False)
 
 
 @pytest.mark.slow  # ~12 s of CPU, nearly all XLA compilation of one CifarCNN DP step
 def test_end_to_end_on_generated_batches(tmp_path):
     _write_train_batches(tmp_path, n=6, seed=1)
-    (x, y), (xp, yp) = audit_data("cifar10", 4, 3, seed=2, data_dir=tmp_path, verify=False)
+    (x, y), (xp, yp) = audit_data(jax.random.key(2), "cifar10", 4, 3, data_dir=tmp_path,
+                                        verify=False)
     assert x.shape == (4, 32, 32, 3) and x.dtype == np.float32 and y.dtype == np.int32
     assert xp.shape == (3, 32, 32, 3) and yp.shape == (3,)
     # the split is the MNIST one: a seeded permutation of the train split, pixels / 255

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from jaxaudit.cli.main import main
-from jaxaudit.datasets import cifar10, load_cifar10, verify_cifar10_files
+from jaxaudit.datasets import cifar10, load_cifar10
+from jaxaudit.datasets.cifar10 import verify_cifar10_files
 
 BATCH_DIR = Path("cifar10") / "cifar-10-batches-py"
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxaudit.datasets import _files, load_mnist, load_planetoid, resolve_data_dir, verify_files
+from jaxaudit.datasets import _files, load_mnist, load_planetoid, resolve_data_dir
+from jaxaudit.datasets._files import verify_files
 
 SHARED = resolve_data_dir()
 

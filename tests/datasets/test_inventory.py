@@ -2,18 +2,13 @@
 
 import shutil
 
+import jax
 import numpy as np
 import pytest
 
-from jaxaudit.datasets import (
-    INFO_DATASETS,
-    describe_dataset,
-    fetch_dataset,
-    resolve_data_dir,
-    verify_data_dir,
-)
+from jaxaudit.datasets import describe_dataset, fetch_dataset, resolve_data_dir, verify_data_dir
 from jaxaudit.datasets.fetch import DATASETS
-from jaxaudit.datasets.inventory import dataset_names
+from jaxaudit.datasets.inventory import INFO_DATASETS, dataset_names
 
 
 @pytest.mark.needs_data("cora")
@@ -25,23 +20,23 @@ def test_describe_cora_against_the_published_counts():
 
 
 def test_describe_csbm_is_the_graph_of_the_commands():
-    """``data info csbm --seed s`` describes graph_by_name('csbm', seed=s), the CSBM that shadow
+    """``data info csbm --seed s`` describes graph_by_name('csbm', key=key(s)), the CSBM that shadow
     and bmp train on; its label counts are recomputed here from the graph itself."""
     from jaxaudit.datasets import graph_by_name
 
-    info = describe_dataset("csbm", seed=3)
-    graph = graph_by_name("csbm", seed=3)
+    info = describe_dataset("csbm", key=jax.random.key(3))
+    graph = graph_by_name("csbm", key=jax.random.key(3))
     counts = np.bincount(np.asarray(graph.labels), minlength=graph.num_classes)
     assert info["label counts"] == " ".join(f"{c}:{n}" for c, n in enumerate(counts))
     assert info["nodes"] == "2708" and info["split (train/val/test)"] == "140/500/1000"
-    assert info != describe_dataset("csbm", seed=4)
+    assert info != describe_dataset("csbm", key=jax.random.key(4))
 
 
 def test_bad_names_are_named():
     with pytest.raises(ValueError, match="name"):
         describe_dataset("pubmed")
-    with pytest.raises(ValueError, match="seed"):
-        describe_dataset("csbm", seed=-1)
+    with pytest.raises(ValueError, match="key must be a JAX PRNG key"):
+        describe_dataset("csbm", key=3)
     with pytest.raises(ValueError, match="names must be one of .* got 'pubmed'"):
         dataset_names(["cora", "pubmed"])
     assert dataset_names() == DATASETS and dataset_names(["mnist"]) == ("mnist",)

@@ -8,7 +8,8 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.stats import spearmanr
 
-from jaxaudit.datasets import Graph, load_planetoid
+from jaxaudit.datasets import load_planetoid
+from jaxaudit.graph import Graph
 from jaxaudit.graph import (
     inclusion_probabilities,
     induced_edges,

@@ -47,7 +47,7 @@ def test_canary_sweep_in_chunks_equals_one_call_bit_for_bit():
     from jaxaudit.datasets.audit_split import audit_data
     from jaxaudit.dpsgd import blank_canary, canary_runs, model_by_name
 
-    (x, y), _ = audit_data("synthetic", 8, 0, seed=0)
+    (x, y), _ = audit_data(jax.random.key(0), "synthetic", 8, 0)
     model = model_by_name("logreg")
     init = model.init(jax.random.key(0), x[:1])
     kw = dict(noise_multiplier=1.0, clip_norm=1.0, steps=2, learning_rate=0.01,

@@ -47,7 +47,7 @@ def test_run_shadow_follows_the_key_rule_resumes_and_refuses(tmp_path):
     # model m uses unit_key(seed, m) whatever the chunking: the trainer with those keys
     from jaxaudit.datasets import graph_by_name
 
-    graph = graph_by_name("csbm", seed=3, num_nodes=60)
+    graph = graph_by_name("csbm", key=jax.random.key(3), num_nodes=60)
     ref = train_shadow_models(unit_keys(jax.random.key(3), 0, 4), graph, uniform_sampler(0.5), "gcn", 4,
                               epochs=2)
     np.testing.assert_array_equal(result.masks, np.asarray(ref.masks))
