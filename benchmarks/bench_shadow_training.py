@@ -31,8 +31,7 @@ import jax
 import numpy as np
 
 from jaxaudit.datasets import load_planetoid
-from jaxaudit.graph import Graph
-from jaxaudit.graph import train_shadow_models, uniform_sampler
+from jaxaudit.graph import Graph, train_shadow_models, uniform_sampler
 from jaxaudit.sharding import cpu_core_count
 
 

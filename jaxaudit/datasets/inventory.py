@@ -23,7 +23,7 @@ import jax
 import numpy as np
 from numpy.typing import ArrayLike
 
-from jaxaudit._validation import check_choice, check_integer
+from jaxaudit._validation import check_choice
 from jaxaudit.datasets._files import FileStatus, prepare_folder, resolve_data_dir, verify_files
 from jaxaudit.datasets.cifar10 import load_cifar10, verify_cifar10_files
 from jaxaudit.datasets.csbm import edge_homophily

@@ -9,8 +9,8 @@ from scipy.sparse.csgraph import connected_components
 from scipy.stats import spearmanr
 
 from jaxaudit.datasets import load_planetoid
-from jaxaudit.graph import Graph
 from jaxaudit.graph import (
+    Graph,
     inclusion_probabilities,
     induced_edges,
     poisson_sampler,
