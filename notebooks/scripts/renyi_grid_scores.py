@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
             continue
         size = s["size"]
         public = 10_000 - size
-        (x, y), (xp, yp) = audit_data("mnist", size, public, seed=args.seed)
+        (x, y), (xp, yp) = audit_data(jax.random.key(args.seed), "mnist", size, public)
         cache = out / f"pretrained_{size}.msgpack"
         steps = math.ceil(5.0 * public / 32)
         template = model.init(jax.random.key(0), xp[:1])
