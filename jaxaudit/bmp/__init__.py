@@ -17,7 +17,7 @@ from jaxaudit.bmp.audit import (
     most_leaking,
     node_degrees,
 )
-from jaxaudit.bmp.certified import CertifiedEpsilons, certified_epsilons, clopper_pearson_upper
+from jaxaudit.bmp.certified import CertifiedEpsilons, certified_epsilons
 from jaxaudit.bmp.composition import (
     bmdp_epsilons,
     bmdp_errors,
@@ -101,7 +101,6 @@ __all__ = [
     "audit_table",
     "band_area",
     "certified_epsilons",
-    "clopper_pearson_upper",
     "bayes_optimal_errors",
     "bmdp_epsilons",
     "bmdp_errors",

@@ -35,7 +35,6 @@ looser (enable x64 there). The ε⁻ are lowered by a bound on the round-off of 
 
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import jax
@@ -43,13 +42,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from jaxaudit._validation import check_finite, check_probability, is_traced
+from jaxaudit._validation import check_finite, is_traced
 from jaxaudit.mia.types import ErrorCounts, validate_counts
-from jaxaudit.stats import binomial as cp
 from jaxaudit.stats.binomial import _rounded_down, cp_upper_core
 
-__all__ = ["CertifiedEpsilons", "certified_epsilons", "clopper_pearson_upper"]
-
+__all__ = ["CertifiedEpsilons", "certified_epsilons"]
 
 
 class CertifiedEpsilons(NamedTuple):
@@ -86,49 +83,6 @@ def _certified(fp, n0, fn, n1, level, tail=None):
         eps_r = eps_r - ulp * (jnp.abs(log_tpr) + jnp.abs(log_fpr))
         eps_l = eps_l - ulp * (jnp.abs(log_tnr) + jnp.abs(log_fnr))
     return jnp.maximum(eps_l, 0.0), jnp.maximum(eps_r, 0.0), a_hi, b_hi
-
-
-def clopper_pearson_upper(k: ArrayLike, n: ArrayLike, *, confidence: ArrayLike | None = None,
-                          level: ArrayLike | None = None) -> jax.Array:
-    """One-sided exact upper confidence limit of a binomial proportion: Pr(p ≤ p⁺) ≥ confidence.
-
-    p⁺ = B⁻¹(confidence; k + 1, n − k) (Clopper & Pearson 1934), 1 when k = n:
-    :func:`jaxaudit.stats.clopper_pearson_upper` (the one copy; float64 bisection eagerly, the
-    returned value ≥ the exact quantile), rounded up into the default float dtype.
-
-    Args:
-      k: successes (integers in [0, n]).
-      n: trials (integers ≥ 1).
-      confidence: one-sided coverage in (0, 1); 0.95 when neither it nor ``level`` is given.
-      level: deprecated name of ``confidence`` here (warns). Note that the deprecated ``level``
-        of ``jaxaudit.renyi``'s Clopper–Pearson functions is the failure probability.
-
-    Returns:
-      The limit in the default float dtype (traced inputs: the stats core in their dtype).
-
-    Example:
-      >>> round(float(clopper_pearson_upper(0, 10, confidence=0.95)), 4)  # 1 − 0.05^(1/10)
-      0.2589
-    """
-    if level is not None:
-        if confidence is not None:
-            raise ValueError("clopper_pearson_upper: give confidence only (level is its "
-                             "deprecated name), not both")
-        warnings.warn("jaxaudit.bmp.clopper_pearson_upper(level=...) is deprecated: level is the "
-                      "confidence here; pass confidence=level (jaxaudit.stats."
-                      "clopper_pearson_upper)", DeprecationWarning, stacklevel=2)
-        if not is_traced(level):
-            level = check_probability("level", level, open_low=True, open_high=True)
-        confidence = level
-    if confidence is None:
-        confidence = 0.95
-    if is_traced(k, n, confidence):
-        dtype = jnp.result_type(float)
-        k, n = jnp.broadcast_arrays(jnp.asarray(k, dtype), jnp.asarray(n, dtype))
-        return jnp.asarray(cp.clopper_pearson_upper(k, n, confidence=confidence))
-    out = cp.clopper_pearson_upper(np.asarray(k, np.float64), np.asarray(n, np.float64),
-                                   confidence=confidence)
-    return _to_default_float(out, up=True)
 
 
 def _to_default_float(x: ArrayLike, *, up: bool) -> jax.Array:

@@ -294,7 +294,7 @@ class Constrained(NamedTuple):
 
 
 #: Links δ = ε − ε̂ = link(z) of the centered coordinates: "softplus" (the default) and "exp"
-#: (the former link, kept for benchmarks/bmp_delta_link.py's before/after comparison).
+#: (δ = e^z; benchmarks/bmp_delta_link.py compares the two).
 DELTA_LINKS = ("softplus", "exp")
 
 
@@ -417,7 +417,7 @@ def log_joint_centered(position: jax.Array, counts: ErrorCounts,
       symmetric: the tied (MP) model.
       strength_prior: (a, b) of the Beta prior on s (may be traced).
       link: δ = ε − ε̂ as a function of z: "softplus" (default; log σ(z) replaces the Jacobian
-        terms log σ(z_L) + log σ(z_R) above) or "exp" (δ = e^z, Jacobian z; the former link).
+        terms log σ(z_L) + log σ(z_R) above) or "exp" (δ = e^z, Jacobian z).
     """
     p = _centered_parts(position, symmetric, link)
     fp, n0, fn, n1 = counts

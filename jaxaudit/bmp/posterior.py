@@ -266,8 +266,8 @@ class NutsConfig(NamedTuple):
         RuntimeWarning names the count sets still below ``min_ess``). Costs a second compiled
         program the first time; k is an input of that program and its rows are padded to at
         least 16, so later calls reuse it whatever their k and number of rows.
-      delta_link: the centered coordinates' δ = ε − ε̂ link, "softplus" (default) or "exp" (the
-        former one, for benchmarks/bmp_delta_link.py).
+      delta_link: the centered coordinates' δ = ε − ε̂ link, "softplus" (default) or "exp"
+        (δ = e^z; compared in benchmarks/bmp_delta_link.py).
     """
 
     num_warmup: int = 500
@@ -301,30 +301,11 @@ def _check_nuts_config(config: object) -> NutsConfig:
     return config
 
 
-def _config_from_keywords(config: NutsConfig | None, deprecated: dict[str, Any], stacklevel: int = 3
-                         ) -> NutsConfig:
-    """``config`` with the deprecated sampler keywords of :func:`posterior_nuts` folded in (each
-    warns with a DeprecationWarning); unknown keywords are a TypeError, as for any function."""
-    unknown = sorted(set(deprecated) - set(NutsConfig._fields))
-    if unknown:
-        raise TypeError(f"posterior_nuts() got unexpected keyword argument(s) {unknown}")
-    config = NutsConfig() if config is None else config
-    if deprecated:
-        warnings.warn(
-            f"posterior_nuts: the keyword(s) {sorted(deprecated)} are deprecated and will be "
-            f"removed in the next release; pass config=NutsConfig(...) instead",
-            DeprecationWarning, stacklevel=stacklevel)
-        if not isinstance(config, NutsConfig):
-            raise ArgumentTypeError(f"config must be a NutsConfig, got {type(config).__name__}")
-        config = config._replace(**deprecated)
-    return config
-
-
 def posterior_nuts(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike], *,
                    attack_prior: AttackPriorSpec = None, config: NutsConfig | None = None,
                    prior_variance: float = PRIOR_VARIANCE, parameterization: str | None = None,
                    symmetric: bool = False, deduplicate: bool = True,
-                   devices: Sequence[jax.Device] | None = None, **deprecated: Any) -> NutsPosterior:
+                   devices: Sequence[jax.Device] | None = None) -> NutsPosterior:
     """Posterior over (ε_L, ε_R) by NUTS with window adaptation, vmapped over nodes.
 
     The model is :mod:`jaxaudit.bmp.likelihood`'s: half-normal priors of variance
@@ -382,10 +363,6 @@ def posterior_nuts(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike], *,
       symmetric: fit the symmetric MP baseline ε_L = ε_R instead (centered only).
       deduplicate: sample once per distinct count tuple.
       devices: devices to shard the node axis over (None: all visible).
-      **deprecated: the former keywords ``num_warmup``, ``num_samples``, ``num_chains``,
-        ``max_num_doublings``, ``warmup_max_num_doublings``, ``target_acceptance_rate``,
-        ``chunk_size`` and ``min_ess``: still accepted for one release (they override the
-        ``config`` fields of the same names) with a DeprecationWarning.
 
     Returns:
       :class:`NutsPosterior`.
@@ -397,7 +374,7 @@ def posterior_nuts(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike], *,
       >>> post.eps_l.shape
       (4, 200)
     """
-    config = _check_nuts_config(_config_from_keywords(config, deprecated))
+    config = _check_nuts_config(NutsConfig() if config is None else config)
     counts = validate_counts(counts)
     prior = as_attack_prior(attack_prior)
     check_positive("prior_variance", prior_variance)

@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 from jaxaudit import bmp
+from jaxaudit import stats as stats_cp
 
 CONFIDENCE = 0.9
 
@@ -18,7 +19,7 @@ def test_clopper_pearson_matches_scipy():
     for n in (1, 7, 50, 1000):
         k = np.arange(n + 1)
         for level in (0.9, 0.975, 0.999):
-            got = np.asarray(bmp.clopper_pearson_upper(k, n, confidence=level), np.float64)
+            got = np.asarray(stats_cp.clopper_pearson_upper(k, n, confidence=level), np.float64)
             want = np.where(k < n, stats.beta.ppf(level, k + 1, np.maximum(n - k, 1)), 1.0)
             assert np.all(got >= want - 1e-12)  # never below the exact limit ...
             np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-9)  # ... and tight
@@ -94,10 +95,10 @@ def test_edge_counts_and_bad_input():
         bmp.certified_epsilons(bmp.ErrorCounts(1, 10, 1, 10), confidence=1.0)
     with pytest.raises(ValueError, match="counts.fp"):
         bmp.certified_epsilons(bmp.ErrorCounts(11, 10, 1, 10))
-    with pytest.raises(ValueError, match="level"):
-        bmp.clopper_pearson_upper(1, 10, level=0.0)
+    with pytest.raises(ValueError, match="confidence"):
+        stats_cp.clopper_pearson_upper(1, 10, confidence=0.0)
     with pytest.raises(ValueError, match="k must"):
-        bmp.clopper_pearson_upper(11, 10)
+        stats_cp.clopper_pearson_upper(11, 10, confidence=0.95)
 
 
 def _scipy_upper(k, n, level):
@@ -117,14 +118,14 @@ def test_clopper_pearson_traced_float64_matches_scipy():
     never below it, and equal to the eager figures."""
     k, n = _all_k((1, 7, 50, 1000))
     with jax.enable_x64(True):
-        jitted = jax.jit(lambda k, n, level: bmp.clopper_pearson_upper(k, n, confidence=level))
+        jitted = jax.jit(lambda k, n, level: stats_cp.clopper_pearson_upper(k, n, confidence=level))
         for level in (0.9, 0.975, 0.999):
             got = np.asarray(jitted(k, n, level))
             want = _scipy_upper(k, n, level)
             assert got.dtype == np.float64
             assert np.all(got >= want - 1e-12)
             np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
-            np.testing.assert_array_equal(got, np.asarray(bmp.clopper_pearson_upper(k, n,
+            np.testing.assert_array_equal(got, np.asarray(stats_cp.clopper_pearson_upper(k, n,
                                                                                    confidence=level)))
 
 
@@ -133,7 +134,7 @@ def test_clopper_pearson_traced_float32_stays_conservative():
     limit is never below scipy's exact quantile, and loose by at most 1e-4 up to n = 1000."""
     k, n = _all_k((1, 7, 50, 200, 1000))
     for level in (0.9, 0.975, 0.999):
-        jitted = jax.jit(functools.partial(bmp.clopper_pearson_upper, confidence=level))
+        jitted = jax.jit(functools.partial(stats_cp.clopper_pearson_upper, confidence=level))
         got = np.asarray(jitted(k, n), np.float64)
         want = _scipy_upper(k, n, level)
         assert np.all(got >= want), (level, (got - want).min())

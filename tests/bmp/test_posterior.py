@@ -268,23 +268,6 @@ def test_bad_options_raise():
 
 
 @pytest.mark.slow
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # 8 draws do not mix; not the point here
-def test_old_sampler_keywords_warn_and_still_work():
-    """The keywords that moved into NutsConfig are deprecated aliases for one release: they warn
-    (DeprecationWarning), are validated under their own names, and give the same draws as the
-    config."""
-    c = bmp.ErrorCounts(10.0, 100.0, 30.0, 100.0)
-    config = bmp.NutsConfig(num_warmup=20, num_samples=8, num_chains=2)
-    new = bmp.posterior_nuts(jax.random.key(5), c, config=config)
-    with pytest.warns(DeprecationWarning, match="num_warmup"):
-        old = bmp.posterior_nuts(jax.random.key(5), c, num_warmup=20, num_samples=8,
-                                 num_chains=2)
-    np.testing.assert_array_equal(np.asarray(old.eps_l), np.asarray(new.eps_l))
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="num_samples"):
-        bmp.posterior_nuts(jax.random.key(0), c, num_samples=0)
-
-
-@pytest.mark.slow
 def test_unmixed_chains_warn():
     """Two warm-up steps and four draws from over-dispersed starts cannot mix: R-hat > 1.05 for
     the count sets, and the user is told (the draws are returned all the same)."""

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from jaxpr_walk import CALLBACKS, primitives
 
-from jaxaudit import bmp, mia
+from jaxaudit import bmp, mia, stats
 
 R, N = 24, 5  # models, nodes
 
@@ -169,7 +169,7 @@ def test_certified_jit_and_vmap_over_nodes():
 def test_clopper_pearson_jit_and_vmap_over_n():
     ns = jnp.array([5.0, 10.0, 40.0])
     ks = jnp.array([0.0, 3.0, 40.0])
-    upper = functools.partial(bmp.clopper_pearson_upper, level=0.95)
+    upper = functools.partial(stats.clopper_pearson_upper, confidence=0.95)
     eager = np.asarray(upper(ks, ns))
     for got in (jax.jit(upper)(ks, ns), jax.vmap(upper)(ks, ns)):
         got = np.asarray(got)
@@ -380,7 +380,7 @@ def test_cores_hold_no_host_callback():
         "roc_auc": jax.make_jaxpr(mia.roc_auc)(scores, masks),
         "tpr_at_fpr": jax.make_jaxpr(mia.tpr_at_fpr)(scores, masks, 0.1),
         "membership_advantage": jax.make_jaxpr(mia.membership_advantage)(scores > 0, masks),
-        "clopper_pearson_upper": jax.make_jaxpr(bmp.clopper_pearson_upper)(counts.fp, counts.n0),
+        "clopper_pearson_upper": jax.make_jaxpr(stats.clopper_pearson_upper)(counts.fp, counts.n0),
         "certified_epsilons": jax.make_jaxpr(bmp.certified_epsilons)(counts),
     }
     for name, (fn, args) in REGION.items():
