@@ -25,14 +25,20 @@ from jaxaudit._validation.core import (
     check_positive_finite,
     check_probability,
     check_shape,
-    failure_probability,
+    host_seed,
     is_traced,
     plain,
+    typed_key,
 )
 from jaxaudit._validation.graphs import check_graph, check_labels
 from jaxaudit._validation.orders import check_order_limits, check_orders
 from jaxaudit._validation.paths import check_input_path, check_output_dir, check_output_file
-from jaxaudit._validation.scores import check_binary, check_score_vector, check_scores_and_masks
+from jaxaudit._validation.scores import (
+    check_binary,
+    check_mask,
+    check_score_vector,
+    check_scores_and_masks,
+)
 
 __all__ = [
     "ArgumentTypeError",
@@ -54,7 +60,8 @@ __all__ = [
     "check_positive_finite",
     "check_probability",
     "check_shape",
-    "failure_probability",
+    "host_seed",
+    "typed_key",
     "is_traced",
     "plain",
     "check_graph",
@@ -65,6 +72,7 @@ __all__ = [
     "check_output_dir",
     "check_output_file",
     "check_binary",
+    "check_mask",
     "check_score_vector",
     "check_scores_and_masks",
 ]

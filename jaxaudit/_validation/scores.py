@@ -6,7 +6,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from jaxaudit._validation.core import _as_array, _describe, check_finite, is_traced
+from jaxaudit._validation.core import (
+    ArgumentTypeError,
+    _as_array,
+    _describe,
+    check_finite,
+    is_traced,
+)
 
 _T = TypeVar("_T")
 
@@ -20,13 +26,28 @@ def check_scores_and_masks(scores: Any, masks: Any, *, scores_name: str = "score
         raise ValueError(f"{scores_name} must have shape (R, N), got {s_shape}")
     if m_shape != s_shape:
         raise ValueError(f"{masks_name} must have the shape of {scores_name} {s_shape}, got {m_shape}")
+    check_mask(masks_name, masks)
     if is_traced(scores, masks):
         return
-    m = np.asarray(masks)
-    if m.dtype != bool and not np.isin(m, (0, 1)).all():
-        raise ValueError(f"{masks_name} must be boolean (0/1)")
     if np.isnan(_as_array(scores_name, scores)).any():
         raise ValueError(f"{scores_name} must not contain NaN")
+
+
+def check_mask(name: str, masks: Any) -> None:
+    """Membership masks: boolean, or numbers that are exactly 0 or 1. Concrete masks are checked
+    by value; a traced mask cannot be, so under ``jax.jit``/``jax.vmap`` only boolean and integer
+    dtypes pass (a float mask is a TypeError naming ``name``: convert it with ``masks > 0.5`` or
+    ``masks.astype(bool)`` outside the transform)."""
+    if is_traced(masks):
+        kind = np.dtype(masks.dtype).kind
+        if kind not in "biu":
+            raise ArgumentTypeError(
+                f"{name} must be boolean (or integer 0/1) under jax.jit/vmap, got dtype "
+                f"{masks.dtype}: a traced float mask cannot be checked for 0/1 values")
+        return
+    m = _as_array(name, masks)
+    if m.dtype != bool and not np.isin(m, (0, 1)).all():
+        raise ValueError(f"{name} must be boolean (0/1)")
 
 
 def check_binary(name: str, value: _T) -> _T:

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from jaxaudit._validation import check_probability, check_shape
+from jaxaudit._validation import check_mask, check_probability, check_shape
 from jaxaudit.bmp.certified import certified_epsilons
 from jaxaudit.bmp.likelihood import PRIOR_VARIANCE, AttackPriorSpec, as_attack_prior
 from jaxaudit.bmp.posterior import (
@@ -147,6 +147,7 @@ def _statistic(scores: np.ndarray, masks: np.ndarray, attack: str, fix_variance:
 
 
 def _check_runs(scores: ArrayLike, masks: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    check_mask("masks", masks)
     scores = np.asarray(scores, np.float32)
     masks = np.asarray(masks, bool)
     if scores.ndim != 2:

@@ -49,6 +49,7 @@ from jax.typing import ArrayLike
 
 from jaxaudit._validation import (
     check_choice,
+    check_mask,
     check_nonnegative,
     check_numeric,
     check_probability,
@@ -138,6 +139,7 @@ def bmp_epsilons(masks: ArrayLike, probs: ArrayLike, output_probs: ArrayLike
     Returns:
       (eps_l, eps_r), two (N,) arrays. Refused (``ValueError``) when a node has η_i ∈ {0, 1}.
     """
+    check_mask("masks", masks)
     if is_traced(masks, probs, output_probs):
         return _bmp_epsilons(jnp.asarray(masks), jnp.asarray(probs), jnp.asarray(output_probs))
     m, p, out = _check_law(masks, probs, output_probs)
@@ -199,6 +201,7 @@ def bmdp_epsilons(masks: ArrayLike, probs: ArrayLike, output_probs: ArrayLike, *
       (eps_l, eps_r), two (N,) arrays.
     """
     check_choice("undefined", undefined, ("raise", "nan"))
+    check_mask("masks", masks)
     if is_traced(masks, probs, output_probs):
         return _bmdp_epsilons(jnp.asarray(masks), jnp.asarray(probs), jnp.asarray(output_probs))
     m, p, out = _check_law(masks, probs, output_probs)
@@ -246,6 +249,7 @@ def bmdp_errors(masks: ArrayLike, probs: ArrayLike, output_probs: ArrayLike, dec
       M_i is random (both masks[k] and masks[k] ∪ {i} have positive probability); alpha and beta
       are NaN elsewhere.
     """
+    check_mask("masks", masks)
     if is_traced(masks, probs, output_probs, decision):
         return _bmdp_errors(jnp.asarray(masks), jnp.asarray(probs), jnp.asarray(output_probs),
                             jnp.asarray(decision))

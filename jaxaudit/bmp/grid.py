@@ -37,12 +37,12 @@ class GridPosterior(NamedTuple):
     """Grid posterior of one count set.
 
     Attributes:
-      eps: grid of cell midpoints shared by ε_L and ε_R, shape (n,).
+      epsilon: grid of cell midpoints shared by ε_L and ε_R, shape (n,).
       log_density: normalised log posterior density on the (ε_L, ε_R) grid, shape (n, n).
       marginal_l, marginal_r: marginal densities of ε_L and ε_R on the grid, shape (n,).
     """
 
-    eps: jax.Array
+    epsilon: jax.Array
     log_density: jax.Array
     marginal_l: jax.Array
     marginal_r: jax.Array
@@ -59,26 +59,26 @@ class GridPosterior(NamedTuple):
 
     def density_at(self, which: str, x: ArrayLike) -> np.ndarray:
         dens = np.asarray(self.marginal_l if which == "l" else self.marginal_r, np.float64)
-        return np.interp(np.asarray(x), np.asarray(self.eps, np.float64), dens)
+        return np.interp(np.asarray(x), np.asarray(self.epsilon, np.float64), dens)
 
     def _edges_cdf(self, which: str) -> tuple[np.ndarray, np.ndarray]:
         if which not in ("l", "r"):
             raise ValueError(f"which must be 'l' or 'r', got {which!r}")
         dens = np.asarray(self.marginal_l if which == "l" else self.marginal_r, np.float64)
-        eps = np.asarray(self.eps, np.float64)
+        eps = np.asarray(self.epsilon, np.float64)
         h = eps[1] - eps[0]
         edges = np.concatenate([[eps[0] - h / 2], eps + h / 2])
         cdf = np.concatenate([[0.0], np.cumsum(dens * h)])
         return edges, cdf / cdf[-1]
 
 
-def _beta_tables(counts: ErrorCounts, num_alpha_segments: int, alpha_order: int, num_knots: int,
+def _beta_tables(counts: ErrorCounts, num_alpha_segments: int, num_alpha_nodes: int, num_knots: int,
                  z_max: float = 30.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Host-side tables: nodes for the α-integral on the logit-quantile scale of
     Beta(X+1, N0−X+1) (so the binomial weight becomes the logistic density), and the logit-CDF of
     Beta(Y+1, N1−Y+1) on a uniform β grid (for the β-integral)."""
     fp, n0, fn, n1 = (float(c) for c in counts)
-    x, w = np.polynomial.legendre.leggauss(alpha_order)
+    x, w = np.polynomial.legendre.leggauss(num_alpha_nodes)
     edges = np.linspace(-z_max, z_max, num_alpha_segments + 1)
     zs = ((edges[:-1, None] + edges[1:, None]) / 2 + (edges[1:, None] - edges[:-1, None]) / 2 * x)
     wz = ((edges[1:, None] - edges[:-1, None]) / 2 * w).ravel() * sp_special.expit(zs.ravel()) * (
@@ -134,7 +134,7 @@ def _corner_log_lik(eps_l: jax.Array, eps_r: jax.Array, fp: jax.Array, n0: jax.A
 def posterior_grid(counts: ErrorCounts | Sequence[ArrayLike], *,
                    attack_prior: AttackPriorSpec = None, prior_variance: float = PRIOR_VARIANCE,
                    eps_max: float | None = None, num_eps: int = 160, num_s: int = 16,
-                   alpha_order: int = 8, num_alpha_segments: int = 16, num_knots: int = 8193
+                   num_alpha_nodes: int = 8, num_alpha_segments: int = 16, num_knots: int = 8193
                   ) -> GridPosterior:
     """Deterministic grid posterior of the same model as :func:`posterior_nuts` (one count set).
 
@@ -149,20 +149,33 @@ def posterior_grid(counts: ErrorCounts | Sequence[ArrayLike], *,
     logit-CDF interpolated on a uniform β grid. Runs in float64; the returned arrays are in the
     default float dtype. The grid is shared by both axes: when a marginal's central 90% spans
     fewer than 8 cells a RuntimeWarning says so (raise ``num_eps`` or lower ``eps_max``).
+
+    Args:
+      counts: one count set ``ErrorCounts(fp, n0, fn, n1)`` (scalars).
+      attack_prior, prior_variance: the model's priors, as in :func:`posterior_nuts`.
+      eps_max: upper end of the grid (None: from the counts); num_eps: grid cells per axis.
+      num_s: quadrature points of the s-integral.
+      num_alpha_nodes, num_alpha_segments: Gauss–Legendre nodes per segment and segments of the
+        α-integral.
+      num_knots: points of the interpolated β logit-CDF table.
+
+    Returns:
+      :class:`GridPosterior`.
     """
     counts = validate_counts(counts)
     if counts.fp.ndim != 0:
         raise ValueError("posterior_grid takes one count set (scalars)")
     prior = as_attack_prior(attack_prior)
     check_positive("prior_variance", prior_variance)
-    for name, value in (("num_eps", num_eps), ("num_s", num_s), ("alpha_order", alpha_order),
+    for name, value in (("num_eps", num_eps), ("num_s", num_s),
+                        ("num_alpha_nodes", num_alpha_nodes),
                         ("num_alpha_segments", num_alpha_segments)):
         check_integer(name, value, minimum=1)
     check_integer("num_knots", num_knots, minimum=3)
     with jax.enable_x64(True):
         out = _posterior_grid(counts, prior=prior, prior_variance=prior_variance,
                               eps_max=eps_max, num_eps=int(num_eps), num_s=int(num_s),
-                              alpha_order=int(alpha_order),
+                              num_alpha_nodes=int(num_alpha_nodes),
                               num_alpha_segments=int(num_alpha_segments),
                               num_knots=int(num_knots))
     _warn_unresolved(out)
@@ -198,7 +211,7 @@ def _strength_nodes(prior: AttackPrior, num_s: int) -> tuple[np.ndarray, np.ndar
 
 
 def _posterior_grid(counts: ErrorCounts, *, prior: AttackPrior, prior_variance: float,
-                    eps_max: float | None, num_eps: int, num_s: int, alpha_order: int,
+                    eps_max: float | None, num_eps: int, num_s: int, num_alpha_nodes: int,
                     num_alpha_segments: int, num_knots: int
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     if eps_max is None:
@@ -221,7 +234,7 @@ def _posterior_grid(counts: ErrorCounts, *, prior: AttackPrior, prior_variance: 
     else:
         s_nodes, s_weights = _strength_nodes(prior, num_s)
         tables = tuple(jnp.asarray(t) for t in _beta_tables(counts, num_alpha_segments,
-                                                             alpha_order, num_knots))
+                                                             num_alpha_nodes, num_knots))
         num0, num1 = jnp.asarray(counts.n0, jnp.float64), jnp.asarray(counts.n1, jnp.float64)
         log_liks = jnp.stack([_grid_log_lik(eps_l, eps_r, jnp.float64(s), *tables, num0, num1)
                               for s in s_nodes])

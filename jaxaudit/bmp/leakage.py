@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from jaxaudit._validation import check_probability, is_traced
+from jaxaudit._validation import check_key, check_mask, check_probability, is_traced
 
 __all__ = [
     "LeakageEstimate",
@@ -150,6 +150,7 @@ def sampling_leakage(masks: ArrayLike, probs: ArrayLike | None = None, *,
     """
     if np.ndim(masks) != 2:
         raise ValueError(f"masks must have shape (K, N), got {np.shape(masks)}")
+    check_mask("masks", masks)
     num_draws = np.shape(masks)[0]
     exact = probs is not None
     if probs is not None and np.shape(probs) != (num_draws,):
@@ -257,13 +258,23 @@ def snowball_distribution(senders: ArrayLike, receivers: ArrayLike, num_nodes: i
     return masks, np.asarray([final[s] for s in samples])
 
 
-def snowball_draws(seed: int, senders: ArrayLike, receivers: ArrayLike, num_nodes: int,
+def snowball_draws(key: jax.Array, senders: ArrayLike, receivers: ArrayLike, num_nodes: int,
                    sample_size: int | ArrayLike, num_draws: int, *, num_seeds: int = 1,
                    teleport: float = 0.0) -> np.ndarray:
     """i.i.d. draws of the frontier-growth snowball sample of :func:`snowball_distribution`,
-    simulated forward (numpy ``Generator(seed)``): (num_draws, N) bool masks."""
+    simulated forward on the host: (num_draws, N) bool masks.
+
+    The numpy generator is derived from ``key``: its key data read as one big-endian integer
+    (``jax.random.key(s)`` seeds ``np.random.default_rng(s)``).
+    """
+    check_key("key", key)
+    if not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.wrap_key_data(key)
+    host = 0
+    for word in np.asarray(jax.random.key_data(key)).ravel().tolist():
+        host = (host << 32) | int(word)
     law = _size_law(sample_size, num_nodes, num_seeds)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(host)
     nbrs = _adjacency(senders, receivers, num_nodes)
     out = np.zeros((num_draws, num_nodes), bool)
     for k in range(num_draws):

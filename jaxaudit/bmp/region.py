@@ -287,15 +287,15 @@ def _mp_epsilon(alpha: ArrayLike, beta: ArrayLike, *, null: str = "non-member") 
     return jnp.maximum(eps_l, eps_r)
 
 
-def mp_region_area(eps: ArrayLike) -> jax.Array:
+def mp_region_area(epsilon: ArrayLike) -> jax.Array:
     """Area of the symmetric region R(ε, ε): (e^ε − 1)/(e^ε + 1) = tanh(ε/2)."""
-    check_nonnegative("eps", eps)
-    return _mp_region_area(eps)
+    check_nonnegative("epsilon", epsilon)
+    return _mp_region_area(epsilon)
 
 
-def _mp_region_area(eps: ArrayLike) -> jax.Array:
+def _mp_region_area(epsilon: ArrayLike) -> jax.Array:
     """Unvalidated, traceable core of :func:`mp_region_area`."""
-    return jnp.tanh(jnp.asarray(eps) / 2)
+    return jnp.tanh(jnp.asarray(epsilon) / 2)
 
 
 def posterior_interval(eta: ArrayLike, eps_l: ArrayLike, eps_r: ArrayLike

@@ -25,7 +25,7 @@ __all__ = ["ATTACKS", "attack_statistic"]
 
 ATTACKS: tuple[str, ...] = ("lira", "lira_offline", "rmia")
 
-_RMIA_OPTIONS = frozenset({"gamma", "a", "population", "population_seed", "calibration"})
+_RMIA_OPTIONS = frozenset({"gamma", "a", "population", "population_key", "calibration"})
 
 
 def attack_statistic(scores: ArrayLike, masks: ArrayLike, *, attack: str = "lira",
@@ -37,7 +37,7 @@ def attack_statistic(scores: ArrayLike, masks: ArrayLike, *, attack: str = "lira
       masks: (R, N) bool memberships.
       attack: ``"lira"`` (= ``lira_loo``), ``"lira_offline"`` or ``"rmia"``.
       fix_variance: LiRA's fixed-variance variant (for ``"rmia"``: of its per-node calibration).
-      **options: ``"rmia"`` only: ``gamma``, ``a``, ``population``, ``population_seed``,
+      **options: ``"rmia"`` only: ``gamma``, ``a``, ``population``, ``population_key``,
         ``calibration`` (see :func:`jaxaudit.mia.rmia`); any other option is refused.
 
     Returns:

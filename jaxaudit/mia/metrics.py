@@ -16,7 +16,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from jaxaudit._validation import check_binary, check_numeric, check_probability, is_traced
+from jaxaudit._validation import (
+    check_binary,
+    check_mask,
+    check_numeric,
+    check_probability,
+    is_traced,
+)
 
 __all__ = ["roc_auc", "tpr_at_fpr", "membership_advantage"]
 
@@ -26,6 +32,8 @@ def _check(scores: ArrayLike, labels: ArrayLike, *, scores_name: str = "scores")
     s, lab = np.shape(scores), np.shape(labels)
     if s != lab:
         raise ValueError(f"labels must have the shape of {scores_name} {s}, got {lab}")
+    if is_traced(labels):
+        check_mask("labels", labels)  # a traced float label cannot be checked by value
     check_binary("labels", labels)
     if not is_traced(scores) and np.isnan(check_numeric(scores_name, scores)).any():
         raise ValueError(f"{scores_name} must not contain NaN")

@@ -32,6 +32,7 @@ from jaxaudit._validation import (
     check_choice,
     check_finite,
     check_integer,
+    check_key,
     check_positive_finite,
     check_probability,
     check_scores_and_masks,
@@ -146,7 +147,7 @@ def _rmia(scores: ArrayLike, masks: ArrayLike, gamma: ArrayLike, a: ArrayLike,
 
 
 def _check_common(scores: ArrayLike, masks: ArrayLike, gamma: ArrayLike, a: ArrayLike | None,
-                  population: object, population_seed: object
+                  population: object, population_key: object
                   ) -> tuple[ArrayLike, ArrayLike, ArrayLike, ArrayLike, jax.Array]:
     """Validate (concrete values only) and return scores, masks, γ, a and population indices."""
     check_scores_and_masks(scores, masks)
@@ -165,12 +166,13 @@ def _check_common(scores: ArrayLike, masks: ArrayLike, gamma: ArrayLike, a: Arra
     if not is_traced(scores, masks):
         check_finite("scores", scores)
         scores, masks = jnp.asarray(scores), jnp.asarray(masks, bool)
-    return scores, masks, gamma, a_value, _population(population, population_seed, num_nodes)
+    return scores, masks, gamma, a_value, _population(population, population_key, num_nodes)
 
 
-def _population(population: object, population_seed: object, num_nodes: int) -> jax.Array:
-    """The population samples z as node indices: all nodes (None), a seeded subset of that many
-    nodes drawn without replacement (an int), or the given indices (a 1-D integer array)."""
+def _population(population: object, population_key: object, num_nodes: int) -> jax.Array:
+    """The population samples z as node indices: all nodes (None), a subset of that many nodes
+    drawn without replacement with ``population_key`` (an int), or the given indices (a 1-D
+    integer array)."""
     if population is None:
         return jnp.arange(num_nodes, dtype=jnp.int32)
     if isinstance(population, int | np.integer) and not isinstance(population, bool):
@@ -178,8 +180,10 @@ def _population(population: object, population_seed: object, num_nodes: int) -> 
         if size > num_nodes:
             raise ValueError(f"population must be at most the number of nodes {num_nodes}, "
                              f"got {size}")
-        seed = check_integer("population_seed", population_seed, minimum=0)
-        picked = jax.random.choice(jax.random.key(seed), num_nodes, (size,), replace=False)
+        if population_key is None:
+            population_key = jax.random.key(0)
+        check_key("population_key", population_key)
+        picked = jax.random.choice(population_key, num_nodes, (size,), replace=False)
         return jnp.sort(picked).astype(jnp.int32)
     if is_traced(population):
         return jnp.asarray(population, jnp.int32)
@@ -200,13 +204,13 @@ def _population(population: object, population_seed: object, num_nodes: int) -> 
 
 def rmia_score(scores: ArrayLike, masks: ArrayLike, *, gamma: float = 1.0,
                a: float | None = None, population: int | ArrayLike | None = None,
-               population_seed: int = 0) -> jax.Array:
+               population_key: jax.Array | None = None) -> jax.Array:
     """Leave-one-out RMIA scores ``Score_r(x) = Pr_z(LR_r(x, z) ≥ γ)`` in [0, 1] (module doc).
 
     Model r is the target, the other R − 1 models its reference models (online: all of them;
     offline, ``a`` given: the ones where x was OUT). The population z is every node but x
     (``population=None``), a fixed subset of ``population`` nodes drawn with
-    ``jax.random.key(population_seed)``, or the given node indices; x itself is never its own z.
+    ``population_key`` (None: ``jax.random.key(0)``), or the given node indices; x itself is never its own z.
     ``masks`` is read only offline, and only on the reference rows: row r of the result never
     depends on row r of ``masks``.
 
@@ -216,7 +220,7 @@ def rmia_score(scores: ArrayLike, masks: ArrayLike, *, gamma: float = 1.0,
       gamma: γ > 0, the pairwise likelihood-ratio threshold (paper default 1).
       a: offline factor in [0, 1] (None: online; the paper's offline experiments use a ≈ 0.3).
       population: None, a number of population nodes, or node indices.
-      population_seed: seed of the population subset.
+      population_key: PRNG key of the population subset (None: ``jax.random.key(0)``).
 
     Returns:
       (R, N) float32 fractions (higher = more likely a member).
@@ -224,12 +228,12 @@ def rmia_score(scores: ArrayLike, masks: ArrayLike, *, gamma: float = 1.0,
     Traceable: under ``jax.jit``/``jax.vmap`` the checks are skipped (``a`` None or not must be
     known; ``population`` a Python int is drawn at trace time).
     """
-    s, m, g, a_value, pop = _check_common(scores, masks, gamma, a, population, population_seed)
+    s, m, g, a_value, pop = _check_common(scores, masks, gamma, a, population, population_key)
     return _rmia_score(s, m, g, a_value, pop, offline=a is not None)
 
 
 def rmia(scores: ArrayLike, masks: ArrayLike, *, gamma: float = 1.0, a: float | None = None,
-         population: int | ArrayLike | None = None, population_seed: int = 0,
+         population: int | ArrayLike | None = None, population_key: jax.Array | None = None,
          calibration: str = "kde", fix_variance: bool = False) -> jax.Array:
     """Leave-one-out RMIA on a log-likelihood-ratio scale, for every (target model r, node i).
 
@@ -250,7 +254,7 @@ def rmia(scores: ArrayLike, masks: ArrayLike, *, gamma: float = 1.0, a: float | 
     Args:
       scores: (R, N) true-class logits per model and node (R ≥ 3).
       masks: (R, N) bool memberships.
-      gamma, a, population, population_seed: as in :func:`rmia_score`.
+      gamma, a, population, population_key: as in :func:`rmia_score`.
       calibration: ``"kde"`` (default: the strongest on Cora-GCN with 64 and 128 models,
         tuned on a separate seed, docs/gnn_mia.md), ``"node"`` (Gaussian; safer with few
         models, say R ≤ 32, where a density estimate from ~R/2 points is rough in the tails) or
@@ -270,6 +274,6 @@ def rmia(scores: ArrayLike, masks: ArrayLike, *, gamma: float = 1.0, a: float | 
     """
     check_choice("calibration", calibration, CALIBRATIONS)
     fix = check_bool("fix_variance", fix_variance)
-    s, m, g, a_value, pop = _check_common(scores, masks, gamma, a, population, population_seed)
+    s, m, g, a_value, pop = _check_common(scores, masks, gamma, a, population, population_key)
     return _rmia(s, m, g, a_value, pop, offline=a is not None, calibration=calibration,
                  fix_variance=fix)

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 
 REPS = 120
 N = 60
-GRID = dict(num_eps=48, num_s=6, alpha_order=6, num_alpha_segments=12, num_knots=2049)
+GRID = dict(num_eps=48, num_s=6, num_alpha_nodes=6, num_alpha_segments=12, num_knots=2049)
 LEVEL = 0.01  # per KS test; two marginals per prior
 
 

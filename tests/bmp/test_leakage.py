@@ -3,6 +3,7 @@ exact enumeration vs Monte Carlo."""
 
 import itertools
 
+import jax
 import numpy as np
 import pytest
 
@@ -52,7 +53,7 @@ def test_snowball_enumeration_matches_monte_carlo():
     exact = bmp.sampling_leakage(masks, probs)
     assert np.all(np.isfinite(exact.c_r)) and np.all(exact.c_r > 0)
     assert np.ptp(exact.c_r) > 0.05  # node-dependent
-    draws = bmp.snowball_draws(7, SENDERS, RECEIVERS, 6, LAW, 20000, teleport=0.3)
+    draws = bmp.snowball_draws(jax.random.key(7), SENDERS, RECEIVERS, 6, LAW, 20000, teleport=0.3)
     # the empirical law of whole samples matches the enumeration (chi-square-free check: 4 sd)
     index = {m.tobytes(): j for j, m in enumerate(masks)}
     freq = np.bincount([index[d.tobytes()] for d in draws], minlength=len(masks)) / len(draws)

@@ -132,7 +132,7 @@ def test_error_counts_refuses_scores_and_zero_models():
 
 def test_empty_counts_refused():
     """Hostile 10: empty counts reached the posterior (IndexError deep inside)."""
-    from jaxaudit.bmp import posterior_nuts
+    from jaxaudit.bmp import NutsConfig, posterior_nuts
     from jaxaudit.mia import ErrorCounts
     from jaxaudit.mia.types import validate_counts
 
@@ -140,7 +140,7 @@ def test_empty_counts_refused():
     with pytest.raises(ValueError, match="counts must hold at least one node"):
         validate_counts(empty)
     with pytest.raises(ValueError, match="counts must hold at least one node"):
-        posterior_nuts(jax.random.key(0), empty, num_warmup=10, num_samples=10)
+        posterior_nuts(jax.random.key(0), empty, config=NutsConfig(num_warmup=10, num_samples=10))
 
 
 def test_membership_advantage_refuses_scores_as_decisions():
@@ -174,3 +174,25 @@ def test_decisions_refuse_nan_scores():
         threshold_decision(np.array([0.1, np.nan]))
     with pytest.raises(ValueError, match="llr must not contain NaN"):
         bayes_decision(np.array([0.1, np.nan]), 0.5)
+
+
+def test_masks_must_be_boolean_eagerly_and_under_jit():
+    """A mask of 0.7 is refused by every entry point that takes masks: by value when concrete,
+    by dtype under jax.jit (a traced float cannot be checked for 0/1)."""
+    from jaxaudit.mia import error_counts, lira_loo, roc_auc
+
+    decisions = jnp.array([[True, False], [False, True], [True, True]])
+    half = jnp.array([[0.7, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    scores = jnp.array([[1.0, 0.0], [0.5, 2.0], [0.1, 0.3]])
+    with pytest.raises(ValueError, match="masks must be boolean"):
+        error_counts(decisions, half)
+    with pytest.raises(TypeError, match="masks must be boolean"):
+        jax.jit(error_counts)(decisions, half)
+    with pytest.raises(TypeError, match="masks must be boolean"):
+        jax.jit(lira_loo)(scores, half)
+    with pytest.raises(TypeError, match="labels must be boolean"):
+        jax.jit(roc_auc)(scores, half)
+    # 0/1 floats stay accepted eagerly, and boolean masks under jit give the eager counts
+    exact = jnp.round(half)
+    np.testing.assert_array_equal(np.asarray(error_counts(decisions, exact).fp),
+                                  np.asarray(jax.jit(error_counts)(decisions, exact > 0.5).fp))

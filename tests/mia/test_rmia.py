@@ -140,15 +140,15 @@ def test_beats_chance_on_planted_leak():
 
 def test_offline_and_subset_population_beat_chance():
     scores, masks = _planted(jax.random.key(5), 32, 200, 1.0)
-    for kw in ({"a": 0.3}, {"population": 40, "population_seed": 1}):
+    for kw in ({"a": 0.3}, {"population": 40, "population_key": jax.random.key(1)}):
         assert float(roc_auc(rmia(scores, masks, **kw), masks)) > 0.70, kw
 
 
 def test_population_subset_is_fixed_by_seed():
     scores, masks = _planted(jax.random.key(6), 5, 30, 1.0)
-    one = rmia_score(scores, masks, population=10, population_seed=7)
+    one = rmia_score(scores, masks, population=10, population_key=jax.random.key(7))
     np.testing.assert_array_equal(one, rmia_score(scores, masks, population=10,
-                                                  population_seed=7))
+                                                  population_key=jax.random.key(7)))
     # the full population of N nodes is the default
     np.testing.assert_array_equal(rmia_score(scores, masks, population=30),
                                   rmia_score(scores, masks))
@@ -187,7 +187,7 @@ def test_scores_near_one_keep_their_resolution():
     ({"a": 1.5}, "a"), ({"a": -0.1}, "a"), ({"population": 0}, "population"),
     ({"population": 99}, "population"), ({"population": np.array([0, 0])}, "population"),
     ({"population": np.array([0, 40])}, "population"), ({"population": "all"}, "population"),
-    ({"population": 5, "population_seed": -1}, "population_seed"),
+    ({"population": 5, "population_key": -1}, "population_key"),
     ({"calibration": "nodes"}, "calibration"), ({"fix_variance": "no"}, "fix_variance"),
 ])
 def test_bad_options_are_refused_by_name(kwargs, name):
