@@ -48,8 +48,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxaudit._validation import check_chunk_size, is_traced
 from jaxaudit._xla_flags import DEVICE_COUNT_FLAG, with_cpu_flags
 
-__all__ = ["vmap_chunked", "batch_mesh", "use_all_cpu_cores", "cpu_core_count", "BATCH_AXIS",
-           "DEVICE_COUNT_FLAG"]
+__all__ = ["vmap_chunked", "batch_mesh", "use_all_cpu_cores", "cpu_core_count"]
 
 #: Name of the mesh axis that carries the item (model / run / node) axis.
 BATCH_AXIS = "batch"

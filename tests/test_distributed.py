@@ -1,4 +1,4 @@
-"""vmap_chunked and train_shadow_models in a two-process ``jax.distributed`` program (issue 25).
+"""Vmap_chunked and train_shadow_models in a two-process ``jax.distributed`` program.
 
 Two CPU processes on 127.0.0.1 (one device each, gloo collectives) run tests/_distributed_worker.py;
 every process must get the results of a single-process run, bit for bit (the per-device
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from jaxaudit.datasets import make_csbm
-from jaxaudit.graph import train_shadow_models, uniform_sampler
+from jaxaudit.graph import ShadowTraining, train_shadow_models, uniform_sampler
 from jaxaudit.runs import load_results
 
 WORKER = Path(__file__).with_name("_distributed_worker.py")
@@ -102,8 +102,7 @@ def test_vmap_chunked_over_two_processes_equals_one_process(two_processes):
 def test_train_shadow_models_over_two_processes_equals_one_process(two_processes):
     results, _ = two_processes
     graph = make_csbm(jax.random.key(1), num_nodes=24, num_classes=2, num_features=4)
-    ref = train_shadow_models(jax.random.key(2), graph, uniform_sampler(0.5), "gcn", 3,
-                              epochs=2, devices=jax.devices()[:1])
+    ref = train_shadow_models(jax.random.key(2), graph, uniform_sampler(0.5), "gcn", 3, ShadowTraining(epochs=2), devices=jax.devices()[:1])
     for got in results:
         np.testing.assert_array_equal(got["masks"], np.asarray(ref.masks))
         np.testing.assert_array_equal(got["scores"], np.asarray(ref.scores))
@@ -136,8 +135,8 @@ def test_only_process_zero_writes_and_every_process_gets_every_chunk(two_process
 
 
 def test_in_one_process_the_helpers_change_nothing(tmp_path):
-    from jaxaudit.runs.progress import _broadcast_bytes as broadcast_bytes
     from jaxaudit.runs.files import atomic_write_bytes, jax_process
+    from jaxaudit.runs.progress import _broadcast_bytes as broadcast_bytes
 
     assert jax_process() == (0, 1)
     assert broadcast_bytes(b"\x00chunk") == b"\x00chunk"

@@ -33,12 +33,13 @@ def test_sharded_shadow_training_matches_single_device():
         """
         import json, jax, numpy as np
         from jaxaudit.datasets import make_csbm
-        from jaxaudit.graph import train_shadow_models, uniform_sampler
+        from jaxaudit.graph import ShadowTraining, train_shadow_models, uniform_sampler
         graph = make_csbm(jax.random.key(1), num_nodes=240, num_classes=3, num_features=32)
-        kw = dict(epochs=30, edge_access="inductive")
-        multi = train_shadow_models(jax.random.key(2), graph, uniform_sampler(0.5), "gcn", 12, **kw)
+        recipe = ShadowTraining(epochs=30, edge_access="inductive")
+        multi = train_shadow_models(jax.random.key(2), graph, uniform_sampler(0.5), "gcn", 12,
+                                    recipe)
         single = train_shadow_models(jax.random.key(2), graph, uniform_sampler(0.5), "gcn", 12,
-                                     devices=jax.devices()[:1], **kw)
+                                     recipe, devices=jax.devices()[:1])
         print(json.dumps({
             "devices": len(jax.devices()),
             "shards": len({s.device.id for s in multi.scores.addressable_shards}),
@@ -85,3 +86,35 @@ def test_sharded_posterior_matches_single_device():
     )
     assert result["shards"] == 8
     assert result["max_z"] <= 4.0
+
+
+def test_sharded_results_live_on_the_mesh_and_come_to_the_host():
+    """docs/scaling.md, "Where the results live": a vmap_chunked result stays sharded over the
+    mesh's devices, so arithmetic with a result committed to one device is refused ("incompatible
+    devices"); jax.device_get (numpy on the host) or jax.device_put onto one device brings it
+    back, with the same numbers."""
+    result = _run(
+        """
+        import json, jax, jax.numpy as jnp, numpy as np
+        from jaxaudit.sharding import vmap_chunked
+        double = lambda x: 2.0 * x
+        x = jnp.arange(16.0)
+        multi = vmap_chunked(double, chunk_size=8)(x)
+        single = vmap_chunked(double, chunk_size=8, devices=jax.devices()[:1])(x)
+        try:
+            multi - single
+            refused = ""
+        except ValueError as err:
+            refused = str(err)
+        on_host = jax.device_get(multi)
+        moved = jax.device_put(multi, jax.devices()[0])
+        print(json.dumps({
+            "mesh": len(multi.sharding.device_set), "refused": refused,
+            "host": isinstance(on_host, np.ndarray),
+            "host_diff": float(np.abs(on_host - np.asarray(single)).max()),
+            "moved_diff": float(jnp.abs(moved - single).max()),
+        }))
+        """
+    )
+    assert result["mesh"] == 8 and "incompatible devices" in result["refused"]
+    assert result["host"] and result["host_diff"] == 0.0 and result["moved_diff"] == 0.0

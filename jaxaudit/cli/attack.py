@@ -39,7 +39,7 @@ SECRETS_FLAGS = dict(
     _COMMON_FLAGS, epsilons="--epsilons", digits="--digits", candidates="--candidates",
     num_secrets="--num-secrets", guesses="--guesses", num_filler="--num-filler", steps="--steps",
     batch_size="--batch-size", clip_norm="--clip", learning_rate="--learning-rate",
-    pretrain_steps="--pretrain-steps", hidden_dim="--hidden", pretrain_seed="--pretrain-seed",
+    pretrain_steps="--pretrain-steps", hidden_dim="--hidden",
     records_per_user="--records-per-user", record_length="--record-length")
 MARGINALS_FLAGS = dict(
     _COMMON_FLAGS, rhos="--rhos", attributes="--attributes", hidden="--hidden", way="--way",
@@ -91,7 +91,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     s.add_argument("--hidden", dest="hidden_dim", type=count, default=96, help="GRU width, at most 4096")
     s.add_argument("--records-per-user", type=count, default=1, help="R records per user, 1 to 1000: the secret appears R times, DP-SGD samples users and clips each user's summed gradient (ε per user)")
     s.add_argument("--record-length", type=count, default=64, help="characters per record with BOS/EOS, at most 512 (must fit the longest secret record)")
-    s.add_argument("--pretrain-seed", type=nonnegative_int, default=0, help="seed of the public pretraining (one public model for every run)")
     s.add_argument("--scoring", choices=SCORINGS, default=SCORINGS[0], help="ranking of the main table: prior x user-calibrated likelihood ratio (calibrated), prior x ratio to the public model (reference), model likelihood (likelihood) or prior only (prior); every scoring is computed on the same models and stored")
     _common(s, "ε")
     s.set_defaults(func=run_secrets)

@@ -26,7 +26,7 @@ MAX_PRIOR_DRAWS, MAX_NUTS_STEPS, MAX_CHAINS = 10_000_000, 1_000_000, 64
 MAX_DRAW_GIB, BYTES_PER_DRAW = 4, 16
 ATTACKS = ("lira", "lira_offline", "rmia")  # jaxaudit.mia.ATTACKS (checked by the tests)
 #: Config field -> flag, for the library's errors.
-FLAGS = dict(SHADOW_FLAGS, model_chunk="--model-chunk", shadow_run="--shadow",
+FLAGS = dict(SHADOW_FLAGS, chunk="--model-chunk", shadow_run="--shadow",
              prior_draws="--prior-draws", fix_variance="--fix-variance",
              attack_prior="--attack-prior", confidence="--confidence",
              prior_variance="--prior-variance", num_warmup="--num-warmup",
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from jaxaudit.runs import ProgressBar
 
     config = BmpConfig(
-        **shadow_fields(args), model_chunk=args.model_chunk, shadow_run=args.shadow,
+        **shadow_fields(args), chunk=args.model_chunk, shadow_run=args.shadow,
         prior_draws=args.prior_draws, fix_variance=args.fix_variance,
         attack_prior=args.attack_prior, confidence=args.confidence,
         prior_variance=args.prior_variance, num_warmup=args.num_warmup,

@@ -1,6 +1,4 @@
-"""``jaxaudit data info|verify|download``: inspect, verify and fetch the data sets
-(:mod:`jaxaudit.datasets.inventory`). ``verify`` exits with status 1 if a file is bad or missing
-from a partly present data set, 2 if the folder does not exist or holds no known file."""
+"""``jaxaudit data info|verify|download``: inspect, verify and fetch the data sets (:mod:`jaxaudit.datasets.inventory`); ``verify`` exits with status 1 if a file is bad or missing from a partly present data set, 2 if the folder does not exist or holds no known file."""
 
 from __future__ import annotations
 
@@ -33,12 +31,11 @@ def register(subparsers: Any) -> None:
 
 
 def run_info(args: argparse.Namespace) -> int:
-    import jax
+    from jax.random import key
 
     from jaxaudit.datasets.inventory import describe_dataset
 
-    info = describe_dataset(args.dataset, args.data_dir, download=args.download,
-                            key=jax.random.key(args.seed))
+    info = describe_dataset(args.dataset, args.data_dir, download=args.download, key=key(args.seed))
     print("\n".join(f"{label}: {text}" for label, text in info.items()))
     return 0
 

@@ -23,7 +23,7 @@ from jaxaudit.cli._types import (
 )
 
 # The library's registries and limits (jaxaudit.datasets.GRAPH_DATASETS, jaxaudit.graph.SAMPLERS,
-# jaxaudit.pipelines.shadow.MODELS, MAX_*), named here without importing jax so that --help
+# jaxaudit.pipelines.common.MODELS, MAX_*), named here without importing jax so that --help
 # stays fast (tests/cli/test_shadow_cli.py checks they agree).
 DATASETS = ("cora", "citeseer", "csbm")
 SAMPLERS = ("uniform", "poisson", "snowball", "random_walk")

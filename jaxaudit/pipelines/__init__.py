@@ -3,27 +3,26 @@ calls from Python with a configuration ``NamedTuple``, an optional run folder an
 progress callback, returning the result types (docs/architecture.md, "Pipelines")."""
 
 from jaxaudit.pipelines.attacks import (
+    AttackSweep,
     MarginalsConfig,
-    MarginalsResult,
     SecretsConfig,
-    SecretsResult,
     run_marginals,
     run_secrets,
 )
 from jaxaudit.pipelines.bmp import BmpConfig, BmpResult, run_bmp
 from jaxaudit.pipelines.bounds import BoundsConfig, BoundsResult, run_bounds
+from jaxaudit.pipelines.common import ShadowRun, load_shadow
 from jaxaudit.pipelines.rdp import (
     RdpConfig,
     RdpResult,
     ScoresAuditConfig,
-    ScoresAuditResult,
     run_rdp,
     run_scores_audit,
 )
-from jaxaudit.pipelines.shadow import ShadowConfig, ShadowRun, load_shadow, run_shadow
+from jaxaudit.pipelines.shadow import ShadowConfig, run_shadow
 
 __all__: list[str] = []
 __all__ += ["BoundsConfig", "BoundsResult", "run_bounds"]
 __all__ += ["ShadowConfig", "ShadowRun", "load_shadow", "run_shadow", "BmpConfig", "BmpResult", "run_bmp"]
-__all__ += ["MarginalsConfig", "MarginalsResult", "SecretsConfig", "SecretsResult", "run_marginals", "run_secrets"]
-__all__ += ["RdpConfig", "RdpResult", "ScoresAuditConfig", "ScoresAuditResult", "run_rdp", "run_scores_audit"]
+__all__ += ["AttackSweep", "MarginalsConfig", "SecretsConfig", "run_marginals", "run_secrets"]
+__all__ += ["RdpConfig", "RdpResult", "ScoresAuditConfig", "run_rdp", "run_scores_audit"]

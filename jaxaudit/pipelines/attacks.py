@@ -11,10 +11,10 @@ to the adversary-aware count bound (docs/attacks.md).
   (:func:`jaxaudit.attacks.marginals_reconstruction`).
 
 Keys (:mod:`jaxaudit.runs.keys`): repetition r is unit r of the root ``seed``; its runs at every
-privacy level use ``unit_key(seed, r)``, so the levels are compared on the same secrets (the
-same targets): a paired design. The public pretrained model uses ``stream_key(pretrain_seed,
-"init")``. The configuration stores the key rule, so a folder written under an earlier rule
-(``jax.random.key(r)`` for repetition r) is refused rather than mixed.
+privacy level use ``unit_key(key(seed), r)``, so the levels are compared on the same secrets (the
+same targets): a paired design. The public pretrained model uses ``stream_key(key(seed),
+"init")``. The configuration stores the key rule, so a folder written under another rule is
+refused rather than mixed.
 
 Each (level, repetition) is one chunk of a resumable run folder (``eps_<ε>_seed_<r>``,
 ``rho_<ρ>_seed_<r>``); a finished sweep writes ``table.json``, ``summary.md`` and ``attack.png``
@@ -45,23 +45,14 @@ from jaxaudit._validation import (
     check_positive_finite,
     check_probability,
 )
+from jaxaudit.accounting.replace_one import MAX_DPSGD_EPSILON
 from jaxaudit.attacks import SCORINGS, AttackResult
-from jaxaudit.attacks.privacy import MAX_DPSGD_EPSILON
-from jaxaudit.pipelines.shadow import renamed
+from jaxaudit.pipelines.common import open_run, stored_config
 from jaxaudit.report import attacks as report
-from jaxaudit.runs import (
-    KEY_RULE,
-    Progress,
-    RunDir,
-    run_chunks,
-    stream_key,
-    unit_key,
-)
-from jaxaudit.runs.rundir import discard_new_run
+from jaxaudit.runs import Progress, RunDir, run_chunks, stream_key, unit_key
 
-__all__ = ["MarginalsConfig", "MarginalsResult", "SecretsConfig", "SecretsResult",
-           "check_marginals_config", "check_secrets_config", "level_name", "run_marginals",
-           "run_secrets"]
+__all__ = ["AttackSweep", "MarginalsConfig", "SecretsConfig", "check_marginals_config",
+           "check_secrets_config", "level_name", "run_marginals", "run_secrets"]
 
 # Limits refused before any work.
 MAX_REPETITIONS = 1000       # repetitions: one trained model / release per (level, repetition)
@@ -113,11 +104,11 @@ class SecretsConfig(NamedTuple):
         counts (docs/attacks.md). 1: record-level, one record per user.
       record_length: characters per record, BOS and EOS included (filler sentences are wrapped
         to fit; every secret record must fit; at most 512).
-      pretrain_seed: seed of the public pretraining (one public model for every run).
       scoring: the ranking of the main columns, one of ``jaxaudit.attacks.SCORINGS``; every
         scoring is computed on the same models.
       repetitions: runs per ε (units 0 … repetitions − 1 of ``seed``; ≤ 1000).
-      seed: root seed of the sweep.
+      seed: the integer root of the key rule: repetition r uses ``unit_key(key(seed), r)``, the
+        public pretraining (one public model for every run) ``stream_key(key(seed), "init")``.
       gamma: level γ ∈ (0, 1) of the count bound.
     """
 
@@ -137,7 +128,6 @@ class SecretsConfig(NamedTuple):
     hidden_dim: int = 96
     records_per_user: int = 1
     record_length: int = 64
-    pretrain_seed: int = 0
     scoring: str = SCORINGS[0]
     repetitions: int = 1
     seed: int = 0
@@ -157,7 +147,7 @@ class MarginalsConfig(NamedTuple):
       num_targets: n target rows, fewer than the table's rows.
       delta: δ ∈ (0, 1) of the reported (ε, δ) point.
       repetitions: runs per ρ (units 0 … repetitions − 1 of ``seed``; ≤ 1000).
-      seed: root seed of the sweep.
+      seed: the integer root of the key rule: repetition r uses ``unit_key(key(seed), r)``.
       gamma: level γ ∈ (0, 1) of the count bound.
     """
 
@@ -173,19 +163,23 @@ class MarginalsConfig(NamedTuple):
     gamma: float = 0.05
 
 
-class SecretsResult(NamedTuple):
-    """Every run of a secret-extraction sweep (R runs, in the order (repetition, ε)).
+class AttackSweep(NamedTuple):
+    """Every run of an attack sweep (R runs, in the order (repetition, level)): the result of
+    :func:`run_secrets` and of :func:`run_marginals`.
 
     Attributes:
-      level_name: ``"epsilon_target"`` (the name of ``levels`` in the tables).
-      levels: (R,) the target ε of each run.
-      repetition: (R,) int, the repetition r of each run (its key is ``unit_key(seed, r)``).
-      attack: the :class:`jaxaudit.attacks.AttackResult` of the main ``scoring``, every field
-        stacked over the runs (leading axis R): ``successes`` are MEASURED counts, ``baseline``
-        the EXPECTED count without the model, ``bound`` and ``bound_eps_delta`` level-γ UPPER
-        BOUNDS v_γ on the count, ``top_bound``/``median_bound`` single-target posterior UPPER
-        BOUNDS; ``epsilon``, ``noise`` the mechanism's.
-      scorings: the scorings computed on every model (``"reference"`` only with pretraining).
+      level_name: the name of ``levels`` in the tables: ``"epsilon_target"`` (secrets) or
+        ``"rho"`` (marginals).
+      levels: (R,) the privacy level (target ε, or ρ) of each run.
+      repetition: (R,) int, the repetition r of each run (its key is ``unit_key(key(seed), r)``).
+      attack: the :class:`jaxaudit.attacks.AttackResult` of the main attack (for secrets: of the
+        main ``scoring``), every field stacked over the runs (leading axis R): ``successes`` are
+        MEASURED counts, ``baseline`` the EXPECTED count without the model, ``bound`` and
+        ``bound_eps_delta`` level-γ UPPER BOUNDS v_γ on the count, ``top_bound``/
+        ``median_bound`` single-target posterior UPPER BOUNDS; ``epsilon``, ``noise`` the
+        mechanism's.
+      scorings: the scorings computed on every model (secrets; ``"reference"`` only with
+        pretraining); ``()`` for marginals.
       scoring_successes: (R, len(scorings)) int, MEASURED successes of each scoring.
       title: the caption of the tables and the figure.
     """
@@ -197,38 +191,6 @@ class SecretsResult(NamedTuple):
     scorings: tuple[str, ...]
     scoring_successes: jax.Array
     title: str
-
-
-class MarginalsResult(NamedTuple):
-    """Every run of a marginals-reconstruction sweep (R runs, in the order (repetition, ρ)).
-
-    Attributes:
-      level_name: ``"rho"``.
-      levels: (R,) the ρ of each run.
-      repetition: (R,) int, the repetition r of each run (its key is ``unit_key(seed, r)``).
-      attack: :class:`jaxaudit.attacks.AttackResult` stacked over the runs: ``successes``
-        MEASURED, ``baseline`` EXPECTED, ``bound``/``bound_eps_delta``/``top_bound``/
-        ``median_bound`` UPPER BOUNDS (see :class:`SecretsResult`).
-      scorings: ``()`` (one attack).
-      scoring_successes: (R, 0).
-      title: the caption of the tables and the figure.
-    """
-
-    level_name: str
-    levels: jax.Array
-    repetition: jax.Array
-    attack: AttackResult
-    scorings: tuple[str, ...]
-    scoring_successes: jax.Array
-    title: str
-
-
-#: Config fields added after run folders were written, with the defaults that reproduce the
-#: earlier runs (left out of the stored configuration at those values).
-_LATER_FIELDS = {"SecretsConfig": {"records_per_user": 1, "record_length": 64}}
-
-_SECRETS_NAMES = dict(epsilon="epsilons", length="digits", size="candidates")
-_MARGINALS_NAMES = dict(rho="rhos")
 
 
 def level_name(value: float) -> str:
@@ -287,7 +249,8 @@ def check_secrets_config(config: SecretsConfig, run_dir: str | Path | None = Non
     Raises:
       ValueError: naming the config field.
     """
-    from jaxaudit.attacks import digit_prior, dpsgd_privacy, name_prior, password_prior
+    from jaxaudit.accounting import dpsgd_privacy
+    from jaxaudit.attacks import digit_prior, name_prior, password_prior
     from jaxaudit.attacks.corpus import filler_sentences, secret_field, secret_prefix
 
     if not isinstance(config, SecretsConfig):
@@ -309,7 +272,6 @@ def check_secrets_config(config: SecretsConfig, run_dir: str | Path | None = Non
     per_user = _check_at_most("records_per_user", config.records_per_user, 1,
                               MAX_RECORDS_PER_USER)
     length = _check_at_most("record_length", config.record_length, 3, MAX_RECORD_LENGTH)
-    check_integer("pretrain_seed", config.pretrain_seed, minimum=0)
     lr = float(check_positive_finite("learning_rate", config.learning_rate))
     if lr > MAX_LEARNING_RATE:
         raise ValueError(f"learning_rate must be in (0, {MAX_LEARNING_RATE:g}] (Adam diverges "
@@ -318,13 +280,17 @@ def check_secrets_config(config: SecretsConfig, run_dir: str | Path | None = Non
     if config.scoring == "reference" and not pretrain:
         raise ValueError("scoring 'reference' needs a public pretrained model "
                          "(pretrain_steps > 0)")
-    with renamed(**_SECRETS_NAMES):
+    field, value = ("digits", config.digits) if config.prior == "digits" else \
+        ("candidates", config.candidates)
+    try:
         if config.prior == "digits":
             prior = digit_prior(config.digits)
         elif config.prior == "passwords":
             prior = password_prior(config.candidates)
         else:
             prior = name_prior(config.candidates)
+    except ValueError as err:
+        raise ValueError(f"{field}={value!r}: {err}") from err
     pairs = num_secrets * len(prior.candidates)
     if pairs * SCORE_BYTES_PER_PAIR > MAX_SCORE_BYTES:
         raise ValueError(
@@ -345,9 +311,11 @@ def check_secrets_config(config: SecretsConfig, run_dir: str | Path | None = Non
                          f"available{public}), got {config.num_filler}")
     # Every ε's noise calibration now, so that an ε no noise reaches is refused before the runs.
     q = min(1.0, config.batch_size / (num_secrets + -(-config.num_filler // per_user)))
-    with renamed(**_SECRETS_NAMES):
-        for eps in config.epsilons:
+    for eps in config.epsilons:
+        try:
             dpsgd_privacy(epsilon=eps, delta=config.delta, steps=config.steps, sampling_rate=q)
+        except ValueError as err:
+            raise ValueError(f"epsilons={eps:g}: {err}") from err
     return prior
 
 
@@ -365,51 +333,26 @@ def check_marginals_config(config: MarginalsConfig, run_dir: str | Path | None =
         raise ValueError(f"config must be a MarginalsConfig, got {type(config).__name__}")
     _check_common(config, run_dir)
     _check_levels("rhos", config.rhos)
-    with renamed(**_MARGINALS_NAMES):
-        check_marginals_arguments(load_fair(), attributes=config.attributes,
-                                  hidden=config.hidden, way=config.way,
-                                  num_targets=config.num_targets, distance=config.distance)
-
-
-def _stored(config: SecretsConfig | MarginalsConfig, levels: str) -> dict:
-    """The configuration as stored in the run folder's manifest: every field (levels as text,
-    so that inf survives strict JSON) and the key rule."""
-    stored = {k: list(v) if isinstance(v, tuple | list) else v
-              for k, v in config._asdict().items()}
-    stored[levels] = [str(float(v)) for v in getattr(config, levels)]
-    # fields added later are stored only when set, so folders written before them still resume
-    for field, default in _LATER_FIELDS.get(type(config).__name__, {}).items():
-        if stored.get(field) == default:
-            del stored[field]
-    stored["key_rule"] = KEY_RULE
-    return stored
+    check_marginals_arguments(load_fair(), attributes=config.attributes, hidden=config.hidden,
+                              way=config.way, num_targets=config.num_targets,
+                              distance=config.distance)
 
 
 def _sweep(kind: str, config: SecretsConfig | MarginalsConfig, levels: str, prefix: str, run_dir: Any,
            compute: Callable[[float, int, RunDir | None], dict],
            progress: Progress | None, worker: tuple[int, int] | None,
            sweep: dict | None = None) -> tuple[RunDir | None, list[tuple[str, tuple[float, int]]], dict[str, dict]]:
-    """Open the run folder, compute every missing (level, repetition) chunk and return the
+    """Open the run folder (the configuration's fields stored, the levels as text so that inf
+    survives strict JSON), compute every missing (level, repetition) chunk and return the
     folder, the plan and the chunks; a failed first chunk leaves the folder reusable."""
     plan = [(f"{prefix}_{level_name(v)}_seed_{r}", (float(v), r))
             for r in range(int(config.repetitions)) for v in getattr(config, levels)]
     where = dict(plan)
-    run, existed, had_folder = None, False, False
-    if run_dir is not None:
-        existed, had_folder = (Path(run_dir) / "manifest.json").exists(), Path(run_dir).exists()
-        run = RunDir.open(run_dir, kind=kind, config=_stored(config, levels))
-    try:
+    stored = stored_config(config._replace(**{levels: [str(float(v))
+                                                      for v in getattr(config, levels)]}))
+    with open_run(run_dir, kind, stored) as run:
         chunks = run_chunks(run, [n for n, _ in plan], lambda n: compute(*where[n], run),
                             progress=progress or False, worker=worker, **(sweep or {}))
-    except ValueError:  # e.g. a diverged training: the corrected call may reuse run_dir
-        if run is not None:
-            if not existed and not any((run.path / "chunks").glob("*.npz")):
-                # discard_new_run removes the cached model but not its checksum record, which
-                # would leave the folder "not empty and without a manifest"
-                for record in run.path.glob("pretrained_seed_*.msgpack.sha256"):
-                    record.unlink(missing_ok=True)
-            discard_new_run(run.path, existed, keep_folder=had_folder)
-        raise
     return run, plan, chunks
 
 
@@ -430,16 +373,23 @@ def _stack(chunks: dict[str, dict], plan: list, scorings: tuple[str, ...] = (),
                 AttackResult(*(jnp.asarray(f) for f in fields)), jnp.asarray(by_scoring))
 
 
+def _lm_config(config: SecretsConfig) -> Any:
+    """The library's LM recipe (:class:`jaxaudit.attacks.LmConfig`) from the same fields."""
+    from jaxaudit.attacks import LmConfig
+
+    return LmConfig(**{f: getattr(config, f) for f in LmConfig._fields})
+
+
 def _pretrained(run: RunDir | None, config: SecretsConfig, prior: Any) -> tuple[Any, Any]:
-    """The public pretrained model, trained once per run folder from ``pretrain_seed`` and
-    cached there (``pretrained_seed_S.msgpack`` with a checksum record bound to the run), so
-    every run fine-tunes the same one; read back only when that record matches."""
+    """The public pretrained model, trained once per run folder with ``stream_key(key(seed),
+    "init")`` and cached there (``pretrained.msgpack`` with a checksum record bound to the run),
+    so every run fine-tunes the same one; read back only when that record matches."""
     import flax.serialization
 
     from jaxaudit.attacks import CharGRU, pretrain_public
 
-    name = f"pretrained_seed_{config.pretrain_seed}.msgpack"
-    key = stream_key(jax.random.key(config.pretrain_seed), "init")
+    name = "pretrained.msgpack"
+    key = stream_key(jax.random.key(config.seed), "init")
     cached = run.load_file(name) if run is not None else None
     if cached is not None:
         model = CharGRU(hidden_dim=config.hidden_dim)
@@ -448,10 +398,7 @@ def _pretrained(run: RunDir | None, config: SecretsConfig, prior: Any) -> tuple[
             return model, flax.serialization.from_bytes(template, cached)
         except (ValueError, KeyError, TypeError):
             pass  # a well-formed checksum over an unreadable model: train it again
-    model, params = pretrain_public(key, prior, num_filler=config.num_filler,
-                                    steps=config.pretrain_steps, batch_size=config.batch_size,
-                                    hidden_dim=config.hidden_dim,
-                                    record_length=config.record_length)
+    model, params = pretrain_public(key, prior, _lm_config(config), steps=config.pretrain_steps)
     if run is not None:
         run.save_file(name, flax.serialization.to_bytes(params))
     return model, params
@@ -460,10 +407,10 @@ def _pretrained(run: RunDir | None, config: SecretsConfig, prior: Any) -> tuple[
 def run_secrets(config: SecretsConfig, run_dir: str | Path | None = None, *,
                 progress: Progress | None = None,
                 worker: tuple[int, int] | None = None, backend: str = "serial",
-                ray_address: str | None = None, ray_workers: int | None = None) -> SecretsResult:
+                ray_address: str | None = None, ray_workers: int | None = None) -> AttackSweep:
     """Secret extraction at every ε of ``config``, ``config.repetitions`` times each.
 
-    Run (ε, r): draw n secrets from the prior with ``unit_key(seed, r)`` (the same secrets at
+    Run (ε, r): draw n secrets from the prior with ``unit_key(key(seed), r)`` (the same secrets at
     every ε), DP-fine-tune the public pretrained model (σ calibrated so that DP-SGD is (ε, δ)-DP
     under replace-one neighbours), compute every user's candidate log-likelihoods, and count the
     secrets among the top ``guesses`` of each scoring next to the baseline (top-k prior mass)
@@ -485,7 +432,7 @@ def run_secrets(config: SecretsConfig, run_dir: str | Path | None = None, *,
         ``ray_workers`` the chunks in flight. They do not change the numbers.
 
     Returns:
-      :class:`SecretsResult`.
+      :class:`AttackSweep` (``level_name`` ``"epsilon_target"``).
 
     Raises:
       ValueError: a bad config field (named) or run folder (``run_dir``), before anything is
@@ -504,13 +451,9 @@ def run_secrets(config: SecretsConfig, run_dir: str | Path | None = None, *,
         start = time.perf_counter()
         if config.pretrain_steps and not pretrained:
             pretrained.append(_pretrained(run, config, prior))
-        scored = train_and_score(
-            unit_key(jax.random.key(config.seed), rep), prior=prior, num_secrets=config.num_secrets,
-            epsilon=eps, delta=config.delta, num_filler=config.num_filler, steps=config.steps,
-            batch_size=config.batch_size, clip_norm=config.clip_norm,
-            learning_rate=config.learning_rate,
-            pretrained=pretrained[0] if pretrained else None, hidden_dim=config.hidden_dim,
-            records_per_user=config.records_per_user, record_length=config.record_length)
+        scored = train_and_score(unit_key(jax.random.key(config.seed), rep), prior,
+                                 _lm_config(config), epsilon=eps,
+                                 pretrained=pretrained[0] if pretrained else None)
         main = extraction_result(scored, prior, scoring=config.scoring, guesses=config.guesses,
                                  gamma=config.gamma)
         out = {k: np.asarray(v) for k, v in main._asdict().items()}
@@ -526,13 +469,11 @@ def run_secrets(config: SecretsConfig, run_dir: str | Path | None = None, *,
         out["seconds"] = np.asarray(time.perf_counter() - start)
         return out
 
-    with renamed(**_SECRETS_NAMES):
-        run, plan, chunks = _sweep("attack-secrets", config, "epsilons", "eps", run_dir,
-                                   compute, progress, worker,
-                                   dict(backend=backend, ray_address=ray_address,
-                                        ray_workers=ray_workers))
+    run, plan, chunks = _sweep("attack-secrets", config, "epsilons", "eps", run_dir, compute,
+                               progress, worker, dict(backend=backend, ray_address=ray_address,
+                                                      ray_workers=ray_workers))
     levels, reps, attack, by_scoring = _stack(chunks, plan, scorings)
-    result = SecretsResult(
+    result = AttackSweep(
         "epsilon_target", levels, reps, attack, scorings, by_scoring,
         f"secret extraction ({config.scoring}), {prior.source}; n = {config.num_secrets}, "
         f"k = {config.guesses}")
@@ -544,10 +485,10 @@ def run_secrets(config: SecretsConfig, run_dir: str | Path | None = None, *,
 def run_marginals(config: MarginalsConfig, run_dir: str | Path | None = None, *,
                   progress: Progress | None = None,
                   worker: tuple[int, int] | None = None, backend: str = "serial",
-                  ray_address: str | None = None, ray_workers: int | None = None) -> MarginalsResult:
+                  ray_address: str | None = None, ray_workers: int | None = None) -> AttackSweep:
     """Reconstruction from noisy marginals at every ρ of ``config``, ``repetitions`` times each.
 
-    Run (ρ, r): with ``unit_key(seed, r)`` (the same targets at every ρ) draw the targets,
+    Run (ρ, r): with ``unit_key(key(seed), r)`` (the same targets at every ρ) draw the targets,
     release every ``way``-way marginal of ``attributes`` with ρ-zCDP Gaussian noise, and let an
     informed Bayes adversary guess the hidden columns (success within Hamming ``distance``),
     next to the baseline Σ p_i and the count bound v_γ from the μ-GDP profile (μ = √(2ρ)).
@@ -562,7 +503,7 @@ def run_marginals(config: MarginalsConfig, run_dir: str | Path | None = None, *,
       backend, ray_address, ray_workers: as in :func:`run_secrets`.
 
     Returns:
-      :class:`MarginalsResult`.
+      :class:`AttackSweep` (``level_name`` ``"rho"``, no scorings).
 
     Raises:
       ValueError: a bad config field (named) or run folder (``run_dir``), before any work.
@@ -581,13 +522,11 @@ def run_marginals(config: MarginalsConfig, run_dir: str | Path | None = None, *,
             num_targets=config.num_targets, delta=config.delta, gamma=config.gamma)
         return {k: np.asarray(v) for k, v in result._asdict().items()}
 
-    with renamed(**_MARGINALS_NAMES):
-        run, plan, chunks = _sweep("attack-marginals", config, "rhos", "rho", run_dir,
-                                   compute, progress, worker,
-                                   dict(backend=backend, ray_address=ray_address,
-                                        ray_workers=ray_workers))
+    run, plan, chunks = _sweep("attack-marginals", config, "rhos", "rho", run_dir, compute,
+                               progress, worker, dict(backend=backend, ray_address=ray_address,
+                                                      ray_workers=ray_workers))
     levels, reps, attack, by_scoring = _stack(chunks, plan)
-    result = MarginalsResult(
+    result = AttackSweep(
         "rho", levels, reps, attack, (), by_scoring,
         f"marginals reconstruction (Fair), {config.way}-way, hidden "
         f"{','.join(config.hidden)}, Hamming ≤ {config.distance}; n = {config.num_targets}")

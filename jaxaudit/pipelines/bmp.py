@@ -16,8 +16,8 @@ node chunks of ``node_units`` distinct count tuples ("posterior-00000", …; cer
 Jeffreys, NUTS). A
 repeated call continues where it stopped, a folder of another configuration is refused, and the
 posterior units run on Ray or as independent workers like the shadow chunks. Model m uses
-``unit_key(seed, m)`` (:mod:`jaxaudit.runs.keys`), the priors the stream "priors", and node i the
-key ``fold_in(stream_key(seed, "audit"), j)`` (j the first node with node i's counts), so a
+``unit_key(key(seed), m)`` (:mod:`jaxaudit.runs.keys`), the priors the stream "priors", and node
+i the key ``fold_in(stream_key(key(seed), "audit"), j)`` (j the first node with node i's counts), so a
 shadow run followed by ``run_bmp(shadow_run=...)`` and ``run_bmp`` training its own models with
 the same seed and settings give the same audit on every node, whatever ``node_units``.
 """
@@ -34,29 +34,25 @@ from jaxaudit._validation import (
     ArgumentTypeError,
     check_bool,
     check_integer,
-    check_nonnegative_finite,
     check_output_dir,
     check_positive_finite,
 )
-from jaxaudit.pipelines.shadow import (
-    MAX_EPOCHS,
-    MAX_MODELS,
+from jaxaudit.pipelines.common import (
+    SHADOW_FIELDS,
     ShadowRun,
     bounded,
-    check_graph_source,
     check_result_size,
+    check_training,
     graph_and_sampler,
-    graph_config,
     load_shadow,
-    model_config,
     open_run,
-    renamed,
+    shadow_derived,
+    stored_config,
     train_chunks,
 )
 from jaxaudit.runs import Progress
 
-__all__ = ["MAX_CHAINS", "MAX_DRAW_BYTES", "MAX_NUTS_STEPS", "MAX_PRIOR_DRAWS", "BmpConfig",
-           "BmpResult", "audit_from_arrays", "audit_to_arrays", "run_bmp", "unit_names"]
+__all__ = ["BmpConfig", "BmpResult", "run_bmp"]
 
 #: Limits refused before any work.
 MAX_PRIOR_DRAWS = 10_000_000   # one PRNG key and one sample each
@@ -65,16 +61,11 @@ MAX_CHAINS = 64
 MAX_DRAW_BYTES = 4 * 2**30     # the posterior draws of one node chunk
 BYTES_PER_DRAW = 16            # (eps_L, eps_R) in float32, with the sampler's copies
 
-_SHADOW_KEYS = ("dataset", "model", "sampler", "ratio", "models", "epochs", "edge_access", "seed",
-                "csbm_nodes", "snowball_edges", "graph_file", "graph")
-
-
 class BmpConfig(NamedTuple):
     """A BMP audit (the defaults of ``jaxaudit bmp``).
 
-    The shadow-model fields (``dataset`` … ``model_chunk``) are those of
-    :class:`jaxaudit.pipelines.ShadowConfig` (``model_chunk`` = its ``chunk``); with
-    ``shadow_run`` (a finished shadow run folder, or the :class:`ShadowRun` that
+    The shadow-model fields (``dataset`` … ``csbm_nodes``) are those of
+    :class:`jaxaudit.pipelines.ShadowConfig`; with ``shadow_run`` (a finished shadow run folder, or the :class:`ShadowRun` that
     ``run_shadow``/``load_shadow`` returned) its stored configuration replaces them.
 
     Attributes:
@@ -95,7 +86,7 @@ class BmpConfig(NamedTuple):
         no work.
       compare: another bmp report folder to plot against (read before any work; changes no
         number, so it is not stored).
-      data_dir: where the Planetoid files live.
+      data_dir: where the Planetoid files live (changes no number, so it is not stored).
     """
 
     dataset: str = "cora"
@@ -109,7 +100,7 @@ class BmpConfig(NamedTuple):
     learning_rate: float = 0.01
     weight_decay: float = 5e-4
     edge_access: str = "inductive"
-    model_chunk: int = 32
+    chunk: int = 32
     seed: int = 0
     csbm_nodes: int = 2708
     shadow_run: str | Path | ShadowRun | None = None
@@ -159,9 +150,6 @@ _AUDIT_ARRAYS = ("eta", "eta_se", "degree", "certified_l", "certified_r", "eps_l
                  "divergences", "global_tpr")
 #: The arrays of the "attack" unit.
 _ATTACK_ARRAYS = ("auc", "global_auc", "global_tpr", "key_node")
-#: The unit of the earlier versions, which audited every node at once with one key.
-_OLD_AUDIT_UNIT = "audit"
-
 
 def audit_to_arrays(audit: Any) -> dict[str, np.ndarray]:
     """A ``BmpAudit`` without its masks and scores, as named arrays."""
@@ -174,9 +162,10 @@ def audit_to_arrays(audit: Any) -> dict[str, np.ndarray]:
 def audit_from_arrays(arrays: dict, masks: Any, scores: Any, attack: str = "lira") -> Any:
     """The ``BmpAudit`` of :func:`audit_to_arrays`' arrays and the shadow masks and scores."""
     from jaxaudit import bmp
+    from jaxaudit.mia import ErrorCounts
 
     fields = {k: arrays[k] for k in _AUDIT_ARRAYS}
-    counts = bmp.ErrorCounts(*(arrays[f"counts_{k}"] for k in bmp.ErrorCounts._fields))
+    counts = ErrorCounts(*(arrays[f"counts_{k}"] for k in ErrorCounts._fields))
     return bmp.BmpAudit(counts=counts, confidence=float(arrays["confidence"]), masks=masks,
                         scores=scores, attack=attack, **fields)
 
@@ -186,24 +175,6 @@ def unit_names(num_distinct: int, node_units: int) -> list[str]:
     "posterior-<k>" holds the nodes of tuples ``k·node_units … (k + 1)·node_units − 1`` (the
     tuples in the order of the first node that has each)."""
     return [f"posterior-{k:05d}" for k in range(-(-int(num_distinct) // int(node_units)))]
-
-
-def _refuse_old_folder(run_dir: str | Path | None) -> None:
-    """A report folder of the earlier single "audit" unit is refused, with the reason."""
-    from jaxaudit.runs.rundir import read_manifest
-
-    if run_dir is None or not (Path(run_dir) / "manifest.json").is_file():
-        return
-    try:
-        manifest = read_manifest(run_dir)
-    except ValueError:
-        return  # RunDir.open reports it
-    if manifest.get("kind") == "bmp" and _OLD_AUDIT_UNIT in manifest.get("planned_chunks", []):
-        raise ValueError(
-            f"{run_dir} holds a bmp report of an earlier version, audited as one 'audit' unit "
-            "with one key for all nodes; this version draws per node in 'attack' and "
-            "'posterior-<k>' units, so its numbers differ: choose a new folder (or delete this "
-            "one) to audit again")
 
 
 def _check_audit(config: BmpConfig) -> None:
@@ -243,40 +214,13 @@ def _check_audit(config: BmpConfig) -> None:
         check_positive_finite("min_ess", config.min_ess)
 
 
-def _check_training(config: BmpConfig, model: Any, graph: Any) -> dict:
-    """The shadow-model fields when the pipeline trains its models; the stored keys."""
-    from jaxaudit.graph import EDGE_ACCESS
-
-    check_graph_source(config, graph)
-    bounded("num_models", config.num_models, 1, MAX_MODELS)
-    bounded("epochs", config.epochs, 1, MAX_EPOCHS)
-    check_integer("model_chunk", config.model_chunk, minimum=1)
-    check_positive_finite("learning_rate", config.learning_rate)
-    check_nonnegative_finite("weight_decay", config.weight_decay)
-    if config.edge_access not in EDGE_ACCESS:
-        raise ValueError(f"edge_access must be one of {sorted(EDGE_ACCESS)!r}, got "
-                         f"{config.edge_access!r}")
-    cfg = {"dataset": config.dataset, "model": model_config(config, model),
-           "sampler": config.sampler, "ratio": config.ratio, "models": int(config.num_models),
-           "epochs": int(config.epochs), "edge_access": config.edge_access,
-           "seed": int(config.seed), "csbm_nodes": int(config.csbm_nodes),
-           "snowball_edges": config.snowball_edges}
-    graph_config(config, graph, cfg)
-    cfg["model_chunk"] = int(config.model_chunk)
-    # stored only when not the defaults: the folders of earlier versions stay valid
-    if float(config.learning_rate) != 0.01:
-        cfg["learning_rate"] = config.learning_rate
-    if float(config.weight_decay) != 5e-4:
-        cfg["weight_decay"] = config.weight_decay
-    if graph is None and config.graph_file is None and config.dataset == "csbm":
-        check_result_size(config.num_models, config.csbm_nodes)
-    return cfg
-
-
 def _stored_config(config: BmpConfig, run_dir: str | Path | None, model: Any, graph: Any
-                   ) -> tuple[dict, Any]:
-    """Every field checked before any work; the configuration to store and the shadow run."""
-    from jaxaudit.runs import KEY_RULE
+                   ) -> tuple[dict, ShadowRun | None]:
+    """Every field checked before any work; the configuration to store and the shadow run.
+
+    Stored: the fields of ``config`` (without ``shadow_run``, ``compare`` and ``data_dir``, which
+    change no number); with a shadow run, its stored shadow-model fields replace this
+    configuration's, and ``derived`` holds its digest, folder and size."""
     from jaxaudit.runs.files import config_hash
 
     if not isinstance(config, BmpConfig):
@@ -285,42 +229,31 @@ def _stored_config(config: BmpConfig, run_dir: str | Path | None, model: Any, gr
         check_output_dir("run_dir", run_dir)
     check_integer("seed", config.seed, minimum=0)
     _check_audit(config)
-    shadow = None
-    if config.shadow_run is not None:
-        if config.graph_file is not None:
-            raise ValueError("graph_file and shadow_run: the shadow run fixes the graph; give "
-                             "one of them")
-        if model is not None:
-            raise ValueError("model and shadow_run: the shadow run's models are trained; give "
-                             "one of them")
-        if isinstance(config.shadow_run, ShadowRun):
-            shadow = config.shadow_run
-            if shadow.missing:
-                raise ValueError(f"shadow_run is incomplete: chunks {list(shadow.missing[:3])} "
-                                 "are not finished")
-        else:
-            shadow = load_shadow(config.shadow_run)
-        cfg = {k: shadow.config[k] for k in _SHADOW_KEYS if k in shadow.config}
-        cfg.setdefault("csbm_nodes", int(config.csbm_nodes))
-        where = shadow.path if isinstance(config.shadow_run, ShadowRun) else config.shadow_run
-        cfg["shadow_run"] = {"path": None if where is None else str(Path(where).resolve()),
+    exclude = ("shadow_run", "compare", "data_dir")
+    if config.shadow_run is None:
+        check_training(config, model, graph)
+        return stored_config(config, shadow_derived(config, model, graph), exclude), None
+    if config.graph_file is not None:
+        raise ValueError("graph_file and shadow_run: the shadow run fixes the graph; give "
+                         "one of them")
+    if model is not None:
+        raise ValueError("model and shadow_run: the shadow run's models are trained; give "
+                         "one of them")
+    if isinstance(config.shadow_run, ShadowRun):
+        shadow = config.shadow_run
+        if shadow.missing:
+            raise ValueError(f"shadow_run is incomplete: chunks {list(shadow.missing[:3])} "
+                             "are not finished")
+        where: str | Path | None = shadow.path
+    else:
+        shadow = load_shadow(config.shadow_run)
+        where = config.shadow_run
+    trained = {k: shadow.config[k] for k in SHADOW_FIELDS}
+    derived = dict(shadow.config["derived"])
+    derived["shadow_run"] = {"path": None if where is None else str(Path(where).resolve()),
                              "config_sha256": config_hash(shadow.config),
                              "num_models": int(shadow.masks.shape[0])}
-    else:
-        cfg = _check_training(config, model, graph)
-    cfg.update(prior_draws=int(config.prior_draws), fix_variance=bool(config.fix_variance),
-               attack_prior=config.attack_prior, confidence=config.confidence,
-               prior_variance=config.prior_variance, num_warmup=int(config.num_warmup),
-               num_samples=int(config.num_samples), num_chains=int(config.num_chains),
-               node_chunk=int(config.node_chunk), attack=config.attack,
-               node_units=int(config.node_units))
-    cfg["mp_baseline"] = bool(config.mp_baseline)
-    # model m: unit_key(seed, m); priors: its stream; node i: fold_in(audit stream, first node
-    # with node i's counts)
-    cfg["key_rule"] = KEY_RULE
-    if config.min_ess is not None:  # only when given: older run folders' configs stay valid
-        cfg["min_ess"] = config.min_ess
-    return cfg, shadow
+    return stored_config(config._replace(**trained), derived, exclude), shadow
 
 
 class _Stages:
@@ -349,7 +282,7 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
     global TPR at 1% and 0.1% FPR (:func:`jaxaudit.bmp.audit.audit_attack`); then, in units of
     ``node_units`` distinct count tuples (their nodes), the certified Clopper–Pearson lower
     bounds on (ε_L, ε_R), the Jeffreys estimate and the NUTS posterior (:func:`jaxaudit.bmp.audit.audit_nodes`). The numbers equal
-    :func:`jaxaudit.bmp.audit_from_scores`' with the key ``stream_key(seed, "audit")`` whatever
+    :func:`jaxaudit.bmp.audit_from_scores`' with the key ``stream_key(key(seed), "audit")`` whatever
     ``node_units``, the backend and the workers.
 
     Args:
@@ -374,104 +307,92 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
 
     Raises:
       ValueError: a bad configuration field (named) or ``compare`` folder, an incomplete or
-        inconsistent ``shadow_run``, a folder of another configuration or one written by an
-        earlier version as a single "audit" unit; FileNotFoundError: a
-        missing ``shadow_run`` or ``compare`` folder.
+        inconsistent ``shadow_run``, a folder of another configuration or layout;
+        FileNotFoundError: a missing ``shadow_run`` or ``compare`` folder.
     """
     from jaxaudit import bmp
     from jaxaudit.bmp.audit import BmpNodes, audit_attack, audit_nodes, concat_nodes
-    from jaxaudit.graph import inclusion_probabilities
+    from jaxaudit.graph import inclusion_probabilities, node_degrees
     from jaxaudit.graph.shadow_models import gnn_module
+    from jaxaudit.mia import ErrorCounts
     from jaxaudit.report import bmp as report
     from jaxaudit.runs import run_chunks, stream_key
-    from jaxaudit.runs.rundir import discard_new_run
 
     compare = None if config.compare is None else report.read_compare(config.compare)
     cfg, shadow = _stored_config(config, run_dir, model, graph)
+    root = jax.random.key(cfg["seed"])
     # everything that can be refused is checked before the report folder is written
     graph, sampler = graph_and_sampler(cfg, config.data_dir, graph)
-    num_models = cfg["models"] if shadow is None else shadow.masks.shape[0]
+    num_models = cfg["num_models"] if shadow is None else shadow.masks.shape[0]
     check_result_size(num_models, graph.num_nodes)
     if shadow is not None and shadow.masks.shape[1] != graph.num_nodes:
         raise ValueError(f"shadow_run runs cover {shadow.masks.shape[1]} nodes, the graph has "
                          f"{graph.num_nodes}")
-    _refuse_old_folder(run_dir)
-    run, existed, had_folder = open_run(run_dir, "bmp", cfg)
-    num_chunks = 0 if shadow is not None else -(-int(cfg["models"]) // int(cfg["model_chunk"]))
+    num_chunks = 0 if shadow is not None else -(-int(cfg["num_models"]) // int(cfg["chunk"]))
     # at most this many units (fewer when nodes share counts: known after the attack)
     stages = _Stages(progress, num_chunks + 2 + len(unit_names(graph.num_nodes,
                                                              cfg["node_units"])))
     sweep: dict[str, Any] = dict(backend=backend, ray_address=ray_address,
                                  ray_workers=ray_workers)
 
-    if shadow is None:
-        module = gnn_module(model if model is not None else config.model, graph)
-        try:
-            res, names = train_chunks(
-                run, cfg, graph, sampler, module, prefix="shadow", chunk=int(cfg["model_chunk"]),
-                progress=stages.stage(num_chunks), worker=worker,
-                recipe={"learning_rate": config.learning_rate,
-                        "weight_decay": config.weight_decay},
-                sweep=sweep)
-        except ValueError:
-            if run is not None:
-                discard_new_run(run.path, existed, keep_folder=had_folder)
-            raise
-        missing = tuple(n for n in names if n not in res)
-        if missing:
-            return BmpResult(None, None, None, cfg, None if run is None else run.path, missing)
-        masks = np.concatenate([res[n]["masks"] for n in names]).astype(bool)
-        scores = np.concatenate([res[n]["scores"] for n in names])
-    else:
-        masks, scores = shadow.masks, shadow.scores
+    with open_run(run_dir, "bmp", cfg) as run:
+        path = None if run is None else run.path
+        if shadow is None:
+            module = gnn_module(model if model is not None else config.model, graph)
+            res, names = train_chunks(run, cfg, graph, sampler, module, prefix="shadow",
+                                      progress=stages.stage(num_chunks), worker=worker,
+                                      sweep=sweep)
+            missing = tuple(n for n in names if n not in res)
+            if missing:
+                return BmpResult(None, None, None, cfg, path, missing)
+            masks = np.concatenate([res[n]["masks"] for n in names]).astype(bool)
+            scores = np.concatenate([res[n]["scores"] for n in names])
+        else:
+            masks, scores = shadow.masks, shadow.scores
 
-    def prior(_: str) -> dict:
-        eta, se = inclusion_probabilities(stream_key(jax.random.key(cfg["seed"]), "priors"), sampler, graph,
-                                          num_draws=cfg["prior_draws"])
-        return {"eta": np.clip(np.asarray(eta, float), 0, 1), "eta_se": np.asarray(se, float)}
+        def prior(_: str) -> dict:
+            eta, se = inclusion_probabilities(stream_key(root, "priors"), sampler, graph,
+                                              num_draws=cfg["prior_draws"])
+            return {"eta": np.clip(np.asarray(eta, float), 0, 1), "eta_se": np.asarray(se, float)}
 
-    pri = run_chunks(run, ["prior"], prior, progress=stages.stage(1))["prior"]
+        pri = run_chunks(run, ["prior"], prior, progress=stages.stage(1))["prior"]
+        audit_config = bmp.AuditConfig(
+            attack=cfg["attack"], fix_variance=cfg["fix_variance"],
+            attack_prior=cfg["attack_prior"], prior_variance=cfg["prior_variance"],
+            confidence=cfg["confidence"], mp_baseline=cfg["mp_baseline"],
+            nuts=bmp.NutsConfig(num_warmup=cfg["num_warmup"], num_samples=cfg["num_samples"],
+                                num_chains=cfg["num_chains"], chunk_size=cfg["node_chunk"],
+                                min_ess=cfg["min_ess"]))
 
-    def attack_unit(_: str) -> dict:
-        attacked = audit_attack(scores, masks, pri["eta"], attack=cfg["attack"],
-                                fix_variance=cfg["fix_variance"])
-        out = {k: np.asarray(getattr(attacked, k)) for k in _ATTACK_ARRAYS}
-        return out | {f"counts_{k}": np.asarray(v) for k, v in attacked.counts._asdict().items()}
+        def attack_unit(_: str) -> dict:
+            attacked = audit_attack(scores, masks, pri["eta"], audit_config)
+            out = {k: np.asarray(getattr(attacked, k)) for k in _ATTACK_ARRAYS}
+            return out | {f"counts_{k}": np.asarray(v)
+                          for k, v in attacked.counts._asdict().items()}
 
-    att = run_chunks(run, ["attack"], attack_unit, progress=stages.stage(1))["attack"]
-    counts = bmp.ErrorCounts(*(att[f"counts_{k}"] for k in bmp.ErrorCounts._fields))
-    key_node, size = att["key_node"], int(cfg["node_units"])
-    seed, settings = cfg["seed"], dict(
-        attack_prior=cfg["attack_prior"], prior_variance=cfg["prior_variance"],
-        confidence=cfg["confidence"], num_warmup=cfg["num_warmup"],
-        num_samples=cfg["num_samples"], num_chains=cfg["num_chains"],
-        mp_baseline=cfg["mp_baseline"], chunk_size=cfg["node_chunk"], min_ess=cfg.get("min_ess"))
+        att = run_chunks(run, ["attack"], attack_unit, progress=stages.stage(1))["attack"]
+        counts = ErrorCounts(*(att[f"counts_{k}"] for k in ErrorCounts._fields))
+        key_node, size = att["key_node"], int(cfg["node_units"])
 
-    # unit k: the nodes whose count tuple is among the distinct tuples k·size … (k + 1)·size − 1
-    # (in order of their first node): each unit samples `size` distinct tuples, none twice
-    distinct = np.unique(key_node)
-    unit_of = np.searchsorted(distinct, key_node) // size
-    units = unit_names(distinct.size, size)
-    stages.total = stages.offset + len(units)
+        # unit k: the nodes whose count tuple is among the distinct tuples k·size … (k + 1)·size
+        # − 1 (in order of their first node): each unit samples `size` distinct tuples, none twice
+        distinct = np.unique(key_node)
+        unit_of = np.searchsorted(distinct, key_node) // size
+        units = unit_names(distinct.size, size)
+        stages.total = stages.offset + len(units)
 
-    def posterior_unit(name: str) -> dict:
-        nodes = np.flatnonzero(unit_of == int(name.rsplit("-", 1)[1]))
-        with renamed(chunk_size="node_chunk"):
-            part = audit_nodes(stream_key(jax.random.key(seed), "audit"),
-                               bmp.ErrorCounts(*(c[nodes] for c in counts)),
-                               key_node[nodes], **settings)
-        return {k: np.asarray(v) for k, v in part._asdict().items()} | {"nodes": nodes}
+        def posterior_unit(name: str) -> dict:
+            nodes = np.flatnonzero(unit_of == int(name.rsplit("-", 1)[1]))
+            part = audit_nodes(stream_key(root, "audit"),
+                               ErrorCounts(*(c[nodes] for c in counts)),
+                               key_node[nodes], audit_config)
+            return {k: np.asarray(v) for k, v in part._asdict().items()} | {"nodes": nodes}
 
-    try:
         done = run_chunks(run, units, posterior_unit, progress=stages.stage(len(units)),
                           worker=worker, **sweep)
-    except ValueError:
-        if run is not None:  # a first unit that fails leaves the folder reusable
-            discard_new_run(run.path, existed, keep_folder=had_folder)
-        raise
     missing = tuple(n for n in units if n not in done)
     if missing:
-        return BmpResult(None, None, None, cfg, None if run is None else run.path, missing)
+        return BmpResult(None, None, None, cfg, path, missing)
     joined = concat_nodes([BmpNodes(**{f: done[n][f] for f in BmpNodes._fields})
                            for n in units])
     where = np.empty(graph.num_nodes, int)  # the units' node lists are a permutation
@@ -479,13 +400,13 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
     arrays = {f: np.asarray(v)[..., where] for f, v in joined._asdict().items()}
     arrays |= {k: att[k] for k in ("auc", "global_auc", "global_tpr")}
     arrays |= {f"counts_{k}": v for k, v in counts._asdict().items()}
-    arrays |= {"eta": pri["eta"], "eta_se": pri["eta_se"], "degree": bmp.node_degrees(graph),
+    arrays |= {"eta": pri["eta"], "eta_se": pri["eta_se"], "degree": node_degrees(graph),
                "confidence": np.asarray(cfg["confidence"])}
     audit = audit_from_arrays(arrays, masks, scores, cfg["attack"])
     table = bmp.audit_table(audit)
-    summary = bmp.audit_summary(audit) | {"attack_prior": bmp.as_attack_prior(
+    summary = bmp.audit_summary(audit) | {"attack_prior": bmp.likelihood.as_attack_prior(
         cfg["attack_prior"]).describe()}
-    result = BmpResult(audit, table, summary, cfg, None if run is None else run.path)
+    result = BmpResult(audit, table, summary, cfg, path)
     if run is not None:
         top = bmp.most_leaking(audit, 20)
         report.write_report(run, result, top, compare)

@@ -39,12 +39,12 @@ from jaxaudit.bounds import (
     PrivacyModel,
     epsilon_for_count,
     epsilon_for_success,
-    prior_by_name,
     summarize_bounds,
 )
+from jaxaudit.bounds.registry import prior_by_name
+from jaxaudit.pipelines.common import open_run, stored_config
 from jaxaudit.report import bounds as report
-from jaxaudit.runs import Progress, RunDir, load_npy
-from jaxaudit.runs.rundir import discard_new_run
+from jaxaudit.runs import Progress, load_npy
 
 __all__ = ["BoundsConfig", "BoundsResult", "MAX_TARGETS", "run_bounds"]
 
@@ -61,7 +61,7 @@ class BoundsConfig(NamedTuple):
       delta: δ ∈ [0, 1) of (ε, δ)-DP.
       gdp_mu: μ > 0 of μ-GDP (f-DP bound).
       prior: a prior by name, ``"uniform:K"`` or ``"zipf:S,N"``
-        (:func:`jaxaudit.bounds.prior_by_name`); give it or ``priors_file``.
+        (:func:`jaxaudit.bounds.registry.prior_by_name`); give it or ``priors_file``.
       priors_file: per-target baseline success p_i, ``.npy`` or text (one number per line).
       targets: n (required with ``prior``; with ``priors_file``, its length, or a single
         value repeated n times).
@@ -204,10 +204,10 @@ def _priors(c: BoundsConfig) -> tuple[np.ndarray, str, int | None]:
 def _stored_config(c: BoundsConfig, priors: np.ndarray) -> dict:
     """The manifest's configuration: the fields, and the digest of the p_i read from a file
     (another file's content under the same name is another configuration)."""
-    stored = c._asdict()
+    derived = {}
     if c.priors_file is not None:
-        stored["priors_sha256"] = hashlib.sha256(priors.tobytes()).hexdigest()
-    return stored
+        derived["priors_sha256"] = hashlib.sha256(priors.tobytes()).hexdigest()
+    return stored_config(c, derived)
 
 
 def _compute(c: BoundsConfig, priors: np.ndarray, prior: str,
@@ -260,20 +260,12 @@ def run_bounds(config: BoundsConfig, run_dir: str | Path | None = None, *,
         if index >= check_integer("worker count", worker[1], minimum=1):
             raise ValueError(f"worker must be (index, count) with index < count, got {worker}")
     priors, prior, uniform_support = _priors(c)
-    run, existed = None, False
     if run_dir is not None:
-        run_dir = Path(run_dir)
         check_output_dir("run_dir", run_dir)
-        existed = (Path(run_dir) / "manifest.json").exists()
-        run = RunDir.open(run_dir, kind="bounds", config=_stored_config(c, priors))
-    if progress is not None:
-        progress(0, 1)
-    try:
+    with open_run(run_dir, "bounds", _stored_config(c, priors)) as run:
+        if progress is not None:
+            progress(0, 1)
         result = _compute(c, priors, prior, uniform_support)
-    except BaseException:
-        if run is not None:
-            discard_new_run(run.path, existed)
-        raise
     if run is not None:
         run.write_json("bounds.json", report.as_json(result))
         run.write_text("summary.md", report.markdown(result))

@@ -13,7 +13,7 @@ test, Jagielski et al., arXiv 2006.07709) and every score-based ε lower bound
 one-run, Mahloujifar et al., arXiv 2410.22235).
 
 Keys (:mod:`jaxaudit.runs.keys`): unit u (the pair of runs u, with and without the canary) of
-seed s uses ``unit_key(s, u)``; the pretraining uses the stream ``"init"``, the DV estimator
+seed s uses ``unit_key(key(s), u)``; the pretraining uses the stream ``"init"``, the DV estimator
 and the held-out splits the stream ``"audit"``. A chunked, resumed or worker-split sweep
 therefore gives the serial sweep's scores, and the scores mode with the training's seed gives
 the training mode's records.
@@ -40,11 +40,12 @@ from jaxaudit._validation import (
 )
 from jaxaudit.accounting import noise_for_epsilon, rdp_epsilons
 from jaxaudit.datasets.audit_split import AUDIT_DATASETS, audit_data
+from jaxaudit.dpsgd.models import MODELS
 from jaxaudit.dpsgd.scores import accountant_epsilon, file_sha256, load_scores, min_scores_per_world
+from jaxaudit.pipelines.common import open_run, stored_config
 from jaxaudit.renyi.score_bounds import MIN_SCORES as SCORE_BOUNDS_MIN
 from jaxaudit.report import rdp as report
 from jaxaudit.runs import (
-    KEY_RULE,
     Progress,
     RunDir,
     params_from_arrays,
@@ -53,9 +54,8 @@ from jaxaudit.runs import (
     stream_key,
     unit_keys,
 )
-from jaxaudit.runs.rundir import discard_new_run
 
-__all__ = ["RdpConfig", "RdpResult", "ScoresAuditConfig", "ScoresAuditResult", "audit_rows",
+__all__ = ["RdpConfig", "RdpResult", "ScoresAuditConfig", "audit_rows",
            "audit_scores", "run_rdp", "run_scores_audit"]
 
 #: Images in the split each data set's audit draws from (MNIST test split, CIFAR-10 train).
@@ -90,7 +90,7 @@ class RdpConfig(NamedTuple):
       chunk: runs per world per saved chunk.
       orders: Rényi orders α > 1 (repeats dropped).
       confidence: coverage of every lower bound, in (0, 1).
-      seed: root seed (units, streams).
+      seed: the integer root of the key rule (units, streams, the data's permutation).
       data_dir: data directory (None: $JAXAUDIT_DATA, else ~/.cache/jaxaudit).
       vmap_chunk: runs computed simultaneously inside a chunk (None: all).
       unroll: lax.scan unroll factor over steps.
@@ -200,10 +200,6 @@ class RdpResult(NamedTuple):
     complete: bool = True
 
 
-#: The scores mode's result has the same fields.
-ScoresAuditResult = RdpResult
-
-
 # ------------------------------------------------------------------------------ the audit step
 def audit_rows(records: Any) -> list[dict]:
     """One table row per order: the records plus the reconciled DV estimate.
@@ -241,7 +237,7 @@ def _accountant_curve(orders: np.ndarray, acc: dict) -> tuple[np.ndarray, np.nda
     return grid, np.asarray(rdp_epsilons(orders=grid, **acc), np.float64)
 
 
-def audit_scores(seed: int, in_scores: ArrayLike, out_scores: ArrayLike, *, orders: Any,
+def audit_scores(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, *, orders: Any,
                  accountant_params: dict, confidence: float = 0.95, delta: float = 1e-5,
                  accountant: str = "rdp", score_bounds: bool = True, info: dict | None = None,
                  title: str = "", header: str = "", canary_label: int | None = None,
@@ -249,32 +245,32 @@ def audit_scores(seed: int, in_scores: ArrayLike, out_scores: ArrayLike, *, orde
     """The audit step shared by both pipelines: the scores exist; audit them (and write the
     run folder's files when ``rundir`` is given, :func:`jaxaudit.report.rdp.write_results`).
 
-    The DV estimator and the held-out splits use the stream key ``"audit"`` of ``seed``.
+    The DV estimator and the held-out splits use the stream key ``"audit"`` of the root ``key``.
     ``accountant_params``: ``dict(noise_multiplier=σ, sampling_rate=q, steps=T)``. Inputs are
     assumed checked (the pipelines check their configurations).
     """
     from jaxaudit.renyi import (
         clopper_pearson_epsilon_lower_bound,
         epsilon_lower_bounds,
-        format_runs_needed,
         runs_needed,
     )
+    from jaxaudit.renyi.planning import format_runs_needed
 
     significance = 1.0 - confidence  # shown only; exact for confidence in [0.5, 1) (Sterbenz)
     in_s, out_s = np.asarray(in_scores), np.asarray(out_scores)
     orders_arr = np.asarray(orders, np.float64)
-    records = dpsgd.audit_dpsgd(stream_key(jax.random.key(seed), "audit"), in_s, out_s, orders_arr,
+    records = dpsgd.audit_dpsgd(stream_key(key, "audit"), in_s, out_s, orders_arr,
                                 accountant_params=accountant_params, confidence=confidence,
                                 delta=delta)
     upper = accountant_epsilon(**accountant_params, delta=delta, accountant=accountant)
-    cp = clopper_pearson_epsilon_lower_bound(in_s, out_s, delta, confidence=confidence)
+    cp = clopper_pearson_epsilon_lower_bound(key, in_s, out_s, delta, confidence=confidence)
     eps_rows = report.epsilon_table(records, accountant_epsilon=upper, accountant=accountant,
                                     clopper_pearson=cp, delta=delta)
     rows = audit_rows(records)
     bounds: list[dict] = []
     if score_bounds and min(in_s.size, out_s.size) >= SCORE_BOUNDS_MIN:
         bounds = report.score_bounds_rows(epsilon_lower_bounds(
-            in_s, out_s, delta=delta, confidence=confidence, seed=seed), delta=delta)
+            key, in_s, out_s, delta=delta, confidence=confidence), delta=delta)
     need = runs_needed(in_s, out_s, orders_arr, confidence=confidence)
     violation = any(r.violation for r in records)
     summary = {
@@ -336,7 +332,7 @@ def _resolve(config: RdpConfig) -> RdpConfig:
         config = config._replace(epsilon=10.0)
     config = _check_common(config)
     check_choice("dataset", config.dataset, AUDIT_DATASETS)
-    check_choice("model", config.model, dpsgd.MODELS)
+    check_choice("model", config.model, MODELS)
     check_choice("pretrain_optimizer", config.pretrain_optimizer, ("sgd", "adam"))
     for name in ("chunk", "dataset_size", "pretrain_batch", "unroll"):
         check_integer(name, getattr(config, name), minimum=1)
@@ -373,8 +369,7 @@ _NOT_STORED = ("data_dir", "vmap_chunk", "unroll")
 
 
 def _stored_config(config: RdpConfig) -> dict:
-    stored = {k: v for k, v in config._asdict().items() if k not in _NOT_STORED}
-    return {**stored, "orders": list(config.orders), "key_rule": KEY_RULE}
+    return stored_config(config, exclude=_NOT_STORED)
 
 
 # ---------------------------------------------------------------------------------- run_rdp
@@ -427,7 +422,7 @@ def run_rdp(config: RdpConfig, run_dir: str | Path | None = None, *,
     Steps: (1) σ for (ε, δ) after T steps (``config.accountant``), or ``noise_multiplier``;
     (2) θ₀ pretrained on a public split disjoint from D⁻ (chunk ``init``), the blank canary with
     ``canary_label``; (3) R runs with and R without the canary in chunks of ``chunk`` units
-    (unit u: the pair of runs u, key ``unit_key(seed, u)``; each chunk saved when done, so an
+    (unit u: the pair of runs u, key ``unit_key(key(seed), u)``; each chunk saved when done, so an
     interrupted run resumes and several workers may share the folder); (4) the audit
     (:func:`audit_scores`). With ``run_dir`` the folder holds the chunks and the files of
     :func:`jaxaudit.report.rdp.write_results`; it resumes under the same configuration and
@@ -460,10 +455,7 @@ def run_rdp(config: RdpConfig, run_dir: str | Path | None = None, *,
     except (TypeError, ValueError, ZeroDivisionError) as err:
         raise ValueError(f"model {config.model} cannot take dataset {config.dataset} images of "
                          f"shape {data[0].shape[1:]} ({type(err).__name__}: {err})") from None
-    existed = run_dir is not None and Path(run_dir).exists()
-    rundir = None if run_dir is None else RunDir.open(run_dir, kind="rdp",
-                                                      config=_stored_config(config))
-    try:
+    with open_run(run_dir, "rdp", _stored_config(config)) as rundir:
         init = _initial_params(config, rundir, model, data, public)
         canary, label = _canary(config, model, init, data[0])
         chunks = _chunks(config)
@@ -471,20 +463,18 @@ def run_rdp(config: RdpConfig, run_dir: str | Path | None = None, *,
         def compute(name: str) -> dict:
             _, start, size = next(c for c in chunks if c[0] == name)
             in_s, out_s = dpsgd.canary_runs(
-                unit_keys(jax.random.key(config.seed), start, size), model, init, data, (canary, label),
-                num_runs=size, noise_multiplier=sigma, clip_norm=config.clip_norm,
-                steps=config.steps, learning_rate=cast(float, config.learning_rate),
-                sampling_rate=config.sampling_rate, chunk_size=config.vmap_chunk,
-                unroll=max(1, min(config.unroll, config.steps)))
+                unit_keys(jax.random.key(config.seed), start, size), model, init, data,
+                (canary, label),
+                dpsgd.DpsgdConfig(clip_norm=config.clip_norm, noise_multiplier=sigma,
+                                  learning_rate=cast(float, config.learning_rate),
+                                  steps=config.steps, sampling_rate=config.sampling_rate,
+                                  unroll=max(1, min(config.unroll, config.steps))),
+                num_runs=size, chunk_size=config.vmap_chunk)
             return {"in_scores": in_s, "out_scores": out_s}
 
         names = [c[0] for c in chunks]
         results = run_chunks(rundir, names, compute, progress=progress, worker=worker,
                              backend=backend, ray_address=ray_address, ray_workers=ray_workers)
-    except BaseException:
-        if run_dir is not None:
-            discard_new_run(run_dir, existed)
-        raise
     in_s = np.concatenate([results[n]["in_scores"] for n in names if n in results])
     out_s = np.concatenate([results[n]["out_scores"] for n in names if n in results])
     header = (f"noise multiplier σ = {sigma:.4f}; canary label {label}; {len(in_s)} runs per "
@@ -496,7 +486,8 @@ def run_rdp(config: RdpConfig, run_dir: str | Path | None = None, *,
         return RdpResult(in_s, out_s, sigma, label, (), [], [], [], False, "", config.confidence,
                          header, title, {}, complete=False)
     info = {"canary_label": label, "runs_per_world": len(in_s), "epsilon": config.epsilon}
-    return audit_scores(config.seed, in_s, out_s, orders=config.orders, accountant_params=acc,
+    return audit_scores(jax.random.key(config.seed), in_s, out_s, orders=config.orders,
+                        accountant_params=acc,
                         confidence=config.confidence, delta=config.delta,
                         accountant=config.accountant, score_bounds=config.score_bounds,
                         info=info, title=title, header=header, canary_label=label,
@@ -563,23 +554,23 @@ def run_scores_audit(config: ScoresAuditConfig, run_dir: str | Path | None = Non
                              "worlds are perfectly separated); train more runs")
     sigma = _noise_multiplier(config)
     digests = {"in_sha256": in_sha, "out_sha256": out_sha}
-    stored = {"scores": digests, "key_rule": KEY_RULE, **{k: getattr(config, k) for k in (
-        "accountant", "epsilon", "delta", "noise_multiplier", "steps", "sampling_rate",
-        "confidence", "seed", "score_bounds")}, "orders": list(config.orders)}
-    rundir = None if run_dir is None else RunDir.open(run_dir, kind="rdp", config=stored)
-    if progress is not None:
-        progress(0, 1)
-    info = {"epsilon": config.epsilon,
-            "score_files": {"in": in_path, "out": out_path, **digests}}
-    header = (f"noise multiplier σ = {sigma:.4f}; {len(in_s)} scores with and {len(out_s)} "
-              "without the canary")
-    title = (f"scores R={len(in_s)}/{len(out_s)} T={config.steps} "
-             f"q={config.sampling_rate:.3g} σ={sigma:.3g}")
-    acc = dict(noise_multiplier=sigma, sampling_rate=config.sampling_rate, steps=config.steps)
-    result = audit_scores(config.seed, in_s, out_s, orders=config.orders, accountant_params=acc,
-                          confidence=config.confidence, delta=config.delta,
-                          accountant=config.accountant, score_bounds=config.score_bounds,
-                          info=info, title=title, header=header, rundir=rundir)
-    if progress is not None:
-        progress(1, 1)
+    # the score inputs are stored by their digests (a path or an array is not the scores)
+    stored = stored_config(config, {"scores": digests}, exclude=("in_scores", "out_scores"))
+    with open_run(run_dir, "rdp", stored) as rundir:
+        if progress is not None:
+            progress(0, 1)
+        info = {"epsilon": config.epsilon,
+                "score_files": {"in": in_path, "out": out_path, **digests}}
+        header = (f"noise multiplier σ = {sigma:.4f}; {len(in_s)} scores with and {len(out_s)} "
+                  "without the canary")
+        title = (f"scores R={len(in_s)}/{len(out_s)} T={config.steps} "
+                 f"q={config.sampling_rate:.3g} σ={sigma:.3g}")
+        acc = dict(noise_multiplier=sigma, sampling_rate=config.sampling_rate, steps=config.steps)
+        result = audit_scores(jax.random.key(config.seed), in_s, out_s, orders=config.orders,
+                              accountant_params=acc,
+                              confidence=config.confidence, delta=config.delta,
+                              accountant=config.accountant, score_bounds=config.score_bounds,
+                              info=info, title=title, header=header, rundir=rundir)
+        if progress is not None:
+            progress(1, 1)
     return result

@@ -1,7 +1,7 @@
 """Tables, markdown and the figure of an attack sweep (``jaxaudit attack secrets|marginals``).
 
-The functions take a sweep result of :mod:`jaxaudit.pipelines.attacks` (``SecretsResult`` or
-``MarginalsResult``, read duck-typed: ``level_name``, ``levels``, ``repetition``, ``attack``,
+The functions take a sweep result of :mod:`jaxaudit.pipelines.attacks` (an ``AttackSweep``, read
+duck-typed: ``level_name``, ``levels``, ``repetition``, ``attack``,
 ``scorings``, ``scoring_successes``, ``title``) and render it:
 
 * :func:`rows`: one dict per run (``table.json``): the privacy level, the repetition

@@ -1,7 +1,7 @@
 """Joint (RAP-rank style) reconstruction vs the informed Bayes attack vs the bound, over ρ.
 
 For every ρ and seed r the game is the one of ``jaxaudit attack marginals`` (key
-``unit_key(seed, r)``, split into the game's key and the noise key exactly as
+``unit_key(key(seed), r)``, split into the game's key and the noise key exactly as
 :func:`jaxaudit.attacks.marginals_reconstruction` does, so the targets, their hidden values and
 the Bayes attack's guesses are those of the pipeline's run r). On the same release it runs
 

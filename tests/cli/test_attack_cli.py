@@ -47,7 +47,7 @@ def test_attack_secrets_tiny(tmp_path, capsys):
     rows = json.loads((out / "table.json").read_text())
     assert [(r["epsilon_target"], r["seed"]) for r in rows] == [(2.0, 0), (2.0, 1)]
     assert {f"successes_{s}" for s in SCORINGS} <= set(rows[0])
-    assert (out / "pretrained_seed_0.msgpack").is_file()
+    assert (out / "pretrained.msgpack").is_file()
     config = load_results(out).config
     assert config["clip_norm"] == 1.0 and config["hidden_dim"] == 8
     assert config["repetitions"] == 2 and config["seed"] == 0
@@ -92,8 +92,8 @@ def _choices(command):
 
 def test_cli_limits_match_library():
     """The help texts state the pipeline's limits (written out so that --help needs no JAX)."""
+    from jaxaudit.accounting.replace_one import MAX_DPSGD_EPSILON
     from jaxaudit.attacks.marginals import MAX_MEMORY_BYTES
-    from jaxaudit.attacks.privacy import MAX_DPSGD_EPSILON
     from jaxaudit.cli import attack
     from jaxaudit.pipelines import attacks as p
 

@@ -147,7 +147,7 @@ def test_html_report_shows_certified_and_bayesian_columns(report):
 
 
 def test_compare_folder_read_before_work(report):
-    """Issue 24 (5): --compare is parsed (manifest and nodes.csv) before the audit; a valid
+    """--compare is parsed (manifest and nodes.csv) before the audit; a valid
     report gives its posterior medians (NaN where it has none) and its sampler."""
     from jaxaudit.report.bmp import read_compare
 
@@ -185,7 +185,7 @@ def test_bmp_cli_builds_the_config_and_prints_the_summary(tmp_path, capsys, monk
                  "--node-units", "7", "--out", str(tmp_path / "r")]) == 0
     config = seen["config"]
     assert config.attack == "rmia" and config.node_units == 7
-    assert config.shadow_run == str(tmp_path) and config.model_chunk == 8
+    assert config.shadow_run == str(tmp_path) and config.chunk == 8
     assert config.mp_baseline is False and config.attack_prior == "optimal"
     assert config.confidence == 0.9 and seen["run_dir"] == str(tmp_path / "r")
     assert capsys.readouterr().out.strip() == "the summary"

@@ -1,4 +1,4 @@
-"""The command line stays thin (issue 23 item 5): each command file parses, builds a
+"""The command line stays thin: each command file parses, builds a
 configuration, calls one pipeline and prints; rendering and file formats live in ``report``."""
 
 import re

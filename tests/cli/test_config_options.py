@@ -2,7 +2,7 @@
 
 A run folder is resumed when a command is repeated with the same configuration and refused when
 the configuration differs. An option that changes a result but is missing from the configuration
-lets a second run silently overwrite the first one's results (issue 24: ``rdp --scores`` with
+lets a second run silently overwrite the first one's results (``rdp --scores`` with
 another ``--accountant``). This test walks the parser of ``jaxaudit`` (every command and
 sub-command), runs each command that keeps a run folder up to the moment it opens the folder
 (``RunDir.open`` is replaced by a function that records the configuration and stops the
@@ -67,8 +67,9 @@ STORED_AS = {
     # the rdp pipelines' configuration names (RdpConfig, ScoresAuditConfig)
     ("rdp", "training"): {"clip": "clip_norm", "runs": "num_runs", "significance": "confidence"},
     ("rdp", "scores"): {"significance": "confidence"},
-    ("bmp",): {"no_mp": "mp_baseline", "graph": "graph_file"},
-    ("shadow",): {"graph": "graph_file"},
+    ("bmp",): {"no_mp": "mp_baseline", "graph": "graph_file", "models": "num_models",
+               "model_chunk": "chunk"},
+    ("shadow",): {"graph": "graph_file", "models": "num_models"},
 }
 #: Commands that keep no run folder, with the reason (nothing stored that could disagree).
 NO_RUN_FOLDER = {
@@ -133,8 +134,6 @@ def _invocations(tmp_path):
                       ["shadow", "--graph", graph, "--models", "2", "--out", out]],
         ("bmp",): [["bmp", *csbm, "--sampler", "snowball", "--min-ess", "100", "--out", out],
                    ["bmp", "--graph", graph, "--models", "2", "--out", out]],
-        # records_per_user and record_length are stored when not at their defaults (so folders
-        # made before they existed still resume): one invocation sets them
         ("attack", "secrets"): [["attack", "secrets", "--out", out],
                                 ["attack", "secrets", "--records-per-user", "2",
                                  "--record-length", "80", "--out", out]],

@@ -139,7 +139,7 @@ def test_data_check_skips_or_fails(tmp_path, monkeypatch):
 
 
 def test_download_file_system_errors_are_one_line(tmp_path, monkeypatch, capsys):
-    """Issue 24: `data download` where planetoid/ is a file, into a read-only folder, or onto a
+    """`data download` where planetoid/ is a file, into a read-only folder, or onto a
     full disk ended in a traceback (or blamed the mirrors); now one line naming the folder, exit
     2. The mirrors are never reached (an unreachable URL stands for them)."""
     import errno
@@ -175,7 +175,7 @@ def test_download_file_system_errors_are_one_line(tmp_path, monkeypatch, capsys)
 
 
 def test_verify_on_an_empty_folder_is_an_error(tmp_path, capsys):
-    """Issue 24: `data verify` on an empty data folder said '0 known files found' and exit 0."""
+    """`data verify` on an empty data folder said '0 known files found' and exit 0."""
     (tmp_path / "empty").mkdir()
     assert main(["data", "verify", "--data-dir", str(tmp_path / "empty")]) == 2
     err = capsys.readouterr().err
@@ -197,7 +197,7 @@ def test_download_into_a_read_only_folder_for_real(tmp_path, capsys):
 def test_parser_names_match_the_library():
     """cli/data.py spells the data sets out (so that --help imports no jax): the same names."""
     from jaxaudit.cli import data
-    from jaxaudit.datasets.inventory import INFO_DATASETS
     from jaxaudit.datasets.fetch import DATASETS
+    from jaxaudit.datasets.inventory import INFO_DATASETS
 
     assert data.DATASETS == INFO_DATASETS and data.DATASETS[:4] == DATASETS

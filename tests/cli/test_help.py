@@ -1,4 +1,4 @@
-"""Every option of every command has one line of help that states its default (issue 16)."""
+"""Every option of every command has one line of help that states its default."""
 
 import argparse
 

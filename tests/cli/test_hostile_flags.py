@@ -1,4 +1,4 @@
-"""Hostile but realistic command lines (issue 16): each is refused at once, naming the flag,
+"""Hostile but realistic command lines: each is refused at once, naming the flag,
 before any work (no run folder is created), and never with a traceback."""
 
 import os
@@ -41,7 +41,7 @@ def test_shadow_flags(tmp_path, capsys, extra, needles):
 
 def test_shadow_huge_or_tiny_csbm_refused_before_work(tmp_path, capsys):
     """Hostile 10: --csbm-nodes 1000000000 ran on; hostile 14: '>= 1' was said but 1 refused;
-    issue 24: 1000000 passed the feature-matrix guard and then drew 10^12 pairs for minutes."""
+    1000000 passed the feature-matrix guard and then drew 10^12 pairs for minutes."""
     argv = [a for a in SHADOW if a not in ("--csbm-nodes", "60")]
     for nodes in ("1000000000", "1000000", "1"):
         _refused([*argv, "--csbm-nodes", nodes, "--out", str(tmp_path / nodes)], capsys,
@@ -87,7 +87,7 @@ ATTACK_MARGINALS = ["attack", "marginals", "--num-targets", "5", "--attributes",
 
 
 @pytest.mark.parametrize(("extra", "needles"), [
-    # issue 24 (1): a diverging step size (the model's NaN scores were counted as extractions)
+    # a diverging step size (the model's NaN scores were counted as extractions)
     (["--learning-rate", "1e30"], ["--learning-rate", "(0, 1]"]),
     (["--learning-rate", "inf"], ["--learning-rate", "finite"]),
     (["--learning-rate", "nan"], ["--learning-rate", "finite"]),
@@ -140,7 +140,7 @@ def test_attack_marginals_flags_refused_before_work(tmp_path, capsys, extra, nee
 
 
 def test_attack_out_refused_before_work(tmp_path, capsys):
-    """Issue 24 (7): attack into a read-only or file --out was never checked."""
+    """Attack into a read-only or file --out was never checked."""
     afile = tmp_path / "afile"
     afile.write_text("x")
     for argv in (ATTACK_SECRETS, ATTACK_MARGINALS):
@@ -155,7 +155,7 @@ def test_attack_out_refused_before_work(tmp_path, capsys):
 
 @pytest.mark.parametrize("command", ["shadow", "bmp"])
 @pytest.mark.parametrize(("extra", "needles"), [
-    # issue 24 (4): MemoryError after 40-76 s, an OverflowError traceback
+    # MemoryError after 40-76 s, an OverflowError traceback
     (["--models", "1000000000000"], ["--models", "[1, 100000]"]),
     (["--epochs", "1000000000000"], ["--epochs", "[1, 100000]"]),
     (["--models", "100000", "--csbm-nodes", "50000"], ["--models", "GiB"]),
@@ -183,7 +183,7 @@ def _bmp_report_folder(path, nodes_csv: str):
     ("\x00\x01garbage", ["--compare"]),
 ])
 def test_bmp_compare_format_checked_before_work(tmp_path, capsys, nodes_csv, needles):
-    """Issue 24 (5): a bad --compare nodes.csv crashed after the whole audit."""
+    """A bad --compare nodes.csv crashed after the whole audit."""
     other = _bmp_report_folder(tmp_path / "other", nodes_csv)
     _refused(["bmp", "--dataset", "csbm", "--csbm-nodes", "60", "--models", "2", "--epochs", "1",
               "--compare", str(other), "--out", str(tmp_path / "run"), "--quiet"], capsys,
@@ -203,11 +203,11 @@ def test_bmp_compare_must_be_a_bmp_report(tmp_path, capsys):
 
 
 def test_bmp_graph_and_sampler_checked_before_the_folder_is_written(tmp_path, capsys):
-    """Issue 24 (2): bmp built the graph and the sampler after writing its manifest, so the
+    """Bmp built the graph and the sampler after writing its manifest, so the
     corrected command was refused as a different configuration."""
     out = tmp_path / "run"
     _refused(["bmp", "--dataset", "csbm", "--csbm-nodes", "2", "--models", "2", "--epochs", "1",
-              "--out", str(out), "--quiet"], capsys, "num_classes must be <= --csbm-nodes")
+              "--out", str(out), "--quiet"], capsys, "--csbm-nodes=2: num_classes must be <=")
     assert not out.exists()
 
 
@@ -219,7 +219,7 @@ def test_bmp_graph_and_sampler_checked_before_the_folder_is_written(tmp_path, ca
     (["--num-samples", "1000000", "--node-chunk", "1024"], ["--node-chunk", "GiB"]),
 ])
 def test_bmp_sampler_sizes_refused_before_work(tmp_path, capsys, extra, needles):
-    """Issue 24 (4), the audit's own sizes: a PRNG key per prior draw and the NUTS draws of a
+    """The audit's own sizes: a PRNG key per prior draw and the NUTS draws of a
     node chunk were allocated whatever their size."""
     _refused(["bmp", "--dataset", "csbm", "--csbm-nodes", "60", "--out", str(tmp_path / "run"),
               "--quiet", *extra], capsys, *needles)

@@ -95,7 +95,7 @@ def test_end_to_end_on_generated_batches(tmp_path):
 
 @pytest.mark.parametrize("dataset", ["synthetic", "mnist"])
 def test_cifar_cnn_on_28x28_images_is_a_clean_error(tmp_path, capsys, dataset):
-    """Issue 24: `rdp --model cifar_cnn --dataset synthetic` was a ZeroDivisionError traceback
+    """`rdp --model cifar_cnn --dataset synthetic` was a ZeroDivisionError traceback
     from inside JAX's reshape; now exit 2 naming both flags, before any data or run folder."""
     out = tmp_path / "run"
     assert main(["rdp", "--model", "cifar_cnn", "--dataset", dataset, "--steps", "2", "--runs",

@@ -56,7 +56,7 @@ def test_scores_mode_table_accountant_and_bounds(tmp_path, capsys):
     out = tmp_path / "run"
     # training-only options (even values training would refuse) are ignored without an error
     ignored = ["--runs", "1", "--dataset-size", "0", "--clip", "-1", "--chunk", "0"]
-    # repeated orders are one row each (issue 24: --orders 2,2 gave two rows)
+    # repeated orders are one row each (--orders 2,2 gave two rows)
     dup = ["--orders", "1.5,2,2,1.5"]
     assert main(_args(in_path, out_path, out, *ignored, *dup)) == 0
     printed = capsys.readouterr().out
@@ -93,7 +93,7 @@ def test_scores_mode_table_accountant_and_bounds(tmp_path, capsys):
         assert name in printed
     assert "SE(samp.)" in printed and "not its bias" in printed
     assert "| α |" in (out / "summary.md").read_text()
-    # issue 28 item 5: every score-based ε lower bound, printed and in summary.md
+    # every score-based ε lower bound, printed and in summary.md
     assert "score-based ε lower bounds" in printed and "f-DP one-run audit" in printed
     assert "| method | ε at δ | μ | kind | tests K | reference |" in (out / "summary.md").read_text()
     for row in summary["score_bounds"]:
@@ -190,7 +190,7 @@ def test_scores_mode_needs_the_training_parameters(tmp_path, capsys):
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
-# -- issue 24: an Opacus user's first audit -----------------------------------------------------
+# -- an Opacus user's first audit -----------------------------------------------------
 
 
 def _write(path, value):
@@ -212,7 +212,7 @@ def test_bad_score_files(tmp_path, capsys):
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
-# -- issue 24: an Opacus user's first audit -----------------------------------------------------
+# -- an Opacus user's first audit -----------------------------------------------------
 def test_duplicate_orders_parse_to_one():
     assert _orders("2,2") == [2.0]
     assert _orders("3, 1.5,3,2,1.5") == [3.0, 1.5, 2.0]

@@ -52,7 +52,7 @@ def test_shadow_cli_bad_ratio(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_shadow_diverged_training_refused_before_saving(tmp_path, capsys):
-    """Issue 24 (6): --learning-rate 1e30 saved NaN chunks, then failed without naming the
+    """--learning-rate 1e30 saved NaN chunks, then failed without naming the
     cause. Now nothing is saved, the error names --learning-rate and the divergence, and the
     corrected command can use the same folder."""
     out = tmp_path / "run"

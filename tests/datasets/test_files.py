@@ -94,7 +94,7 @@ def test_download_falls_back_to_next_mirror(monkeypatch, tmp_path):
 
 
 def test_fetch_errors_of_the_folder_are_not_blamed_on_the_mirrors(monkeypatch, tmp_path):
-    """Issue 24: a full disk was reported as 'could not download' after trying every mirror (a
+    """A full disk was reported as 'could not download' after trying every mirror (a
     FileNotFoundError); a folder in the way of a file was a raw FileExistsError; a broken HTTP
     transfer (IncompleteRead, not an OSError) escaped the mirror fallback."""
     import errno

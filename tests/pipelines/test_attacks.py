@@ -46,7 +46,8 @@ def test_marginals_runs_resumes_and_refuses(tmp_path):
     np.testing.assert_array_equal(again.attack.hits, result.attack.hits)
     loaded = load_results(out)
     assert loaded.kind == "attack-marginals" and not loaded.missing
-    assert loaded.config["key_rule"] == "unit-fold-in-v1" and loaded.config["seed"] == 3
+    assert loaded.config["derived"]["key_rule"] == "unit-fold-in-v1"
+    assert loaded.config["seed"] == 3
     # another configuration in the same folder is refused
     with pytest.raises(ValueError, match="different"):
         run_marginals(TINY._replace(way=1), out)
@@ -114,7 +115,7 @@ def test_marginals_bad_field_refused_before_work(tmp_path, change, field):
     (dict(clip_norm=math.nan), "clip_norm"),
     (dict(hidden_dim=100000), "hidden_dim must be at most 4096"),
     (dict(steps=10**12), "steps must be at most"),
-    (dict(digits=9), r"digits must be an integer in \[1, 6\]"),
+    (dict(digits=9), r"digits=9: length must be an integer in \[1, 6\]"),
     (dict(prior="passwords", num_secrets=100000), "GiB"),
     (dict(scoring="reference", pretrain_steps=0), "pretrain_steps"),
     (dict(scoring="exposure"), "scoring"),
@@ -123,7 +124,7 @@ def test_marginals_bad_field_refused_before_work(tmp_path, change, field):
     (dict(records_per_user=1.5), "records_per_user"),
     (dict(record_length=20), "record_length must be at least 30"),
     (dict(record_length=513), "record_length must be at most 512"),
-    (dict(prior="names", candidates=691), "candidates must be at most 690"),
+    (dict(prior="names", candidates=691), "candidates=691: size must be at most 690"),
     (dict(prior="emails"), "prior"),
 ])
 def test_secrets_bad_field_refused_before_work(tmp_path, change, needle):
@@ -147,7 +148,7 @@ def test_failed_first_run_leaves_the_folder_reusable(tmp_path, monkeypatch):
     import jaxaudit.attacks as attacks
 
     monkeypatch.setattr(attacks, "pretrain_public",
-                        lambda key, prior, **kw: (None, {"w": np.zeros(2, np.float32)}))
+                        lambda key, prior, config, **kw: (None, {"w": np.zeros(2, np.float32)}))
 
     def diverged(*args, **kwargs):
         raise ValueError("the training diverged")
@@ -184,7 +185,7 @@ def test_discard_new_run_keeps_finished_chunks(tmp_path):
     discard_new_run(mine, existed=False, keep_folder=True)
     assert mine.is_dir() and not any(mine.iterdir())
     cached = RunDir.open(tmp_path / "cached", kind="x", config={"a": 1})  # a pretrained model
-    cached.save_file("pretrained_seed_0.msgpack", b"params")              # and its checksum
+    cached.save_file("pretrained.msgpack", b"params")              # and its checksum
     discard_new_run(cached.path, existed=False)
     assert not cached.path.exists()
 
@@ -202,7 +203,7 @@ def test_docs_example_runs(capsys):
 
 
 def test_level_names_are_safe_exact_and_distinct():
-    """Issue 24 (3): ε = 10^6 gave the invalid chunk name 'eps_1e+06', and 2 and 2.0000001
+    """ε = 10^6 gave the invalid chunk name 'eps_1e+06', and 2 and 2.0000001
     shared 'eps_2' (one run reported under both). Names must be valid chunk names, one per
     distinct value, and the printed level must read back as the same float."""
     from jaxaudit.runs.rundir import CHUNK_NAME
@@ -250,11 +251,11 @@ def test_secrets_tiny(tmp_path):
         assert r["successes_prior"] == 0  # uniform prior: all tied, ties against the attacker
     assert result.scorings == SCORINGS and result.scoring_successes.shape == (2, 4)
     # One public pretrained model, cached in the folder, shared by the seeds.
-    assert (out / "pretrained_seed_0.msgpack").is_file()
+    assert (out / "pretrained.msgpack").is_file()
     # ... with a checksum record bound to this run, so a model copied from another run is
     # trained again rather than trusted
-    record = (out / "pretrained_seed_0.msgpack.sha256").read_text()
-    assert "pretrained_seed_0.msgpack" in record and "run " in record
+    record = (out / "pretrained.msgpack.sha256").read_text()
+    assert "pretrained.msgpack" in record and "run " in record
     chunk = load_results(out).chunks["eps_2_seed_0"]
     assert chunk["scores"].shape == chunk["reference_scores"].shape == (3, 10)
     assert "every scoring" in (out / "summary.md").read_text().lower()
@@ -271,27 +272,15 @@ def test_secrets_tiny(tmp_path):
                                       corpus.secrets)
 
 
-def test_secrets_stored_config_keeps_earlier_folders():
-    """The user-level fields are stored only when set, so a folder written before them (same
-    configuration, no such fields) still resumes; a set field is stored and so refused by a
-    folder without it."""
-    from jaxaudit.pipelines.attacks import _stored
-
-    stored = _stored(TINY_SECRETS, "epsilons")
-    assert "records_per_user" not in stored and "record_length" not in stored
-    stored = _stored(TINY_SECRETS._replace(records_per_user=3, record_length=40), "epsilons")
-    assert stored["records_per_user"] == 3 and stored["record_length"] == 40
-
-
 def test_secrets_user_level_accounting(monkeypatch):
     """With R records per user the DP unit is the user: q = B / (n + ⌈filler / R⌉), the rate
     the noise is calibrated for and the training uses."""
-    import jaxaudit.attacks as attacks
+    import jaxaudit.accounting as accounting
     from jaxaudit.pipelines.attacks import check_secrets_config
 
     seen = []
-    real = attacks.dpsgd_privacy
-    monkeypatch.setattr(attacks, "dpsgd_privacy",
+    real = accounting.dpsgd_privacy
+    monkeypatch.setattr(accounting, "dpsgd_privacy",
                         lambda **kw: seen.append(kw["sampling_rate"]) or real(**kw))
     check_secrets_config(TINY_SECRETS._replace(records_per_user=2, num_filler=5))
     assert seen == [pytest.approx(4 / (3 + 3))]

@@ -59,7 +59,7 @@ def test_same_seed_same_models_in_shadow_and_bmp(report, shadow_dir):
     _, via_shadow, _ = report
     calls = []
     own = run_bmp(BmpConfig(dataset="csbm", csbm_nodes=NODES, num_models=8, epochs=5,
-                            model_chunk=8, **NUTS),
+                            chunk=8, **NUTS),
                   progress=lambda done, total: calls.append((done, total)))
     # one shadow chunk, the priors, the attack, one posterior unit
     assert own.path is None and calls[0] == (0, 4) and calls[-1] == (4, 4)
@@ -74,7 +74,7 @@ def test_same_seed_same_models_in_shadow_and_bmp(report, shadow_dir):
 
     loaded = load_shadow(shadow_dir)
     obj = run_bmp(BmpConfig(shadow_run=loaded, **NUTS))
-    assert obj.config["shadow_run"] == via_shadow.config["shadow_run"]
+    assert obj.config["derived"]["shadow_run"] == via_shadow.config["derived"]["shadow_run"]
     for column in ("fp", "n0", "fn", "n1", "bayes_eps_r_q50"):
         np.testing.assert_array_equal(obj.table[column], via_shadow.table[column], column)
 
@@ -101,8 +101,8 @@ def test_report_folder_from_a_shadow_run(report, shadow_dir):
     md = (out / "summary.md").read_text()
     assert "| global LOO-LiRA TPR at 1% FPR |" in md and "TPR at 0.1% FPR" in md
     cfg = result.config
-    assert cfg["shadow_run"]["num_models"] == 8 and cfg["sampler"] == "uniform"
-    assert "model_chunk" not in cfg                            # the shadow run's models
+    assert cfg["derived"]["shadow_run"]["num_models"] == 8 and cfg["sampler"] == "uniform"
+    assert cfg["chunk"] == 4                                   # the shadow run's models
     from jaxaudit.report import bmp as report_mod
 
     assert (out / "summary.md").read_text() == report_mod.markdown(result)
@@ -149,7 +149,7 @@ def test_compare_plot(report, shadow_dir, tmp_path):
     ("attack_prior", "beta:x", "attack_prior"), ("prior_variance", 0.0, "prior_variance"),
     ("prior_draws", 0, "prior_draws"), ("num_samples", 10**7, "num_samples"),
     ("min_ess", -1.0, "min_ess"), ("fix_variance", "no", "fix_variance"),
-    ("ratio", 1.5, "ratio"), ("num_models", 0, "num_models"), ("model_chunk", 0, "model_chunk"),
+    ("ratio", 1.5, "ratio"), ("num_models", 0, "num_models"), ("chunk", 0, "chunk"),
     ("dataset", "mnist", "dataset"), ("seed", -1, "seed"), ("csbm_nodes", 2, "csbm_nodes"),
     ("attack", "bogus", "attack"), ("attack", None, "attack"), ("node_units", 0, "node_units"),
 ])
@@ -186,12 +186,13 @@ def test_cli_limits_agree_with_the_library():
     assert cli.BYTES_PER_DRAW == lib.BYTES_PER_DRAW
 
 
-def _fake_shadow_run(path, chunks, **config):
+def _fake_shadow_run(path, chunks, **derived):
     """A shadow run folder written directly (no training): 2 models per chunk on 6 nodes."""
+    from jaxaudit.pipelines.common import stored_config
     from jaxaudit.runs import RunDir
 
-    cfg = dict(dataset="csbm", model="gcn", sampler="uniform", ratio=0.5, models=4, epochs=1,
-               edge_access="inductive", chunk=2, seed=0, csbm_nodes=6) | config
+    cfg = stored_config(ShadowConfig(dataset="csbm", num_models=4, epochs=1, chunk=2,
+                                     csbm_nodes=6), derived, exclude=("data_dir",))
     run = RunDir.open(path, kind="shadow", config=cfg)
     rng = np.random.default_rng(0)
     for name in chunks:
@@ -213,7 +214,7 @@ def test_shadow_run_checked_before_any_folder(tmp_path):
         run_bmp(BmpConfig(shadow_run=padded), tmp_path / "b")
     mine = from_edge_index(np.eye(2)[[0, 1, 0, 1, 0, 1]], [0, 1, 0, 1, 0, 1],
                            [[0, 1, 2, 3], [1, 2, 3, 4]])
-    made = _fake_shadow_run(tmp_path / "graph", ["chunk_00000", "chunk_00001"], dataset="graph",
+    made = _fake_shadow_run(tmp_path / "graph", ["chunk_00000", "chunk_00001"],
                             graph={"name": "mine", "num_nodes": 6, "sha256": "0" * 64})
     with pytest.raises(ValueError, match="pass the same graph"):
         run_bmp(BmpConfig(shadow_run=made), tmp_path / "c")
@@ -255,7 +256,7 @@ def test_report_renders_a_result_without_training():
 
 @pytest.mark.slow
 def test_posterior_units_equal_one_unit_and_the_library(report, shadow_dir, tmp_path):
-    """Issue 25: the per-node posteriors as node-chunk work units. The 120 nodes' distinct count
+    """The per-node posteriors as node-chunk work units. The 120 nodes' distinct count
     tuples in units of 8 (two worker shares, then the final run) give bit for bit the numbers
     of one unit of all nodes and of `bmp.audit_from_scores` with the audit stream's key (every
     node draws from fold_in(key, j), j the first node with its counts)."""
@@ -287,24 +288,11 @@ def test_posterior_units_equal_one_unit_and_the_library(report, shadow_dir, tmp_
     assert split.summary == whole.summary
     lib = bmp.audit_from_scores(
         stream_key(jax.random.key(0), "audit"), whole.audit.scores, whole.audit.masks, whole.audit.eta,
-        eta_se=whole.audit.eta_se, degree=whole.audit.degree, chunk_size=128,
-        **{k: v for k, v in NUTS.items() if k not in ("node_chunk", "prior_draws")})
+        bmp.AuditConfig(mp_baseline=False, nuts=bmp.NutsConfig(
+            num_warmup=150, num_samples=200, num_chains=2, chunk_size=128)),
+        eta_se=whole.audit.eta_se, degree=whole.audit.degree)
     for column, values in bmp.audit_table(lib).items():
         np.testing.assert_array_equal(whole.table[column], values, err_msg=column)
-
-
-def test_folder_of_the_former_single_audit_unit_is_refused(tmp_path):
-    """A report folder written by the earlier version (one "audit" unit, one key for all nodes)
-    is refused with the reason, not resumed into a mix of the two key rules."""
-    from jaxaudit.runs import RunDir
-
-    old = RunDir.open(tmp_path / "old", kind="bmp", config={"sampler": "uniform"})
-    old.plan(["prior", "audit"])
-    before = sorted(p.name for p in (tmp_path / "old").iterdir())
-    config = BmpConfig(dataset="csbm", csbm_nodes=60, num_models=2, epochs=1)
-    with pytest.raises(ValueError, match="earlier version.*one 'audit' unit.*new folder"):
-        run_bmp(config, tmp_path / "old")
-    assert sorted(p.name for p in (tmp_path / "old").iterdir()) == before
 
 
 def test_unit_names_cover_every_count_tuple_once():
@@ -317,7 +305,7 @@ def test_unit_names_cover_every_count_tuple_once():
 
 
 def test_report_names_the_attack_and_its_tpr_at_low_fpr():
-    """Issue 27: every BMP summary shows the attack's TPR at 1% and 0.1% FPR, labelled as
+    """Every BMP summary shows the attack's TPR at 1% and 0.1% FPR, labelled as
     estimates and named by the attack; a missing TPR reads n/a."""
     from types import SimpleNamespace
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from jaxaudit.bounds import prior_by_name
+from jaxaudit.bounds.registry import prior_by_name
 from jaxaudit.pipelines import BoundsConfig, run_bounds
 from jaxaudit.report import bounds as report
 from jaxaudit.runs import load_results

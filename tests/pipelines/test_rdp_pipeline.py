@@ -297,7 +297,7 @@ def test_minimum_scores_per_world_matches_a_scan_of_the_bound():
 
     need = min_scores_per_world(confidence=0.95)
     first = next(n for n in range(MIN_SCORES, 40) if float(np.atleast_1d(
-        threshold_renyi_lower_bound(10 + np.arange(n) / n, np.arange(n) / n, [2.0], confidence=0.95))[0])
+        threshold_renyi_lower_bound(jax.random.key(0), 10 + np.arange(n) / n, np.arange(n) / n, [2.0], confidence=0.95))[0])
         > 0)
     assert need == first
 

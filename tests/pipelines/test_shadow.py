@@ -3,14 +3,13 @@ progress, any flax module, an in-memory graph, and bad configuration fields name
 
 import json
 import warnings
-from pathlib import Path
 
 import flax.linen as nn
 import jax
 import numpy as np
 import pytest
 
-from jaxaudit.graph import from_edge_index, train_shadow_models, uniform_sampler
+from jaxaudit.graph import ShadowTraining, from_edge_index, train_shadow_models, uniform_sampler
 from jaxaudit.pipelines import ShadowConfig, ShadowRun, load_shadow, run_shadow
 from jaxaudit.runs import load_results, unit_keys
 
@@ -48,8 +47,7 @@ def test_run_shadow_follows_the_key_rule_resumes_and_refuses(tmp_path):
     from jaxaudit.datasets import graph_by_name
 
     graph = graph_by_name("csbm", key=jax.random.key(3), num_nodes=60)
-    ref = train_shadow_models(unit_keys(jax.random.key(3), 0, 4), graph, uniform_sampler(0.5), "gcn", 4,
-                              epochs=2)
+    ref = train_shadow_models(unit_keys(jax.random.key(3), 0, 4), graph, uniform_sampler(0.5), "gcn", 4, ShadowTraining(epochs=2))
     np.testing.assert_array_equal(result.masks, np.asarray(ref.masks))
     np.testing.assert_allclose(result.scores, np.asarray(ref.scores), rtol=1e-5, atol=1e-5)
     assert set(result.masks.sum(1).tolist()) == {30} and result.mean_inclusion == 0.5
@@ -62,7 +60,8 @@ def test_run_shadow_follows_the_key_rule_resumes_and_refuses(tmp_path):
     assert summary["num_models"] == 4 and summary["num_nodes"] == 60
     assert summary["chunks"] == ["chunk_00000", "chunk_00001"]
     assert summary["lira_global_auc"] == pytest.approx(result.lira_global_auc)
-    assert {"models", "chunk", "seed", "csbm_nodes", "key_rule"} <= set(loaded.config)
+    assert set(ShadowConfig._fields) - {"data_dir"} | {"derived"} == set(loaded.config)
+    assert loaded.config["derived"]["key_rule"] == "unit-fold-in-v1"
     again = load_shadow(out)
     np.testing.assert_array_equal(again.masks, result.masks)
     np.testing.assert_array_equal(again.scores, result.scores)
@@ -107,13 +106,12 @@ def test_any_flax_module_and_an_in_memory_graph(tmp_path):
     config = ShadowConfig(num_models=3, chunk=2, epochs=3, seed=1)
     out = tmp_path / "mlp"
     result = run_shadow(config, out, model=TinyMLP(), graph=graph)
-    ref = train_shadow_models(unit_keys(jax.random.key(1), 0, 3), graph, uniform_sampler(0.5), TinyMLP(), 3,
-                              epochs=3)
+    ref = train_shadow_models(unit_keys(jax.random.key(1), 0, 3), graph, uniform_sampler(0.5), TinyMLP(), 3, ShadowTraining(epochs=3))
     np.testing.assert_array_equal(result.masks, np.asarray(ref.masks))
     np.testing.assert_allclose(result.scores, np.asarray(ref.scores), rtol=1e-5, atol=1e-5)
     cfg = load_results(out).config
-    assert cfg["model"].startswith("flax:TinyMLP") and cfg["dataset"] == "graph"
-    assert cfg["graph"]["num_nodes"] == 40
+    assert cfg["derived"]["model"].startswith("flax:TinyMLP")
+    assert cfg["derived"]["graph"]["num_nodes"] == 40
     run_shadow(config, out, model=TinyMLP(), graph=graph)             # resumes
     with pytest.raises(ValueError, match="different configuration"):
         run_shadow(config, out, model=TinyMLP(hidden=16), graph=graph)
@@ -130,8 +128,8 @@ def test_graph_file_is_stored_with_its_hash(tmp_path):
     path = save_graph_npz(tmp_path / "g.npz", _own_graph())
     config = ShadowConfig(graph_file=path, num_models=2, epochs=1)
     result = run_shadow(config, tmp_path / "run")
-    assert result.config["dataset"] == "file"
-    assert result.config["graph_file"]["path"] == str(Path(path).resolve())
+    assert result.config["graph_file"] == str(path)
+    assert len(result.config["derived"]["graph_file_sha256"]) == 64
     with pytest.raises(ValueError, match="graph and graph_file"):
         run_shadow(config, graph=_own_graph())
 
@@ -171,7 +169,7 @@ def test_diverged_training_leaves_the_folder_reusable(tmp_path):
 
 def test_cli_limits_and_names_agree_with_the_library():
     from jaxaudit.cli import shadow as cli
-    from jaxaudit.pipelines import shadow as lib
+    from jaxaudit.pipelines import common as lib
 
     assert cli.MODELS == lib.MODELS
     assert (cli.MAX_MODELS, cli.MAX_EPOCHS, cli.MAX_CSBM_NODES) == (

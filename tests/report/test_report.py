@@ -407,7 +407,7 @@ def test_screenshot_shows_findings_and_figures_first(runs, tmp_path):
     assert non_white > 0.01 and coloured > 1e-4, (non_white, coloured)
 
 
-# -- hostile run folders (issue 24) ------------------------------------------------------------
+# -- hostile run folders ------------------------------------------------------------
 def _md_to_html(md: str) -> str:
     markdown_it = pytest.importorskip("markdown_it")
     return markdown_it.MarkdownIt("commonmark", {"html": True}).enable("table").render(md)

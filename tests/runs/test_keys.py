@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from jaxaudit.datasets import make_csbm
-from jaxaudit.graph import train_shadow_models, uniform_sampler
+from jaxaudit.graph import ShadowTraining, train_shadow_models, uniform_sampler
 from jaxaudit.runs import stream_key, unit_key, unit_keys
 from jaxaudit.runs.keys import MAX_UNITS, STREAMS
 
@@ -47,11 +47,11 @@ def test_bad_arguments(call, match):
 def test_shadow_sweep_independent_of_chunking():
     graph = make_csbm(jax.random.key(1), num_nodes=60, num_classes=3, num_features=8)
     sampler = uniform_sampler(0.5)
-    whole = train_shadow_models(unit_keys(K3, 0, 4), graph, sampler, "gcn", 4, epochs=3)
-    parts = [train_shadow_models(unit_keys(K3, s, 2), graph, sampler, "gcn", 2, epochs=3)
+    whole = train_shadow_models(unit_keys(K3, 0, 4), graph, sampler, "gcn", 4, ShadowTraining(epochs=3))
+    parts = [train_shadow_models(unit_keys(K3, s, 2), graph, sampler, "gcn", 2, ShadowTraining(epochs=3))
              for s in (0, 2)]
     np.testing.assert_array_equal(whole.masks, np.concatenate([p.masks for p in parts]))
     np.testing.assert_allclose(whole.scores, np.concatenate([p.scores for p in parts]),
                                rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="one per model"):
-        train_shadow_models(unit_keys(K3, 0, 3), graph, sampler, "gcn", 4, epochs=3)
+        train_shadow_models(unit_keys(K3, 0, 3), graph, sampler, "gcn", 4, ShadowTraining(epochs=3))

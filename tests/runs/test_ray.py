@@ -187,7 +187,7 @@ def test_bmp_shadow_stage_on_ray_equals_serial(cluster, tmp_path):
 
 @pytest.mark.slow  # about 40 s: the serial run and each Ray worker compile NUTS
 def test_bmp_posterior_units_on_ray_equal_serial(cluster, tmp_path, monkeypatch):
-    """Issue 25: the BMP posteriors over node chunks, one Ray task per unit (units of 4 distinct
+    """The BMP posteriors over node chunks, one Ray task per unit (units of 4 distinct
     count tuples of the 60 nodes), equal the serial in-memory run with one unit bit for bit;
     the driver saves every unit once."""
     from jaxaudit.pipelines import BmpConfig, run_bmp
