@@ -70,7 +70,8 @@ def load_counts(args):
 def bench_jaxaudit(counts, args):
     import jax
 
-    from jaxaudit.bmp import ErrorCounts, NutsConfig, posterior_nuts
+    from jaxaudit.bmp import NutsConfig, posterior_nuts
+    from jaxaudit.mia import ErrorCounts
 
     valid = (counts["n0"] > 0) & (counts["n1"] > 0)
     c = ErrorCounts(*(counts[k][valid].astype(float) for k in ("fp", "n0", "fn", "n1")))

@@ -45,7 +45,7 @@ WORKER = textwrap.dedent(
     import json, sys, time
     import jax
     from jaxaudit.datasets import load_planetoid
-    from jaxaudit.graph import train_shadow_models, uniform_sampler
+    from jaxaudit.graph import ShadowTraining, train_shadow_models, uniform_sampler
     models, epochs, repeats = map(int, sys.argv[1:4])
     graph = load_planetoid("cora")
     sampler = uniform_sampler(0.5)
@@ -88,7 +88,7 @@ def checkpoint_overhead(models: int, epochs: int, chunks: int, repeats: int) -> 
     import numpy as np
 
     from jaxaudit.datasets import load_planetoid
-    from jaxaudit.graph import train_shadow_models, uniform_sampler
+    from jaxaudit.graph import ShadowTraining, train_shadow_models, uniform_sampler
     from jaxaudit.runs import RunDir, run_chunks
 
     graph = load_planetoid("cora")
@@ -97,7 +97,7 @@ def checkpoint_overhead(models: int, epochs: int, chunks: int, repeats: int) -> 
 
     def compute(name):
         key = jax.random.fold_in(jax.random.key(0), int(name[1:]))
-        out = train_shadow_models(key, graph, sampler, "gcn", per_chunk, epochs=epochs)
+        out = train_shadow_models(key, graph, sampler, "gcn", per_chunk, ShadowTraining(epochs=epochs))
         return {"masks": np.asarray(out.masks), "scores": np.asarray(out.scores)}
 
     names = [f"c{i:03d}" for i in range(chunks)]

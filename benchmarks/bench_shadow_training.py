@@ -31,7 +31,7 @@ import jax
 import numpy as np
 
 from jaxaudit.datasets import load_planetoid
-from jaxaudit.graph import Graph, train_shadow_models, uniform_sampler
+from jaxaudit.graph import Graph, ShadowTraining, train_shadow_models, uniform_sampler
 from jaxaudit.sharding import cpu_core_count
 
 
@@ -41,9 +41,7 @@ def bench_jax(graph: Graph, num_models: int, epochs: int, repeats: int, edge_acc
 
     def run(seed: int) -> float:
         t = time.perf_counter()
-        out = train_shadow_models(jax.random.key(seed), graph, sampler, "gcn", num_models,
-                                  epochs=epochs, edge_access=edge_access, chunk_size=chunk_size,
-                                  devices=devices)
+        out = train_shadow_models(jax.random.key(seed), graph, sampler, "gcn", num_models, ShadowTraining(epochs=epochs, edge_access=edge_access), chunk_size=chunk_size, devices=devices)
         out.scores.block_until_ready()
         return time.perf_counter() - t
 

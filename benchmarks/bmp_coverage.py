@@ -44,14 +44,14 @@ def simulate(reps: int, seed: int):
         for n in SIZES:
             for attack in ATTACKS:
                 if attack == "optimal":
-                    a, b = (float(x) for x in bmp.region_corner(eps_l, eps_r))
+                    a, b = (float(x) for x in bmp.region.region_corner(eps_l, eps_r))
                     alpha, beta = np.full(reps, a), np.full(reps, b)
                 else:
                     s, u, v = rng.uniform(1e-6, 1 - 1e-6, size=(3, reps))
                     with jax.enable_x64(True):
                         pos = np.stack([np.full(reps, np.log(eps_l)), np.full(reps, np.log(eps_r)),
                                         logit(u), logit(v), logit(s)], -1)
-                        point = bmp.constrain_noncentered(pos)
+                        point = bmp.likelihood.constrain_noncentered(pos)
                         alpha, beta = np.asarray(point.alpha), np.asarray(point.beta)
                 fp = rng.binomial(n, alpha).astype(float)
                 fn = rng.binomial(n, beta).astype(float)
@@ -95,11 +95,11 @@ def main(argv=None):
 
     import jax
 
-    from jaxaudit import bmp
+    from jaxaudit import bmp, mia
 
     out.mkdir(parents=True, exist_ok=True)
     table, cells = simulate(args.reps, args.seed)
-    counts = bmp.ErrorCounts(*(table[:, j] for j in range(4)))
+    counts = mia.ErrorCounts(*(table[:, j] for j in range(4)))
     results = json.loads((out / "coverage.json").read_text()) if (out / "coverage.json").is_file() \
         else {}
     if "certified" not in results:
@@ -110,7 +110,7 @@ def main(argv=None):
         results["jeffreys"] = rates(np.asarray(jeff.eps_l[0]), np.asarray(jeff.eps_r[0]), cells,
                                     args.reps)
     for spec in args.priors.split(";"):
-        name = "posterior " + bmp.as_attack_prior(spec).describe()
+        name = "posterior " + bmp.likelihood.as_attack_prior(spec).describe()
         if args.parameterization:
             name += f" ({args.parameterization})"
         if name in results:
@@ -131,7 +131,7 @@ def main(argv=None):
         (out / "coverage.json").write_text(json.dumps(results, indent=1))
         print(name, f"{time.perf_counter() - t0:.0f} s", flush=True)
     for spec in filter(None, args.grid_priors.split(";")):
-        name = "grid posterior " + bmp.as_attack_prior(spec).describe()
+        name = "grid posterior " + bmp.likelihood.as_attack_prior(spec).describe()
         if name in results:
             continue
         t0 = time.perf_counter()
@@ -147,7 +147,7 @@ def main(argv=None):
 def grid_rates(table, cells, reps, spec, attacks):
     """Coverage of the exact (grid) posterior's 5% quantiles, for the cells of ``attacks``; one
     posterior_grid call per distinct count set."""
-    from jaxaudit import bmp
+    from jaxaudit import bmp, mia
 
     out = []
     for c, cell in enumerate(cells):
@@ -158,8 +158,8 @@ def grid_rates(table, cells, reps, spec, attacks):
         q = np.empty((len(uniq), 2))
         for i, r in enumerate(uniq):
             # the corner model's posterior is data-pinned (no prior-driven upper tail): a finer grid
-            num_eps = 800 if bmp.as_attack_prior(spec).optimal else 160
-            g = bmp.posterior_grid(bmp.ErrorCounts(*(float(x) for x in r)), attack_prior=spec,
+            num_eps = 800 if bmp.likelihood.as_attack_prior(spec).optimal else 160
+            g = bmp.posterior_grid(mia.ErrorCounts(*(float(x) for x in r)), attack_prior=spec,
                                    num_eps=num_eps)
             q[i] = g.quantile("l", 0.05), g.quantile("r", 0.05)
         q = q[inverse.ravel()]

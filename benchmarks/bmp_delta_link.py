@@ -16,7 +16,7 @@ import time
 import jax
 import numpy as np
 
-from jaxaudit import bmp
+from jaxaudit import bmp, mia
 
 
 def main(argv=None):
@@ -30,7 +30,7 @@ def main(argv=None):
     tab = tab[(tab[:, 1] > 0) & (tab[:, 3] > 0)]
     tab = tab[np.random.default_rng(0).choice(len(tab), size=min(args.nodes, len(tab)),
                                               replace=False)]
-    counts = bmp.ErrorCounts(*(tab[:, j].astype(float) for j in range(4)))
+    counts = mia.ErrorCounts(*(tab[:, j].astype(float) for j in range(4)))
     for link in args.links.split(","):
         config = bmp.NutsConfig(delta_link=link)  # the link is a sampler setting, not a global
         for rep in range(2):

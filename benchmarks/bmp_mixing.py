@@ -19,7 +19,7 @@ import warnings
 import jax
 import numpy as np
 
-from jaxaudit import bmp
+from jaxaudit import bmp, mia
 
 
 def _report(name, medians, ess, mcse, m, dens):
@@ -42,7 +42,7 @@ def main(argv=None):
     p.add_argument("--strength", type=float, default=0.5)
     args = p.parse_args(argv)
     warnings.simplefilter("ignore", RuntimeWarning)
-    counts = bmp.ErrorCounts(35.0, 200.0, 82.0, 200.0)
+    counts = mia.ErrorCounts(35.0, 200.0, 82.0, 200.0)
     config = bmp.NutsConfig(num_warmup=args.warmup, num_samples=1000, num_chains=4)
     grid = bmp.posterior_grid(counts, attack_prior=args.strength, num_eps=400)
     m = float(grid.quantile("l", 0.5))
@@ -63,7 +63,7 @@ def main(argv=None):
     if args.scalar_keys > 1:
         _report("scalar calls", np.array(meds), np.array(ess), np.array(mcse), m, dens)
     if args.keys > 1:
-        batch = bmp.ErrorCounts(*(np.full(args.keys, float(c)) for c in counts))
+        batch = mia.ErrorCounts(*(np.full(args.keys, float(c)) for c in counts))
         t0 = time.perf_counter()
         post = bmp.posterior_nuts(jax.random.key(100), batch, attack_prior=args.strength,
                                   config=config, deduplicate=False)

@@ -99,7 +99,7 @@ def dpsgd_rows(args):
     import jax.numpy as jnp
 
     from jaxaudit.datasets import load_mnist
-    from jaxaudit.dpsgd import SmallCNN, canary_runs
+    from jaxaudit.dpsgd import DpsgdConfig, SmallCNN, canary_runs
     from jaxaudit.dpsgd.ghost import ghost_clipped_sum
     from jaxaudit.dpsgd.models import layer_program
 
@@ -116,14 +116,15 @@ def dpsgd_rows(args):
     yy = jnp.concatenate([jnp.asarray(y), jnp.array([canary[1]], jnp.int32)])
     xla = xla_flops(lambda p, f, t, w: ghost_clipped_sum(layers, p, f, t, w, 1.0),
                     params, feats, yy, jnp.ones(n))
-    kw = dict(noise_multiplier=1.0, clip_norm=1.0, steps=args.steps, learning_rate=1.0, unroll=10)
+    config = DpsgdConfig(noise_multiplier=1.0, clip_norm=1.0, steps=args.steps,
+                         learning_rate=1.0, unroll=10)
     rows = []
     configs = [("before: whole-batch ghost, runs vmapped together", n, None),
                ("after: blocks of 1 example, one run per device", 1, 1)]
     for name, block, chunk in configs:
         fn = lambda block=block, chunk=chunk: canary_runs(  # noqa: E731
-            jax.random.key(1), model, params, (x, y), canary, num_runs=args.runs // 2,
-            chunk_size=chunk, block_size=block, **kw)
+            jax.random.key(1), model, params, (x, y), canary,
+            config._replace(block_size=block), num_runs=args.runs // 2, chunk_size=chunk)
         cpu, wall = timed(fn, args.repeats)
         units = args.runs * args.steps
         rows.append(dict(workload="DP-GD step, SmallCNN, |D|=100+canary", config=name,
@@ -150,14 +151,13 @@ def gcn_rows(args):
     import jax
 
     from jaxaudit.datasets import load_planetoid
-    from jaxaudit.graph import train_shadow_models, uniform_sampler
+    from jaxaudit.graph import ShadowTraining, train_shadow_models, uniform_sampler
 
     graph = load_planetoid("cora")
     epochs, models = 200, args.gcn_models
 
     def run():
-        out = train_shadow_models(jax.random.key(0), graph, uniform_sampler(0.5), "gcn", models,
-                                  epochs=epochs, edge_access="full")
+        out = train_shadow_models(jax.random.key(0), graph, uniform_sampler(0.5), "gcn", models, ShadowTraining(epochs=epochs, edge_access="full"))
         out.scores.block_until_ready()
 
     cpu, wall = timed(run, args.repeats)

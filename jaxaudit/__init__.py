@@ -47,8 +47,10 @@ _EXPORTS: dict[str, str] = {
         "mia"),
     # Bayesian membership privacy
     **dict.fromkeys(
-        ["posterior_nuts", "NutsConfig", "posterior_grid", "jeffreys_estimate", "audit_bmp",
-         "epsilons_from_errors", "region_contains", "sampling_leakage"], "bmp"),
+        ["posterior_nuts", "NutsConfig", "posterior_grid", "jeffreys_estimate", "audit_bmp"],
+        "bmp"),
+    **dict.fromkeys(["epsilons_from_errors", "region_contains"], "bmp.region"),
+    "sampling_leakage": "bmp.leakage",
     # Rényi-DP auditing
     **dict.fromkeys(
         ["estimate_renyi", "RenyiEstimate", "dv_objective", "train_critic", "gaussian_renyi",

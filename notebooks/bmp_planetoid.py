@@ -42,7 +42,7 @@ from scipy import stats
 
 from jaxaudit import bmp, mia
 from jaxaudit.datasets import make_csbm
-from jaxaudit.graph import snowball_sampler, uniform_sampler
+from jaxaudit.graph import ShadowTraining, snowball_sampler, uniform_sampler
 
 FAST = os.environ.get("JAXAUDIT_NOTEBOOK_FAST") == "1"
 FIG = Path(os.environ.get("JAXAUDIT_FIGURES", Path("notebooks") / "figures"))
@@ -61,12 +61,12 @@ print("fast mode" if FAST else f"full mode, audits from {FINDINGS}")
 alpha = np.linspace(0, 1, 400)
 fig, ax = plt.subplots(figsize=(4.5, 4.5))
 for (el, er), style in (((0.7, 2.0), "-"), ((0.35, 1.0), "--")):
-    ax.plot(alpha, np.asarray(bmp.tradeoff_curve(alpha, el, er)), style,
+    ax.plot(alpha, np.asarray(bmp.region.tradeoff_curve(alpha, el, er)), style,
             label=f"β_min, ε=({el}, {er})")
-ax.fill_between(alpha, np.asarray(bmp.tradeoff_curve(alpha, 0.7, 2.0)),
-                np.asarray(bmp.tradeoff_curve(alpha, 0.35, 1.0)), alpha=0.3, label="band, s=0.5")
+ax.fill_between(alpha, np.asarray(bmp.region.tradeoff_curve(alpha, 0.7, 2.0)),
+                np.asarray(bmp.region.tradeoff_curve(alpha, 0.35, 1.0)), alpha=0.3, label="band, s=0.5")
 ax.plot([0, 1], [1, 0], "k:", lw=1)
-a_star, b_star = bmp.region_corner(0.7, 2.0)
+a_star, b_star = bmp.region.region_corner(0.7, 2.0)
 ax.plot([a_star], [b_star], "ko", ms=4)
 ax.set(xlabel="α (FPR)", ylabel="β (FNR)", title="BMP region (lower half)")
 ax.legend(fontsize=8)
@@ -94,13 +94,13 @@ def global_tpr(scores, masks):
 
 if FAST:
     graph = make_csbm(jax.random.key(0), num_nodes=240, num_classes=4, num_features=64,
-                      avg_degree=4.0, homophily=0.9, features="gaussian", train_per_class=10,
-                      num_val=40, num_test=80)
+                      avg_degree=4.0, homophily=0.9, features="gaussian", split=(10, 40, 80))
     for name, sampler in (("csbm_uniform_inductive", uniform_sampler(0.5)),
                           ("csbm_snowball_inductive", snowball_sampler(0.5, seeds_per_class=2))):
-        audit = bmp.audit_bmp(jax.random.key(0), graph, sampler, "gcn", 12, epochs=20,
-                              num_prior_draws=100, num_warmup=80, num_samples=80, num_chains=2,
-                              mp_baseline="uniform" in name, chunk_size=128)
+        config = bmp.AuditConfig(mp_baseline="uniform" in name, nuts=bmp.NutsConfig(
+            num_warmup=80, num_samples=80, num_chains=2, chunk_size=128))
+        audit = bmp.audit_bmp(jax.random.key(0), graph, sampler, "gcn", 12, config,
+                              training=ShadowTraining(epochs=20), num_prior_draws=100)
         runs[name] = dict(bmp.audit_table(audit), global_auc=float(audit.global_auc),
                           global_tpr=global_tpr(audit.scores, audit.masks),
                           boot=None, num_models=12)
@@ -308,10 +308,10 @@ fig.savefig(FIG / "bmp_samplers.png", dpi=110)
 senders = np.array([0, 0, 1, 1, 2, 2, 3, 3, 4, 1])
 receivers = np.array([1, 2, 2, 3, 3, 4, 4, 5, 5, 4])
 law = np.array([0.05, 0.1, 0.2, 0.3, 0.2, 0.1, 0.05])
-masks, probs = bmp.snowball_distribution(senders, receivers, 6, law, teleport=0.3)
-exact = bmp.sampling_leakage(masks, probs)
-draws = bmp.snowball_draws(jax.random.key(0), senders, receivers, 6, law, 4000 if FAST else 40000, teleport=0.3)
-mc = bmp.sampling_leakage(draws)
+masks, probs = bmp.leakage.snowball_distribution(senders, receivers, 6, law, teleport=0.3)
+exact = bmp.leakage.sampling_leakage(masks, probs)
+draws = bmp.leakage.snowball_draws(jax.random.key(0), senders, receivers, 6, law, 4000 if FAST else 40000, teleport=0.3)
+mc = bmp.leakage.sampling_leakage(draws)
 fig, ax = plt.subplots(figsize=(5, 3.5))
 ax.bar(np.arange(6) - 0.2, exact.c_r, 0.4, label="exact")
 ax.bar(np.arange(6) + 0.2, mc.c_r, 0.4, yerr=2 * mc.c_r_se, label="Monte Carlo ± 2 se")

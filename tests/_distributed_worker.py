@@ -22,7 +22,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from jaxaudit.datasets import make_csbm  # noqa: E402
-from jaxaudit.graph import train_shadow_models, uniform_sampler  # noqa: E402
+from jaxaudit.graph import ShadowTraining, train_shadow_models, uniform_sampler  # noqa: E402
 from jaxaudit.runs import RunDir, run_chunks  # noqa: E402
 from jaxaudit.runs.claims import claim_unit  # noqa: E402
 from jaxaudit.sharding import vmap_chunked  # noqa: E402
@@ -50,7 +50,7 @@ out["draw"], out["key_data"] = np.asarray(got["draw"]), np.asarray(jax.random.ke
 out["local"] = np.asarray(got["draw"].is_fully_addressable)
 
 graph = make_csbm(jax.random.key(1), num_nodes=24, num_classes=2, num_features=4)
-shadow = train_shadow_models(jax.random.key(2), graph, uniform_sampler(0.5), "gcn", 3, epochs=2)
+shadow = train_shadow_models(jax.random.key(2), graph, uniform_sampler(0.5), "gcn", 3, ShadowTraining(epochs=2))
 out["masks"], out["scores"] = np.asarray(shadow.masks), np.asarray(shadow.scores)
 
 try:  # each process passes other keys: refused on every process, nothing mixed

@@ -54,17 +54,17 @@ def test_shapes_that_do_not_broadcast_are_named():
 def test_integer_prng_key_refused():
     """Hostile 10: an integer PRNG key gave a raw JAX error deep inside."""
     from jaxaudit.datasets import make_csbm
-    from jaxaudit.graph import train_shadow_models, uniform_sampler
+    from jaxaudit.graph import ShadowTraining, train_shadow_models, uniform_sampler
     from jaxaudit.renyi import estimate_renyi
 
     graph = make_csbm(jax.random.key(0), num_nodes=40, num_classes=2, num_features=4)
     with pytest.raises(TypeError, match="key must be a JAX PRNG key"):
-        train_shadow_models(0, graph, uniform_sampler(0.5), "gcn", 2, epochs=1)
+        train_shadow_models(0, graph, uniform_sampler(0.5), "gcn", 2, ShadowTraining(epochs=1))
     with pytest.raises(TypeError, match="key must be a JAX PRNG key"):
         estimate_renyi(7, np.zeros(64), np.ones(64), 2.0)
     # both key kinds are accepted
     for key in (jax.random.key(1), jax.random.PRNGKey(1)):
-        train_shadow_models(key, graph, uniform_sampler(0.5), "gcn", 2, epochs=1)
+        train_shadow_models(key, graph, uniform_sampler(0.5), "gcn", 2, ShadowTraining(epochs=1))
 
 
 def test_audit_dpsgd_refuses_2d_scores():

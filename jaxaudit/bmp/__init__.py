@@ -1,149 +1,60 @@
 """Bayesian membership privacy for graph neural networks (Yıldırım & Khosla, arXiv 2606.04069):
-the error region and its maps, sampling leakage, the posterior over (ε_L, ε_R) from attack counts
-(NUTS, grid), the certified bound, and the end-to-end audit. Model and choices: docs/bmp.md."""
+the end-to-end audit and its stages, the posterior over (ε_L, ε_R) from attack counts (NUTS as a
+host driver and as a traceable kernel in blackjax's terms, a grid reference), the certified bound
+and the optimal-attack estimate. Model and choices: docs/bmp.md.
 
-from jaxaudit.bmp import diagnostics
+The maps of the BMP region, the composition theorems, sampling leakage and the sampler's
+diagnostics live in their modules: :mod:`jaxaudit.bmp.region`, :mod:`jaxaudit.bmp.composition`,
+:mod:`jaxaudit.bmp.leakage`, :mod:`jaxaudit.bmp.diagnostics` (the model's log densities:
+:mod:`jaxaudit.bmp.likelihood`)."""
+
+from jaxaudit.bmp import composition, diagnostics, leakage, region
 from jaxaudit.bmp.audit import (
+    AuditConfig,
     BmpAttack,
     BmpAudit,
     BmpNodes,
+    assemble_audit,
     audit_attack,
     audit_bmp,
     audit_from_scores,
     audit_nodes,
     audit_summary,
     audit_table,
-    concat_nodes,
     most_leaking,
-    node_degrees,
 )
 from jaxaudit.bmp.certified import CertifiedEpsilons, certified_epsilons
-from jaxaudit.bmp.composition import (
-    bmdp_epsilons,
-    bmdp_errors,
-    bmdp_region_contains,
-    bmp_epsilons,
-    bmp_from_bmdp,
-    compose_independent_rounds,
-    compose_shared_sample,
-    structural_leakage,
-)
+from jaxaudit.bmp.grid import GridPosterior, posterior_grid
 from jaxaudit.bmp.jeffreys import JeffreysEstimate, jeffreys_estimate
-from jaxaudit.bmp.leakage import (
-    LeakageEstimate,
-    poisson_leakage,
-    sampling_leakage,
-    snowball_distribution,
-    snowball_draws,
-    uniform_leakage,
-)
-from jaxaudit.bmp.likelihood import (
-    AttackPrior,
-    as_attack_prior,
-    band_area,
-    constrain_centered,
-    constrain_corner,
-    constrain_noncentered,
-    log_joint_centered,
-    log_joint_corner,
-    log_joint_noncentered,
-    log_marginal_likelihood,
-)
-from jaxaudit.bmp.posterior import (
-    GridPosterior,
-    NutsConfig,
-    NutsPosterior,
-    posterior_grid,
-    posterior_nuts,
-    posterior_quantiles,
-)
-from jaxaudit.bmp.region import (
-    bayes_optimal_errors,
-    compose,
-    compose_with_sampling,
-    epsilons_from_errors,
-    epsilons_from_roc,
-    finite_mechanism_epsilons,
-    from_joint,
-    mp_epsilon,
-    mp_region_area,
-    npv_bound,
-    posterior_interval,
-    precision_bound,
-    region_area,
-    region_contains,
-    region_corner,
-    to_joint,
-    to_posterior_coordinates,
-    tradeoff_curve,
-)
-from jaxaudit.mia.types import ErrorCounts
+from jaxaudit.bmp.likelihood import AttackPrior
+from jaxaudit.bmp.posterior import NutsConfig, NutsPosterior, posterior_nuts, posterior_quantiles
 
 __all__ = [
     "AttackPrior",
+    "AuditConfig",
+    "BmpAttack",
     "BmpAudit",
+    "BmpNodes",
     "CertifiedEpsilons",
-    "ErrorCounts",
     "GridPosterior",
     "JeffreysEstimate",
-    "LeakageEstimate",
     "NutsConfig",
     "NutsPosterior",
-    "BmpAttack",
-    "BmpNodes",
+    "assemble_audit",
     "audit_attack",
-    "audit_nodes",
-    "concat_nodes",
     "audit_bmp",
-    "as_attack_prior",
     "audit_from_scores",
+    "audit_nodes",
     "audit_summary",
     "audit_table",
-    "band_area",
     "certified_epsilons",
-    "bayes_optimal_errors",
-    "bmdp_epsilons",
-    "bmdp_errors",
-    "bmdp_region_contains",
-    "bmp_epsilons",
-    "bmp_from_bmdp",
-    "compose_independent_rounds",
-    "compose_shared_sample",
-    "structural_leakage",
-    "compose",
-    "compose_with_sampling",
-    "constrain_centered",
-    "constrain_corner",
-    "constrain_noncentered",
+    "composition",
     "diagnostics",
-    "epsilons_from_errors",
-    "epsilons_from_roc",
-    "finite_mechanism_epsilons",
-    "from_joint",
     "jeffreys_estimate",
-    "log_joint_centered",
-    "log_joint_corner",
-    "log_joint_noncentered",
-    "log_marginal_likelihood",
-    "mp_epsilon",
+    "leakage",
     "most_leaking",
-    "mp_region_area",
-    "node_degrees",
-    "npv_bound",
-    "poisson_leakage",
     "posterior_grid",
-    "posterior_interval",
     "posterior_nuts",
     "posterior_quantiles",
-    "precision_bound",
-    "region_area",
-    "region_contains",
-    "region_corner",
-    "sampling_leakage",
-    "snowball_distribution",
-    "snowball_draws",
-    "to_joint",
-    "to_posterior_coordinates",
-    "tradeoff_curve",
-    "uniform_leakage",
+    "region",
 ]

@@ -21,15 +21,17 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from jaxaudit._validation import check_mask, check_probability, check_shape
-from jaxaudit.bmp.certified import certified_epsilons
-from jaxaudit.bmp.likelihood import PRIOR_VARIANCE, AttackPriorSpec, as_attack_prior
-from jaxaudit.bmp.posterior import (
-    NutsConfig,
-    jeffreys_estimate,
-    posterior_nuts,
-    posterior_quantiles,
+from jaxaudit._validation import (
+    ArgumentTypeError,
+    check_key,
+    check_mask,
+    check_probability,
+    check_shape,
 )
+from jaxaudit.bmp.certified import certified_epsilons
+from jaxaudit.bmp.jeffreys import jeffreys_estimate
+from jaxaudit.bmp.likelihood import PRIOR_VARIANCE, AttackPriorSpec, as_attack_prior
+from jaxaudit.bmp.posterior import NutsConfig, posterior_nuts, posterior_quantiles
 from jaxaudit.graph.types import Graph, node_degrees
 from jaxaudit.mia.types import ErrorCounts
 
@@ -37,14 +39,53 @@ if TYPE_CHECKING:
     import flax.linen as nn
 
     from jaxaudit.graph.samplers import Sampler
+    from jaxaudit.graph.shadow_models import ShadowTraining
 
-__all__ = ["TPR_FPRS", "BmpAttack", "BmpAudit", "BmpNodes", "audit_attack", "audit_bmp",
-           "audit_from_scores", "audit_nodes", "audit_summary", "audit_table", "concat_nodes",
-           "most_leaking", "node_degrees"]
+__all__ = ["TPR_FPRS", "AuditConfig", "BmpAttack", "BmpAudit", "BmpNodes", "assemble_audit",
+           "audit_attack", "audit_bmp", "audit_from_scores", "audit_nodes", "audit_summary",
+           "audit_table", "concat_nodes", "most_leaking"]
 
 QUANTILES = (0.05, 0.5, 0.95)
 #: The false-positive rates at which the global TPR of the attack is reported.
 TPR_FPRS = (0.01, 0.001)
+
+
+class AuditConfig(NamedTuple):
+    """The settings of a BMP audit (:func:`audit_from_scores`, :func:`audit_bmp` and their
+    stages :func:`audit_attack`, :func:`audit_nodes`); pass as ``config=AuditConfig(...)``.
+
+    Attributes:
+      attack: the membership attack, one of ``jaxaudit.mia.ATTACKS`` (default ``"lira"``:
+        leave-one-out LiRA, Carlini et al., arXiv 2112.03570).
+      fix_variance: the attack's fixed-variance variant (variances pooled over nodes; default
+        False).
+      attack_prior: prior on the attack strength (:func:`jaxaudit.bmp.as_attack_prior`; default
+        None: s ~ Beta(1, 1)).
+      prior_variance: variance of the half-normal priors on ε_L, ε_R (default 10).
+      confidence: joint confidence level of the certified bounds (default 0.95).
+      mp_baseline: also fit the symmetric MP model (default True; only with a Beta attack
+        prior).
+      nuts: the NUTS settings, a :class:`jaxaudit.bmp.NutsConfig` (default: its defaults, 4
+        chains × (500 + 1000)).
+    """
+
+    attack: str = "lira"
+    fix_variance: bool = False
+    attack_prior: AttackPriorSpec = None
+    prior_variance: float = PRIOR_VARIANCE
+    confidence: float = 0.95
+    mp_baseline: bool = True
+    nuts: NutsConfig = NutsConfig()
+
+
+def _check_config(config: object) -> AuditConfig:
+    if not isinstance(config, AuditConfig):
+        raise ArgumentTypeError(f"config must be a jaxaudit.bmp.AuditConfig, got "
+                                f"{type(config).__name__}")
+    if not isinstance(config.nuts, NutsConfig):
+        raise ArgumentTypeError(f"config.nuts must be a jaxaudit.bmp.NutsConfig, got "
+                                f"{type(config.nuts).__name__}")
+    return config
 
 
 class BmpAudit(NamedTuple):
@@ -156,8 +197,8 @@ def _check_runs(scores: ArrayLike, masks: ArrayLike) -> tuple[np.ndarray, np.nda
     return scores, masks
 
 
-def audit_attack(scores: ArrayLike, masks: ArrayLike, eta: ArrayLike, *, attack: str = "lira",
-                 fix_variance: bool = False) -> BmpAttack:
+def audit_attack(scores: ArrayLike, masks: ArrayLike, eta: ArrayLike,
+                 config: AuditConfig = AuditConfig()) -> BmpAttack:
     """The attack stage of the audit, on all nodes (cheap; the variance pooling of
     ``fix_variance`` and the global metrics need every node).
 
@@ -169,14 +210,15 @@ def audit_attack(scores: ArrayLike, masks: ArrayLike, eta: ArrayLike, *, attack:
     Args:
       scores, masks: (R, N) scores and membership masks of the shadow runs.
       eta: (N,) prior inclusion probabilities.
-      attack: the attack (one of ``jaxaudit.mia.ATTACKS``).
-      fix_variance: fixed-variance variant (variances pooled over nodes).
+      config: an :class:`AuditConfig`; this stage reads ``attack`` and ``fix_variance``.
 
     Returns:
       :class:`BmpAttack`.
     """
     from jaxaudit.mia import bayes_decision, error_counts, roc_auc, tpr_at_fpr
 
+    config = _check_config(config)
+    attack, fix_variance = config.attack, config.fix_variance
     scores, masks = _check_runs(scores, masks)
     num_nodes = scores.shape[1]
     eta = check_probability("eta", eta)
@@ -196,18 +238,14 @@ def audit_attack(scores: ArrayLike, masks: ArrayLike, eta: ArrayLike, *, attack:
                      jnp.asarray(tpr), key_node)
 
 
-def audit_nodes(key: jax.Array, counts: ErrorCounts, key_node: ArrayLike, *,
-                attack_prior: AttackPriorSpec = None, prior_variance: float = PRIOR_VARIANCE,
-                confidence: float = 0.95, num_warmup: int = 500, num_samples: int = 1000,
-                num_chains: int = 4, mp_baseline: bool = True,
-                max_num_doublings: int | None = None, chunk_size: int | None = None,
-                devices: Sequence[jax.Device] | None = None, min_ess: float | None = None
-                ) -> BmpNodes:
+def audit_nodes(key: jax.Array, counts: ErrorCounts, key_node: ArrayLike,
+                config: AuditConfig = AuditConfig(), *,
+                devices: Sequence[jax.Device] | None = None) -> BmpNodes:
     """The per-node stage of the audit on M nodes (any subset of the graph's).
 
     For every node with N0_i, N1_i ≥ 1: :func:`jaxaudit.bmp.certified_epsilons`,
     :func:`jaxaudit.bmp.jeffreys_estimate` and :func:`jaxaudit.bmp.posterior_nuts` (and its
-    symmetric MP fit when ``mp_baseline`` and the attack prior is a Beta prior). Node i's
+    symmetric MP fit when ``config.mp_baseline`` and the attack prior is a Beta prior). Node i's
     randomness is ``k_i = fold_in(key, key_node[i])``, split in 3 for the posterior, the MP fit
     and the Jeffreys draws; nodes with the same ``key_node`` (:attr:`BmpAttack.key_node`: the
     same counts) are sampled once. A node's numbers therefore depend on its counts, its
@@ -217,13 +255,15 @@ def audit_nodes(key: jax.Array, counts: ErrorCounts, key_node: ArrayLike, *,
       key: PRNG key of the audit.
       counts: ``ErrorCounts`` of (M,) arrays.
       key_node: (M,) non-negative integers: the node index that keys each node's draws.
-      attack_prior, prior_variance, confidence, num_warmup, num_samples, num_chains,
-        mp_baseline, max_num_doublings, chunk_size, devices, min_ess: see
-        :func:`audit_from_scores`.
+      config: an :class:`AuditConfig`; this stage reads ``attack_prior``, ``prior_variance``,
+        ``confidence``, ``mp_baseline`` and ``nuts``.
+      devices: devices to shard the node axis over (None: all visible).
 
     Returns:
       :class:`BmpNodes`.
     """
+    check_key("key", key)
+    config = _check_config(config)
     counts = ErrorCounts(*(np.asarray(c) for c in counts))  # type: ignore[arg-type]
     num_nodes = int(np.shape(counts.fp)[0]) if np.ndim(counts.fp) == 1 else -1
     if num_nodes < 0:
@@ -232,7 +272,8 @@ def audit_nodes(key: jax.Array, counts: ErrorCounts, key_node: ArrayLike, *,
     check_shape("key_node", key_node, (num_nodes,))
     if not np.issubdtype(key_node.dtype, np.integer) or (key_node < 0).any():
         raise ValueError("key_node must hold non-negative integers")
-    prior = as_attack_prior(attack_prior)
+    prior = as_attack_prior(config.attack_prior)
+    confidence, prior_variance = config.confidence, config.prior_variance
     valid = (counts.n0 > 0) & (counts.n1 > 0)
     nan = np.full(num_nodes, np.nan)
     nan3 = np.full((len(QUANTILES), num_nodes), np.nan)
@@ -256,17 +297,15 @@ def audit_nodes(key: jax.Array, counts: ErrorCounts, key_node: ArrayLike, *,
             k_jeff, ErrorCounts(*(jnp.asarray(c, jnp.float32) for c in sub)))
         jeff_l[:, valid] = np.asarray(jeff.eps_l).T[:, inverse]
         jeff_r[:, valid] = np.asarray(jeff.eps_r).T[:, inverse]
-        config = NutsConfig(num_warmup=num_warmup, num_samples=num_samples,
-                            num_chains=num_chains, max_num_doublings=max_num_doublings,
-                            chunk_size=chunk_size, min_ess=min_ess)
-        kw: dict[str, Any] = dict(prior_variance=prior_variance, config=config, devices=devices)
+        kw: dict[str, Any] = dict(prior_variance=prior_variance, config=config.nuts,
+                                  devices=devices)
         post = posterior_nuts(k_post, sub, attack_prior=prior, **kw)
         eps_l[:, valid] = np.asarray(posterior_quantiles(post.eps_l, QUANTILES))[:, inverse]
         eps_r[:, valid] = np.asarray(posterior_quantiles(post.eps_r, QUANTILES))[:, inverse]
         rhat[valid] = np.asarray(post.rhat)[inverse]
         ess[valid] = np.asarray(post.ess)[inverse]
         div[valid] = np.asarray(post.divergences)[inverse]
-        if mp_baseline and prior.fixed is None and not prior.optimal:
+        if config.mp_baseline and prior.fixed is None and not prior.optimal:
             mp = posterior_nuts(k_mp, sub, attack_prior=prior, symmetric=True, **kw)
             eps_mp[:, valid] = np.asarray(posterior_quantiles(mp.eps_l, QUANTILES))[:, inverse]
     return BmpNodes(cert_l, cert_r, eps_l, eps_r, eps_mp, jeff_l, jeff_r, rhat, ess, div)
@@ -278,89 +317,107 @@ def concat_nodes(parts: Sequence[BmpNodes]) -> BmpNodes:
                       for f in BmpNodes._fields))
 
 
-def audit_from_scores(key: jax.Array, scores: ArrayLike, masks: ArrayLike, eta: ArrayLike, *,
-                      eta_se: ArrayLike | None = None, degree: ArrayLike | None = None,
-                      fix_variance: bool = False, attack_prior: AttackPriorSpec = None,
-                      prior_variance: float = PRIOR_VARIANCE, confidence: float = 0.95,
-                      num_warmup: int = 500, num_samples: int = 1000, num_chains: int = 4,
-                      mp_baseline: bool = True, max_num_doublings: int | None = None,
-                      chunk_size: int | None = None, devices: Sequence[jax.Device] | None = None,
-                      min_ess: float | None = None, attack: str = "lira") -> BmpAudit:
+def assemble_audit(scores: ArrayLike, masks: ArrayLike, eta: ArrayLike, attacked: BmpAttack,
+                   nodes: BmpNodes, config: AuditConfig = AuditConfig(), *,
+                   eta_se: ArrayLike | None = None, degree: ArrayLike | None = None
+                   ) -> BmpAudit:
+    """The :class:`BmpAudit` of the two stages' results: :func:`audit_attack` on all N nodes and
+    :func:`audit_nodes` on all of them (in node order; :func:`concat_nodes` joins the stage
+    run on consecutive node ranges). Nothing is recomputed: a pipeline that stores the stages'
+    results (work units, resumable) assembles the audit :func:`audit_from_scores` returns.
+
+    Args:
+      scores, masks: (R, N) scores and membership masks of the shadow runs.
+      eta: (N,) prior inclusion probabilities.
+      attacked: the attack stage's :class:`BmpAttack` (its ``statistic`` and ``key_node`` are
+        not read).
+      nodes: the per-node stage's :class:`BmpNodes`, node axis last, N nodes.
+      config: the :class:`AuditConfig` the stages ran with (``confidence`` is reported).
+      eta_se, degree: (N,) reported alongside (None: zeros).
+
+    Returns:
+      :class:`BmpAudit`.
+    """
+    config = _check_config(config)
+    scores, masks = _check_runs(scores, masks)
+    num_nodes = scores.shape[1]
+    eta = check_probability("eta", eta)
+    check_shape("eta", eta, (num_nodes,))
+    for name, value in nodes._asdict().items():
+        if np.shape(value)[-1:] != (num_nodes,):
+            raise ValueError(f"nodes.{name} must cover the {num_nodes} nodes (last axis), got "
+                             f"shape {np.shape(value)}")
+    eta_se = np.zeros(num_nodes) if eta_se is None else np.asarray(eta_se, float)
+    degree = np.zeros(num_nodes, int) if degree is None else np.asarray(degree)
+    arr = jnp.asarray
+    return BmpAudit(eta=arr(eta), eta_se=arr(eta_se), degree=arr(degree),
+                    counts=ErrorCounts(*(arr(c) for c in attacked.counts)),
+                    confidence=float(config.confidence), auc=arr(attacked.auc),
+                    global_auc=arr(attacked.global_auc), masks=arr(masks), scores=arr(scores),
+                    attack=attacked.attack, global_tpr=arr(attacked.global_tpr),
+                    **{f: arr(v) for f, v in nodes._asdict().items()})
+
+
+def audit_from_scores(key: jax.Array, scores: ArrayLike, masks: ArrayLike, eta: ArrayLike,
+                      config: AuditConfig = AuditConfig(), *, eta_se: ArrayLike | None = None,
+                      degree: ArrayLike | None = None,
+                      devices: Sequence[jax.Device] | None = None) -> BmpAudit:
     """The audit from existing shadow runs: (R, N) scores and membership masks plus priors η.
 
     :func:`audit_attack` (LOO attack statistic Λ_ri → Bayes decisions "member iff
     Λ_ri + logit η_i > 0" → counts (X_i, N0_i, Y_i, N1_i), AUCs, TPR at 1% and 0.1% FPR) then
     :func:`audit_nodes` on all nodes: for every node with N0_i, N1_i ≥ 1,
     :func:`jaxaudit.bmp.certified_epsilons`, :func:`jaxaudit.bmp.posterior_nuts` (and its
-    symmetric MP fit when ``mp_baseline`` and the attack prior is a Beta prior) and
-    :func:`jaxaudit.bmp.jeffreys_estimate`. Keys: node i draws from ``fold_in(key, j)``, j the
-    first node with node i's counts (split in 3 for the posterior, the MP fit and the Jeffreys
-    draws), so the numbers do not depend on how the nodes are split into units.
+    symmetric MP fit when ``config.mp_baseline`` and the attack prior is a Beta prior) and
+    :func:`jaxaudit.bmp.jeffreys_estimate`, then :func:`assemble_audit`. Keys: node i draws
+    from ``fold_in(key, j)``, j the first node with node i's counts (split in 3 for the
+    posterior, the MP fit and the Jeffreys draws), so the numbers do not depend on how the nodes
+    are split into units.
 
     Args:
       key: PRNG key.
       scores, masks: (R, N) scores and membership masks of the shadow runs.
-      eta: (N,) prior inclusion probabilities; eta_se, degree: reported alongside.
-      fix_variance: LiRA's fixed-variance variant.
-      attack_prior: prior on the attack strength (:func:`jaxaudit.bmp.as_attack_prior`).
-      prior_variance: half-normal prior variance of ε_L, ε_R.
-      confidence: joint level of the certified bounds.
-      num_warmup, num_samples, num_chains, max_num_doublings, chunk_size, devices, min_ess: NUTS
-        settings (:func:`jaxaudit.bmp.posterior_nuts`).
-      mp_baseline: also fit the symmetric MP model.
-      attack: the membership attack, one of ``jaxaudit.mia.ATTACKS`` (default LiRA).
+      eta: (N,) prior inclusion probabilities.
+      config: the audit's settings, an :class:`AuditConfig` (attack, priors, confidence, the
+        MP baseline and the :class:`jaxaudit.bmp.NutsConfig`).
+      eta_se, degree: reported alongside.
+      devices: devices to shard the node axis of the posterior over (None: all visible).
 
     Returns:
       :class:`BmpAudit`.
     """
-    scores = np.asarray(scores, np.float32)
-    masks = np.asarray(masks, bool)
-    if scores.ndim != 2:
-        raise ValueError(f"scores must have shape (R, N), got {scores.shape}")
-    check_shape("masks", masks, scores.shape)
+    check_key("key", key)
+    config = _check_config(config)
+    scores, masks = _check_runs(scores, masks)
     num_nodes = scores.shape[1]
     eta = check_probability("eta", eta)
     check_shape("eta", eta, (num_nodes,))
-    eta_se = np.zeros(num_nodes) if eta_se is None else np.asarray(eta_se, float)
-    degree = np.zeros(num_nodes, int) if degree is None else np.asarray(degree)
-    attacked = audit_attack(scores, masks, eta, attack=attack, fix_variance=fix_variance)
-    nodes = audit_nodes(key, attacked.counts, attacked.key_node, attack_prior=attack_prior,
-                        prior_variance=prior_variance, confidence=confidence,
-                        num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-                        mp_baseline=mp_baseline, max_num_doublings=max_num_doublings,
-                        chunk_size=chunk_size, devices=devices, min_ess=min_ess)
-    arr = jnp.asarray
-    return BmpAudit(eta=arr(eta), eta_se=arr(eta_se), degree=arr(degree),
-                    counts=ErrorCounts(*(arr(c) for c in attacked.counts)),
-                    confidence=float(confidence), auc=attacked.auc,
-                    global_auc=attacked.global_auc, masks=arr(masks), scores=arr(scores),
-                    attack=attacked.attack, global_tpr=attacked.global_tpr,
-                    **{f: arr(v) for f, v in nodes._asdict().items()})
+    attacked = audit_attack(scores, masks, eta, config)
+    nodes = audit_nodes(key, attacked.counts, attacked.key_node, config, devices=devices)
+    return assemble_audit(scores, masks, eta, attacked, nodes, config, eta_se=eta_se,
+                          degree=degree)
 
 
 def audit_bmp(key: jax.Array, graph: Graph, sampler: Sampler, model: str | nn.Module,
-              num_models: int, *, epochs: int = 200, learning_rate: float = 0.01,
-              weight_decay: float = 5e-4, edge_access: str = "inductive",
-              num_prior_draws: int = 1000, fix_variance: bool = False,
-              attack_prior: AttackPriorSpec = None, prior_variance: float = PRIOR_VARIANCE,
-              confidence: float = 0.95, num_warmup: int = 500, num_samples: int = 1000,
-              num_chains: int = 4, mp_baseline: bool = True, max_num_doublings: int | None = None,
-              chunk_size: int | None = None, devices: Sequence[jax.Device] | None = None,
-              min_ess: float | None = None, attack: str = "lira") -> BmpAudit:
+              num_models: int, config: AuditConfig = AuditConfig(), *,
+              training: ShadowTraining | None = None, num_prior_draws: int = 1000,
+              devices: Sequence[jax.Device] | None = None) -> BmpAudit:
     """Node-level BMP audit of a GNN training pipeline (sampler, model) on ``graph``.
 
     1. η_i = Pr(i ∈ S): :func:`jaxaudit.graph.inclusion_probabilities` (exact where the sampler
        has a closed form, else Monte Carlo over ``num_prior_draws``).
     2. R = ``num_models`` shadow models on R independent samples, one jit-compiled vmapped call:
-       :func:`jaxaudit.graph.train_shadow_models` (scores = true-class logits).
-    3. :func:`audit_from_scores`: LOO LiRA, Bayes decisions with the node prior, per-node counts,
-       certified bounds, Bayesian posteriors, the MP baseline and the Jeffreys estimate.
+       :func:`jaxaudit.graph.train_shadow_models` with the recipe ``training`` (scores =
+       true-class logits).
+    3. :func:`audit_from_scores` with ``config``: LOO LiRA, Bayes decisions with the node prior,
+       per-node counts, certified bounds, Bayesian posteriors, the MP baseline and the Jeffreys
+       estimate.
 
     Reading the result: ``certified_l/r`` are lower *bounds* that hold with probability ≥
     ``confidence`` for any attack; the posterior's quantiles (``eps_l``, ``eps_r``) are *Bayesian*
     — calibrated under the model, and with the default agnostic attack prior they sit above the
     truth more often than their level when the attack is optimal (use
-    ``attack_prior="optimal"`` if you believe the attack is the most powerful test).
+    ``AuditConfig(attack_prior="optimal")`` if you believe the attack is the most powerful test).
     Keys: ``split(key, 3)`` for η, the shadow models and :func:`audit_from_scores`.
 
     Args:
@@ -369,29 +426,28 @@ def audit_bmp(key: jax.Array, graph: Graph, sampler: Sampler, model: str | nn.Mo
       sampler: ``(key, graph) -> Sample`` (``jaxaudit.graph.uniform_sampler(0.5)``, …).
       model: "gcn" | "sage" | "gat" or a flax module.
       num_models: R.
-      epochs, learning_rate, weight_decay, edge_access: shadow-training recipe.
+      config: the audit's settings, an :class:`AuditConfig`.
+      training: the shadow-training recipe, a ``jaxaudit.graph.ShadowTraining`` (None: its
+        defaults).
       num_prior_draws: Monte Carlo draws for η when the sampler has no closed form.
-      fix_variance, attack_prior, prior_variance, confidence, num_warmup, num_samples,
-        num_chains, mp_baseline, max_num_doublings, chunk_size, devices, min_ess, attack: see
-        :func:`audit_from_scores`.
+      devices: devices to shard the models and the nodes over (None: all visible).
 
     Returns:
       :class:`BmpAudit`.
     """
-    from jaxaudit.graph import inclusion_probabilities, train_shadow_models
+    from jaxaudit.graph import ShadowTraining, inclusion_probabilities, train_shadow_models
 
+    check_key("key", key)
+    training = ShadowTraining() if training is None else training
+    config = _check_config(config)
     k_eta, k_shadow, k_post = jax.random.split(key, 3)
     eta, eta_se = inclusion_probabilities(k_eta, sampler, graph, num_draws=num_prior_draws)
-    shadow = train_shadow_models(k_shadow, graph, sampler, model, num_models, epochs=epochs,
-                                 learning_rate=learning_rate, weight_decay=weight_decay,
-                                 edge_access=edge_access)
-    return audit_from_scores(
-        k_post, shadow.scores, shadow.masks, np.clip(np.asarray(eta, float), 0.0, 1.0),
-        eta_se=np.asarray(eta_se), degree=node_degrees(graph), fix_variance=fix_variance,
-        attack_prior=attack_prior, prior_variance=prior_variance, confidence=confidence,
-        num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-        mp_baseline=mp_baseline, max_num_doublings=max_num_doublings, chunk_size=chunk_size,
-        devices=devices, min_ess=min_ess, attack=attack)
+    shadow = train_shadow_models(k_shadow, graph, sampler, model, num_models, training,
+                                 devices=devices)
+    return audit_from_scores(k_post, shadow.scores, shadow.masks,
+                             np.clip(np.asarray(eta, float), 0.0, 1.0), config,
+                             eta_se=np.asarray(eta_se), degree=node_degrees(graph),
+                             devices=devices)
 
 
 def audit_table(audit: BmpAudit) -> dict[str, np.ndarray]:

@@ -38,8 +38,6 @@ from jaxaudit._validation import (
     check_positive_finite,
 )
 from jaxaudit.bmp import diagnostics, driver
-from jaxaudit.bmp.grid import GridPosterior, posterior_grid
-from jaxaudit.bmp.jeffreys import JeffreysEstimate, jeffreys_estimate
 from jaxaudit.bmp.likelihood import (
     DELTA_LINKS,
     PRIOR_VARIANCE,
@@ -51,17 +49,7 @@ from jaxaudit.bmp.likelihood import (
 from jaxaudit.bmp.region import epsilons_from_errors
 from jaxaudit.mia.types import ErrorCounts, validate_counts
 
-__all__ = [
-    "GridPosterior",
-    "JeffreysEstimate",
-    "NutsConfig",
-    "NutsPosterior",
-    "jeffreys_estimate",
-    "posterior_grid",
-    "posterior_nuts",
-    "posterior_quantiles",
-    "validate_counts",
-]
+__all__ = ["NutsConfig", "NutsPosterior", "posterior_nuts", "posterior_quantiles"]
 
 _R = TypeVar("_R")
 #: (num_warmup, num_samples, num_chains, max_num_doublings, warmup_max_num_doublings,

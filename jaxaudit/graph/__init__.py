@@ -26,6 +26,7 @@ from jaxaudit.graph.samplers import (
 from jaxaudit.graph.shadow_models import (
     EDGE_ACCESS,
     ShadowModels,
+    ShadowTraining,
     gnn_logits,
     train_gnn,
     train_shadow_model,
@@ -45,6 +46,7 @@ __all__ = [
     "Sample",
     "Sampler",
     "ShadowModels",
+    "ShadowTraining",
     "from_edge_index",
     "from_networkx",
     "from_pyg",

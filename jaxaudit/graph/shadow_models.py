@@ -33,6 +33,7 @@ import numpy as np
 import optax
 
 from jaxaudit._validation import (
+    ArgumentTypeError,
     check_choice,
     check_graph,
     check_integer,
@@ -49,6 +50,7 @@ from jaxaudit.sharding import vmap_chunked
 __all__ = [
     "EDGE_ACCESS",
     "ShadowModels",
+    "ShadowTraining",
     "gnn_module",
     "prepare_inputs",
     "true_class_logit",
@@ -60,6 +62,33 @@ __all__ = [
 
 EDGE_ACCESS = ("inductive", "full", "none")
 _MODELS = {"gcn": GCN, "sage": GraphSAGE, "gat": GAT}
+
+
+class ShadowTraining(NamedTuple):
+    """The shadow-training recipe of :func:`train_shadow_models` (docs/gnn_mia.md).
+
+    Attributes:
+      epochs: full-batch epochs (default 200).
+      learning_rate: Adam's learning rate (default 0.01).
+      weight_decay: L2 weight decay added to the gradient, as in ``torch.optim.Adam``
+        (default 5e-4).
+      edge_access: which edges training and the query see: "inductive" (default: train on the
+        sample's edges, query members on them and non-members on the rest), "full" or "none"
+        (module docstring).
+    """
+
+    epochs: int = 200
+    learning_rate: float = 0.01
+    weight_decay: float = 5e-4
+    edge_access: str = "inductive"
+
+
+def _check_training(config: object) -> tuple[int, float, float, str]:
+    """The recipe's fields, after checking that ``config`` is a :class:`ShadowTraining`."""
+    if not isinstance(config, ShadowTraining):
+        raise ArgumentTypeError(f"config must be a jaxaudit.graph.ShadowTraining, got "
+                                f"{type(config).__name__}")
+    return config.epochs, config.learning_rate, config.weight_decay, config.edge_access
 
 
 class ShadowModels(NamedTuple):
@@ -248,8 +277,7 @@ def _check_trained(scores: jax.Array, learning_rate: float, weight_decay: float)
 
 
 def train_shadow_models(key: jax.Array, graph: Graph, sampler: Sampler, model: str | nn.Module,
-                        num_models: int, *, epochs: int = 200, learning_rate: float = 0.01,
-                        weight_decay: float = 5e-4, edge_access: str = "inductive",
+                        num_models: int, config: ShadowTraining = ShadowTraining(), *,
                         chunk_size: int | None = None,
                         devices: Sequence[jax.Device] | None = None) -> ShadowModels:
     """Train R shadow GNNs on R independent samples and score every node under every model.
@@ -260,9 +288,9 @@ def train_shadow_models(key: jax.Array, graph: Graph, sampler: Sampler, model: s
     devices (up to float reassociation in batched kernels). Sweeps pass the run plan's per-model
     keys (``jaxaudit.runs.unit_keys``), so model r of a sweep is the same model however the
     sweep is chunked.
-    Recipe (docs/gnn_mia.md): Adam (lr 0.01) with L2 weight decay 5e-4 as in ``torch.optim.Adam``,
-    ``epochs`` full-batch epochs, cross-entropy on the sampled nodes' labels only, dropout 0.5
-    on the hidden layer, row-normalised features.
+    Recipe (docs/gnn_mia.md; :class:`ShadowTraining`): Adam (lr 0.01) with L2 weight decay 5e-4
+    as in ``torch.optim.Adam``, ``epochs`` full-batch epochs, cross-entropy on the sampled nodes'
+    labels only, dropout 0.5 on the hidden layer, row-normalised features.
 
     Args:
       key: a PRNG key, or a typed key array of shape (num_models,), one key per model.
@@ -271,8 +299,8 @@ def train_shadow_models(key: jax.Array, graph: Graph, sampler: Sampler, model: s
       model: "gcn" | "sage" | "gat" (2 layers, hidden 64, GAT 8 heads) or a flax module taking
         ``(graphs_tuple, training=...)`` with edge weights in ``graphs_tuple.edges``.
       num_models: R.
-      epochs, learning_rate, weight_decay: the optimisation recipe.
-      edge_access: "inductive" | "full" | "none" (module docstring).
+      config: the training recipe, a :class:`ShadowTraining` (epochs, learning rate, weight
+        decay, edge access).
       chunk_size: models trained simultaneously (vmapped); the chunks run one after another
         inside the same compiled call (``lax.map``). None: automatic — 1 on CPU, all R at once
         on accelerators. On CPU larger chunks are slower per model (the batched sparse feature
@@ -288,6 +316,7 @@ def train_shadow_models(key: jax.Array, graph: Graph, sampler: Sampler, model: s
         or infinite, e.g. a learning rate far too large).
     """
     check_key("key", key)
+    epochs, learning_rate, weight_decay, edge_access = _check_training(config)
     _check_shadow(graph, sampler, epochs, learning_rate, weight_decay, edge_access)
     check_integer("num_models", num_models, minimum=1)
     per_model = jnp.issubdtype(key.dtype, jax.dtypes.prng_key) and key.ndim == 1
@@ -307,15 +336,15 @@ def train_shadow_models(key: jax.Array, graph: Graph, sampler: Sampler, model: s
     return ShadowModels(masks, scores)
 
 
-def train_shadow_model(key: jax.Array, graph: Graph, sampler: Sampler, model: str | nn.Module, *,
-                       epochs: int = 200, learning_rate: float = 0.01,
-                       weight_decay: float = 5e-4, edge_access: str = "inductive") -> ShadowModels:
+def train_shadow_model(key: jax.Array, graph: Graph, sampler: Sampler, model: str | nn.Module,
+                       config: ShadowTraining = ShadowTraining()) -> ShadowModels:
     """One shadow model, without vmap: ``masks`` (1, N) and ``scores`` (1, N).
 
     Reference for :func:`train_shadow_models`: model r there equals this function called with
-    ``jax.random.split(key, R)[r]``.
+    ``jax.random.split(key, R)[r]`` and the same :class:`ShadowTraining` ``config``.
     """
     check_key("key", key)
+    epochs, learning_rate, weight_decay, edge_access = _check_training(config)
     _check_shadow(graph, sampler, epochs, learning_rate, weight_decay, edge_access)
     module = gnn_module(model, graph)
     fn = _single_trainer(sampler, module, int(epochs), float(learning_rate), float(weight_decay),

@@ -35,7 +35,7 @@ def _sampler(name, ratio):
 def audit_run(folder: Path, args) -> dict:
     import jax
 
-    from jaxaudit import bmp
+    from jaxaudit import bmp, mia
     from jaxaudit.datasets import load_planetoid
     from jaxaudit.mia import bayes_decision, error_counts, lira_loo, roc_auc
     from jaxaudit.runs import load_results
@@ -48,24 +48,25 @@ def audit_run(folder: Path, args) -> dict:
     graph = load_planetoid(cfg["dataset"])
     sampler = _sampler(cfg["sampler"], cfg["ratio"])
     key = jax.random.key(14)
-    from jaxaudit.graph import inclusion_probabilities
+    from jaxaudit.graph import inclusion_probabilities, node_degrees
 
     eta, eta_se = inclusion_probabilities(jax.random.fold_in(key, 1), sampler, graph,
                                           num_draws=args.prior_draws)
     eta = np.clip(np.asarray(eta, float), 1e-4, 1 - 1e-4)
     mp = cfg["sampler"] == "uniform" and cfg["edge_access"] == "inductive"
-    degree = bmp.node_degrees(graph)
+    degree = node_degrees(graph)
     t0 = time.perf_counter()
     # every node: counts (and below: certified bounds, Jeffreys); NUTS on the subset only
     llr = lira_loo(scores, masks)
     counts = error_counts(bayes_decision(llr, eta.astype(np.float32)), masks)
-    counts = bmp.ErrorCounts(*(np.asarray(x) for x in counts))
+    counts = mia.ErrorCounts(*(np.asarray(x) for x in counts))
     subset = np.sort(np.random.default_rng(0).choice(graph.num_nodes, size=min(
         args.nuts_nodes, graph.num_nodes), replace=False))
     audit = bmp.audit_from_scores(
         jax.random.fold_in(key, 2), scores[:, subset], masks[:, subset], eta[subset],
-        eta_se=np.asarray(eta_se)[subset], degree=degree[subset], num_warmup=args.warmup,
-        num_samples=args.samples, num_chains=4, mp_baseline=mp, chunk_size=512)
+        bmp.AuditConfig(mp_baseline=mp, nuts=bmp.NutsConfig(
+            num_warmup=args.warmup, num_samples=args.samples, num_chains=4, chunk_size=512)),
+        eta_se=np.asarray(eta_se)[subset], degree=degree[subset])
     seconds = time.perf_counter() - t0
     # bootstrap over shadow models: per-node Jeffreys medians from resampled model sets
     rng = np.random.default_rng(0)
@@ -79,7 +80,7 @@ def audit_run(folder: Path, args) -> dict:
         jr = np.full(graph.num_nodes, np.nan)
         if valid.any():
             j = bmp.jeffreys_estimate(jax.random.fold_in(key, 100 + b),
-                                      bmp.ErrorCounts(*(np.asarray(x)[valid] for x in c)),
+                                      mia.ErrorCounts(*(np.asarray(x)[valid] for x in c)),
                                       q=(0.5,), num_draws=1000)
             jr[valid] = np.asarray(j.eps_r[0])
         boot.append(jr)
@@ -90,9 +91,9 @@ def audit_run(folder: Path, args) -> dict:
         table[k][subset] = v
     table["node"] = np.arange(n)
     valid = (counts.n0 > 0) & (counts.n1 > 0)
-    cert = bmp.certified_epsilons(bmp.ErrorCounts(*(c[valid] for c in counts)))
+    cert = bmp.certified_epsilons(mia.ErrorCounts(*(c[valid] for c in counts)))
     jeff = bmp.jeffreys_estimate(jax.random.fold_in(key, 3),
-                                 bmp.ErrorCounts(*(c[valid] for c in counts)))
+                                 mia.ErrorCounts(*(c[valid] for c in counts)))
     for name, values in (("certified_eps_l_lower", cert.eps_l), ("certified_eps_r_lower",
                                                                  cert.eps_r),
                          ("jeffreys_eps_l_q05", jeff.eps_l[0]), ("jeffreys_eps_l_q50", jeff.eps_l[1]),

@@ -8,7 +8,7 @@ need — the NUTS-vs-grid sets and the soundness simulation — goes through ONE
 
 import numpy as np
 
-from jaxaudit import bmp
+from jaxaudit import bmp, mia
 
 #: count sets (X, N0, Y, N1) checked against the grid posterior
 COUNT_SETS = [(10, 100, 30, 100), (2, 60, 40, 60), (25, 80, 25, 80), (0, 40, 12, 50),
@@ -18,7 +18,7 @@ SOUND_EPS, SOUND_REPS, SOUND_N = (1.0, 2.0), 100, 100
 #: the one NUTS configuration of the posterior tests
 NUTS = bmp.NutsConfig(num_warmup=400, num_samples=1500, num_chains=4)
 #: the one NUTS configuration of the audit and CLI tests (same settings + chunk: one program)
-AUDIT_NUTS = dict(num_warmup=150, num_samples=200, num_chains=2, chunk_size=128)
+AUDIT_NUTS = bmp.NutsConfig(num_warmup=150, num_samples=200, num_chains=2, chunk_size=128)
 
 
 def soundness_counts():
@@ -27,7 +27,7 @@ def soundness_counts():
     β = FNR on the N1 IN runs."""
     (eps_l, eps_r), reps, n = SOUND_EPS, SOUND_REPS, SOUND_N
     rng = np.random.default_rng(2026)
-    a_star, b_star = (float(x) for x in bmp.region_corner(eps_l, eps_r))
+    a_star, b_star = (float(x) for x in bmp.region.region_corner(eps_l, eps_r))
     s, u, v = rng.uniform(size=(3, reps))
 
     def logit(x):
@@ -35,11 +35,11 @@ def soundness_counts():
 
     pos = np.stack([np.full(reps, np.log(eps_l)), np.full(reps, np.log(eps_r)), logit(u),
                     logit(v), logit(s)], -1)
-    band = bmp.constrain_noncentered(pos)
+    band = bmp.likelihood.constrain_noncentered(pos)
     alpha = np.concatenate([np.full(reps, a_star), np.asarray(band.alpha)])
     beta = np.concatenate([np.full(reps, b_star), np.asarray(band.beta)])
     full = np.full(2 * reps, float(n))
-    return bmp.ErrorCounts(rng.binomial(n, alpha).astype(float), full,
+    return mia.ErrorCounts(rng.binomial(n, alpha).astype(float), full,
                            rng.binomial(n, beta).astype(float), full), alpha, beta
 
 

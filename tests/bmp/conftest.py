@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 from bmp_shared import COUNT_SETS, NUTS, soundness_counts
 
-from jaxaudit import bmp
+from jaxaudit import bmp, mia
 
 
 @pytest.fixture(scope="session")
 def shared_nuts():
     """(posterior of the COUNT_SETS, posterior of the soundness counts, soundness counts)."""
     sound, _, _ = soundness_counts()
-    grid_sets = bmp.ErrorCounts(*(np.array([c[j] for c in COUNT_SETS], float) for j in range(4)))
-    counts = bmp.ErrorCounts(*(np.concatenate([g, s]) for g, s in zip(grid_sets, sound)))
+    grid_sets = mia.ErrorCounts(*(np.array([c[j] for c in COUNT_SETS], float) for j in range(4)))
+    counts = mia.ErrorCounts(*(np.concatenate([g, s]) for g, s in zip(grid_sets, sound)))
     num = counts.fp.shape[0]
     post = bmp.posterior_nuts(jax.random.key(0), counts, deduplicate=False,
                               config=NUTS._replace(chunk_size=num))
@@ -36,7 +36,7 @@ def strong_prior_nuts(shared_nuts):
 
     sound = shared_nuts[2]
     num = len(COUNT_SETS) + 2 * SOUND_REPS
-    opt = bmp.ErrorCounts(*(c[:SOUND_REPS] for c in sound))
+    opt = mia.ErrorCounts(*(c[:SOUND_REPS] for c in sound))
     return bmp.posterior_nuts(jax.random.key(20), opt, attack_prior=(20.0, 1.0),
                               deduplicate=False, config=NUTS._replace(chunk_size=num)), opt
 
@@ -48,11 +48,11 @@ def optimal_prior_nuts(shared_nuts):
     from bmp_shared import SOUND_REPS
 
     sound = shared_nuts[2]
-    grid_sets = bmp.ErrorCounts(*(np.array([c[j] for c in COUNT_SETS], float) for j in range(4)))
-    counts = bmp.ErrorCounts(*(np.concatenate([g, s[:SOUND_REPS]])
+    grid_sets = mia.ErrorCounts(*(np.array([c[j] for c in COUNT_SETS], float) for j in range(4)))
+    counts = mia.ErrorCounts(*(np.concatenate([g, s[:SOUND_REPS]])
                                for g, s in zip(grid_sets, sound)))
     post = bmp.posterior_nuts(jax.random.key(30), counts, attack_prior="optimal",
                               deduplicate=False, config=NUTS)
     k = len(COUNT_SETS)
-    opt = bmp.ErrorCounts(*(c[:SOUND_REPS] for c in sound))
+    opt = mia.ErrorCounts(*(c[:SOUND_REPS] for c in sound))
     return jax.tree.map(lambda x: x[:k], post), jax.tree.map(lambda x: x[k:], post), opt

@@ -7,27 +7,26 @@ import pytest
 import scipy.stats
 from bmp_shared import AUDIT_NUTS
 
-from jaxaudit import bmp
+from jaxaudit import bmp, mia
 from jaxaudit.bmp.audit import TPR_FPRS, audit_attack, audit_nodes, concat_nodes
 from jaxaudit.datasets import make_csbm
-from jaxaudit.graph import snowball_sampler, uniform_sampler
+from jaxaudit.graph import ShadowTraining, snowball_sampler, uniform_sampler
 
 # the module-scoped fixtures train shadow models and run NUTS: the tests using them (and any
 # test that compiles NUTS) are slow; the attack stage alone runs in seconds
 
-SETTINGS = dict(epochs=40, num_prior_draws=400, **AUDIT_NUTS)
+SETTINGS = dict(training=ShadowTraining(epochs=40), num_prior_draws=400)
 
 
 @pytest.fixture(scope="module")
 def audits():
     graph = make_csbm(jax.random.key(0), num_nodes=240, num_classes=4, num_features=64,
-                      avg_degree=4.0, homophily=0.9, features="gaussian", train_per_class=10,
-                      num_val=40, num_test=80)
+                      avg_degree=4.0, homophily=0.9, features="gaussian", split=(10, 40, 80))
     out = {}
     for name, sampler, mp in (("uniform", uniform_sampler(0.5), True),
                               ("snowball", snowball_sampler(0.5, seeds_per_class=2), False)):
-        out[name] = bmp.audit_bmp(jax.random.key(1), graph, sampler, "gcn", 24, mp_baseline=mp,
-                                  **SETTINGS)
+        out[name] = bmp.audit_bmp(jax.random.key(1), graph, sampler, "gcn", 24,
+                                  bmp.AuditConfig(mp_baseline=mp, nuts=AUDIT_NUTS), **SETTINGS)
     return graph, out
 
 
@@ -52,7 +51,7 @@ def test_audit_shapes_and_counts(audits):
     assert np.mean(res.rhat[valid] <= 1.05) >= 0.9
     assert res.global_auc > 0.5
     # the certified bounds are the certified_epsilons of the same counts, NaN without counts
-    cert = bmp.certified_epsilons(bmp.ErrorCounts(*(np.asarray(c)[valid] for c in res.counts)),
+    cert = bmp.certified_epsilons(mia.ErrorCounts(*(np.asarray(c)[valid] for c in res.counts)),
                                   confidence=res.confidence)
     np.testing.assert_allclose(np.asarray(res.certified_r)[valid], cert.eps_r)
     np.testing.assert_allclose(np.asarray(res.certified_l)[valid], cert.eps_l)
@@ -93,7 +92,7 @@ def test_bmp_r_versus_mp(audits):
     ok = ~np.isnan(res.eps_r[1]) & ~np.isnan(res.eps_mp[1])
     below = res.eps_r[1] <= res.eps_mp[1]
     print(f"uniform: BMP-R median <= MP median for {np.mean(below[ok]):.2%} of nodes")
-    jeff = bmp.jeffreys_estimate(jax.random.key(5), bmp.ErrorCounts(
+    jeff = bmp.jeffreys_estimate(jax.random.key(5), mia.ErrorCounts(
         *(np.asarray(c)[ok] for c in res.counts)))
     left_heavy = jeff.eps_l[1] > jeff.eps_r[1] + 1.0
     print(f"  nodes with Jeffreys eps_L median > eps_R median + 1: {int(left_heavy.sum())}, "
@@ -117,7 +116,7 @@ def test_optimal_attack_prior_end_to_end():
     masks = rng.random((40, 60)) < 0.5
     scores = masks * np.linspace(0.0, 3.0, 60)[None] + rng.normal(size=(40, 60))
     res = bmp.audit_from_scores(jax.random.key(0), scores, masks, np.full(60, 0.5),
-                                attack_prior="optimal", **AUDIT_NUTS)
+                                bmp.AuditConfig(attack_prior="optimal", nuts=AUDIT_NUTS))
     assert np.all(np.isnan(np.asarray(res.eps_mp)))
     assert bmp.audit_summary(res)["mp_eps_median"] is None
     for post, jeff in ((res.eps_l, res.jeffreys_l), (res.eps_r, res.jeffreys_r)):
@@ -141,7 +140,7 @@ def test_attack_stage_against_direct_counts_and_tpr(attack):
     from jaxaudit.mia import attack_statistic, roc_auc
 
     scores, masks, eta = _runs()
-    out = audit_attack(scores, masks, eta, attack=attack)
+    out = audit_attack(scores, masks, eta, bmp.AuditConfig(attack=attack))
     stat = np.asarray(attack_statistic(scores, masks, attack=attack))
     np.testing.assert_array_equal(np.asarray(out.statistic), stat)
     member = stat + np.log(eta / (1 - eta)) > 0
@@ -165,7 +164,7 @@ def test_attack_stage_against_direct_counts_and_tpr(attack):
 def test_attack_stage_refuses_an_unknown_attack():
     scores, masks, eta = _runs()
     with pytest.raises(ValueError, match="attack"):
-        audit_attack(scores, masks, eta, attack="bogus")
+        audit_attack(scores, masks, eta, bmp.AuditConfig(attack="bogus"))
 
 
 @pytest.mark.slow
@@ -175,9 +174,10 @@ def test_node_stage_does_not_depend_on_the_split():
     scores, masks, eta = _runs(seed=1, nodes=60)
     att = audit_attack(scores, masks, eta)
     key = jax.random.key(4)
-    whole = audit_nodes(key, att.counts, att.key_node, **AUDIT_NUTS)
-    parts = [audit_nodes(key, bmp.ErrorCounts(*(np.asarray(c)[s] for c in att.counts)),
-                         att.key_node[s], **AUDIT_NUTS)
+    config = bmp.AuditConfig(nuts=AUDIT_NUTS)
+    whole = audit_nodes(key, att.counts, att.key_node, config)
+    parts = [audit_nodes(key, mia.ErrorCounts(*(np.asarray(c)[s] for c in att.counts)),
+                         att.key_node[s], config)
              for s in (slice(0, 7), slice(7, 41), slice(41, 60))]
     joined = concat_nodes(parts)
     for field in whole._fields:
@@ -192,7 +192,7 @@ def test_node_stage_does_not_depend_on_the_split():
 
 def test_posterior_nuts_refuses_keys_that_do_not_match_the_counts():
     """One key per count set must have the counts' shape (the check runs before any sampling)."""
-    counts = bmp.ErrorCounts(np.array([1, 2]), np.array([10, 10]), np.array([1, 2]),
+    counts = mia.ErrorCounts(np.array([1, 2]), np.array([10, 10]), np.array([1, 2]),
                              np.array([10, 10]))
     with pytest.raises(ValueError, match="key must be one key or one key per count set"):
         bmp.posterior_nuts(jax.random.split(jax.random.key(0), 3), counts)
@@ -206,7 +206,7 @@ def test_per_count_set_keys_with_min_ess_do_not_depend_on_the_other_sets():
     key (fold_in(key_i, 1)) and its own thinning, so the set sampled alone or next to an easy
     set gets the same draws; the easy set keeps its first-pass draws and the hard one reaches
     min_ess (the counts of tests/bmp/test_posterior.py's single-key check)."""
-    c = bmp.ErrorCounts(np.array([10.0, 32.0]), np.array([100.0, 32.0]),
+    c = mia.ErrorCounts(np.array([10.0, 32.0]), np.array([100.0, 32.0]),
                         np.array([30.0, 32.0]), np.array([100.0, 32.0]))
     keys = jax.random.split(jax.random.key(2), 2)
     config = bmp.NutsConfig(num_warmup=200, num_samples=300, chunk_size=2)
@@ -217,7 +217,7 @@ def test_per_count_set_keys_with_min_ess_do_not_depend_on_the_other_sets():
     both = bmp.posterior_nuts(keys, c, config=config._replace(min_ess=target))
     assert np.all(np.asarray(both.ess) >= target), (np.asarray(both.ess), target)
     np.testing.assert_array_equal(np.asarray(both.eps_l[0]), np.asarray(first.eps_l[0]))
-    alone = bmp.posterior_nuts(keys[1:], bmp.ErrorCounts(*(x[1:] for x in c)),
+    alone = bmp.posterior_nuts(keys[1:], mia.ErrorCounts(*(x[1:] for x in c)),
                                config=config._replace(min_ess=target))
     np.testing.assert_array_equal(np.asarray(alone.eps_l[0]), np.asarray(both.eps_l[1]))
     np.testing.assert_array_equal(np.asarray(alone.eps_r[0]), np.asarray(both.eps_r[1]))

@@ -38,7 +38,7 @@ def poisson_law(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def snowball_law() -> tuple[np.ndarray, np.ndarray]:
     """Frontier-growth snowball sample with a random size and teleport 0.2 (dependent inclusion,
     finite node-dependent sampling leakage)."""
-    return bmp.snowball_distribution(SENDERS, RECEIVERS, N, SIZE_LAW, teleport=0.2)
+    return bmp.leakage.snowball_distribution(SENDERS, RECEIVERS, N, SIZE_LAW, teleport=0.2)
 
 
 def uniform_law(k: int = 2) -> tuple[np.ndarray, np.ndarray]:
@@ -165,9 +165,9 @@ LAWS = {"poisson": lambda: poisson_law(Q), "snowball": snowball_law}
 def test_exact_bmp_and_bmdp_match_direct_enumeration(law):
     masks, probs = LAWS[law]()
     out = softmax_mechanism(masks, seed=1)
-    np.testing.assert_allclose(np.stack(bmp.bmp_epsilons(masks, probs, out)),
+    np.testing.assert_allclose(np.stack(bmp.composition.bmp_epsilons(masks, probs, out)),
                                ref_bmp(masks, probs, out), rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(np.stack(bmp.bmdp_epsilons(masks, probs, out)),
+    np.testing.assert_allclose(np.stack(bmp.composition.bmdp_epsilons(masks, probs, out)),
                                ref_bmdp(masks, probs, out), rtol=1e-9, atol=1e-12)
 
 
@@ -175,7 +175,7 @@ def test_bmdp_errors_match_direct_conditional_errors():
     masks, probs = snowball_law()
     out = softmax_mechanism(masks, seed=2)
     phi = np.array([0.0, 1.0, 0.3, 1.0])
-    alpha, beta, valid = (np.asarray(x) for x in bmp.bmdp_errors(masks, probs, out, phi))
+    alpha, beta, valid = (np.asarray(x) for x in bmp.composition.bmdp_errors(masks, probs, out, phi))
     index = {tuple(m): k for k, m in enumerate(masks)}
     for k, mask in enumerate(masks):
         for i in range(N):
@@ -195,14 +195,14 @@ def test_bmdp_region_holds_for_every_test_and_is_tight():
     region shrunk by 0.05 on either side."""
     masks, probs = snowball_law()
     out = softmax_mechanism(masks, seed=3)
-    eps_l, eps_r = (np.asarray(x) for x in bmp.bmdp_epsilons(masks, probs, out))
+    eps_l, eps_r = (np.asarray(x) for x in bmp.composition.bmdp_epsilons(masks, probs, out))
     tests = np.array(list(itertools.product([0.0, 1.0], repeat=out.shape[1])))
-    inside = np.stack([np.asarray(bmp.bmdp_region_contains(masks, probs, out, phi, eps_l, eps_r))
+    inside = np.stack([np.asarray(bmp.composition.bmdp_region_contains(masks, probs, out, phi, eps_l, eps_r))
                        for phi in tests])
     assert inside.all()
     for side, shrunk in (("right", (eps_l, eps_r - 0.05)), ("left", (eps_l - 0.05, eps_r))):
         shrunk = tuple(np.maximum(s, 0.0) for s in shrunk)
-        found = np.stack([np.asarray(bmp.bmdp_region_contains(masks, probs, out, phi, *shrunk,
+        found = np.stack([np.asarray(bmp.composition.bmdp_region_contains(masks, probs, out, phi, *shrunk,
                                                               side=side)) for phi in tests])
         assert not found.all(axis=0).any()  # for every node some test leaves the shrunk region
 
@@ -216,8 +216,8 @@ def test_bmdp_implies_bmp_with_independent_inclusion():
     c_l, c_r = ref_leakage(masks, probs)
     np.testing.assert_allclose([c_l, c_r], 0.0, atol=1e-12)
     out = softmax_mechanism(masks, seed=4)
-    d_l, d_r = bmp.bmdp_epsilons(masks, probs, out)
-    bound = np.stack(bmp.bmp_from_bmdp(d_l, d_r, sampler=poisson_sampler(0.4)))
+    d_l, d_r = bmp.composition.bmdp_epsilons(masks, probs, out)
+    bound = np.stack(bmp.composition.bmp_from_bmdp(d_l, d_r, sampler=poisson_sampler(0.4)))
     direct = ref_bmp(masks, probs, out)
     assert np.all(bound >= direct - 1e-12)
     assert np.all(direct < bound - 1e-3)  # strict here: the mixture over S_{-i} averages the loss
@@ -228,7 +228,7 @@ def test_bmdp_equals_bmp_when_the_output_depends_on_the_node_only():
     target, eps = 2, 0.9
     out = rr(eps)[masks[:, target].astype(int)]  # randomized response on M_target alone
     bmp_l, bmp_r = ref_bmp(masks, probs, out)[:, target]
-    d_l, d_r = (np.asarray(x)[target] for x in bmp.bmdp_epsilons(masks, probs, out))
+    d_l, d_r = (np.asarray(x)[target] for x in bmp.composition.bmdp_epsilons(masks, probs, out))
     assert (d_l, d_r) == pytest.approx((eps, eps), abs=1e-12)
     assert (bmp_l, bmp_r) == pytest.approx((d_l, d_r), abs=1e-12)
 
@@ -240,8 +240,8 @@ def test_bmdp_implies_bmp_plus_leakage_under_dependent_sampling():
     assert np.all(c_r > 0) and np.all(np.isfinite(c_r))
     for seed in range(3):
         out = softmax_mechanism(masks, seed=10 + seed)
-        d_l, d_r = bmp.bmdp_epsilons(masks, probs, out)
-        bound = np.stack(bmp.bmp_from_bmdp(d_l, d_r, c_l=c_l, c_r=c_r))
+        d_l, d_r = bmp.composition.bmdp_epsilons(masks, probs, out)
+        bound = np.stack(bmp.composition.bmp_from_bmdp(d_l, d_r, c_l=c_l, c_r=c_r))
         assert np.all(bound >= ref_bmp(masks, probs, out) - 1e-12)
 
 
@@ -250,9 +250,9 @@ def test_bmdp_plus_leakage_is_attained_when_the_output_reveals_the_rest():
     c_l, c_r = ref_leakage(masks, probs)
     target, eps = 1, 0.7
     out = reveal_rest_and_rr(masks, target, (eps,))
-    d_l, d_r = (np.asarray(x)[target] for x in bmp.bmdp_epsilons(masks, probs, out))
+    d_l, d_r = (np.asarray(x)[target] for x in bmp.composition.bmdp_epsilons(masks, probs, out))
     assert (d_l, d_r) == pytest.approx((eps, eps), abs=1e-12)
-    bound = [float(b) for b in bmp.bmp_from_bmdp(d_l, d_r, c_l=c_l[target], c_r=c_r[target])]
+    bound = [float(b) for b in bmp.composition.bmp_from_bmdp(d_l, d_r, c_l=c_l[target], c_r=c_r[target])]
     assert ref_bmp(masks, probs, out)[:, target] == pytest.approx(bound, abs=1e-9)
 
 
@@ -261,11 +261,11 @@ def test_bmp_does_not_imply_bmdp():
     M_1 = 1 the output is M_0), BMP finite (log 3 on each side at Pr(M_1 = 1) = 1/2)."""
     masks, probs = poisson_law(Q)
     out = np.where(masks[:, 1:2], np.eye(2)[masks[:, 0].astype(int)], 0.5)
-    d_l, d_r = (np.asarray(x)[0] for x in bmp.bmdp_epsilons(masks, probs, out))
+    d_l, d_r = (np.asarray(x)[0] for x in bmp.composition.bmdp_epsilons(masks, probs, out))
     b_l, b_r = ref_bmp(masks, probs, out)[:, 0]
     assert np.isinf(d_l) and np.isinf(d_r)
     assert (b_l, b_r) == pytest.approx((np.log(3), np.log(3)), abs=1e-12)
-    np.testing.assert_allclose(np.stack(bmp.bmp_epsilons(masks, probs, out))[:, 0], [b_l, b_r])
+    np.testing.assert_allclose(np.stack(bmp.composition.bmp_epsilons(masks, probs, out))[:, 0], [b_l, b_r])
 
 
 # ------------------------------------------------------------------------------- composition
@@ -278,14 +278,14 @@ def test_shared_sample_composition_bounds_the_direct_bmp(law):
     masks, probs = LAWS[law]()
     c_l, c_r = ref_leakage(masks, probs)
     out1, out2 = softmax_mechanism(masks, seed=20), softmax_mechanism(masks, seed=21, outputs=3)
-    d1, d2 = np.stack(bmp.bmdp_epsilons(masks, probs, out1)), np.stack(bmp.bmdp_epsilons(
+    d1, d2 = np.stack(bmp.composition.bmdp_epsilons(masks, probs, out1)), np.stack(bmp.composition.bmdp_epsilons(
         masks, probs, out2))
-    bound = np.stack(bmp.compose_shared_sample(np.stack([d1[0], d2[0]]), np.stack([d1[1], d2[1]]),
+    bound = np.stack(bmp.composition.compose_shared_sample(np.stack([d1[0], d2[0]]), np.stack([d1[1], d2[1]]),
                                                c_l=c_l, c_r=c_r))
     joint = product_mechanism(out1, out2)
     assert np.all(bound >= ref_bmp(masks, probs, joint) - 1e-12)
     # the BMDP of the composed operation is itself at most the sum (composition at BMDP level)
-    assert np.all(np.stack(bmp.bmdp_epsilons(masks, probs, joint)) <= d1 + d2 + 1e-12)
+    assert np.all(np.stack(bmp.composition.bmdp_epsilons(masks, probs, joint)) <= d1 + d2 + 1e-12)
 
 
 def test_shared_sample_composition_is_attained():
@@ -294,7 +294,7 @@ def test_shared_sample_composition_is_attained():
     masks, probs = snowball_law()
     c_l, c_r = ref_leakage(masks, probs)
     target, eps = 3, (0.4, 0.8)
-    bound = bmp.compose_shared_sample(np.array(eps), np.array(eps), c_l=c_l[target],
+    bound = bmp.composition.compose_shared_sample(np.array(eps), np.array(eps), c_l=c_l[target],
                                       c_r=c_r[target])
     direct = ref_bmp(masks, probs, reveal_rest_and_rr(masks, target, eps))[:, target]
     assert direct == pytest.approx([float(b) for b in bound], abs=1e-9)
@@ -307,7 +307,7 @@ def test_independent_rounds_compose_exactly():
     masks, probs = snowball_law()
     out1, out2 = softmax_mechanism(masks, seed=30), softmax_mechanism(masks, seed=31, outputs=3)
     e1, e2 = ref_bmp(masks, probs, out1), ref_bmp(masks, probs, out2)
-    bound = np.stack(bmp.compose_independent_rounds(np.stack([e1[0], e2[0]]),
+    bound = np.stack(bmp.composition.compose_independent_rounds(np.stack([e1[0], e2[0]]),
                                                     np.stack([e1[1], e2[1]])))
     for i in range(N):
         joint = []
@@ -331,10 +331,10 @@ def test_shared_rounds_are_refused_and_would_be_unsound():
     np.testing.assert_allclose([e1, e2], 0.0, atol=1e-12)
     assert np.all(np.isinf(ref_bmp(masks, probs, product_mechanism(out1, out2))[:, 0]))
     with pytest.raises(ValueError, match="rounds='shared'.*compose_shared_sample"):
-        bmp.compose_independent_rounds(np.stack([e1[:1], e2[:1]]), np.stack([e1[1:], e2[1:]]),
+        bmp.composition.compose_independent_rounds(np.stack([e1[:1], e2[:1]]), np.stack([e1[1:], e2[1:]]),
                                        rounds="shared")
     # composing at the BMDP level instead is sound: W_1 alone has infinite BMDP for node 0
-    d1 = np.stack(bmp.bmdp_epsilons(masks, probs, out1))[:, 0]
+    d1 = np.stack(bmp.composition.bmdp_epsilons(masks, probs, out1))[:, 0]
     assert np.all(np.isinf(d1))
 
 
@@ -345,16 +345,16 @@ def test_bmdp_refused_under_fixed_size_sampling():
     masks, probs = uniform_law()
     out = softmax_mechanism(masks, seed=5)
     with pytest.raises(ValueError, match=r"BMDP is undefined for node\(s\) \[0, 1, 2, 3, 4\]"):
-        bmp.bmdp_epsilons(masks, probs, out)
-    assert np.all(np.isnan(np.stack(bmp.bmdp_epsilons(masks, probs, out, undefined="nan"))))
+        bmp.composition.bmdp_epsilons(masks, probs, out)
+    assert np.all(np.isnan(np.stack(bmp.composition.bmdp_epsilons(masks, probs, out, undefined="nan"))))
     # BMP itself is defined there (and infinite leakage is not needed to compute it)
-    assert np.all(np.isfinite(np.stack(bmp.bmp_epsilons(masks, probs, out))))
+    assert np.all(np.isfinite(np.stack(bmp.composition.bmp_epsilons(masks, probs, out))))
 
 
 def test_bmdp_refused_for_fixed_size_snowball():
-    masks, probs = bmp.snowball_distribution(SENDERS, RECEIVERS, N, 3, teleport=0.2)
+    masks, probs = bmp.leakage.snowball_distribution(SENDERS, RECEIVERS, N, 3, teleport=0.2)
     with pytest.raises(ValueError, match="BMDP is undefined"):
-        bmp.bmdp_epsilons(masks, probs, softmax_mechanism(masks, seed=6))
+        bmp.composition.bmdp_epsilons(masks, probs, softmax_mechanism(masks, seed=6))
 
 
 @pytest.mark.parametrize("sampler, what", [
@@ -363,75 +363,75 @@ def test_bmdp_refused_for_fixed_size_snowball():
     (random_walk_sampler(0.5), "random-walk"),
 ])
 def test_structure_refusals(sampler, what):
-    for call in (lambda: bmp.structural_leakage(sampler),
-                 lambda: bmp.bmp_from_bmdp(0.5, 0.5, sampler=sampler),
-                 lambda: bmp.compose_shared_sample(np.ones(2), np.ones(2), sampler=sampler)):
+    for call in (lambda: bmp.composition.structural_leakage(sampler),
+                 lambda: bmp.composition.bmp_from_bmdp(0.5, 0.5, sampler=sampler),
+                 lambda: bmp.composition.compose_shared_sample(np.ones(2), np.ones(2), sampler=sampler)):
         with pytest.raises(ValueError, match=f"sampler: {what}.*BMDP is undefined.*c = inf"):
             call()
 
 
 def test_structure_poisson_and_unknown_samplers():
-    assert bmp.structural_leakage(poisson_sampler(0.3)) == (0.0, 0.0)
-    eps = bmp.compose_shared_sample(np.array([0.2, 0.5]), np.array([0.1, 0.4]),
+    assert bmp.composition.structural_leakage(poisson_sampler(0.3)) == (0.0, 0.0)
+    eps = bmp.composition.compose_shared_sample(np.array([0.2, 0.5]), np.array([0.1, 0.4]),
                                     sampler=poisson_sampler(0.3))
     assert [float(e) for e in eps] == pytest.approx([0.7, 0.5])
     with pytest.raises(ValueError, match="q = 1.0"):
-        bmp.structural_leakage(poisson_sampler(1.0))
+        bmp.composition.structural_leakage(poisson_sampler(1.0))
 
     class Custom:
         def __call__(self, key, graph):  # pragma: no cover - never called
             raise AssertionError
 
     with pytest.raises(ValueError, match="cannot tell whether Custom.*sampling_leakage"):
-        bmp.bmp_from_bmdp(0.5, 0.5, sampler=Custom())
+        bmp.composition.bmp_from_bmdp(0.5, 0.5, sampler=Custom())
 
 
 def test_bad_input():
     masks, probs = poisson_law(Q)
     out = softmax_mechanism(masks, seed=7)
     with pytest.raises(ValueError, match="eps_l must be >= 0"):
-        bmp.bmp_from_bmdp(-0.1, 0.5, c_l=0.0, c_r=0.0)
+        bmp.composition.bmp_from_bmdp(-0.1, 0.5, c_l=0.0, c_r=0.0)
     with pytest.raises(ValueError, match="eps_r"):
-        bmp.compose_independent_rounds(np.ones(2), np.array([0.1, np.nan]))
+        bmp.composition.compose_independent_rounds(np.ones(2), np.array([0.1, np.nan]))
     with pytest.raises(ValueError, match="c_r must be >= 0"):
-        bmp.compose_shared_sample(np.ones(2), np.ones(2), c_l=0.0, c_r=-1.0)
+        bmp.composition.compose_shared_sample(np.ones(2), np.ones(2), c_l=0.0, c_r=-1.0)
     with pytest.raises(ValueError, match="same shape"):
-        bmp.compose_independent_rounds(np.ones(2), np.ones(3))
+        bmp.composition.compose_independent_rounds(np.ones(2), np.ones(3))
     with pytest.raises(ValueError, match="at least 1-D"):
-        bmp.compose_independent_rounds(1.0, 1.0)
+        bmp.composition.compose_independent_rounds(1.0, 1.0)
     with pytest.raises(ValueError, match="axis"):
-        bmp.compose_shared_sample(np.ones(2), np.ones(2), c_l=0.0, c_r=0.0, axis=1)
+        bmp.composition.compose_shared_sample(np.ones(2), np.ones(2), c_l=0.0, c_r=0.0, axis=1)
     with pytest.raises(ValueError, match="either sampler or"):
-        bmp.bmp_from_bmdp(0.1, 0.1, c_l=0.0, c_r=0.0, sampler=poisson_sampler(0.5))
+        bmp.composition.bmp_from_bmdp(0.1, 0.1, c_l=0.0, c_r=0.0, sampler=poisson_sampler(0.5))
     with pytest.raises(ValueError, match="c_l and c_r"):
-        bmp.bmp_from_bmdp(0.1, 0.1)
+        bmp.composition.bmp_from_bmdp(0.1, 0.1)
     with pytest.raises(ValueError, match="eps_l must be numeric"):
-        bmp.bmp_from_bmdp("0.1", 0.1, c_l=0.0, c_r=0.0)
+        bmp.composition.bmp_from_bmdp("0.1", 0.1, c_l=0.0, c_r=0.0)
     with pytest.raises(ValueError, match="rounds must be one of"):
-        bmp.compose_independent_rounds(np.ones(2), np.ones(2), rounds="fresh")
+        bmp.composition.compose_independent_rounds(np.ones(2), np.ones(2), rounds="fresh")
     with pytest.raises(ValueError, match="probs must sum to 1"):
-        bmp.bmp_epsilons(masks, probs * 0.9, out)
+        bmp.composition.bmp_epsilons(masks, probs * 0.9, out)
     with pytest.raises(ValueError, match="probs must lie in"):
-        bmp.bmdp_epsilons(masks, np.where(np.arange(len(probs)) == 0, -0.1, probs), out)
+        bmp.composition.bmdp_epsilons(masks, np.where(np.arange(len(probs)) == 0, -0.1, probs), out)
     with pytest.raises(ValueError, match="output_probs.*row 0"):
-        bmp.bmp_epsilons(masks, probs, np.where(np.arange(4) == 0, out + 0.1, out))
+        bmp.composition.bmp_epsilons(masks, probs, np.where(np.arange(4) == 0, out + 0.1, out))
     with pytest.raises(ValueError, match="output_probs must have shape"):
-        bmp.bmp_epsilons(masks, probs, out[:-1])
+        bmp.composition.bmp_epsilons(masks, probs, out[:-1])
     with pytest.raises(ValueError, match="probs must have shape"):
-        bmp.bmdp_epsilons(masks, probs[:-1], out)
+        bmp.composition.bmdp_epsilons(masks, probs[:-1], out)
     with pytest.raises(ValueError, match="masks must be distinct"):
-        bmp.bmp_epsilons(np.concatenate([masks, masks[:1]]), np.append(probs, 0.0),
+        bmp.composition.bmp_epsilons(np.concatenate([masks, masks[:1]]), np.append(probs, 0.0),
                          np.concatenate([out, out[:1]]))
     with pytest.raises(ValueError, match="masks must be boolean"):
-        bmp.bmp_epsilons(masks * 2, probs, out)
+        bmp.composition.bmp_epsilons(masks * 2, probs, out)
     with pytest.raises(ValueError, match=r"node\(s\) \[0\].*0 < η_i < 1"):
-        bmp.bmp_epsilons(masks, np.where(masks[:, 0], 0.0, probs) / probs[~masks[:, 0]].sum(), out)
+        bmp.composition.bmp_epsilons(masks, np.where(masks[:, 0], 0.0, probs) / probs[~masks[:, 0]].sum(), out)
     with pytest.raises(ValueError, match="decision must have shape"):
-        bmp.bmdp_errors(masks, probs, out, np.ones(3))
+        bmp.composition.bmdp_errors(masks, probs, out, np.ones(3))
     with pytest.raises(ValueError, match="decision must lie in"):
-        bmp.bmdp_errors(masks, probs, out, np.array([0.0, 1.0, 2.0, 0.0]))
+        bmp.composition.bmdp_errors(masks, probs, out, np.array([0.0, 1.0, 2.0, 0.0]))
     with pytest.raises(ValueError, match="undefined must be one of"):
-        bmp.bmdp_epsilons(masks, probs, out, undefined="skip")
+        bmp.composition.bmdp_epsilons(masks, probs, out, undefined="skip")
 
 
 # ------------------------------------------------------------------------------- transforms
@@ -440,23 +440,23 @@ def test_bad_input():
 def test_under_jit_vmap_and_grad():
     masks, probs = snowball_law()
     outs = np.stack([softmax_mechanism(masks, seed=s) for s in (40, 41, 42)])
-    eager = np.stack([np.stack(bmp.bmdp_epsilons(masks, probs, o)) for o in outs])
-    batched = jax.jit(jax.vmap(lambda o: jnp.stack(bmp.bmdp_epsilons(masks, probs, o))))(
+    eager = np.stack([np.stack(bmp.composition.bmdp_epsilons(masks, probs, o)) for o in outs])
+    batched = jax.jit(jax.vmap(lambda o: jnp.stack(bmp.composition.bmdp_epsilons(masks, probs, o))))(
         jnp.asarray(outs, jnp.float32))
     np.testing.assert_allclose(batched, eager, rtol=1e-4, atol=1e-5)
-    eager_bmp = np.stack(bmp.bmp_epsilons(masks, probs, outs[0]))
-    np.testing.assert_allclose(jax.jit(lambda o: jnp.stack(bmp.bmp_epsilons(masks, probs, o)))(
+    eager_bmp = np.stack(bmp.composition.bmp_epsilons(masks, probs, outs[0]))
+    np.testing.assert_allclose(jax.jit(lambda o: jnp.stack(bmp.composition.bmp_epsilons(masks, probs, o)))(
         jnp.asarray(outs[0], jnp.float32)), eager_bmp, rtol=1e-4, atol=1e-5)
     # undefined BMDP is NaN under jit (no refusal possible there)
     u_masks, u_probs = uniform_law()
-    u = jax.jit(lambda o: bmp.bmdp_epsilons(u_masks, u_probs, o)[1])(
+    u = jax.jit(lambda o: bmp.composition.bmdp_epsilons(u_masks, u_probs, o)[1])(
         jnp.asarray(softmax_mechanism(u_masks, seed=8), jnp.float32))
     assert np.all(np.isnan(u))
 
     def total(e: jax.Array, c: jax.Array) -> jax.Array:
-        el, er = bmp.compose_shared_sample(e, 2 * e, c_l=c, c_r=c)
-        ind = bmp.compose_independent_rounds(e, e)
-        return el + er + ind[0] + jnp.sum(jnp.stack(bmp.bmp_from_bmdp(e[0], e[1], c_l=c, c_r=c)))
+        el, er = bmp.composition.compose_shared_sample(e, 2 * e, c_l=c, c_r=c)
+        ind = bmp.composition.compose_independent_rounds(e, e)
+        return el + er + ind[0] + jnp.sum(jnp.stack(bmp.composition.bmp_from_bmdp(e[0], e[1], c_l=c, c_r=c)))
 
     g_e, g_c = jax.jit(jax.grad(total, argnums=(0, 1)))(jnp.array([0.2, 0.3]), jnp.array(0.1))
     np.testing.assert_allclose(g_e, [5.0, 5.0])  # 1 + 2 + 1 + (1 for e[0] or e[1])
@@ -472,7 +472,7 @@ def test_grad_of_exact_bmp_matches_finite_differences():
 
     def eps_r(th: jax.Array) -> jax.Array:
         out = jax.nn.softmax(jnp.asarray(masks, th.dtype) @ th, axis=-1)
-        return jnp.sum(bmp.bmp_epsilons(masks, probs, out)[1])
+        return jnp.sum(bmp.composition.bmp_epsilons(masks, probs, out)[1])
 
     with jax.enable_x64(True):
         th = jnp.asarray(theta, jnp.float64)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from jaxaudit import bmp
+from jaxaudit import bmp, mia
 
 # module-scoped fixtures train shadow models and run NUTS: the whole module is a slow study
 pytestmark = pytest.mark.slow
@@ -25,7 +25,7 @@ def _prior_draws(key, prior: bmp.AttackPrior, reps):
     k_eps, k_s, k_uv, k_x, k_y = jax.random.split(key, 5)
     eps = np.abs(np.asarray(jax.random.normal(k_eps, (2, reps)))) * np.sqrt(bmp_prior_variance())
     if prior.optimal:  # the attack at the corner of R(ε)
-        alpha, beta = (np.asarray(x) for x in bmp.region_corner(eps[0], eps[1]))
+        alpha, beta = (np.asarray(x) for x in bmp.region.region_corner(eps[0], eps[1]))
         fp = np.asarray(jax.random.binomial(k_x, N, alpha), float)
         fn = np.asarray(jax.random.binomial(k_y, N, beta), float)
         return eps, fp, fn
@@ -38,7 +38,7 @@ def _prior_draws(key, prior: bmp.AttackPrior, reps):
     with jax.enable_x64(True):
         pos = np.stack([np.log(eps[0]), np.log(eps[1]), logit(u), logit(v),
                         logit(np.clip(s, 1e-12, 1 - 1e-12))], -1)
-        point = bmp.constrain_noncentered(pos)
+        point = bmp.likelihood.constrain_noncentered(pos)
         alpha, beta = np.asarray(point.alpha), np.asarray(point.beta)
     fp = np.asarray(jax.random.binomial(k_x, N, alpha), float)
     fn = np.asarray(jax.random.binomial(k_y, N, beta), float)
@@ -56,7 +56,7 @@ def _sbc_pvalues(key, prior, fit_prior):
     ranks = np.empty((2, REPS))
     for r in range(REPS):
         # the optimal-attack model's grid needs no quadrature: resolve it finely
-        grid = bmp.posterior_grid(bmp.ErrorCounts(fp[r], float(N), fn[r], float(N)),
+        grid = bmp.posterior_grid(mia.ErrorCounts(fp[r], float(N), fn[r], float(N)),
                                   attack_prior=fit_prior,
                                   **(GRID | {"num_eps": 1000} if fit_prior.optimal else GRID))
         ranks[0, r] = grid.cdf("l", eps[0, r])

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from jaxaudit import bmp
+from jaxaudit import bmp, mia
 from jaxaudit import stats as stats_cp
 
 CONFIDENCE = 0.9
@@ -38,11 +38,11 @@ def test_exact_coverage_by_enumeration(n0, n1):
     certifies (the worst case: an optimal attack on a mechanism with exactly those ε), summed
     exactly with binomial weights, is ≥ the confidence at every true (α, β) of the grid."""
     x, y = np.meshgrid(np.arange(n0 + 1.0), np.arange(n1 + 1.0), indexing="ij")
-    cert = bmp.certified_epsilons(bmp.ErrorCounts(x, np.full_like(x, n0), y, np.full_like(y, n1)),
+    cert = bmp.certified_epsilons(mia.ErrorCounts(x, np.full_like(x, n0), y, np.full_like(y, n1)),
                                   confidence=CONFIDENCE)
     lo_l, lo_r = np.asarray(cert.eps_l, np.float64), np.asarray(cert.eps_r, np.float64)
     with np.errstate(divide="ignore"):  # the plug-in reading, for the test's power
-        plug_l, plug_r = (np.asarray(e, np.float64) for e in bmp.epsilons_from_errors(x / n0, y / n1))
+        plug_l, plug_r = (np.asarray(e, np.float64) for e in bmp.region.epsilons_from_errors(x / n0, y / n1))
     worst, worst_plug = 1.0, 1.0
     for a, b in _truth_grid():
         true_l = np.log1p(-a) - np.log(b)
@@ -69,11 +69,11 @@ def test_simulated_coverage_optimal_attack(n):
     key = jax.random.key(14 + n)
     reps = 2000
     for eps_l, eps_r in ((1.0, 2.0), (0.5, 0.5), (2.0, 1.0)):
-        a, b = (float(v) for v in bmp.region_corner(eps_l, eps_r))
+        a, b = (float(v) for v in bmp.region.region_corner(eps_l, eps_r))
         key, k1, k2 = jax.random.split(key, 3)
         fp = np.asarray(jax.random.binomial(k1, n, a, (reps,)), float)
         fn = np.asarray(jax.random.binomial(k2, n, b, (reps,)), float)
-        cert = bmp.certified_epsilons(bmp.ErrorCounts(fp, np.full(reps, n), fn, np.full(reps, n)))
+        cert = bmp.certified_epsilons(mia.ErrorCounts(fp, np.full(reps, n), fn, np.full(reps, n)))
         covered = (np.asarray(cert.eps_l) <= eps_l) & (np.asarray(cert.eps_r) <= eps_r)
         rate = covered.mean()
         se = np.sqrt(0.95 * 0.05 / reps)
@@ -85,16 +85,16 @@ def test_simulated_coverage_optimal_attack(n):
 
 
 def test_edge_counts_and_bad_input():
-    c = bmp.certified_epsilons(bmp.ErrorCounts(np.array([0.0, 10.0, 5.0]), np.full(3, 10.0),
+    c = bmp.certified_epsilons(mia.ErrorCounts(np.array([0.0, 10.0, 5.0]), np.full(3, 10.0),
                                                np.array([0.0, 0.0, 5.0]), np.full(3, 10.0)))
     np.testing.assert_allclose(np.asarray(c.fpr_upper)[1], 1.0)  # X = N0: no information
     assert float(c.eps_r[1]) == 0.0 and float(c.eps_l[1]) == 0.0
     assert float(c.eps_r[2]) == 0.0 and float(c.eps_l[2]) == 0.0  # a random guess
     assert float(c.eps_r[0]) > 0 and float(c.eps_l[0]) > 0
     with pytest.raises(ValueError, match="confidence"):
-        bmp.certified_epsilons(bmp.ErrorCounts(1, 10, 1, 10), confidence=1.0)
+        bmp.certified_epsilons(mia.ErrorCounts(1, 10, 1, 10), confidence=1.0)
     with pytest.raises(ValueError, match="counts.fp"):
-        bmp.certified_epsilons(bmp.ErrorCounts(11, 10, 1, 10))
+        bmp.certified_epsilons(mia.ErrorCounts(11, 10, 1, 10))
     with pytest.raises(ValueError, match="confidence"):
         stats_cp.clopper_pearson_upper(1, 10, confidence=0.0)
     with pytest.raises(ValueError, match="k must"):
@@ -148,9 +148,9 @@ def test_exact_coverage_of_the_jitted_float32_bound(n0, n1):
     every (X, Y), worst joint coverage over the truth grid >= the confidence; and it is never
     larger (less conservative) than the eager float64 bound beyond float32 round-off."""
     x, y = np.meshgrid(np.arange(n0 + 1.0), np.arange(n1 + 1.0), indexing="ij")
-    counts = bmp.ErrorCounts(x, np.full_like(x, n0), y, np.full_like(y, n1))
+    counts = mia.ErrorCounts(x, np.full_like(x, n0), y, np.full_like(y, n1))
     jitted = jax.jit(lambda c: bmp.certified_epsilons(c, confidence=CONFIDENCE))(
-        bmp.ErrorCounts(*(np.asarray(c, np.float32) for c in counts)))
+        mia.ErrorCounts(*(np.asarray(c, np.float32) for c in counts)))
     eager = bmp.certified_epsilons(counts, confidence=CONFIDENCE)
     lo_l, lo_r = np.asarray(jitted.eps_l, np.float64), np.asarray(jitted.eps_r, np.float64)
     assert np.all(lo_l <= np.asarray(eager.eps_l) + 1e-6)

@@ -24,11 +24,11 @@ def test_poisson_leakage_is_zero_exactly():
     n, q = 5, 0.3
     masks = _all_subsets(n)
     probs = np.prod(np.where(masks, q, 1 - q), axis=1)
-    est = bmp.sampling_leakage(masks, probs)
+    est = bmp.leakage.sampling_leakage(masks, probs)
     np.testing.assert_allclose(est.c_r, 0, atol=1e-12)
     np.testing.assert_allclose(est.c_l, 0, atol=1e-12)
     assert est.exact
-    np.testing.assert_array_equal(bmp.poisson_leakage(q, n).c_r, 0)
+    np.testing.assert_array_equal(bmp.leakage.poisson_leakage(q, n).c_r, 0)
 
 
 @pytest.mark.slow
@@ -36,30 +36,30 @@ def test_fixed_size_uniform_leakage_is_infinite():
     n, k = 5, 2
     masks = _all_subsets(n)
     masks = masks[masks.sum(1) == k]
-    est = bmp.sampling_leakage(masks, np.full(len(masks), 1 / len(masks)))
+    est = bmp.leakage.sampling_leakage(masks, np.full(len(masks), 1 / len(masks)))
     assert np.all(np.isinf(est.c_r)) and np.all(np.isinf(est.c_l))
-    assert np.all(np.isinf(bmp.uniform_leakage(n, k).c_r))
+    assert np.all(np.isinf(bmp.leakage.uniform_leakage(n, k).c_r))
     # Monte Carlo sees the disjoint supports too
     rng = np.random.default_rng(0)
     draws = masks[rng.integers(len(masks), size=500)]
-    assert np.all(np.isinf(bmp.sampling_leakage(draws).c_r))
+    assert np.all(np.isinf(bmp.leakage.sampling_leakage(draws).c_r))
 
 
 @pytest.mark.slow
 def test_snowball_enumeration_matches_monte_carlo():
     # random size with full support and teleporting growth: finite, node-dependent leakage
-    masks, probs = bmp.snowball_distribution(SENDERS, RECEIVERS, 6, LAW, teleport=0.3)
+    masks, probs = bmp.leakage.snowball_distribution(SENDERS, RECEIVERS, 6, LAW, teleport=0.3)
     assert abs(probs.sum() - 1) < 1e-12
-    exact = bmp.sampling_leakage(masks, probs)
+    exact = bmp.leakage.sampling_leakage(masks, probs)
     assert np.all(np.isfinite(exact.c_r)) and np.all(exact.c_r > 0)
     assert np.ptp(exact.c_r) > 0.05  # node-dependent
-    draws = bmp.snowball_draws(jax.random.key(7), SENDERS, RECEIVERS, 6, LAW, 20000, teleport=0.3)
+    draws = bmp.leakage.snowball_draws(jax.random.key(7), SENDERS, RECEIVERS, 6, LAW, 20000, teleport=0.3)
     # the empirical law of whole samples matches the enumeration (chi-square-free check: 4 sd)
     index = {m.tobytes(): j for j, m in enumerate(masks)}
     freq = np.bincount([index[d.tobytes()] for d in draws], minlength=len(masks)) / len(draws)
     sd = np.sqrt(probs * (1 - probs) / len(draws))
     assert np.all(np.abs(freq - probs) <= 4.5 * sd + 1e-12)
-    mc = bmp.sampling_leakage(draws)
+    mc = bmp.leakage.sampling_leakage(draws)
     for c_exact, c_mc, se in ((exact.c_r, mc.c_r, mc.c_r_se), (exact.c_l, mc.c_l, mc.c_l_se)):
         assert np.all(np.isfinite(c_mc))
         # the empirical sup is biased upwards; the truth is within 4 se below, 1 se above + bias
@@ -69,25 +69,25 @@ def test_snowball_enumeration_matches_monte_carlo():
 
 @pytest.mark.slow
 def test_fixed_size_snowball_is_infinite_and_statistic_lower_bound():
-    masks, probs = bmp.snowball_distribution(SENDERS, RECEIVERS, 6, 3)
-    assert np.all(np.isinf(bmp.sampling_leakage(masks, probs).c_r))
-    masks, probs = bmp.snowball_distribution(SENDERS, RECEIVERS, 6, LAW, teleport=0.3)
-    full = bmp.sampling_leakage(masks, probs)
+    masks, probs = bmp.leakage.snowball_distribution(SENDERS, RECEIVERS, 6, 3)
+    assert np.all(np.isinf(bmp.leakage.sampling_leakage(masks, probs).c_r))
+    masks, probs = bmp.leakage.snowball_distribution(SENDERS, RECEIVERS, 6, LAW, teleport=0.3)
+    full = bmp.leakage.sampling_leakage(masks, probs)
     # a statistic of S_{-i} (number of sampled neighbours of i) leaks no more (post-processing)
     adj = np.zeros((6, 6), int)
     adj[SENDERS, RECEIVERS] = adj[RECEIVERS, SENDERS] = 1
     stat = masks.astype(int) @ adj
-    part = bmp.sampling_leakage(masks, probs, statistic=stat)
+    part = bmp.leakage.sampling_leakage(masks, probs, statistic=stat)
     assert np.all(part.c_r <= full.c_r + 1e-12) and np.all(part.c_l <= full.c_l + 1e-12)
 
 
 def test_bad_input():
     with pytest.raises(ValueError, match="masks"):
-        bmp.sampling_leakage(np.zeros(5, bool))
+        bmp.leakage.sampling_leakage(np.zeros(5, bool))
     with pytest.raises(ValueError, match="probs"):
-        bmp.sampling_leakage(np.zeros((3, 4), bool), np.array([0.5, 0.5, 0.5]))
+        bmp.leakage.sampling_leakage(np.zeros((3, 4), bool), np.array([0.5, 0.5, 0.5]))
     with pytest.raises(ValueError, match="sample_size"):
-        bmp.uniform_leakage(4, 4)
+        bmp.leakage.uniform_leakage(4, 4)
 
 
 def _brute_force_leakage(masks, probs, statistic):
@@ -118,7 +118,7 @@ def test_sampling_leakage_matches_brute_force(use_probs, use_statistic):
     masks = rng.random((60, 5)) < 0.4
     probs = rng.dirichlet(np.ones(60)) if use_probs else None
     statistic = rng.integers(0, 3, (60, 5)) if use_statistic else None
-    est = bmp.sampling_leakage(masks, probs, statistic=statistic)
+    est = bmp.leakage.sampling_leakage(masks, probs, statistic=statistic)
     ref = _brute_force_leakage(masks, probs, statistic)
     np.testing.assert_allclose(est.c_l, ref[0], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(est.c_r, ref[1], rtol=1e-12, atol=1e-12)

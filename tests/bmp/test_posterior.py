@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from bmp_shared import COUNT_SETS, SOUND_EPS, SOUND_REPS
 
-from jaxaudit import bmp
+from jaxaudit import bmp, mia
 
 QS = (0.05, 0.5, 0.95)
 
@@ -18,7 +18,7 @@ QS = (0.05, 0.5, 0.95)
 @pytest.fixture(scope="module")
 def nuts_and_grids(shared_nuts):
     post = shared_nuts[0]
-    grids = [bmp.posterior_grid(bmp.ErrorCounts(*map(float, c)), num_eps=100, num_s=12)
+    grids = [bmp.posterior_grid(mia.ErrorCounts(*map(float, c)), num_eps=100, num_s=12)
              for c in COUNT_SETS]
     return post, grids
 
@@ -48,7 +48,7 @@ def fixed_strength_runs():
     """One compiled call under a fixed s = 0.5 (4 chains × (500 + 1000)): lane 0 the count set
     (10, 100, 30, 100), lanes 1..16 the mixing case, each lane its own key (deduplicate=False)."""
     rows = [(10.0, 100.0, 30.0, 100.0)] + [SPREAD_COUNTS] * SPREAD_KEYS
-    counts = bmp.ErrorCounts(*(np.array([r[j] for r in rows]) for j in range(4)))
+    counts = mia.ErrorCounts(*(np.array([r[j] for r in rows]) for j in range(4)))
     return bmp.posterior_nuts(jax.random.key(1), counts, attack_prior=0.5, deduplicate=False,
                               config=bmp.NutsConfig())
 
@@ -56,7 +56,7 @@ def fixed_strength_runs():
 @pytest.mark.slow
 def test_fixed_strength_noncentered_matches_grid(fixed_strength_runs):
     post = jax.tree.map(lambda x: x[0], fixed_strength_runs)
-    counts = bmp.ErrorCounts(10.0, 100.0, 30.0, 100.0)
+    counts = mia.ErrorCounts(10.0, 100.0, 30.0, 100.0)
     grid = bmp.posterior_grid(counts, attack_prior=0.5, num_eps=100)
     assert float(post.rhat) <= 1.01
     for which, draws in (("l", post.eps_l), ("r", post.eps_r)):
@@ -87,7 +87,7 @@ def test_fixed_strength_median_spread_matches_reported_precision(fixed_strength_
     from scipy import stats
 
     post = jax.tree.map(lambda x: x[1:], fixed_strength_runs)
-    grid = bmp.posterior_grid(bmp.ErrorCounts(*SPREAD_COUNTS), attack_prior=0.5, num_eps=400)
+    grid = bmp.posterior_grid(mia.ErrorCounts(*SPREAD_COUNTS), attack_prior=0.5, num_eps=400)
     m = float(grid.quantile("l", 0.5))
     dens = float(grid.density_at("l", m))
     eps_l = np.asarray(post.eps_l)
@@ -122,7 +122,7 @@ def test_soundness_of_lower_quantile(shared_nuts):
     q_r = np.asarray(bmp.posterior_quantiles(post.eps_r, (0.05,)))[0]
     below_l, below_r = q_l <= eps_l, q_r <= eps_r
     opt, mod = slice(0, reps), slice(reps, 2 * reps)
-    jeff = bmp.jeffreys_estimate(jax.random.key(4), bmp.ErrorCounts(*(c[opt] for c in counts)),
+    jeff = bmp.jeffreys_estimate(jax.random.key(4), mia.ErrorCounts(*(c[opt] for c in counts)),
                                  q=(0.05,))
     rates = dict(model_l=below_l[mod].mean(), model_r=below_r[mod].mean(),
                  optimal_l=below_l[opt].mean(), optimal_r=below_r[opt].mean(),
@@ -168,7 +168,7 @@ def test_optimal_prior_nuts_matches_grid(optimal_prior_nuts, node):
     """NUTS on (logit α, logit β/(1 − α)) vs the grid posterior of the corner model evaluated
     directly in (ε_L, ε_R): quantiles agree within 3 Monte Carlo standard errors (or 0.05)."""
     post = optimal_prior_nuts[0]
-    grid = bmp.posterior_grid(bmp.ErrorCounts(*map(float, COUNT_SETS[node])),
+    grid = bmp.posterior_grid(mia.ErrorCounts(*map(float, COUNT_SETS[node])),
                               attack_prior="optimal", num_eps=600)
     assert float(post.rhat[node]) <= 1.01
     assert np.all(np.asarray(post.s[node]) == 1.0)
@@ -203,10 +203,10 @@ def test_optimal_prior_covers_optimal_attacks(optimal_prior_nuts):
 
 
 def test_jeffreys_estimate_is_centred_on_the_operating_point():
-    counts = bmp.ErrorCounts(np.array([10.0, 300.0]), np.array([100.0, 1000.0]),
+    counts = mia.ErrorCounts(np.array([10.0, 300.0]), np.array([100.0, 1000.0]),
                              np.array([30.0, 200.0]), np.array([100.0, 1000.0]))
     est = bmp.jeffreys_estimate(jax.random.key(4), counts, num_draws=20000)
-    el, er = bmp.epsilons_from_errors(np.array([0.1, 0.3]), np.array([0.3, 0.2]))
+    el, er = bmp.region.epsilons_from_errors(np.array([0.1, 0.3]), np.array([0.3, 0.2]))
     # the median of the pushed-forward Jeffreys posterior sits near the point estimate, and the
     # interval shrinks with the counts
     np.testing.assert_allclose(est.eps_l[1], el, atol=0.15)
@@ -216,11 +216,11 @@ def test_jeffreys_estimate_is_centred_on_the_operating_point():
 
 
 @pytest.mark.parametrize("bad,match", [
-    (bmp.ErrorCounts(5, 4, 1, 10), "fp"),
-    (bmp.ErrorCounts(-1, 4, 1, 10), "counts.fp"),
-    (bmp.ErrorCounts(1, 4, 1, 0), "counts.n1"),
-    (bmp.ErrorCounts(1, 4, np.nan, 10), "counts.fn"),
-    (bmp.ErrorCounts(np.ones(3), np.ones(3), np.ones(2), np.ones(3)), "shape"),
+    (mia.ErrorCounts(5, 4, 1, 10), "fp"),
+    (mia.ErrorCounts(-1, 4, 1, 10), "counts.fp"),
+    (mia.ErrorCounts(1, 4, 1, 0), "counts.n1"),
+    (mia.ErrorCounts(1, 4, np.nan, 10), "counts.fn"),
+    (mia.ErrorCounts(np.ones(3), np.ones(3), np.ones(2), np.ones(3)), "shape"),
 ])
 def test_bad_counts_raise(bad, match):
     with pytest.raises(ValueError, match=match):
@@ -228,7 +228,7 @@ def test_bad_counts_raise(bad, match):
 
 
 def test_bad_options_raise():
-    c = bmp.ErrorCounts(1, 10, 2, 10)
+    c = mia.ErrorCounts(1, 10, 2, 10)
     C = bmp.NutsConfig
     for bad in (0, -1, 2.5):
         with pytest.raises(ValueError, match="max_num_doublings"):
@@ -271,7 +271,7 @@ def test_bad_options_raise():
 def test_unmixed_chains_warn():
     """Two warm-up steps and four draws from over-dispersed starts cannot mix: R-hat > 1.05 for
     the count sets, and the user is told (the draws are returned all the same)."""
-    c = bmp.ErrorCounts(np.array([10.0, 40.0]), np.array([100.0, 100.0]),
+    c = mia.ErrorCounts(np.array([10.0, 40.0]), np.array([100.0, 100.0]),
                         np.array([30.0, 20.0]), np.array([100.0, 100.0]))
     with pytest.warns(RuntimeWarning, match="have not mixed for [12] of 2 distinct count sets"):
         post = bmp.posterior_nuts(jax.random.key(0), c,
@@ -285,7 +285,7 @@ def test_min_ess_reruns_only_the_hard_count_sets():
     """A degenerate count set (the attack wrong on every run: its posterior hugs the axes, with
     a low bulk ESS) is resampled once, with the thinning sized to reach min_ess, and reaches it;
     the easy one keeps its first-pass draws exactly."""
-    c = bmp.ErrorCounts(np.array([10.0, 32.0]), np.array([100.0, 32.0]),
+    c = mia.ErrorCounts(np.array([10.0, 32.0]), np.array([100.0, 32.0]),
                         np.array([30.0, 32.0]), np.array([100.0, 32.0]))
     config = bmp.NutsConfig(num_warmup=200, num_samples=300)
     first = bmp.posterior_nuts(jax.random.key(2), c, config=config)
@@ -308,11 +308,11 @@ def test_grid_warns_when_it_cannot_resolve_the_posterior():
     central 90% spans 2 cells and the grid says so; the default range of the optimal model
     resolves a posterior concentrated near 0 (it matches NUTS there, see docs/bmp.md)."""
     with pytest.warns(RuntimeWarning, match="eps_r marginal spans"):
-        bmp.posterior_grid(bmp.ErrorCounts(50.0, 50.0, 0.0, 50.0), attack_prior="optimal",
+        bmp.posterior_grid(mia.ErrorCounts(50.0, 50.0, 0.0, 50.0), attack_prior="optimal",
                            num_eps=400)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        g = bmp.posterior_grid(bmp.ErrorCounts(32.0, 32.0, 32.0, 32.0), attack_prior="optimal",
+        g = bmp.posterior_grid(mia.ErrorCounts(32.0, 32.0, 32.0, 32.0), attack_prior="optimal",
                                num_eps=400)
     assert g.quantile("l", 0.95) < 0.2
 
@@ -322,7 +322,7 @@ def test_grid_warns_when_it_cannot_resolve_the_posterior():
 def test_min_ess_rerun_reuses_its_program_whatever_the_thinning(caplog):
     """The rerun's thinning is an input of its compiled program, and its rows are padded to at
     least 16: a second call whose rerun thins differently (another min_ess) compiles nothing."""
-    c = bmp.ErrorCounts(np.array([10.0, 32.0]), np.array([100.0, 32.0]),
+    c = mia.ErrorCounts(np.array([10.0, 32.0]), np.array([100.0, 32.0]),
                         np.array([30.0, 32.0]), np.array([100.0, 32.0]))
     config = bmp.NutsConfig(num_warmup=30, num_samples=40)
     first = bmp.posterior_nuts(jax.random.key(2), c, config=config)

@@ -137,7 +137,7 @@ def test_metrics_jit_and_vmap_over_nodes_and_thresholds():
 
 
 def _counts():
-    return bmp.ErrorCounts(jnp.array([0, 3, 9, 12, 20]), jnp.array([20, 20, 25, 30, 20]),
+    return mia.ErrorCounts(jnp.array([0, 3, 9, 12, 20]), jnp.array([20, 20, 25, 30, 20]),
                            jnp.array([1, 5, 2, 15, 0]), jnp.array([18, 22, 25, 30, 20]))
 
 
@@ -160,7 +160,7 @@ def test_certified_jit_and_vmap_over_nodes():
             assert np.all(g >= w - 1e-7)
             np.testing.assert_allclose(g, w, atol=1e-4)
     with jax.enable_x64(True):
-        counts64 = bmp.ErrorCounts(*(np.asarray(c, np.float64) for c in counts))
+        counts64 = mia.ErrorCounts(*(np.asarray(c, np.float64) for c in counts))
         eager64 = bmp.certified_epsilons(counts64, confidence=0.9)
         _equal(jax.jit(cert)(counts64)[:4], eager64[:4])
         _close(jax.vmap(cert)(counts64)[:4], eager64[:4], rtol=1e-12, atol=1e-12)
@@ -203,28 +203,28 @@ P1 = jnp.array([[0.2, 0.3, 0.5], [0.3, 0.4, 0.3], [0.6, 0.3, 0.1]])
 
 #: name -> (function, batched arguments: vmapped over their first axis together)
 REGION = {
-    "region_contains": (bmp.region_contains, (ALPHA, BETA, EPS_L, EPS_R)),
-    "region_contains_right": (functools.partial(bmp.region_contains, side="right"),
+    "region_contains": (bmp.region.region_contains, (ALPHA, BETA, EPS_L, EPS_R)),
+    "region_contains_right": (functools.partial(bmp.region.region_contains, side="right"),
                               (ALPHA, BETA, EPS_L, EPS_R)),
-    "region_area": (bmp.region_area, (EPS_L, EPS_R)),
-    "region_area_left": (functools.partial(bmp.region_area, side="left"), (EPS_L, EPS_R)),
-    "region_corner": (bmp.region_corner, (EPS_L, EPS_R)),
-    "region_corner_member": (functools.partial(bmp.region_corner, null="member"), (EPS_L, EPS_R)),
-    "tradeoff_curve": (bmp.tradeoff_curve, (ALPHA, EPS_L, EPS_R)),
-    "epsilons_from_errors": (bmp.epsilons_from_errors, (ALPHA, BETA)),
-    "epsilons_from_roc": (bmp.epsilons_from_roc, (P0, P1)),
-    "mp_epsilon": (bmp.mp_epsilon, (ALPHA, BETA)),
-    "mp_region_area": (bmp.mp_region_area, (EPS_L,)),
-    "posterior_interval": (bmp.posterior_interval, (ETA, EPS_L, EPS_R)),
-    "precision_bound": (bmp.precision_bound, (ETA, EPS_R)),
-    "npv_bound": (bmp.npv_bound, (ETA, EPS_L)),
-    "to_joint": (bmp.to_joint, (ALPHA, BETA, ETA)),
-    "from_joint": (bmp.from_joint, (ALPHA * 0.5, BETA * 0.1, ETA * 0.5)),
-    "to_posterior_coordinates": (bmp.to_posterior_coordinates, (ALPHA, BETA, ETA)),
-    "compose": (bmp.compose, (EPS_L, EPS_R, EPS_R, EPS_L)),
-    "compose_with_sampling": (bmp.compose_with_sampling, (EPS_L, EPS_R, EPS_R, EPS_L)),
-    "finite_mechanism_epsilons": (bmp.finite_mechanism_epsilons, (P0, P1)),
-    "bayes_optimal_errors": (bmp.bayes_optimal_errors, (P0, P1, ETA)),
+    "region_area": (bmp.region.region_area, (EPS_L, EPS_R)),
+    "region_area_left": (functools.partial(bmp.region.region_area, side="left"), (EPS_L, EPS_R)),
+    "region_corner": (bmp.region.region_corner, (EPS_L, EPS_R)),
+    "region_corner_member": (functools.partial(bmp.region.region_corner, null="member"), (EPS_L, EPS_R)),
+    "tradeoff_curve": (bmp.region.tradeoff_curve, (ALPHA, EPS_L, EPS_R)),
+    "epsilons_from_errors": (bmp.region.epsilons_from_errors, (ALPHA, BETA)),
+    "epsilons_from_roc": (bmp.region.epsilons_from_roc, (P0, P1)),
+    "mp_epsilon": (bmp.region.mp_epsilon, (ALPHA, BETA)),
+    "mp_region_area": (bmp.region.mp_region_area, (EPS_L,)),
+    "posterior_interval": (bmp.region.posterior_interval, (ETA, EPS_L, EPS_R)),
+    "precision_bound": (bmp.region.precision_bound, (ETA, EPS_R)),
+    "npv_bound": (bmp.region.npv_bound, (ETA, EPS_L)),
+    "to_joint": (bmp.region.to_joint, (ALPHA, BETA, ETA)),
+    "from_joint": (bmp.region.from_joint, (ALPHA * 0.5, BETA * 0.1, ETA * 0.5)),
+    "to_posterior_coordinates": (bmp.region.to_posterior_coordinates, (ALPHA, BETA, ETA)),
+    "compose": (bmp.region.compose, (EPS_L, EPS_R, EPS_R, EPS_L)),
+    "compose_with_sampling": (bmp.region.compose_with_sampling, (EPS_L, EPS_R, EPS_R, EPS_L)),
+    "finite_mechanism_epsilons": (bmp.region.finite_mechanism_epsilons, (P0, P1)),
+    "bayes_optimal_errors": (bmp.region.bayes_optimal_errors, (P0, P1, ETA)),
 }
 
 
@@ -247,18 +247,18 @@ def test_region_jit_and_vmap(name):
 
 #: differentiable maps: (function to a scalar, point) for jax.grad against central differences
 REGION_GRADS = {
-    "region_area": (lambda e: bmp.region_area(e[0], e[1]), [0.7, 1.3]),
-    "region_corner": (lambda e: sum(bmp.region_corner(e[0], e[1])), [0.7, 1.3]),
-    "tradeoff_curve": (lambda x: bmp.tradeoff_curve(x[0], x[1], x[2]), [0.1, 0.8, 1.2]),
-    "epsilons_from_errors": (lambda x: sum(bmp.epsilons_from_errors(x[0], x[1])), [0.1, 0.3]),
-    "mp_epsilon": (lambda x: bmp.mp_epsilon(x[0], x[1]), [0.1, 0.3]),
-    "mp_region_area": (lambda e: bmp.mp_region_area(e[0]), [0.9]),
-    "posterior_interval": (lambda x: sum(bmp.posterior_interval(x[0], x[1], x[2])), [0.3, 0.5, 1.1]),
-    "precision_bound": (lambda x: bmp.precision_bound(x[0], x[1]), [0.3, 1.1]),
-    "npv_bound": (lambda x: bmp.npv_bound(x[0], x[1]), [0.3, 1.1]),
-    "to_posterior_coordinates": (lambda x: sum(bmp.to_posterior_coordinates(x[0], x[1], x[2])),
+    "region_area": (lambda e: bmp.region.region_area(e[0], e[1]), [0.7, 1.3]),
+    "region_corner": (lambda e: sum(bmp.region.region_corner(e[0], e[1])), [0.7, 1.3]),
+    "tradeoff_curve": (lambda x: bmp.region.tradeoff_curve(x[0], x[1], x[2]), [0.1, 0.8, 1.2]),
+    "epsilons_from_errors": (lambda x: sum(bmp.region.epsilons_from_errors(x[0], x[1])), [0.1, 0.3]),
+    "mp_epsilon": (lambda x: bmp.region.mp_epsilon(x[0], x[1]), [0.1, 0.3]),
+    "mp_region_area": (lambda e: bmp.region.mp_region_area(e[0]), [0.9]),
+    "posterior_interval": (lambda x: sum(bmp.region.posterior_interval(x[0], x[1], x[2])), [0.3, 0.5, 1.1]),
+    "precision_bound": (lambda x: bmp.region.precision_bound(x[0], x[1]), [0.3, 1.1]),
+    "npv_bound": (lambda x: bmp.region.npv_bound(x[0], x[1]), [0.3, 1.1]),
+    "to_posterior_coordinates": (lambda x: sum(bmp.region.to_posterior_coordinates(x[0], x[1], x[2])),
                                  [0.1, 0.3, 0.4]),
-    "from_joint": (lambda x: sum(bmp.from_joint(x[0], x[1], x[2])), [0.1, 0.2, 0.4]),
+    "from_joint": (lambda x: sum(bmp.region.from_joint(x[0], x[1], x[2])), [0.1, 0.2, 0.4]),
 }
 
 
@@ -292,7 +292,7 @@ def test_sampling_leakage_jit_and_vmap_over_draw_sets(exact, x64):
     fields = 4 if x64 else 2
 
     def leak(masks, probs, statistic):
-        return bmp.sampling_leakage(masks, probs, statistic=statistic)[:fields]
+        return bmp.leakage.sampling_leakage(masks, probs, statistic=statistic)[:fields]
 
     with jax.enable_x64(x64):
         for statistic in (None, stat):
@@ -307,8 +307,8 @@ def test_sampling_leakage_jit_and_vmap_over_draw_sets(exact, x64):
 
 
 def test_closed_form_leakage_under_jit():
-    _equal(jax.jit(lambda q: bmp.poisson_leakage(q, 4)[:4])(0.3), bmp.poisson_leakage(0.3, 4)[:4])
-    _equal(jax.jit(lambda: bmp.uniform_leakage(4, 2)[:4])(), bmp.uniform_leakage(4, 2)[:4])
+    _equal(jax.jit(lambda q: bmp.leakage.poisson_leakage(q, 4)[:4])(0.3), bmp.leakage.poisson_leakage(0.3, 4)[:4])
+    _equal(jax.jit(lambda: bmp.leakage.uniform_leakage(4, 2)[:4])(), bmp.leakage.uniform_leakage(4, 2)[:4])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from jaxaudit.graph import (
+    ShadowTraining,
     from_edge_index,
     from_networkx,
     from_pyg,
@@ -151,6 +152,5 @@ def test_shadow_models_train_on_a_user_graph(tmp_path):
     dense = rng.random((n, n)) < np.where(same, 0.15, 0.01)
     edges = np.stack(np.nonzero(np.triu(dense, 1)))
     graph = load_graph_npz(save_graph_npz(tmp_path / "user.npz", from_edge_index(x, y, edges)))
-    shadow = train_shadow_models(jax.random.key(0), graph, uniform_sampler(0.5), "gcn", 2,
-                                 epochs=5)
+    shadow = train_shadow_models(jax.random.key(0), graph, uniform_sampler(0.5), "gcn", 2, ShadowTraining(epochs=5))
     assert shadow.scores.shape == (2, n) and np.all(np.isfinite(shadow.scores))

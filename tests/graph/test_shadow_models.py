@@ -9,6 +9,7 @@ import pytest
 
 from jaxaudit.datasets import load_planetoid, make_csbm
 from jaxaudit.graph import (
+    ShadowTraining,
     train_shadow_model,
     train_shadow_models,
     true_class_logit,
@@ -30,11 +31,11 @@ def test_vmapped_equals_single_and_chunking(graph):
     # Tolerance 1e-4 on scores of size O(1-10): only float reassociation in batched kernels.
     key = jax.random.key(2)
     sampler = uniform_sampler(0.5)
-    batched = train_shadow_models(key, graph, sampler, "gcn", 3, epochs=EPOCHS)
-    chunked = train_shadow_models(key, graph, sampler, "gcn", 3, epochs=EPOCHS, chunk_size=2)
+    batched = train_shadow_models(key, graph, sampler, "gcn", 3, ShadowTraining(epochs=EPOCHS))
+    chunked = train_shadow_models(key, graph, sampler, "gcn", 3, ShadowTraining(epochs=EPOCHS), chunk_size=2)
     np.testing.assert_allclose(batched.scores, chunked.scores, rtol=1e-4, atol=1e-4)
     for r, k in enumerate(jax.random.split(key, 3)):
-        single = train_shadow_model(k, graph, sampler, "gcn", epochs=EPOCHS)
+        single = train_shadow_model(k, graph, sampler, "gcn", ShadowTraining(epochs=EPOCHS))
         assert np.array_equal(single.masks[0], batched.masks[r])
         np.testing.assert_allclose(single.scores[0], batched.scores[r], rtol=1e-4, atol=1e-4)
 
@@ -44,7 +45,7 @@ def test_inductive_training_sees_only_the_sample(graph):
     """Edges leaving the sample and labels of non-members change no member's score."""
     key = jax.random.key(3)
     sampler = uniform_sampler(0.5)
-    base = train_shadow_models(key, graph, sampler, "sage", 1, epochs=EPOCHS)
+    base = train_shadow_models(key, graph, sampler, "sage", 1, ShadowTraining(epochs=EPOCHS))
     inside = np.asarray(base.masks[0])
     s, r = np.asarray(graph.senders), np.asarray(graph.receivers)
     keep = inside[s] == inside[r]  # drop the edges crossing the sample's boundary
@@ -52,7 +53,7 @@ def test_inductive_training_sees_only_the_sample(graph):
     new_labels = np.where(inside, graph.labels, (np.asarray(graph.labels) + 1) % graph.num_classes)
     changed = dataclasses.replace(graph, senders=graph.senders[keep], receivers=graph.receivers[keep],
                                   labels=jnp.asarray(new_labels, jnp.int32))
-    other = train_shadow_models(key, changed, sampler, "sage", 1, epochs=EPOCHS)
+    other = train_shadow_models(key, changed, sampler, "sage", 1, ShadowTraining(epochs=EPOCHS))
     assert np.array_equal(other.masks[0], inside)  # uniform sampling ignores edges and labels
     np.testing.assert_allclose(other.scores[0][inside], base.scores[0][inside], rtol=1e-4, atol=1e-4)
     # non-members are queried on the remaining graph, which has not changed either; their
@@ -64,11 +65,11 @@ def test_inductive_training_sees_only_the_sample(graph):
 def test_no_edge_access_ignores_edges(graph):
     key = jax.random.key(4)
     sampler = uniform_sampler(0.5)
-    base = train_shadow_models(key, graph, sampler, "gcn", 2, epochs=EPOCHS, edge_access="none")
+    base = train_shadow_models(key, graph, sampler, "gcn", 2, ShadowTraining(epochs=EPOCHS, edge_access="none"))
     edgeless = dataclasses.replace(graph, senders=graph.senders[:2], receivers=graph.receivers[:2])
-    other = train_shadow_models(key, edgeless, sampler, "gcn", 2, epochs=EPOCHS, edge_access="none")
+    other = train_shadow_models(key, edgeless, sampler, "gcn", 2, ShadowTraining(epochs=EPOCHS, edge_access="none"))
     np.testing.assert_allclose(other.scores, base.scores, rtol=1e-4, atol=1e-4)
-    full = train_shadow_models(key, graph, sampler, "gcn", 2, epochs=EPOCHS, edge_access="full")
+    full = train_shadow_models(key, graph, sampler, "gcn", 2, ShadowTraining(epochs=EPOCHS, edge_access="full"))
     assert not np.allclose(full.scores, base.scores)
 
 
@@ -87,7 +88,7 @@ def test_true_class_logit_is_stable():
 def test_bad_input(graph):
     key = jax.random.key(0)
     with pytest.raises(ValueError, match="edge_access"):
-        train_shadow_models(key, graph, uniform_sampler(0.5), "gcn", 2, edge_access="partial")
+        train_shadow_models(key, graph, uniform_sampler(0.5), "gcn", 2, ShadowTraining(edge_access="partial"))
     with pytest.raises(ValueError, match="ratio"):
         uniform_sampler(1.5)
     with pytest.raises(ValueError, match="ratio"):
@@ -105,8 +106,7 @@ def test_cora_lira_auc_above_chance():
     cora = load_planetoid("cora")
     # 50 epochs (a quarter of the recipe) keeps the test fast; the attack only gains with more
     # epochs (measured: AUC 0.803 at 100 epochs)
-    out = train_shadow_models(jax.random.key(0), cora, uniform_sampler(0.5), "gcn", 64,
-                              epochs=50, edge_access="inductive")
+    out = train_shadow_models(jax.random.key(0), cora, uniform_sampler(0.5), "gcn", 64, ShadowTraining(epochs=50, edge_access="inductive"))
     auc = float(roc_auc(lira_loo(out.scores, out.masks), out.masks))
     print(f"Cora GCN (64 models, uniform 50%, inductive) global LiRA AUC = {auc:.3f}")
     # s.e. of an AUC over 64 x 2708 pooled decisions is < 0.003; 0.55 is far above chance
@@ -128,8 +128,7 @@ def test_malformed_graph_and_infinite_recipe_refused(graph):
     }
     for field, bad in cases.items():
         with pytest.raises(ValueError, match=field):
-            train_shadow_models(jax.random.key(0), bad, uniform_sampler(0.5), "gcn", 2, epochs=1)
+            train_shadow_models(jax.random.key(0), bad, uniform_sampler(0.5), "gcn", 2, ShadowTraining(epochs=1))
     for name in ("learning_rate", "weight_decay"):
         with pytest.raises(ValueError, match=f"{name} must be finite"):
-            train_shadow_models(jax.random.key(0), graph, uniform_sampler(0.5), "gcn", 2,
-                                epochs=1, **{name: float("inf")})
+            train_shadow_models(jax.random.key(0), graph, uniform_sampler(0.5), "gcn", 2, ShadowTraining(epochs=1), **{name: float("inf")})
