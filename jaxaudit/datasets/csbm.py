@@ -80,9 +80,7 @@ def make_csbm(
     feature_signal: float = 2.0,
     features: str = "gaussian",
     feature_density: float = 0.0127,
-    train_per_class: int = 20,
-    num_val: int = 500,
-    num_test: int = 1000,
+    split: tuple[int, int, int] = (20, 500, 1000),
 ) -> Graph:
     """Sample a contextual stochastic block model graph (defaults sized like Cora).
 
@@ -96,7 +94,8 @@ def make_csbm(
       feature_signal: ``s >= 0``, strength of the class signal in the features (0: none).
       features: ``"gaussian"`` or ``"bernoulli"``.
       feature_density: mean rate ``d`` of ones for Bernoulli features (Cora: 0.0127).
-      train_per_class, num_val, num_test: Planetoid-like split (20 per class / 500 / 1000);
+      split: ``(train_per_class, num_val, num_test)``, a Planetoid-like split (20 per class /
+        500 / 1000);
         when the graph is too small, train is capped at half the smallest class and val/test
         shrink proportionally to the nodes left.
 
@@ -121,6 +120,9 @@ def make_csbm(
     num_nodes = check_integer("num_nodes", num_nodes, 2)
     num_classes = check_integer("num_classes", num_classes, 1)
     num_features = check_integer("num_features", num_features, 1)
+    if isinstance(split, str) or len(tuple(split)) != 3:
+        raise ValueError(f"split must be (train_per_class, num_val, num_test), got {split!r}")
+    train_per_class, num_val, num_test = tuple(split)
     train_per_class = check_integer("train_per_class", train_per_class, 0)
     num_val = check_integer("num_val", num_val, 0)
     num_test = check_integer("num_test", num_test, 0)

@@ -68,7 +68,6 @@ def run_chunks(
     compute_fn: Callable[[str], dict[str, Any]],
     *,
     progress: bool | Progress | None = False,
-    desc: str = "",
     worker: tuple[int, int] | None = None,
     lease_s: float = DEFAULT_LEASE_S,
     poll_s: float = 1.0,
@@ -91,8 +90,8 @@ def run_chunks(
       names: chunk names, in the order to compute them.
       compute_fn: ``compute_fn(name) -> {array name: array}``.
       progress: a :data:`Progress` callback ``progress(done, total)`` over this process's
-        chunks, or True for a tqdm bar on stderr (chunks done, rate, ETA); off by default.
-      desc: the bar's label.
+        chunks (e.g. a labelled :class:`ProgressBar`), or True for a tqdm bar on stderr (chunks
+        done, rate, ETA); off by default.
       worker: ``(index, count)``: this process is worker ``index`` of ``count`` independent
         workers (a SLURM array, a shell loop) and computes only chunks ``index, index + count,
         …`` of ``names``, skipping those another process holds; it returns the chunks finished
@@ -111,7 +110,7 @@ def run_chunks(
       ``{name: arrays}`` for every name (worker mode: every name finished so far), loaded back
       from the folder for chunks already done.
     """
-    names = list(names)
+    names, desc = list(names), ""
     if worker is not None:
         index, count = (check_integer("worker index", worker[0], minimum=0),
                         check_integer("worker count", worker[1], minimum=1))

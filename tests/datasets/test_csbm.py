@@ -114,7 +114,8 @@ def test_bernoulli_features_density():
         (dict(num_nodes=2.5), "num_nodes"),
         (dict(num_nodes=float("nan")), "num_nodes"),
         (dict(num_features="16"), "num_features"),
-        (dict(num_test=float("inf")), "num_test"),
+        (dict(split=(20, 500, float("inf"))), "num_test"),
+        (dict(split=(20, 500)), "split"),
         (dict(feature_signal=-1.0), "feature_signal"),
     ],
 )
