@@ -7,7 +7,7 @@ Side by side in one process on the same data (the first 100 MNIST test images + 
   * Opacus 1.6 (``GradSampleModule`` + ``DPOptimizer``: per-sample gradients by hooks, clip, sum,
     noise), one run after another;
   * torch.func (``vmap(grad(functional_call))``), one run after another;
-  * with ``--baseline``, jaxaudit's configuration before issue 26 in the same process (ghost
+  * with ``--baseline``, jaxaudit's earlier configuration in the same process (ghost
     clipping on the whole batch, ``block_size=101``, and all runs vmapped at once,
     ``chunk_size=None``), next to the defaults (blocks of one example and one run per device
     on CPU), so the two are compared under the same machine load;
@@ -150,7 +150,7 @@ def main(argv=None):
     ap.add_argument("--block", type=int, default=None,
                     help="examples per ghost-clipping block (default: the library's, 1 on CPU)")
     ap.add_argument("--baseline", action="store_true",
-                    help="also time the configuration before issue 26 (block 101, all runs "
+                    help="also time the earlier configuration (block 101, all runs "
                     "vmapped together) in this process")
     ap.add_argument("--skip-torch", action="store_true")
     ap.add_argument("--host-devices", default="2",
@@ -168,7 +168,7 @@ def main(argv=None):
     import jax.numpy as jnp
 
     from jaxaudit.datasets import load_mnist
-    from jaxaudit.dpsgd import SmallCNN, canary_runs, train_run
+    from jaxaudit.dpsgd import DpsgdConfig, SmallCNN, canary_runs, train_run
 
     images, labels = load_mnist(split="test")
     x = images[:100].astype(np.float32) / 255.0
@@ -178,7 +178,8 @@ def main(argv=None):
     model = SmallCNN()
     params = model.init(jax.random.key(0), jnp.asarray(x[:1]))
     rows = []
-    kw = dict(noise_multiplier=sigma, clip_norm=clip, steps=T, learning_rate=lr, unroll=args.unroll)
+    config = DpsgdConfig(noise_multiplier=sigma, clip_norm=clip, steps=T, learning_rate=lr,
+                         unroll=args.unroll)
 
     if not args.skip_torch:
         import torch
@@ -209,22 +210,22 @@ def main(argv=None):
         print(f"torch.func: {t_func:.3f} s/run (torch threads {threads})", flush=True)
 
     configs = [("", args.block, args.chunk)]
-    if args.baseline:  # before issue 26: whole-batch ghost clipping, every run vmapped at once
+    if args.baseline:  # the earlier default: whole-batch ghost clipping, all runs vmapped
         configs.append((" [before: block 101, runs vmapped together]", x.shape[0] + 1, "all"))
     for r in (int(v) for v in args.runs.split(",")):
         for label, block, chunk in configs:
             if r == 1:
                 fn = lambda block=block: jax.block_until_ready(train_run(
-                    jax.random.key(1), model, params, (x, y), canary, include_canary=True,
-                    block_size=block, **kw))
+                    jax.random.key(1), model, params, (x, y), canary,
+                    config._replace(block_size=block), include_canary=True))
             elif chunk == "all":  # the old default: all 2R runs in one vmapped chunk
                 fn = lambda r=r, block=block: canary_runs(
-                    jax.random.key(1), model, params, (x, y), canary, num_runs=r // 2,
-                    chunk_size=r, block_size=block, **kw)
+                    jax.random.key(1), model, params, (x, y), canary,
+                    config._replace(block_size=block), num_runs=r // 2, chunk_size=r)
             else:
                 fn = lambda r=r, block=block, chunk=chunk: canary_runs(
-                    jax.random.key(1), model, params, (x, y), canary, num_runs=r // 2,
-                    chunk_size=chunk, block_size=block, **kw)
+                    jax.random.key(1), model, params, (x, y), canary,
+                    config._replace(block_size=block), num_runs=r // 2, chunk_size=chunk)
             t0 = time.perf_counter()
             fn()
             compile_and_first = time.perf_counter() - t0

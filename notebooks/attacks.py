@@ -50,6 +50,7 @@ import numpy as np
 from scipy.stats import binom, norm
 
 from jaxaudit.attacks import (
+    LmConfig,
     SecretPrior,
     Table,
     digit_prior,
@@ -59,7 +60,8 @@ from jaxaudit.attacks import (
     password_prior,
     train_and_score,
 )
-from jaxaudit.bounds import gain, max_gain, max_gain_prior, posterior_success
+from jaxaudit.bounds import gain, max_gain, posterior_success
+from jaxaudit.bounds.success import max_gain_prior
 
 FAST = os.environ.get("JAXAUDIT_NOTEBOOK_FAST") == "1"
 FIGURES = Path(os.environ.get("JAXAUDIT_FIGURES", "figures"))
@@ -110,10 +112,10 @@ def secrets_rows(name, prior, guesses, epsilons):
         return _computed[memo]
     rows = _computed[memo] = []
     for eps in epsilons:
-        scored = train_and_score(jax.random.key(0), prior=prior,
-                                 num_secrets=3 if FAST else 30, epsilon=eps,
-                                 num_filler=5 if FAST else 300, steps=2 if FAST else 100,
-                                 batch_size=4 if FAST else 32, hidden_dim=8 if FAST else 64)
+        config = LmConfig(num_secrets=3 if FAST else 30, num_filler=5 if FAST else 300,
+                          steps=2 if FAST else 100, batch_size=4 if FAST else 32,
+                          hidden_dim=8 if FAST else 64)
+        scored = train_and_score(jax.random.key(0), prior, config, epsilon=eps)
         r = extraction_result(scored, prior, guesses=guesses)
         row = result_row(r, "epsilon_target", eps)
         for sc in SCORING_STYLE:

@@ -27,7 +27,7 @@
 # This runs at a small size (synthetic 28×28 images, |D| = 30, T = 6, 20 runs per world, about
 # a minute on a CPU): its numbers show the pipeline, not a meaningful audit. It needs `torch`
 # and `opacus`, which jaxaudit does not install; without them it says so and does nothing.
-# `JAXAUDIT_OPACUS_RUNS` sets the runs per world (the user story of issue 24 used 200).
+# `JAXAUDIT_OPACUS_RUNS` sets the runs per world (docs/opacus.md's run used 200).
 
 # %%
 import importlib.util

@@ -124,14 +124,15 @@ def test_use_all_cpu_cores_too_late_warns():
 
 @pytest.mark.slow
 def test_canary_runs_default_chunk_splits_runs_over_two_devices():
-    """canary_runs's default chunk_size on CPU is one run per device at a time (issue 26: a run
-    per core beats vmapping all runs together), rounded up to the device count by vmap_chunked,
+    """canary_runs's default chunk_size on CPU is one run per device at a time (a run per
+    core beats vmapping all runs together, benchmarks/README.md), rounded up to the device
+    count by vmap_chunked,
     so on two host devices both devices compute runs; the scores match the one-device path."""
     result = _run("""
         import json
         import jax, numpy as np
         import jaxaudit.dpsgd.canary_training as runs
-        from jaxaudit.dpsgd import LogisticRegression, canary_runs
+        from jaxaudit.dpsgd import DpsgdConfig, LogisticRegression, canary_runs
 
         shards = []
         plain = runs.vmap_chunked
@@ -153,11 +154,11 @@ def test_canary_runs_default_chunk_splits_runs_over_two_devices():
         y = rng.integers(0, 10, 12).astype(np.int32)
         model = LogisticRegression()
         params = model.init(jax.random.key(0), x[:1])
-        kw = dict(num_runs=3, noise_multiplier=1.0, clip_norm=1.0, steps=3, learning_rate=0.1)
+        cfg = DpsgdConfig(noise_multiplier=1.0, clip_norm=1.0, steps=3, learning_rate=0.1)
         canary = (np.zeros((8, 8), np.float32), 3)
-        multi = canary_runs(jax.random.key(1), model, params, (x, y), canary, **kw)
-        single = canary_runs(jax.random.key(1), model, params, (x, y), canary,
-                             devices=jax.devices()[:1], **kw)
+        multi = canary_runs(jax.random.key(1), model, params, (x, y), canary, cfg, num_runs=3)
+        single = canary_runs(jax.random.key(1), model, params, (x, y), canary, cfg, num_runs=3,
+                             devices=jax.devices()[:1])
         print(json.dumps({"devices": len(jax.devices()), "calls": shards,
                           "max_diff": float(max(np.abs(a - b).max()
                                                 for a, b in zip(multi, single)))}))

@@ -1,5 +1,5 @@
 """Replace-one accounting: the privacy profiles of the two mechanisms the attacks train, for the
-substitution of one record (moved here from ``jaxaudit.attacks.privacy``, which re-exports it).
+substitution of one record.
 
 The attack game changes *one target's value* (its secret, its hidden attributes), so the
 guarantee the bound needs is DP under **replace-one** neighbours, not add/remove.

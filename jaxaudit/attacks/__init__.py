@@ -14,75 +14,42 @@ Two settings of Swanberg et al. (arXiv 2507.08158), each returning an :class:`At
   Bayes adversary reconstructs the targets' hidden attributes, exactly or within Hamming
   distance d (the paper's Appendix E).
 
-Modules: ``secret_priors``, ``corpus``, ``char_model``, ``lm_training``, ``secret_extraction``
-(the language-model attack); ``tabular``, ``marginals`` (the table attack); ``privacy``
-(replace-one privacy profiles); ``result`` (the result next to its bound). Our choices and the
-data sources are documented in ``docs/attacks.md``.
+Modules: ``secret_priors``, ``corpus``, ``char_model``, ``lm_training`` (:class:`LmConfig`, the
+LM recipe), ``secret_extraction`` (the language-model attack); ``tabular``, ``marginals``,
+``reconstruction`` (the table attacks); ``result`` (the result next to its bound, and
+``attack_result`` for an attack of one's own). Helpers stay importable from their modules. The
+replace-one accounting of both mechanisms is :func:`jaxaudit.accounting.dpsgd_privacy` and
+:func:`jaxaudit.accounting.gaussian_marginals_privacy`. Our choices and the data sources are
+documented in ``docs/attacks.md``.
 """
 
-from jaxaudit.attacks.char_model import CharGRU, candidate_trie, score_candidates
-from jaxaudit.attacks.corpus import filler_sentences, secret_corpus
-from jaxaudit.attacks.lm_training import train_dp_lm
-from jaxaudit.attacks.marginals import (
-    hamming_guess,
-    marginals_game,
-    marginals_posterior,
-    marginals_reconstruction,
-    release_marginals,
-)
-from jaxaudit.attacks.privacy import PrivacyProfile, dpsgd_privacy, gaussian_marginals_privacy
-from jaxaudit.attacks.reconstruction import JointReconstruction, joint_reconstruction
-from jaxaudit.attacks.result import AttackResult, attack_result
+from jaxaudit.attacks.char_model import CharGRU
+from jaxaudit.attacks.lm_training import LmConfig, train_dp_lm
+from jaxaudit.attacks.marginals import marginals_game, marginals_reconstruction, release_marginals
+from jaxaudit.attacks.reconstruction import ReconstructionConfig, joint_reconstruction
+from jaxaudit.attacks.result import AttackResult
 from jaxaudit.attacks.secret_extraction import (
     SCORINGS,
-    SecretScores,
-    attack_scores,
     extraction_result,
     pretrain_public,
-    rank_secrets,
     secret_extraction,
-    secret_ranks,
-    secret_scores,
     train_and_score,
 )
-from jaxaudit.attacks.secret_priors import (
-    SecretPrior,
-    digit_prior,
-    load_name_weights,
-    load_password_ranks,
-    name_prior,
-    password_prior,
-)
+from jaxaudit.attacks.secret_priors import SecretPrior, digit_prior, name_prior, password_prior
 from jaxaudit.attacks.tabular import Table, load_fair
 
 __all__ = [
-    # results
     "AttackResult",
-    "attack_result",
-    # privacy of the attacked mechanisms
-    "PrivacyProfile",
-    "dpsgd_privacy",
-    "gaussian_marginals_privacy",
     # secret extraction from a DP-trained language model
     "SecretPrior",
     "digit_prior",
     "password_prior",
-    "load_password_ranks",
     "name_prior",
-    "load_name_weights",
-    "filler_sentences",
-    "secret_corpus",
     "CharGRU",
-    "candidate_trie",
-    "score_candidates",
+    "LmConfig",
     "train_dp_lm",
     "pretrain_public",
-    "secret_scores",
     "SCORINGS",
-    "attack_scores",
-    "secret_ranks",
-    "rank_secrets",
-    "SecretScores",
     "train_and_score",
     "extraction_result",
     "secret_extraction",
@@ -91,9 +58,7 @@ __all__ = [
     "load_fair",
     "marginals_game",
     "release_marginals",
-    "marginals_posterior",
-    "hamming_guess",
     "marginals_reconstruction",
-    "JointReconstruction",
+    "ReconstructionConfig",
     "joint_reconstruction",
 ]

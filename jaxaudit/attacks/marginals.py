@@ -27,7 +27,7 @@ distance d of the truth: the guess z_i maximises the posterior mass of the ball 
 hidden combinations z; the exact-match case is d = 0 (the MAP).
 
 Bound. p_i = max_z D_i(B_d(z)) (the best ball's prior mass; exact sup over the hidden
-space), privacy from :func:`jaxaudit.attacks.gaussian_marginals_privacy` (replace-one, Δ =
+space), privacy from :func:`jaxaudit.accounting.gaussian_marginals_privacy` (replace-one, Δ =
 √(2m), μ-GDP with μ = √(2ρ)), count bound as in :mod:`jaxaudit.attacks.result`.
 
 References:
@@ -48,9 +48,9 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from jaxaudit._validation import check_integer, check_positive, check_probability
-from jaxaudit.attacks.privacy import gaussian_marginals_privacy
+from jaxaudit.accounting import gaussian_marginals_privacy
 from jaxaudit.attacks.result import AttackResult, attack_result
-from jaxaudit.attacks.tabular import Table, load_fair
+from jaxaudit.attacks.tabular import Table, check_table, load_fair
 
 __all__ = [
     "MAX_MEMORY_BYTES",
@@ -117,8 +117,8 @@ def marginals_memory(sizes, num_hidden: int, way: int, num_targets: int,
     their expected values (16nHm), the (n, H, A) records (8nHA) and the (H, H) Hamming balls
     (H²(h + 16)), with n targets, H hidden combinations, h hidden attributes, A released
     attributes and m marginals. Within a factor 1.3 above the measured peak at H = 720 and
-    3.4 GiB for the smallest five hidden attributes of Fair at n = 100, which the issue
-    measured (tests/attacks/test_marginals_attack.py checks it against tracemalloc)."""
+    3.4 GiB measured for the smallest five hidden attributes of Fair at n = 100
+    (tests/attacks/test_marginals_attack.py checks it against tracemalloc)."""
     a = len(sizes)
     m = math.comb(a, int(way))
     n, big_h = int(num_targets), int(hidden_values)
@@ -129,13 +129,15 @@ def marginals_memory(sizes, num_hidden: int, way: int, num_targets: int,
 def check_marginals_arguments(table: Table, *, attributes: Sequence[str], hidden: Sequence[str],
                               way: int = 2,
                               num_targets: int = 100, distance: int = 0) -> None:
-    """Every check of the game's arguments, before any work (no game is built): the names,
-    ``way``, ``num_targets``, ``distance`` and the working memory
-    (:func:`marginals_memory` ≤ :data:`MAX_MEMORY_BYTES`).
+    """Every check of the game's arguments, before any work (no game is built): the table
+    (:func:`jaxaudit.attacks.tabular.check_table`), the names, ``way``, ``num_targets``,
+    ``distance`` and the working memory (:func:`marginals_memory` ≤ :data:`MAX_MEMORY_BYTES`).
 
     Raises:
-      ValueError: naming the argument.
+      TypeError: ``table`` is not a :class:`Table`.
+      ValueError: naming the argument (for the table: the column and the bad code).
     """
+    check_table(table)
     if isinstance(attributes, str) or isinstance(hidden, str):
         raise ValueError("attributes and hidden must be sequences of column names, not strings")
     attributes, hidden = list(attributes), list(hidden)
@@ -150,7 +152,7 @@ def check_marginals_arguments(table: Table, *, attributes: Sequence[str], hidden
     way = check_integer("way", way, minimum=1)
     if way > len(attributes):
         raise ValueError(f"way must be an integer in [1, {len(attributes)}], got {way!r}")
-    n_rows = table.codes.shape[0]
+    n_rows = np.shape(table.codes)[0]
     num_targets = check_integer("num_targets", num_targets, minimum=1)
     if num_targets >= n_rows:
         raise ValueError(f"num_targets must be an integer in [1, {n_rows - 1}], got {num_targets!r}")
@@ -189,9 +191,9 @@ def marginals_game(key: jax.Array, table: Table, *, attributes: Sequence[str],
     check_marginals_arguments(table, attributes=attributes, hidden=hidden, way=way,
                               num_targets=num_targets)
     way, num_targets = int(way), int(num_targets)
-    n_rows = table.codes.shape[0]
+    n_rows = np.shape(table.codes)[0]
     col = [table.columns.index(a) for a in attributes]
-    codes = table.codes[:, col].astype(np.int64)
+    codes = np.asarray(table.codes)[:, col].astype(np.int64)
     sizes = np.array([len(table.levels[c]) for c in col])
     hid = np.array([attributes.index(h) for h in hidden])
     qi = np.array([a for a in range(len(attributes)) if a not in hid], dtype=np.int64)

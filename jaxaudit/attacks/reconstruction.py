@@ -79,7 +79,8 @@ from jaxaudit._validation import (
 )
 from jaxaudit.attacks.marginals import MarginalsGame
 
-__all__ = ["JointReconstruction", "joint_reconstruction", "joint_reconstruction_core"]
+__all__ = ["JointReconstruction", "MAX_STEPS", "ReconstructionConfig",
+           "check_reconstruction_config", "joint_reconstruction"]
 
 #: Floor of log D_i(h) (a hidden value the prior rules out, D_i(h) = 0, would give −∞·0).
 LOG_PRIOR_FLOOR = -69.0  # log(1e-30)
@@ -88,6 +89,58 @@ MIN_VARIANCE = 1e-12
 #: Objectives (in squared counts, σ² × the objective) closer than this are ties, broken by the
 #: prior: at σ → 0 the prior term σ² log D is below float32 resolution.
 TIE = 1e-3
+
+
+#: Most Adam steps per start and coordinate-descent sweeps (both are loop counts of one
+#: compiled program; 10⁶ Adam steps already take minutes on the Fair game).
+MAX_STEPS = 10**6
+
+
+class ReconstructionConfig(NamedTuple):
+    """Settings of :func:`joint_reconstruction` (static: one compiled program per value).
+
+    Attributes:
+      restarts: random starts θ ~ N(0, I) (default 4, ≥ 1).
+      steps: Adam steps per start (default 1000; 1 to :data:`MAX_STEPS`).
+      learning_rate: Adam's step size (default 0.1, > 0).
+      prior: include the expected log prior (the informed adversary's D_i) in the objective
+        (default True); False fits the release alone, as RAP does.
+      integer_sweeps: coordinate-descent sweeps over the targets after rounding (default 3;
+        0: argmax only; at most :data:`MAX_STEPS`).
+      sharpen: final weight κ ≥ 0 of the term −κ Σ_i ‖q_i‖²/(2σ²) that pulls the relaxed tables
+        toward one-hot ones (default 1.0; 0: the plain relaxation).
+      anneal: extra variance (≥ 0, squared counts) of the prior term at the first step, falling
+        to 0 at the last (default 10.0; 0: none).
+    """
+
+    restarts: int = 4
+    steps: int = 1000
+    learning_rate: float = 0.1
+    prior: bool = True
+    integer_sweeps: int = 3
+    sharpen: float = 1.0
+    anneal: float = 10.0
+
+
+def check_reconstruction_config(config: Any) -> ReconstructionConfig:
+    """``config`` checked field by field (errors name ``config.<field>``), as Python values."""
+    if not isinstance(config, ReconstructionConfig):
+        raise ArgumentTypeError(f"config must be a jaxaudit.attacks.ReconstructionConfig, got "
+                                f"{type(config).__name__}")
+    restarts = check_integer("config.restarts", config.restarts, minimum=1)
+    counts = {}
+    for field, low in (("steps", 1), ("integer_sweeps", 0)):
+        value = check_integer(f"config.{field}", getattr(config, field), minimum=low)
+        if value > MAX_STEPS:
+            raise ValueError(f"config.{field} must be an integer in [{low}, {MAX_STEPS}], got "
+                             f"{value}")
+        counts[field] = value
+    return ReconstructionConfig(
+        restarts, counts["steps"],
+        float(check_positive_finite("config.learning_rate", config.learning_rate)),
+        check_bool("config.prior", config.prior), counts["integer_sweeps"],
+        float(check_nonnegative_finite("config.sharpen", config.sharpen)),
+        float(check_nonnegative_finite("config.anneal", config.anneal)))
 
 
 class JointReconstruction(NamedTuple):
@@ -148,14 +201,11 @@ def _icm(guess: jax.Array, target_cells: jax.Array, log_prior: jax.Array, residu
     return jax.lax.fori_loop(0, sweeps, sweep, (rest, guess))[1]
 
 
-def joint_reconstruction_core(key: jax.Array, target_cells: ArrayLike, log_prior: ArrayLike,
-                              residual: ArrayLike, sigma: ArrayLike, *, restarts: int = 4,
-                              steps: int = 1000, learning_rate: float = 0.1,
-                              prior: bool = True, integer_sweeps: int = 3,
-                              sharpen: float = 1.0, anneal: float = 10.0
-                              ) -> JointReconstruction:
+def _joint_reconstruction(key: jax.Array, target_cells: ArrayLike, log_prior: ArrayLike,
+                          residual: ArrayLike, sigma: ArrayLike,
+                          config: ReconstructionConfig) -> JointReconstruction:
     """The unvalidated, traceable attack (see the module docstring); jit/vmap-able in ``key``,
-    ``log_prior``, ``residual`` and ``sigma`` (the keyword arguments are static).
+    ``log_prior``, ``residual`` and ``sigma`` (``config`` is static).
 
     Args:
       key: PRNG key (the random starts).
@@ -163,12 +213,12 @@ def joint_reconstruction_core(key: jax.Array, target_cells: ArrayLike, log_prior
       log_prior: (n, H) log D_i(h).
       residual: (release_size,) r = Y − C_rest.
       sigma: per-cell noise σ ≥ 0.
-      restarts, steps, learning_rate, prior, integer_sweeps, sharpen, anneal: as in
-        :func:`joint_reconstruction`.
+      config: :class:`ReconstructionConfig`.
 
     Returns:
       :class:`JointReconstruction`.
     """
+    restarts, steps, learning_rate, prior, integer_sweeps, sharpen, anneal = config
     target_cells = jnp.asarray(target_cells)
     residual = jnp.asarray(residual, jnp.float32)
     log_prior = jnp.maximum(jnp.asarray(log_prior, jnp.float32), LOG_PRIOR_FLOOR)
@@ -214,46 +264,59 @@ def joint_reconstruction_core(key: jax.Array, target_cells: ArrayLike, log_prior
     return JointReconstruction(best, confidence, probability, objectives, tables)
 
 
-_jitted_core = jax.jit(joint_reconstruction_core,
-                       static_argnames=("restarts", "steps", "learning_rate", "prior",
-                                        "integer_sweeps", "sharpen", "anneal"))
+_jitted = jax.jit(_joint_reconstruction, static_argnames=("config",))
+
+
+def _check_game(game: MarginalsGame) -> None:
+    """The parts of ``game`` the attack reads: (n, H, m) integer cells inside the release, an
+    (n, H) log prior and (release_size,) known counts, n ≥ 1 (errors name ``game.<field>``)."""
+    if not isinstance(game, MarginalsGame):
+        raise ArgumentTypeError(f"game must be a MarginalsGame (marginals_game(...)), "
+                                f"got {type(game).__name__}")
+    size = check_integer("game.release_size", game.release_size, minimum=1)
+    cells = np.asarray(game.target_cells)
+    if cells.ndim != 3 or cells.shape[0] < 1 or cells.shape[1] < 1 or cells.shape[2] < 1:
+        raise ValueError(f"game.target_cells must have shape (n, H, m) with n, H, m >= 1 (at "
+                         f"least one target), got {cells.shape}")
+    if cells.dtype == bool or not np.issubdtype(cells.dtype, np.integer):
+        raise ArgumentTypeError(f"game.target_cells must be integer cell indices, got dtype "
+                                f"{cells.dtype}")
+    if cells.min() < 0 or cells.max() >= size:
+        bad = int(cells.min() if cells.min() < 0 else cells.max())
+        raise ValueError(f"game.target_cells must index the release, 0..{size - 1}, got {bad} "
+                         "(a cell outside the release would be clamped into another one)")
+    check_shape("game.log_prior", game.log_prior, cells.shape[:2])
+    check_shape("game.rest_counts", game.rest_counts, (size,))
 
 
 def joint_reconstruction(key: jax.Array, game: MarginalsGame, release: ArrayLike,
-                         sigma: ArrayLike, *, restarts: int = 4, steps: int = 1000,
-                         learning_rate: float = 0.1, prior: bool = True,
-                         integer_sweeps: int = 3, sharpen: float = 1.0,
-                         anneal: float = 10.0) -> JointReconstruction:
+                         sigma: ArrayLike, config: ReconstructionConfig = ReconstructionConfig()
+                         ) -> JointReconstruction:
     """Fit every target's hidden values jointly to the noisy marginals (RAP-rank style).
 
     Relaxed tables q_i = softmax(θ_i) minimise
     ‖r − Σ_i Σ_h q_i(h) e(h, q_i)‖²/(2σ²) − Σ_i ⟨q_i, log D_i⟩ (r = release − known rows'
-    marginals; the prior term only with ``prior=True``; plus the sharpening term) by Adam from
-    ``restarts`` random starts; each argmax is refined by coordinate descent on the integer objective, and the best
-    restart is the guess (details and references in :mod:`jaxaudit.attacks.reconstruction`).
+    marginals; the prior term only with ``config.prior``; plus the sharpening term) by Adam
+    from ``config.restarts`` random starts; each argmax is refined by coordinate descent on the
+    integer objective, and the best restart is the guess (details and references in
+    :mod:`jaxaudit.attacks.reconstruction`). Works under the user's ``jax.jit``/``jax.vmap``
+    over ``key``, ``release`` and ``sigma``.
 
     Args:
       key: PRNG key (the random starts).
-      game: the :class:`jaxaudit.attacks.MarginalsGame` (its ``rest_counts``, ``target_cells``
-        and ``log_prior``; ``truth`` is not used).
+      game: the :class:`jaxaudit.attacks.marginals.MarginalsGame` (its ``rest_counts``,
+        ``target_cells`` and ``log_prior``; ``truth`` is not used).
       release: (release_size,) the noisy marginals (:func:`release_marginals`).
       sigma: per-cell noise σ ≥ 0 (0: the noiseless limit, an exact-fit program).
-      restarts: random starts (≥ 1).
-      steps: Adam steps per start (≥ 1).
-      learning_rate: Adam's step size (> 0).
-      prior: include the expected log prior (the informed adversary's D_i) in the objective;
-        False fits the release alone, as RAP does.
-      integer_sweeps: coordinate-descent sweeps over the targets after rounding (0: argmax only).
-      sharpen: final weight κ ≥ 0 of the term −κ Σ_i ‖q_i‖²/(2σ²) that pulls the relaxed tables
-        toward one-hot ones (0: the plain relaxation).
-      anneal: extra variance (≥ 0, squared counts) of the prior term at the first step, falling
-        to 0 at the last (0: none).
+      config: :class:`ReconstructionConfig` (restarts, Adam steps and step size, the prior
+        term, integer sweeps, sharpening, annealing).
 
     Returns:
       :class:`JointReconstruction`.
 
     Raises:
-      ValueError: a bad argument (named).
+      ValueError: a bad argument (named), or a game whose cells fall outside the release or
+        that has no target.
 
     Examples:
       >>> import jax
@@ -266,14 +329,8 @@ def joint_reconstruction(key: jax.Array, game: MarginalsGame, release: ArrayLike
       >>> r.guess.shape
       (10,)
     """
-    if not isinstance(game, MarginalsGame):
-        raise ArgumentTypeError(f"game must be a MarginalsGame (marginals_game(...)), "
-                                f"got {type(game).__name__}")
-    restarts = check_integer("restarts", restarts, minimum=1)
-    steps = check_integer("steps", steps, minimum=1)
-    integer_sweeps = check_integer("integer_sweeps", integer_sweeps, minimum=0)
-    learning_rate = float(check_positive_finite("learning_rate", learning_rate))
-    prior = check_bool("prior", prior)
+    _check_game(game)
+    config = check_reconstruction_config(config)
     check_key("key", key)  # passes tracers through, as do the checks below
     check_shape("release", release, (int(game.release_size),))
     residual: Any
@@ -283,9 +340,4 @@ def joint_reconstruction(key: jax.Array, game: MarginalsGame, release: ArrayLike
         residual = check_finite("release", release) - np.asarray(game.rest_counts, np.float64)
     sigma = as_scalar("sigma", sigma)
     check_nonnegative_finite("sigma", sigma)
-    sharpen = float(check_nonnegative_finite("sharpen", sharpen))
-    anneal = float(check_nonnegative_finite("anneal", anneal))
-    return _jitted_core(key, game.target_cells, game.log_prior, residual, sigma,
-                        restarts=restarts, steps=steps, learning_rate=learning_rate,
-                        prior=prior, integer_sweeps=integer_sweeps, sharpen=sharpen,
-                        anneal=anneal)
+    return _jitted(key, game.target_cells, game.log_prior, residual, sigma, config)

@@ -8,7 +8,7 @@ The game (Swanberg et al. § 3 with the Secret Sharer's mechanism):
    ``"user k's password is X_k"`` per user and real filler text (:mod:`.corpus`); with
    ``records_per_user`` R each user holds R records and is the DP unit (user-level DP-SGD).
 2. M = DP-SGD fine-tuning of a character GRU (:mod:`.lm_training`), σ calibrated so that M is
-   (ε, δ)-DP under replace-one neighbours (:func:`.privacy.dpsgd_privacy`).
+   (ε, δ)-DP under replace-one neighbours (:func:`jaxaudit.accounting.dpsgd_privacy`).
 3. The adversary, knowing D and the template, computes ℓ_k(x) = log p_θ(x | "user k's password
    is ") for every user k and candidate x (:func:`secret_scores`), ranks the candidates by an
    attack score (:func:`attack_scores`; default: the prior times a calibrated memorisation
@@ -27,7 +27,6 @@ References:
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -40,9 +39,9 @@ from jaxaudit._validation import (
     check_integer,
     check_nonnegative_finite,
     check_positive,
-    check_positive_finite,
     check_probability,
 )
+from jaxaudit.accounting import PldProfile, dpsgd_privacy
 from jaxaudit.attacks.char_model import CharGRU, candidate_trie, score_candidates
 from jaxaudit.attacks.corpus import (
     encode,
@@ -51,11 +50,11 @@ from jaxaudit.attacks.corpus import (
     secret_prefix,
     user_records,
 )
-from jaxaudit.attacks.lm_training import train_dp_lm
-from jaxaudit.attacks.privacy import PrivacyProfile, dpsgd_privacy
+from jaxaudit.attacks.lm_training import LmConfig, check_lm_config, sampling_rate, train_dp_lm
 from jaxaudit.attacks.result import AttackResult, attack_result
 from jaxaudit.attacks.secret_priors import SecretPrior
 from jaxaudit.bounds import top_k_mass
+from jaxaudit.runs import Progress
 
 __all__ = [
     "SCORINGS",
@@ -83,13 +82,13 @@ class SecretScores(NamedTuple):
       reference: (n, K) float32 the same under the public pretrained model (None when the
         model was trained from scratch: there is no public reference).
       secrets: (n,) int index of each user's true secret X_k among the candidates.
-      profile: the privacy profile of the training (:class:`jaxaudit.attacks.PrivacyProfile`).
+      profile: the privacy profile of the training (:class:`jaxaudit.accounting.PldProfile`).
     """
 
     scores: np.ndarray
     reference: np.ndarray | None
     secrets: np.ndarray
-    profile: PrivacyProfile
+    profile: PldProfile
 
 
 def secret_scores(model: CharGRU, params: VariableDict, prior: SecretPrior,
@@ -195,77 +194,83 @@ def rank_secrets(model: CharGRU, params: VariableDict, prior: SecretPrior, num_u
     return secret_ranks(secret_scores(model, params, prior, num_users), secrets)
 
 
-def pretrain_public(key: jax.Array, prior: SecretPrior, *, public_secrets: int = 500,
-                    public_filler: int = 1000, num_filler: int = 1000, steps: int = 300,
-                    batch_size: int = 64, learning_rate: float = 3e-3, hidden_dim: int = 96,
-                    record_length: int = 64,
-                    on_progress: Callable[[int], None] | None = None
+def pretrain_public(key: jax.Array, prior: SecretPrior, config: LmConfig, *,
+                    steps: int | None = None, learning_rate: float = 3e-3,
+                    public_secrets: int = 500, public_filler: int = 1000,
+                    progress: Progress | None = None
                     ) -> tuple[CharGRU, VariableDict]:
     """Non-private pretraining on public data: filler disjoint from the private corpus's, and
     ``public_secrets`` records of *other* users (ids from 10^6 on) with secrets from the same
     prior — the public knowledge of how people choose passwords that a fine-tuned model starts
     from (the paper attacks DP *fine-tuned* models).
 
+    Args:
+      key: PRNG key (the public corpus; the training).
+      prior: the :class:`SecretPrior` of the public users' secrets.
+      config: the :class:`LmConfig` of the fine-tuning that will follow: the public filler
+        starts after its ``num_filler`` private sentences; ``record_length``, ``hidden_dim``
+        and ``batch_size`` are used as they are (no clipping, no noise).
+      steps: pretraining steps (None: ``config.steps``).
+      learning_rate: pretraining's Adam step (not ``config.learning_rate``, the fine-tuning's).
+      public_secrets: public users' secret records.
+      public_filler: public filler records.
+      progress: optional ``progress(done, total)`` over the steps.
+
     Returns:
       ``(model, params)``.
     """
+    config = check_lm_config(config)
+    config = check_lm_config(config._replace(
+        learning_rate=learning_rate, steps=config.steps if steps is None else steps))
     corpus = secret_corpus(key, prior, num_secrets=public_secrets, num_filler=public_filler,
-                           record_length=record_length, first_user=10**6,
-                           filler_start=num_filler)
-    model = CharGRU(hidden_dim=check_integer("hidden_dim", hidden_dim, minimum=1))
-    q = min(1.0, batch_size / corpus.tokens.shape[0])
-    params = train_dp_lm(jax.random.fold_in(key, 1), model, corpus.tokens, steps=steps,
-                         sampling_rate=q, noise_multiplier=0.0, clip_norm=1e6,
-                         learning_rate=learning_rate, on_chunk=on_progress)
+                           record_length=config.record_length, first_user=10**6,
+                           filler_start=config.num_filler)
+    model = CharGRU(hidden_dim=config.hidden_dim)
+    params = train_dp_lm(jax.random.fold_in(key, 1), model, corpus.tokens,
+                         config._replace(clip_norm=1e6), noise_multiplier=0.0,
+                         progress=progress)
     return model, params
 
 
-def train_and_score(key: jax.Array, *, prior: SecretPrior, num_secrets: int, epsilon: float,
-                    delta: float = 1e-5, num_filler: int = 1000, steps: int = 300,
-                    batch_size: int = 64, clip_norm: float = 1.0, learning_rate: float = 3e-3,
+def train_and_score(key: jax.Array, prior: SecretPrior, config: LmConfig, *, epsilon: float,
                     pretrained: tuple[CharGRU, VariableDict] | None = None,
-                    hidden_dim: int = 96, record_length: int = 64, records_per_user: int = 1,
-                    on_progress: Callable[[int], None] | None = None) -> SecretScores:
+                    progress: Progress | None = None) -> SecretScores:
     """Steps 1–3 of the game up to the adversary's likelihoods: draw the secrets, DP-fine-tune,
     and score every candidate for every user (and under the public reference model).
 
     Every scoring of :func:`attack_scores` can then be evaluated on the same trained model
     (:func:`extraction_result`). Arguments as in :func:`secret_extraction`; with
-    ``records_per_user`` R the DP unit is the user (U = n + ⌈filler/R⌉ units, q = B/U).
+    ``config.records_per_user`` R the DP unit is the user (U = n + ⌈filler/R⌉ units, q = B/U).
 
     Returns:
       :class:`SecretScores`.
     """
     check_positive("epsilon", epsilon)
-    check_probability("delta", delta, open_low=True, open_high=True)
-    check_positive_finite("learning_rate", learning_rate)
-    check_positive_finite("clip_norm", clip_norm)
     if not isinstance(prior, SecretPrior):
         raise TypeError(f"prior must be a SecretPrior, got {type(prior).__name__}")
-    num_secrets = check_integer("num_secrets", num_secrets, minimum=1)
-    batch_size = check_integer("batch_size", batch_size, minimum=1)
+    config = check_lm_config(config)
     k_data, k_train = jax.random.split(key)
-    corpus = secret_corpus(k_data, prior, num_secrets=num_secrets, num_filler=num_filler,
-                           record_length=record_length)
-    units = user_records(corpus, records_per_user)
-    q = min(1.0, batch_size / units.shape[0])
-    profile = dpsgd_privacy(epsilon=epsilon, delta=delta, steps=steps, sampling_rate=q)
+    corpus = secret_corpus(k_data, prior, num_secrets=config.num_secrets,
+                           num_filler=config.num_filler, record_length=config.record_length)
+    units = user_records(corpus, config.records_per_user)
+    q = sampling_rate(config.batch_size, units.shape[0])
+    profile = dpsgd_privacy(epsilon=epsilon, delta=config.delta, steps=config.steps,
+                            sampling_rate=q)
     if pretrained is not None:
         model, init = pretrained
     else:
-        model, init = CharGRU(hidden_dim=check_integer("hidden_dim", hidden_dim, minimum=1)), None
-    params = train_dp_lm(k_train, model, units, steps=steps, sampling_rate=q,
-                         noise_multiplier=profile.noise, clip_norm=clip_norm,
-                         learning_rate=learning_rate, init_params=init, on_chunk=on_progress)
-    scores = secret_scores(model, params, prior, num_secrets)
+        model, init = CharGRU(hidden_dim=config.hidden_dim), None
+    params = train_dp_lm(k_train, model, units, config, noise_multiplier=profile.noise,
+                         init_params=init, progress=progress)
+    scores = secret_scores(model, params, prior, config.num_secrets)
     bad = int(np.size(scores) - np.isfinite(scores).sum())
     if bad:
         raise ValueError(
             f"the training diverged: {bad} of the {np.size(scores)} log-likelihoods of the "
-            f"fine-tuned model are NaN or infinite (learning_rate={float(learning_rate)!r}, "
-            f"clip_norm={float(clip_norm)!r}); lower learning_rate. A diverged model's scores "
+            f"fine-tuned model are NaN or infinite (learning_rate={config.learning_rate!r}, "
+            f"clip_norm={config.clip_norm!r}); lower learning_rate. A diverged model's scores "
             "are not an attack")
-    reference = None if init is None else secret_scores(model, init, prior, num_secrets)
+    reference = None if init is None else secret_scores(model, init, prior, config.num_secrets)
     return SecretScores(scores, reference, np.asarray(corpus.secrets), profile)
 
 
@@ -290,23 +295,21 @@ def extraction_result(scored: SecretScores, prior: SecretPrior, *, scoring: str 
                          top_prior=float(probs.max()), median_prior=median)
 
 
-def secret_extraction(key: jax.Array, *, prior: SecretPrior, num_secrets: int, epsilon: float,
-                      delta: float = 1e-5, guesses: int = 1, gamma: float = 0.05,
+def secret_extraction(key: jax.Array, prior: SecretPrior, config: LmConfig, *,
+                      epsilon: float, guesses: int = 1, gamma: float = 0.05,
                       scoring: str = "calibrated", weight: float = 1.0,
-                      num_filler: int = 1000, steps: int = 300, batch_size: int = 64,
-                      clip_norm: float = 1.0, learning_rate: float = 3e-3,
                       pretrained: tuple[CharGRU, VariableDict] | None = None,
-                      hidden_dim: int = 96, record_length: int = 64, records_per_user: int = 1,
-                      on_progress: Callable[[int], None] | None = None) -> AttackResult:
+                      progress: Progress | None = None) -> AttackResult:
     """DP-fine-tune a character GRU on a corpus with n inserted secrets and extract them.
 
     Args:
       key: PRNG key (secrets; training).
-      prior: :class:`jaxaudit.attacks.SecretPrior` (``digit_prior`` or ``password_prior``).
-      num_secrets: n users, one secret each.
+      prior: :class:`jaxaudit.attacks.SecretPrior` (``digit_prior``, ``password_prior`` or
+        ``name_prior``).
+      config: the :class:`jaxaudit.attacks.LmConfig` recipe (n secrets, corpus, GRU, DP-SGD
+        steps, batch size, C, learning rate, δ).
       epsilon: target ε of DP-SGD under replace-one neighbours (inf: no noise; the bound is
         then vacuous).
-      delta: δ ∈ (0, 1).
       guesses: k guesses per secret.
       gamma: level of the count bound.
       scoring: how candidates are ranked, one of :data:`SCORINGS` (:func:`attack_scores`):
@@ -314,25 +317,23 @@ def secret_extraction(key: jax.Array, *, prior: SecretPrior, num_secrets: int, e
         (prior × ratio to the public pretrained model; needs ``pretrained``), ``"likelihood"``
         (model likelihood alone), ``"prior"`` (no model: the baseline's guesses).
       weight: λ ≥ 0, the weight of the model's residual in ``"calibrated"``/``"reference"``.
-      num_filler: filler records of real text in the private corpus.
-      steps: DP-SGD steps T.
-      batch_size: expected Poisson batch size qN.
-      clip_norm: C.
-      learning_rate: Adam step size.
       pretrained: ``(model, params)`` from :func:`pretrain_public` to fine-tune (None: train
-        from scratch with a ``CharGRU(hidden_dim)``).
-      hidden_dim: GRU width when training from scratch.
-      record_length: characters per record.
-      records_per_user: R ≥ 1 records per user: each secret record R times, the filler in
-        users of R sentences; DP-SGD samples users and clips each user's summed gradient, so
-        ε is per user, the unit the count bound counts (:func:`.corpus.user_records`).
-      on_progress: callback with the number of DP-SGD steps done.
+        from scratch with a ``CharGRU(config.hidden_dim)``).
+      progress: optional ``progress(done, total)`` over the DP-SGD steps.
 
     Returns:
       :class:`AttackResult` (successes = secrets found within k guesses; priors = top-k mass).
 
     Raises:
       ValueError, TypeError: bad arguments (named).
+
+    Examples:
+      >>> import jax
+      >>> from jaxaudit.attacks import LmConfig, digit_prior, secret_extraction
+      >>> config = LmConfig(num_secrets=3, num_filler=4, steps=2, batch_size=4, hidden_dim=8)
+      >>> r = secret_extraction(jax.random.key(0), digit_prior(1), config, epsilon=8.0)
+      >>> int(r.successes) <= 3
+      True
     """
     check_choice("scoring", scoring, SCORINGS)
     check_nonnegative_finite("weight", weight)
@@ -341,11 +342,7 @@ def secret_extraction(key: jax.Array, *, prior: SecretPrior, num_secrets: int, e
     if scoring == "reference" and pretrained is None:
         raise ValueError("scoring='reference' needs pretrained=(model, params): the reference "
                          "is the public pretrained model")
-    scored = train_and_score(key, prior=prior, num_secrets=num_secrets, epsilon=epsilon,
-                             delta=delta, num_filler=num_filler, steps=steps,
-                             batch_size=batch_size, clip_norm=clip_norm,
-                             learning_rate=learning_rate, pretrained=pretrained,
-                             hidden_dim=hidden_dim, record_length=record_length,
-                             records_per_user=records_per_user, on_progress=on_progress)
+    scored = train_and_score(key, prior, config, epsilon=epsilon, pretrained=pretrained,
+                             progress=progress)
     return extraction_result(scored, prior, scoring=scoring, guesses=guesses, gamma=gamma,
                              weight=weight)

@@ -27,7 +27,6 @@ from jaxaudit.renyi import (
     gdp_epsilon_lower_bound,
     threshold_renyi_lower_bound,
 )
-from jaxaudit.renyi._names import renamed_argument
 from jaxaudit.stats import gdp_to_rdp
 
 __all__ = ["OrderAudit", "audit_dpsgd"]
@@ -41,17 +40,18 @@ class OrderAudit(NamedTuple):
       accountant: the accountant's ε_α (an upper bound on the truth).
       dv_point: DV held-out point estimate (bias-corrected, direction chosen on the training split;
         an estimate, not a confidence bound).
-      dv_lower: DV lower confidence bound at level 1 − significance.
+      dv_lower: DV lower confidence bound at the call's ``confidence``.
       gdp_lower: α μ_lo²/2 from the GDP threshold baseline (its ε at δ is in ``gdp_epsilon``).
       threshold_lower: rigorous RDP lower bound of the threshold test.
       gdp_epsilon: the GDP baseline's (ε, δ) lower bound at the ``delta`` of the call (the unit
         Annamalai & De Cristofaro report).
       gdp_mu: the GDP baseline's μ lower bound (their μ_emp).
       violation: True when a rigorous lower bound (dv_lower, gdp_lower, threshold_lower) exceeds
-        the accountant (beyond 1e-9 relative). Each bound holds at 1 − significance on its own,
-        so one flag is a false alarm with probability ≤ 3·significance, and "some order is
-        flagged" over k orders with probability ≤ 3k·significance (union bound): for a
-        family-wise claim at level s, call with ``significance = s / (3k)``.
+        the accountant (beyond 1e-9 relative). Each bound holds with probability
+        ``confidence`` on its own, so one flag is a false alarm with probability
+        ≤ 3(1 − confidence), and "some order is flagged" over k orders with probability
+        ≤ 3k(1 − confidence) (union bound): for a family-wise failure probability s, call with
+        ``confidence = 1 − s / (3k)``.
       dv_se: held-out standard error of ``dv_point`` given the critic (delta method; the
         critic's training variability is not in it).
     """
@@ -68,7 +68,6 @@ class OrderAudit(NamedTuple):
     dv_se: float = float("nan")
 
 
-@renamed_argument("significance", "confidence", complement=True)
 def audit_dpsgd(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, orders: ArrayLike, *,
                 accountant_params: dict, confidence: float = 0.95, delta: ArrayLike = 1e-5,
                 bound: str = "bernstein", config: Any = None) -> list[OrderAudit]:
@@ -85,8 +84,7 @@ def audit_dpsgd(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, ord
       in_scores: (R,) scores of runs with the canary; out_scores: (R',) without.
       orders: one order α > 1 or a sequence of them.
       accountant_params: ``dict(noise_multiplier=σ, sampling_rate=q, steps=T)``.
-      confidence: coverage of every lower bound, in (0, 1) (``significance=``, the deprecated
-        name of the failure probability 1 − confidence, warns).
+      confidence: coverage of every lower bound, in (0, 1).
       delta: δ of the GDP baseline's (ε, δ) statement.
       bound: DV confidence bound, "bernstein" or "hoeffding" (see ``estimate_renyi``).
       config: ``jaxaudit.renyi.CriticConfig`` for the DV critic.
@@ -114,8 +112,9 @@ def audit_dpsgd(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, ord
     dv_point = np.atleast_1d(np.asarray(jax.device_get(est.point), np.float64))
     dv_lower = np.atleast_1d(np.asarray(jax.device_get(est.lower), np.float64))
     dv_se = np.atleast_1d(np.asarray(jax.device_get(est.point_se), np.float64))
-    gdp = gdp_epsilon_lower_bound(in_s, out_s, delta, confidence=confidence)
-    thr = np.atleast_1d(threshold_renyi_lower_bound(in_s, out_s, orders_arr,
+    # the threshold baselines' held-out split is drawn (on the host) from the same key
+    gdp = gdp_epsilon_lower_bound(key, in_s, out_s, delta, confidence=confidence)
+    thr = np.atleast_1d(threshold_renyi_lower_bound(key, in_s, out_s, orders_arr,
                                                     confidence=confidence))
     records = []
     for i, a in enumerate(orders_arr):

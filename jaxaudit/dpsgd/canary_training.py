@@ -26,17 +26,17 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from jaxaudit._validation import (
+    check_chunk_size,
     check_finite,
     check_integer,
     check_key,
     check_labels,
-    check_nonnegative_finite,
-    check_positive_finite,
-    check_probability,
     is_traced,
 )
+from jaxaudit.dpsgd.config import DpsgdConfig, check_dpsgd_config
+from jaxaudit.dpsgd.ghost import _per_example_losses
 from jaxaudit.dpsgd.models import fast_apply
-from jaxaudit.dpsgd.private_step import _per_example_losses, check_block_size, make_private_step
+from jaxaudit.dpsgd.private_step import make_private_step
 from jaxaudit.sharding import vmap_chunked
 
 __all__ = ["ParamsInit", "canary_runs", "train_run", "canary_score"]
@@ -57,8 +57,7 @@ def canary_score(model: nn.Module, params: Any, canary: tuple[ArrayLike, ArrayLi
     return -_per_example_losses(logits, jnp.asarray(y, jnp.int32)[None])[0]
 
 
-def _build_run(model, *, num_private, clip_norm, steps, learning_rate, sampling_rate, method,
-               unroll, init=None, block_size=None):
+def _build_run(model, config, num_private, init=None):
     """One training run as a pure function
     ``run((key, in_flag), features, labels, params0, canary, noise_multiplier)``.
 
@@ -66,52 +65,46 @@ def _build_run(model, *, num_private, clip_norm, steps, learning_rate, sampling_
     With a callable ``init``, each run draws its own initial parameters ``init(k)`` (``params0``
     is then ignored).
     """
-    normalizer = max(sampling_rate * num_private, 1e-12)
+    q = config.sampling_rate
+    normalizer = max(q * num_private, 1e-12)
 
     def run(item, features, labels, params0, canary, noise_multiplier):
-        prepare, step = make_private_step(
-            model, clip_norm=clip_norm, noise_multiplier=noise_multiplier,
-            learning_rate=learning_rate, normalizer=normalizer, method=method,
-            block_size=block_size,
-        )
+        _, init_state, step = make_private_step(
+            model, config._replace(noise_multiplier=noise_multiplier), normalizer=normalizer)
         key, in_flag = item
         if isinstance(init, ParamsInit):
             key, k_init = jax.random.split(key)
             params0 = init(k_init)
         member = jnp.ones(labels.shape, jnp.float32).at[-1].set(in_flag.astype(jnp.float32))
 
-        def body(params, k):
-            if sampling_rate < 1.0:
+        def body(carry, k):
+            params, state = carry
+            if q < 1.0:
                 k, k_sample = jax.random.split(k)
-                mask = member * jax.random.bernoulli(k_sample, sampling_rate, member.shape)
+                mask = member * jax.random.bernoulli(k_sample, q, member.shape)
             else:
                 mask = member
-            return step(k, params, features, labels, mask), None
+            return step(k, params, state, features, labels, mask), None
 
-        params, _ = jax.lax.scan(body, params0, jax.random.split(key, steps), unroll=unroll)
+        (params, _), _ = jax.lax.scan(body, (params0, init_state(params0)),
+                                      jax.random.split(key, config.steps), unroll=config.unroll)
         return canary_score(model, params, canary)
 
-    prepare, _ = make_private_step(model, clip_norm=clip_norm, noise_multiplier=0.0,
-                                   learning_rate=learning_rate, method=method,
-                                   block_size=block_size)
+    prepare = make_private_step(model, config, normalizer=normalizer).prepare
     return prepare, run
 
 
 @functools.lru_cache(maxsize=32)
-def _compiled(model, num_private, clip_norm, steps, learning_rate, sampling_rate,
-              method, unroll, init, chunk_size, devices, block_size=None):
-    """(prepare, jitted single run, vmap_chunked runs), cached so repeated calls do not recompile."""
-    prepare, run = _build_run(
-        model, num_private=num_private, clip_norm=clip_norm,
-        steps=steps, learning_rate=learning_rate, sampling_rate=sampling_rate, method=method,
-        unroll=unroll, init=init, block_size=block_size,
-    )
+def _compiled(model, config, num_private, init, chunk_size, devices):
+    """(prepare, jitted single run, vmap_chunked runs), cached so repeated calls do not recompile
+    (``config`` with σ = 0: σ is an argument of the compiled run)."""
+    prepare, run = _build_run(model, config, num_private, init=init)
     mapped = vmap_chunked(run, chunk_size=chunk_size, devices=None if devices is None else list(devices))
     return jax.jit(prepare), jax.jit(run), mapped
 
 
-def _check(model, private_data, canary, num_runs, noise_multiplier, clip_norm, steps,
-           learning_rate, sampling_rate):
+def _check(model, private_data, canary, num_runs, config):
+    config = check_dpsgd_config(config)
     inputs, labels = (np.asarray(a) for a in private_data)
     check_finite("private_data inputs", inputs)
     if labels.ndim != 1 or labels.shape[0] != inputs.shape[0] or labels.shape[0] < 1:
@@ -126,12 +119,7 @@ def _check(model, private_data, canary, num_runs, noise_multiplier, clip_norm, s
         raise ValueError(f"canary label must be a scalar, got shape {np.shape(cy)}")
     check_labels("canary label", cy, num_classes)
     check_integer("num_runs", num_runs, minimum=1)
-    check_integer("steps", steps, minimum=1)
-    check_nonnegative_finite("noise_multiplier", noise_multiplier)
-    check_positive_finite("clip_norm", clip_norm)
-    check_nonnegative_finite("learning_rate", learning_rate)
-    check_probability("sampling_rate", sampling_rate, open_low=True)
-    return inputs, labels
+    return inputs, labels, config
 
 
 def _init_fn(init_params: Any) -> Any:
@@ -142,7 +130,7 @@ def _init_fn(init_params: Any) -> Any:
 def _run_keys(key: jax.Array, num_runs: int) -> jax.Array:
     """The 2R run keys (R "in" runs, then R "out" runs) from one key or from R unit keys."""
     if not jnp.issubdtype(jnp.asarray(key).dtype, jax.dtypes.prng_key):
-        key = jax.random.wrap_key_data(jnp.asarray(key, jnp.uint32))  # legacy uint32 keys
+        key = jax.random.wrap_key_data(jnp.asarray(key, jnp.uint32))  # raw uint32 key data (jax.random.PRNGKey)
     if key.ndim == 0:
         return jax.random.split(key, 2 * num_runs)
     if key.shape != (num_runs,):
@@ -153,23 +141,19 @@ def _run_keys(key: jax.Array, num_runs: int) -> jax.Array:
 
 
 def train_run(key: jax.Array, model: nn.Module, init_params: Any | ParamsInit,
-              private_data: tuple[ArrayLike, ArrayLike], canary: tuple[ArrayLike, ArrayLike], *,
-              include_canary: bool, noise_multiplier: float, clip_norm: float, steps: int,
-              learning_rate: float, sampling_rate: float = 1.0, method: str = "auto",
-              unroll: int = 1, block_size: int | None = None) -> jax.Array:
+              private_data: tuple[ArrayLike, ArrayLike], canary: tuple[ArrayLike, ArrayLike],
+              config: DpsgdConfig, *, include_canary: bool) -> jax.Array:
     """One canary run (the unit :func:`canary_runs` vmaps): returns the canary's score.
 
     Same arguments as :func:`canary_runs`, with ``include_canary`` choosing the world. With the
-    same key it reproduces the corresponding entry of :func:`canary_runs`.
+    same key it reproduces the corresponding entry of :func:`canary_runs`. Traceable: the key
+    and ``config.noise_multiplier`` may be traced (inside the user's ``jax.jit``/``jax.vmap``).
     """
     check_key("key", key)
-    inputs, labels = _check(model, private_data, canary, 1, noise_multiplier, clip_norm, steps,
-                            learning_rate, sampling_rate)
-    prepare, run, _ = _compiled(
-        model, inputs.shape[0], float(clip_norm), int(steps),
-        float(learning_rate), float(sampling_rate), method, int(unroll),
-        _init_fn(init_params), None, None, check_block_size(block_size),
-    )
+    inputs, labels, config = _check(model, private_data, canary, 1, config)
+    noise_multiplier = config.noise_multiplier
+    prepare, run, _ = _compiled(model, config._replace(noise_multiplier=0.0), inputs.shape[0],
+                                _init_fn(init_params), None, None)
     params0 = None if isinstance(init_params, ParamsInit) else init_params
     cx, cy = jnp.asarray(canary[0], jnp.float32), jnp.asarray(canary[1], jnp.int32)
     all_x = jnp.concatenate([jnp.asarray(inputs, jnp.float32), cx[None]])
@@ -180,11 +164,9 @@ def train_run(key: jax.Array, model: nn.Module, init_params: Any | ParamsInit,
 
 def canary_runs(
     key: jax.Array, model: nn.Module, init_params: Any | ParamsInit,
-    private_data: tuple[ArrayLike, ArrayLike], canary: tuple[ArrayLike, ArrayLike], *,
-    num_runs: int, noise_multiplier: float, clip_norm: float, steps: int, learning_rate: float,
-    sampling_rate: float = 1.0, chunk_size: int | None = None,
-    devices: Sequence[jax.Device] | None = None, method: str = "auto", unroll: int = 1,
-    block_size: int | None = None,
+    private_data: tuple[ArrayLike, ArrayLike], canary: tuple[ArrayLike, ArrayLike],
+    config: DpsgdConfig, *, num_runs: int, chunk_size: int | None = None,
+    devices: Sequence[jax.Device] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """R private trainings with the canary and R without; returns (in_scores, out_scores).
 
@@ -211,7 +193,9 @@ def canary_runs(
         from jaxaudit.sharding import use_all_cpu_cores
 
         use_all_cpu_cores()
-        in_scores, out_scores = canary_runs(jax.random.key(0), model, params, data, canary, ...)
+        config = DpsgdConfig(clip_norm=1.0, noise_multiplier=1.1, learning_rate=0.1, steps=100)
+        in_scores, out_scores = canary_runs(jax.random.key(0), model, params, data, canary,
+                                            config, num_runs=100)
 
     Args:
       key: PRNG key, or R unit keys (a key array of shape (R,), see above).
@@ -221,9 +205,10 @@ def canary_runs(
         (the average-case baseline, e.g. ``lambda k: model.init(k, x[:1])``).
       private_data: (inputs (N, ...), labels (N,)) = D⁻.
       canary: (input with the shape of one example, integer label).
+      config: :class:`jaxaudit.dpsgd.DpsgdConfig`: σ, C, T, η, the Poisson rate q ∈ (0, 1]
+        (1 is full-batch DP-GD), the per-example gradient path (``method``, ``block_size``, see
+        :func:`jaxaudit.dpsgd.clipped_gradient_sum`) and the ``lax.scan`` unroll factor.
       num_runs: R runs per world.
-      noise_multiplier: σ ≥ 0; clip_norm: C > 0; steps: T; learning_rate: η.
-      sampling_rate: Poisson rate q ∈ (0, 1]; 1 is full-batch DP-GD.
       chunk_size: runs computed simultaneously (None: one run per device at a time on CPU, all
         2R at once on other backends); the chunks run one after another inside the same
         compiled call. It is rounded up to a multiple of the device count D and each chunk is
@@ -233,10 +218,6 @@ def canary_runs(
         im2col patches fall out of cache). On accelerators use large chunks.
       devices: devices to shard runs over (None: all visible, e.g. one per CPU core after
         :func:`jaxaudit.sharding.use_all_cpu_cores`).
-      method: per-example gradient path, see :func:`jaxaudit.dpsgd.clipped_gradient_sum`.
-      unroll: ``lax.scan`` unroll factor over steps.
-      block_size: examples per block of the ghost-clipping step (None:
-        :func:`jaxaudit.dpsgd.ghost.default_block_size`), see :func:`jaxaudit.dpsgd.clipped_gradient_sum`.
 
     Returns:
       ``(in_scores, out_scores)``, float32 numpy arrays of shape (R,).
@@ -245,24 +226,22 @@ def canary_runs(
       ValueError: bad arguments, or a traced one: this is a host-side driver (it returns numpy
         arrays); inside ``jax.jit``/``jax.vmap`` use :func:`train_run`, its traceable unit.
     """
-    for name, value in (("key", key), ("noise_multiplier", noise_multiplier),
+    noise = config.noise_multiplier if isinstance(config, DpsgdConfig) else None
+    for name, value in (("key", key), ("config.noise_multiplier", noise),
                         ("init_params", init_params), ("private_data", private_data),
                         ("canary", canary)):
         if not isinstance(value, ParamsInit) and is_traced(value):
             raise ValueError(f"{name} is traced: canary_runs runs on the host and returns numpy "
                              "arrays; inside jax.jit or jax.vmap call train_run (one run) instead")
     check_key("key", key)
-    inputs, labels = _check(model, private_data, canary, num_runs, noise_multiplier, clip_norm, steps,
-                            learning_rate, sampling_rate)
+    inputs, labels, config = _check(model, private_data, canary, num_runs, config)
+    noise_multiplier = config.noise_multiplier
+    chunk_size = check_chunk_size(chunk_size)
     if chunk_size is None and jax.default_backend() == "cpu":
         chunk_size = 1  # rounded up to one run per device by vmap_chunked
     prepare, _, mapped = _compiled(
-        model, inputs.shape[0], float(clip_norm), int(steps),
-        float(learning_rate), float(sampling_rate), method, int(unroll),
-        _init_fn(init_params),
-        None if chunk_size is None else int(chunk_size),
-        None if devices is None else tuple(devices), check_block_size(block_size),
-    )
+        model, config._replace(noise_multiplier=0.0), inputs.shape[0], _init_fn(init_params),
+        chunk_size, None if devices is None else tuple(devices))
     params0 = None if isinstance(init_params, ParamsInit) else init_params
     cx, cy = jnp.asarray(canary[0], jnp.float32), jnp.asarray(canary[1], jnp.int32)
     all_x = jnp.concatenate([jnp.asarray(inputs, jnp.float32), cx[None]])

@@ -25,8 +25,8 @@ from jaxaudit._validation import (
     check_positive_finite,
     plain,
 )
+from jaxaudit.dpsgd.ghost import _per_example_losses
 from jaxaudit.dpsgd.models import fast_apply
-from jaxaudit.dpsgd.private_step import _per_example_losses
 
 __all__ = ["pretrain"]
 

@@ -10,10 +10,11 @@ with the norm over all leaves (global per-example clipping), Δ the L2 sensitivi
 sum under the chosen neighbouring relation and n̄ a *constant* normaliser (the expected batch
 size qN), never the realised batch size: dividing by a constant is post-processing, so the
 privacy is that of the noisy sum, and any optimiser chained after it (``optax.sgd``,
-``optax.adam``) post-processes it too.
+``optax.adam``) post-processes it too. n̄ has no default: with n̄ = 1 the update is the noisy
+*sum*, B times the mean gradient ``optax.contrib.dpsgd`` steps with at batch size B.
 
-* ``neighbouring="add_remove"`` (D and D ∪ {z}): Δ = C, noise σC (Abadi et al. 2016).
-* ``neighbouring="replace_one"`` (z replaced by z'): Δ = 2C, noise 2σC. σ is always the noise
+* ``relation="add_remove"`` (D and D ∪ {z}): Δ = C, noise σC (Abadi et al. 2016).
+* ``relation="replace_one"`` (z replaced by z'): Δ = 2C, noise 2σC. σ is always the noise
   relative to the sensitivity, so the Gaussian mechanism is μ = 1/σ-GDP per full-batch step
   under either relation. ``dp_accounting``'s ``REPLACE_ONE`` accountant with ``sensitivity=1``
   instead takes the noise relative to C (its worlds are shifted by ±C); its σ_acc is 2σ here
@@ -53,13 +54,14 @@ import optax
 from jaxaudit._validation import (
     check_choice,
     check_key,
+    check_mask,
     check_nonnegative_finite,
     check_positive_finite,
 )
 
 __all__ = [
     "DPAggregateState",
-    "NEIGHBOURING_RELATIONS",
+    "SENSITIVITY",
     "add_gaussian_noise",
     "clip_and_sum",
     "dp_aggregate",
@@ -68,8 +70,9 @@ __all__ = [
     "per_example_gradients",
 ]
 
-#: The neighbouring relations and the L2 sensitivity of the clipped sum under each, in units of C.
-NEIGHBOURING_RELATIONS = {"add_remove": 1.0, "replace_one": 2.0}
+#: The neighbouring relations (as in :mod:`jaxaudit.accounting`) and the L2 sensitivity of the
+#: clipped sum under each, in units of C.
+SENSITIVITY = {"add_remove": 1.0, "replace_one": 2.0}
 
 
 class DPAggregateState(NamedTuple):
@@ -86,11 +89,11 @@ class DPAggregateState(NamedTuple):
 
 
 def noise_stddev(noise_multiplier: float | jax.Array, clip_norm: float | jax.Array,
-                 neighbouring: str = "add_remove") -> float | jax.Array:
+                 relation: str = "add_remove") -> float | jax.Array:
     """σ·Δ: the standard deviation of the noise on the clipped sum, Δ = C (add/remove) or 2C
     (replace-one). Python floats in, a Python float out (traced values stay traced)."""
-    check_choice("neighbouring", neighbouring, NEIGHBOURING_RELATIONS)
-    factor = NEIGHBOURING_RELATIONS[neighbouring]
+    check_choice("relation", relation, SENSITIVITY)
+    factor = SENSITIVITY[relation]
     return noise_multiplier * (clip_norm if factor == 1.0 else factor * clip_norm)
 
 
@@ -145,21 +148,42 @@ def per_example_gradients(loss: Callable[..., jax.Array], params: Any, *batch: A
 
 
 def _check(clip_norm: float | jax.Array, noise_multiplier: float | jax.Array,
-           key: jax.Array | None, normalizer: float | jax.Array, neighbouring: str) -> None:
+           key: jax.Array | None, normalizer: float | jax.Array, relation: str) -> None:
     check_positive_finite("clip_norm", clip_norm)
     check_nonnegative_finite("noise_multiplier", noise_multiplier)
     check_positive_finite("normalizer", normalizer)
-    check_choice("neighbouring", neighbouring, NEIGHBOURING_RELATIONS)
+    check_choice("relation", relation, SENSITIVITY)
     if key is not None:
         check_key("key", key)
 
 
+def _check_example_axis(grads: Any, params: Any) -> None:
+    """Every gradient leaf is (B, *parameter leaf shape): one leading per-example axis."""
+    if params is None:
+        raise ValueError("dp_aggregate's update needs params (update(grads, state, params)) to "
+                         "check that every gradient leaf has one leading per-example axis more "
+                         "than its parameter")
+    g_leaves, g_def = jax.tree.flatten_with_path(grads)
+    p_leaves, p_def = jax.tree.flatten(params)
+    if len(g_leaves) != len(p_leaves):
+        raise ValueError(f"per-example gradients must have the structure of params, got "
+                         f"{jax.tree.structure(grads)} and {p_def}")
+    for (path, g), p in zip(g_leaves, p_leaves):
+        g_shape, p_shape = tuple(jnp.shape(g)), tuple(jnp.shape(p))
+        if len(g_shape) != len(p_shape) + 1 or g_shape[1:] != p_shape:
+            raise ValueError(
+                f"per-example gradient leaf {jax.tree_util.keystr(path) or '(root)'} has shape "
+                f"{g_shape} for a parameter of shape {p_shape}: it must be (B,) + {p_shape}, "
+                "one leading example axis (per_example_gradients gives it; a plain jax.grad "
+                "has none)")
+
+
 def _noise_transform(clip_norm: float | jax.Array, noise_multiplier: float | jax.Array,
-                     key: jax.Array | None, normalizer: float | jax.Array, neighbouring: str,
-                     prepare: Callable[[Any, jax.Array | None], Any]
+                     key: jax.Array | None, normalizer: float | jax.Array, relation: str,
+                     prepare: Callable[[Any, Any, jax.Array | None], Any]
                      ) -> optax.GradientTransformationExtraArgs:
-    """The one noise stage: ĝ = (prepare(updates) + N(0, (σΔ)² I)) / n̄."""
-    stddev = noise_stddev(noise_multiplier, clip_norm, neighbouring)
+    """The one noise stage: ĝ = (prepare(updates, params, mask) + N(0, (σΔ)² I)) / n̄."""
+    stddev = noise_stddev(noise_multiplier, clip_norm, relation)
 
     def init_fn(params: Any) -> DPAggregateState:
         del params
@@ -168,8 +192,8 @@ def _noise_transform(clip_norm: float | jax.Array, noise_multiplier: float | jax
     def update_fn(updates: Any, state: DPAggregateState, params: Any = None, *,
                   noise_key: jax.Array | None = None, mask: jax.Array | None = None,
                   **extra_args: Any) -> tuple[Any, DPAggregateState]:
-        del params, extra_args
-        summed = prepare(updates, mask)
+        del extra_args
+        summed = prepare(updates, params, mask)
         new_key = state.key
         if noise_key is None:
             if state.key is None:
@@ -185,24 +209,30 @@ def _noise_transform(clip_norm: float | jax.Array, noise_multiplier: float | jax
 
 
 def dp_aggregate(clip_norm: float, noise_multiplier: float | jax.Array, *,
-                 key: jax.Array | None = None, normalizer: float = 1.0,
-                 neighbouring: str = "add_remove") -> optax.GradientTransformationExtraArgs:
+                 normalizer: float, key: jax.Array | None = None,
+                 relation: str = "add_remove") -> optax.GradientTransformationExtraArgs:
     """Per-example gradients → (Σ_i w_i clip_C(g_i) + N(0, σ²Δ² I)) / n̄ (DP-SGD's aggregation).
 
-    ``update(per_example_grads, state, params=None, *, mask=None, noise_key=None)``: the
-    gradients have a leading example axis (e.g. from :func:`per_example_gradients`); ``mask`` is
-    an optional (B,) 0/1 membership of each row in this step's batch; ``noise_key`` overrides the
-    state's key for this update. Chain an optimiser after it; ``optax.chain`` forwards ``mask``
-    and ``noise_key``.
+    ``update(per_example_grads, state, params, *, mask=None, noise_key=None)``: every gradient
+    leaf is its parameter leaf's shape with one leading example axis (e.g. from
+    :func:`per_example_gradients`; checked against ``params``, which is required, so a plain
+    ``jax.grad`` gradient is refused instead of its coordinates being read as examples);
+    ``mask`` is an optional (B,) boolean or 0/1 membership of each row in this step's batch
+    (other values are refused: under jit its dtype must be boolean or integer); ``noise_key``
+    overrides the state's key for this update. Chain an optimiser after it; ``optax.chain``
+    forwards ``mask`` and ``noise_key``.
 
     Args:
       clip_norm: C > 0.
       noise_multiplier: σ ≥ 0, the noise relative to the sensitivity Δ (may be traced).
+      normalizer: n̄ > 0, the constant the noisy sum is divided by (required). Use the expected
+        batch size qN, not the realised one: then σ = 0 chained with ``optax.sgd(η)`` is
+        ``optax.contrib.dpsgd(η, C, 0, seed)`` at batch size B = n̄ (n̄ = 1 releases the noisy
+        sum, a step B times larger).
       key: PRNG key held in the state and split per update (None: every update passes
         ``noise_key``).
-      normalizer: n̄ > 0, the constant the noisy sum is divided by (the expected batch size qN,
-        not the realised one).
-      neighbouring: ``"add_remove"`` (Δ = C) or ``"replace_one"`` (Δ = 2C).
+      relation: ``"add_remove"`` (Δ = C) or ``"replace_one"`` (Δ = 2C), as in
+        :mod:`jaxaudit.accounting`.
 
     Returns:
       An ``optax.GradientTransformationExtraArgs`` with state :class:`DPAggregateState`.
@@ -213,7 +243,7 @@ def dp_aggregate(clip_norm: float, noise_multiplier: float | jax.Array, *,
       >>> loss = lambda w, x, y: (x @ w - y) ** 2
       >>> w = jnp.zeros(3)
       >>> x, y = jnp.ones((8, 3)), jnp.arange(8.0)
-      >>> tx = optax.chain(dp_aggregate(1.0, 1.1, key=jax.random.key(0), normalizer=8.0),
+      >>> tx = optax.chain(dp_aggregate(1.0, 1.1, normalizer=8.0, key=jax.random.key(0)),
       ...                  optax.sgd(0.1))
       >>> state = tx.init(w)
       >>> updates, state = tx.update(per_example_gradients(loss, w, x, y), state, w)
@@ -223,26 +253,34 @@ def dp_aggregate(clip_norm: float, noise_multiplier: float | jax.Array, *,
     References:
       Abadi et al., "Deep Learning with Differential Privacy", CCS 2016, arXiv 1607.00133.
     """
-    _check(clip_norm, noise_multiplier, key, normalizer, neighbouring)
-    return _noise_transform(clip_norm, noise_multiplier, key, normalizer, neighbouring,
-                            lambda grads, mask: clip_and_sum(grads, clip_norm, mask))
+    _check(clip_norm, noise_multiplier, key, normalizer, relation)
+
+    def prepare(grads: Any, params: Any, mask: jax.Array | None) -> Any:
+        _check_example_axis(grads, params)
+        if mask is not None:
+            check_mask("mask", mask)
+        return clip_and_sum(grads, clip_norm, mask)
+
+    return _noise_transform(clip_norm, noise_multiplier, key, normalizer, relation, prepare)
 
 
 def dp_noisy_sum(clip_norm: float, noise_multiplier: float | jax.Array, *,
-                 key: jax.Array | None = None, normalizer: float = 1.0,
-                 neighbouring: str = "add_remove") -> optax.GradientTransformationExtraArgs:
+                 normalizer: float, key: jax.Array | None = None,
+                 relation: str = "add_remove") -> optax.GradientTransformationExtraArgs:
     """An already clipped sum S = Σ_i w_i clip_C(g_i) → (S + N(0, σ²Δ² I)) / n̄.
 
     The noise stage of :func:`dp_aggregate`, for callers that form S without materialising the
     per-example gradients (ghost clipping, :func:`jaxaudit.dpsgd.clipped_gradient_sum`). The
     caller is responsible for S being a sum of gradients clipped to C; ``clip_norm`` here only
-    sets the noise. Same arguments, state and ``noise_key`` as :func:`dp_aggregate`.
+    sets the noise. Same arguments, state and ``noise_key`` as :func:`dp_aggregate` (``params``
+    is optional here: S already has the parameters' shapes).
     """
-    _check(clip_norm, noise_multiplier, key, normalizer, neighbouring)
+    _check(clip_norm, noise_multiplier, key, normalizer, relation)
 
-    def prepare(summed: Any, mask: jax.Array | None) -> Any:
+    def prepare(summed: Any, params: Any, mask: jax.Array | None) -> Any:
+        del params
         if mask is not None:
             raise ValueError("dp_noisy_sum takes an already masked clipped sum; got a mask")
         return summed
 
-    return _noise_transform(clip_norm, noise_multiplier, key, normalizer, neighbouring, prepare)
+    return _noise_transform(clip_norm, noise_multiplier, key, normalizer, relation, prepare)

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import flax.linen as nn
 import jax
@@ -60,13 +60,14 @@ from jax.typing import ArrayLike
 
 from jaxaudit._validation import (
     check_choice,
-    check_finite,
     check_integer,
-    check_nonnegative,
+    check_mask,
     check_positive,
+    check_positive_finite,
 )
-from jaxaudit.dpsgd.ghost import _per_example_losses as _losses
+from jaxaudit.dpsgd.config import METHODS, DpsgdConfig, check_dpsgd_config
 from jaxaudit.dpsgd.ghost import (
+    _per_example_losses,
     block_features,
     blocked_clipped_sum,
     default_block_size,
@@ -74,28 +75,23 @@ from jaxaudit.dpsgd.ghost import (
 )
 from jaxaudit.dpsgd.models import Layer, layer_program
 from jaxaudit.dpsgd.private_aggregate import (
-    add_gaussian_noise,
     clip_and_sum,
     dp_noisy_sum,
     per_example_gradients,
 )
 
-__all__ = ["clipped_gradient_sum", "dp_gradient_step", "add_gaussian_noise", "make_private_step"]
-
-_METHODS = ("auto", "ghost", "vmap")
+__all__ = ["PrivateStep", "check_block_size", "clipped_gradient_sum", "dp_gradient_step",
+           "make_private_step"]
 
 #: ``prepare(inputs) -> features``: the host-side input transform of a model (im2col patches for
 #: the CNN, a float32 cast otherwise), computed once per batch.
 Prepare = Callable[[jax.Array], Any]
-#: ``step(key, params, features, labels, mask) -> params``: one private step (jit/vmap/scan-able).
-PrivateStep = Callable[[jax.Array, Any, Any, jax.Array, jax.Array], Any]
+#: ``step(key, params, opt_state, features, labels, mask) -> (params, opt_state)``: one private
+#: step (jit/vmap/scan-able).
+StepFn = Callable[[jax.Array, Any, Any, Any, jax.Array, jax.Array], tuple[Any, Any]]
 #: ``f(params, features, labels, weights, C) -> (clipped sum, per-example norms)``
 _ClippedSum = Callable[[Any, Any, jax.Array, jax.Array, Any], tuple[Any, jax.Array]]
 
-
-_per_example_losses = _losses  # re-exported: canary_training and pretrain import it from here
-#: the ghost path's per-layer clipped sum, kept under its old name
-_ghost_clipped_sum = ghost_clipped_sum
 
 
 def _vmap_clipped_sum(model: nn.Module, params: Any, inputs: jax.Array, labels: jax.Array,
@@ -115,7 +111,7 @@ def _vmap_clipped_sum(model: nn.Module, params: Any, inputs: jax.Array, labels: 
 
 def _resolve(model: nn.Module, method: str
              ) -> tuple[str, tuple[Callable[[Any], jax.Array], list[Layer]] | None]:
-    check_choice("method", method, _METHODS)
+    check_choice("method", method, METHODS)
     program = layer_program(model)
     if method == "ghost" and program is None:
         raise ValueError(f"method='ghost' needs SmallCNN, MLP or LogisticRegression, got {type(model).__name__}")
@@ -141,15 +137,10 @@ def _compiled_clipped_sum(model: nn.Module, method: str, block_size: int | None 
 
 
 @functools.lru_cache(maxsize=32)
-def _compiled_step(model: nn.Module, clip_norm: float, noise_multiplier: float,
-                   learning_rate: float, normalizer: float, method: str,
-                   block_size: int | None = None) -> tuple[Prepare, PrivateStep]:
-    """(prepare, jitted private step), cached per static configuration."""
-    prepare, step = make_private_step(
-        model, clip_norm=clip_norm, noise_multiplier=noise_multiplier,
-        learning_rate=learning_rate, normalizer=normalizer, method=method, block_size=block_size,
-    )
-    return prepare, jax.jit(step)
+def _compiled_step(model: nn.Module, config: DpsgdConfig, normalizer: float) -> PrivateStep:
+    """(prepare, init, jitted private step), cached per static configuration."""
+    prepare, init, step = make_private_step(model, config, normalizer=normalizer)
+    return PrivateStep(prepare, init, jax.jit(step))
 
 
 def _clipped_sum_fn(model: nn.Module, method: str, block_size: int | None = None
@@ -183,6 +174,8 @@ def _checked_batch(inputs: ArrayLike, labels: ArrayLike, per_example: ArrayLike 
     labels = jnp.asarray(labels, jnp.int32)
     if labels.shape != inputs.shape[:1]:
         raise ValueError(f"labels must have shape {inputs.shape[:1]}, got {labels.shape}")
+    if per_example is not None:
+        check_mask(name, per_example)
     per_example = (jnp.ones(labels.shape, jnp.float32) if per_example is None
                    else jnp.asarray(per_example, jnp.float32))
     if per_example.shape != labels.shape:
@@ -203,7 +196,8 @@ def clipped_gradient_sum(model: nn.Module, params: Any, inputs: jax.Array, label
       params: parameters as returned by ``model.init``.
       inputs: (N, ...) examples; labels: (N,) integer labels.
       clip_norm: C > 0.
-      weights: optional (N,) 0/1 mask (Poisson sample, or canary membership); default all ones.
+      weights: optional (N,) boolean or 0/1 mask (Poisson sample, or canary membership);
+        default all ones.
       method: ``"auto"`` (ghost when available), ``"ghost"`` or ``"vmap"`` (reference).
       block_size: ghost path only: examples processed together, the blocks one after another
         (:func:`jaxaudit.dpsgd.ghost.blocked_clipped_sum`; the same sum, reassociated). None:
@@ -229,74 +223,108 @@ def clipped_gradient_sum(model: nn.Module, params: Any, inputs: jax.Array, label
     return fn(params, prepare(inputs), labels, weights, jnp.float32(clip_norm))
 
 
-def make_private_step(model: nn.Module, *, clip_norm: float, noise_multiplier: float,
-                      learning_rate: float, normalizer: float = 1.0,
-                      method: str = "auto", block_size: int | None = None
-                      ) -> tuple[Prepare, PrivateStep]:
-    """Build ``(prepare, step)`` for jit/vmap/scan: ``step(key, params, features, labels, mask)``.
+class PrivateStep(NamedTuple):
+    """:func:`make_private_step`'s pure functions, in optax's and blackjax's shape.
 
-    ``features = prepare(inputs)`` is computed once (im2col patches of the raw inputs for the CNN).
-    ``step`` returns θ − η(Σ_i mask_i clip_C(∇ℓ_i) + N(0, σ²C²I)) / normalizer: the clipped sum
-    of :func:`clipped_gradient_sum`'s path, then ``optax.chain(dp_noisy_sum(C, σ), optax.sgd)``
-    with ``key`` as the noise key. ``noise_multiplier`` may be traced. Arguments are validated
-    by the public callers; see :func:`dp_gradient_step`. ``block_size``: see
-    :func:`clipped_gradient_sum` (it changes the layout of ``features``, not the result).
+    Attributes:
+      prepare: ``prepare(inputs) -> features``, the host-side input transform of the model
+        (im2col patches for the CNN, a float32 cast otherwise), computed once per batch.
+      init: ``init(params) -> opt_state``, the optax state of the noise stage and the optimiser.
+      step: ``step(key, params, opt_state, features, labels, mask) -> (params, opt_state)``, one
+        private step (jit/vmap/scan-able; the state threads from one step to the next).
     """
-    prepare, fn = _clipped_sum_fn(model, method, block_size)
-    # n̄ is folded into the SGD step size, (η/n̄)·ĝ: θ − (η/n̄)(S + Z), the arithmetic (and so
-    # the bits) of the step before the noise moved into the transformation.
-    tx = optax.chain(dp_noisy_sum(clip_norm, noise_multiplier, neighbouring="add_remove"),
-                     optax.sgd(learning_rate / normalizer))
 
-    def step(key: jax.Array, params: Any, features: Any, labels: jax.Array, mask: jax.Array
-             ) -> Any:
+    prepare: Prepare
+    init: Callable[[Any], optax.OptState]
+    step: StepFn
+
+
+def make_private_step(model: nn.Module, config: DpsgdConfig, *, normalizer: float,
+                      optimizer: optax.GradientTransformation | None = None) -> PrivateStep:
+    """Build DP-SGD's step for jit/vmap/scan: ``(prepare, init, step)``.
+
+    ``features = prepare(inputs)`` is computed once (im2col patches of the raw inputs for the CNN);
+    ``opt_state = init(params)``; then each ``params, opt_state = step(key, params, opt_state,
+    features, labels, mask)`` releases ĝ = (Σ_i mask_i clip_C(∇ℓ_i) + N(0, σ²C²I)) / n̄ (the
+    clipped sum of :func:`clipped_gradient_sum`'s path, then
+    :func:`jaxaudit.dpsgd.dp_noisy_sum` with ``key`` as the noise key) and lets ``optimizer``
+    post-process it. The optax state threads across steps, so momentum or Adam accumulate as in
+    any optax loop. ``config.noise_multiplier`` may be traced; ``config.steps``,
+    ``sampling_rate`` and ``unroll`` are not read (the caller runs the steps).
+
+    Args:
+      model: a flax module (``SmallCNN``, ``MLP``, ``LogisticRegression`` use ghost clipping).
+      config: :class:`jaxaudit.dpsgd.DpsgdConfig` (C, σ, η, method, block size).
+      normalizer: n̄ > 0, the constant the noisy sum is divided by (the expected batch size
+        q|D|; required, as in :func:`jaxaudit.dpsgd.dp_aggregate`).
+      optimizer: the optax transformation applied to ĝ (default ``optax.sgd(learning_rate)``:
+        θ ← θ − η ĝ, computed as (η/n̄)(S + Z)).
+
+    Returns:
+      :class:`PrivateStep`.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp, optax
+      >>> from jaxaudit.dpsgd import DpsgdConfig, LogisticRegression, make_private_step
+      >>> model = LogisticRegression(num_classes=2)
+      >>> x, y = jnp.ones((4, 3)), jnp.array([0, 1, 0, 1])
+      >>> params = model.init(jax.random.key(0), x[:1])
+      >>> config = DpsgdConfig(clip_norm=1.0, noise_multiplier=1.1, learning_rate=0.1)
+      >>> prepare, init, step = make_private_step(model, config, normalizer=4.0,
+      ...                                         optimizer=optax.sgd(0.1, momentum=0.9))
+      >>> state = init(params)
+      >>> for k in jax.random.split(jax.random.key(1), 3):
+      ...     params, state = step(k, params, state, prepare(x), y, jnp.ones(4, bool))
+      >>> int(state[0].count)
+      3
+    """
+    config = check_dpsgd_config(config)
+    check_positive_finite("normalizer", normalizer)
+    prepare, fn = _clipped_sum_fn(model, config.method, config.block_size)
+    clip_norm = config.clip_norm
+    if optimizer is None:
+        # n̄ is folded into the SGD step size, (η/n̄)·ĝ: θ − (η/n̄)(S + Z), the arithmetic (and
+        # so the bits) of the canary runs the tests pin.
+        tx = optax.chain(dp_noisy_sum(clip_norm, config.noise_multiplier, normalizer=1.0),
+                         optax.sgd(config.learning_rate / normalizer))
+    else:
+        tx = optax.chain(dp_noisy_sum(clip_norm, config.noise_multiplier, normalizer=normalizer),
+                         optimizer)
+
+    def step(key: jax.Array, params: Any, opt_state: optax.OptState, features: Any,
+             labels: jax.Array, mask: jax.Array) -> tuple[Any, optax.OptState]:
         summed, _ = fn(params, features, labels, mask, clip_norm)
-        updates, _ = tx.update(summed, tx.init(params), params, noise_key=key)
-        return optax.apply_updates(params, updates)
+        updates, opt_state = tx.update(summed, opt_state, params, noise_key=key)
+        return optax.apply_updates(params, updates), opt_state
 
-    return prepare, step
+    return PrivateStep(prepare, tx.init, step)
 
 
-def dp_gradient_step(
-    key: jax.Array,
-    model: nn.Module,
-    params: Any,
-    inputs: jax.Array,
-    labels: jax.Array,
-    *,
-    clip_norm: float,
-    noise_multiplier: float,
-    learning_rate: float,
-    mask: jax.Array | None = None,
-    normalizer: float = 1.0,
-    method: str = "auto",
-    block_size: int | None = None,
-) -> Any:
+def dp_gradient_step(key: jax.Array, model: nn.Module, params: Any, inputs: jax.Array,
+                     labels: jax.Array, config: DpsgdConfig, *, normalizer: float,
+                     mask: jax.Array | None = None) -> Any:
     """One DP-GD / DP-SGD step: θ ← θ − η (Σ_{i: mask_i=1} clip_C(∇ℓ_i) + N(0, σ²C² I)) / n̄.
 
     Full batch when ``mask`` is None (sampling rate 1); pass a Poisson 0/1 mask
     (``jax.random.bernoulli(key, q, (N,))``) for subsampled DP-SGD. Privacy per step: the Gaussian
-    mechanism with sensitivity C and noise σC (Abadi et al. 2016).
+    mechanism with sensitivity C and noise σC (Abadi et al. 2016). Plain SGD from a fresh state;
+    for a stateful optimiser over several steps use :func:`make_private_step`.
 
     Args:
       key: PRNG key for the noise.
       model, params: flax module and its parameters.
       inputs, labels: the (N, ...) batch and (N,) integer labels.
-      clip_norm: C > 0. noise_multiplier: σ ≥ 0. learning_rate: η ≥ 0.
-      mask: optional (N,) 0/1 membership of each example in this step's batch.
-      normalizer: n̄ > 0, a constant the noisy sum is divided by (not the realised batch size).
-      method, block_size: see :func:`clipped_gradient_sum`.
+      config: :class:`jaxaudit.dpsgd.DpsgdConfig` (C, σ, η, method, block size; ``steps``,
+        ``sampling_rate`` and ``unroll`` are not read).
+      normalizer: n̄ > 0, a constant the noisy sum is divided by (the expected batch size, not
+        the realised one; required).
+      mask: optional (N,) boolean or 0/1 membership of each example in this step's batch.
 
     Returns:
       The updated parameters.
     """
-    check_positive("clip_norm", clip_norm)
-    check_nonnegative("noise_multiplier", noise_multiplier)
-    check_finite("noise_multiplier", noise_multiplier)
-    check_nonnegative("learning_rate", learning_rate)
-    check_positive("normalizer", normalizer)
-    block_size = check_block_size(block_size)
+    config = check_dpsgd_config(config)
+    check_positive_finite("normalizer", normalizer)
     inputs, labels, mask = _checked_batch(inputs, labels, mask, "mask")
-    prepare, step = _compiled_step(model, float(clip_norm), float(noise_multiplier),
-                                   float(learning_rate), float(normalizer), method, block_size)
-    return step(key, params, prepare(inputs), labels, mask)
+    prepare, init, step = _compiled_step(model, config, float(normalizer))
+    return step(key, params, init(params), prepare(inputs), labels, mask)[0]

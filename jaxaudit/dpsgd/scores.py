@@ -146,8 +146,7 @@ def load_scores(path: str | Path, name: str = "scores") -> np.ndarray:
     return scores.astype(np.float64)
 
 
-def min_scores_per_world(significance: float | None = None, *,
-                         confidence: float | None = None) -> int:
+def min_scores_per_world(confidence: float = 0.95) -> int:
     """Fewest scores per world with which the threshold-test bound can be positive at all.
 
     The smallest n for which n perfectly separated scores per world (every IN score above every
@@ -157,28 +156,25 @@ def min_scores_per_world(significance: float | None = None, *,
     bound itself, so it follows any change of the test.
 
     Args:
-      significance: deprecated (warns): the failure probability 1 − ``confidence``.
       confidence: coverage of the lower bounds, in (0, 1); default 0.95.
 
     Returns:
       n (an int ≥ :data:`MIN_SCORES`; 10 000 if none up to it works).
     """
-    from jaxaudit.renyi._names import failure_probability
-
-    failure = failure_probability("min_scores_per_world", "significance", significance,
-                                  confidence, default_confidence=0.95)
-    check_probability("confidence", 1.0 - failure, open_low=True, open_high=True)
-    return _min_scores_per_world(float(1.0 - failure))
+    check_probability("confidence", confidence, open_low=True, open_high=True)
+    return _min_scores_per_world(float(confidence))
 
 
 @functools.lru_cache(maxsize=16)
 def _min_scores_per_world(confidence: float) -> int:
+    import jax
+
     from jaxaudit.renyi import threshold_renyi_lower_bound
 
     def positive(n: int) -> bool:
         ramp = np.arange(n) / n
         return float(np.atleast_1d(threshold_renyi_lower_bound(
-            10.0 + ramp, ramp, np.array([2.0]), confidence=confidence))[0]) > 0
+            jax.random.key(0), 10.0 + ramp, ramp, np.array([2.0]), confidence=confidence))[0]) > 0
 
     # the bound grows with n at perfect separation: double until positive, then bisect
     lo, hi = MIN_SCORES, MIN_SCORES

@@ -37,17 +37,16 @@ ATTACKS = ("bayes", "joint", "rap", "prior")
 def one_run(rho: float, rep: int, args: argparse.Namespace) -> dict:
     import jax
 
+    from jaxaudit.accounting import gaussian_marginals_privacy
     from jaxaudit.attacks import (
-        attack_result,
-        gaussian_marginals_privacy,
-        hamming_guess,
+        ReconstructionConfig,
         joint_reconstruction,
         load_fair,
         marginals_game,
-        marginals_posterior,
         release_marginals,
     )
-    from jaxaudit.attacks.marginals import _balls
+    from jaxaudit.attacks.marginals import _balls, hamming_guess, marginals_posterior
+    from jaxaudit.attacks.result import attack_result
     from jaxaudit.pipelines.attacks import MARGINAL_ATTRIBUTES, MARGINAL_HIDDEN
     from jaxaudit.runs import unit_key
 
@@ -66,7 +65,8 @@ def one_run(rho: float, rep: int, args: argparse.Namespace) -> dict:
     for name, prior in (("joint", True), ("rap", False)):
         t0 = time.perf_counter()
         r = joint_reconstruction(jax.random.fold_in(k_noise, 1), game, release, sigma,
-                                 restarts=args.restarts, steps=args.steps, prior=prior)
+                                 ReconstructionConfig(restarts=args.restarts, steps=args.steps,
+                                                      prior=prior))
         joint[name] = r
         g = np.asarray(r.guess)
         guesses[name] = {0: g, 1: g}

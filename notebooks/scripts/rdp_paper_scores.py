@@ -38,7 +38,14 @@ import numpy as np
 
 from jaxaudit.accounting import noise_for_epsilon
 from jaxaudit.datasets import audit_data
-from jaxaudit.dpsgd import blank_canary, canary_runs, model_by_name, pretrain, worst_case_label
+from jaxaudit.dpsgd import (
+    DpsgdConfig,
+    blank_canary,
+    canary_runs,
+    model_by_name,
+    pretrain,
+    worst_case_label,
+)
 
 EPSILONS = (2.0, 4.38, 6.57, 10.0)
 LR_SUM = 4.0 / 30_000  # [31]'s η / |D| at |D| = 30,000, applied to the noisy sum
@@ -112,9 +119,10 @@ def main(argv=None):
             c = have // args.chunk
             n = min(args.chunk, s["runs"] - have)
             in_s, out_s = canary_runs(jax.random.fold_in(k_setting, c), model, init, (x, y),
-                                      (canary, label), num_runs=n, noise_multiplier=sigma,
-                                      clip_norm=1.0, steps=args.steps, learning_rate=lr,
-                                      unroll=1, chunk_size=args.vmap_chunk)
+                                      (canary, label),
+                                      DpsgdConfig(clip_norm=1.0, noise_multiplier=sigma,
+                                                  learning_rate=lr, steps=args.steps),
+                                      num_runs=n, chunk_size=args.vmap_chunk)
             for world, scores in (("in", in_s), ("out", out_s)):
                 prev = done.get(f"{name}_{world}", np.zeros(0, np.float32))
                 done[f"{name}_{world}"] = np.concatenate([prev, scores])

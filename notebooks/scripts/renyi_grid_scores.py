@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from jaxaudit.accounting import noise_for_epsilon
     from jaxaudit.datasets import audit_data
-    from jaxaudit.dpsgd import blank_canary, canary_runs, model_by_name, pretrain
+    from jaxaudit.dpsgd import DpsgdConfig, blank_canary, canary_runs, model_by_name, pretrain
 
     jax.config.update("jax_default_matmul_precision", "highest")
     print(f"devices: {jax.devices()}", flush=True)
@@ -117,9 +117,10 @@ def main(argv: list[str] | None = None) -> None:
             c = have // args.chunk
             n = min(args.chunk, s["runs"] - have)
             in_s, out_s = canary_runs(jax.random.fold_in(k_setting, c), model, init, (x, y),
-                                      (canary, 9), num_runs=n, noise_multiplier=sigma,
-                                      clip_norm=s["clip"], steps=args.steps, learning_rate=lr,
-                                      unroll=1, chunk_size=args.vmap_chunk)
+                                      (canary, 9),
+                                      DpsgdConfig(clip_norm=s["clip"], noise_multiplier=sigma,
+                                                  learning_rate=lr, steps=args.steps),
+                                      num_runs=n, chunk_size=args.vmap_chunk)
             seconds = time.time() - t0
             prev = dict(np.load(store)) if store.exists() else {
                 "in": np.zeros(0, np.float32), "out": np.zeros(0, np.float32),

@@ -1,4 +1,4 @@
-"""Secret extraction over ε with a configuration that memorises (issue 29 items 1 and 2).
+"""Secret extraction over ε with a configuration that memorises (docs/attacks.md).
 
 Runs (``--run``, resumable) and tabulates three sweeps of :func:`jaxaudit.pipelines.run_secrets`,
 one per prior, with the same small memorising configuration (docs/attacks.md, "The ε curve"):

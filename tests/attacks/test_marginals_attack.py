@@ -9,16 +9,15 @@ import numpy as np
 import pytest
 from scipy.stats import binom, norm
 
+from jaxaudit.accounting import gaussian_marginals_privacy
 from jaxaudit.attacks import (
     Table,
-    gaussian_marginals_privacy,
-    hamming_guess,
     load_fair,
     marginals_game,
-    marginals_posterior,
     marginals_reconstruction,
     release_marginals,
 )
+from jaxaudit.attacks.marginals import hamming_guess, marginals_posterior
 from jaxaudit.attacks.tabular import FAIR_SHA256
 from jaxaudit.bounds import gdp_delta
 
@@ -159,7 +158,7 @@ def test_count_bound_sound_over_seeded_repetitions():
 
 @pytest.mark.slow
 def test_memory_estimate_bounds_the_measured_peak():
-    """Issue 24 (hostile 4): the limit on --hidden rests on marginals_memory; it must not be
+    """The limit on --hidden rests on marginals_memory; it must not be
     below what the attack really allocates (tracemalloc sees numpy's buffers), nor wildly
     above (then usable games would be refused). The H² term dominates at H = 720."""
     import tracemalloc
@@ -204,3 +203,33 @@ def test_huge_hidden_space_refused_before_any_work(monkeypatch):
     h = 4 * 5 * 6 * 6 * 6
     small = MAX_MEMORY_BYTES // (3 * h * h)
     check_marginals_arguments(load_fair(), attributes=attrs, hidden=hidden, num_targets=small)
+
+
+def test_table_is_checked():
+    """A Table whose codes exceed its levels once spilled cells into the neighbouring marginals
+    (or gave numpy's broadcast error in a hidden column); float codes were truncated and a dict
+    gave an AttributeError. All are refused, naming the column or the type."""
+    fair = load_fair()
+    attrs = ["age", "educ", "religious"]
+    kw = dict(attributes=attrs, hidden=["religious"], num_targets=5)
+    for column in ("educ", "religious"):  # a released and a hidden column
+        c = fair.columns.index(column)
+        codes = fair.codes.copy()
+        codes[7, c] = len(fair.levels[c])  # one past the last level
+        with pytest.raises(ValueError, match=f"column '{column}' has {len(fair.levels[c])} "
+                                             f"levels.*got {len(fair.levels[c])} in row 7"):
+            marginals_game(jax.random.key(0), fair._replace(codes=codes), **kw)
+        codes[7, c] = -1
+        with pytest.raises(ValueError, match=f"column '{column}'.*got -1 in row 7"):
+            marginals_reconstruction(jax.random.key(0), rho=1.0, table=fair._replace(codes=codes),
+                                     **kw)
+    with pytest.raises(TypeError, match="codes must be an integer array, got dtype float64"):
+        marginals_game(jax.random.key(0), fair._replace(codes=fair.codes + 0.5), **kw)
+    with pytest.raises(TypeError, match="table must be a jaxaudit.attacks.Table.*got dict"):
+        marginals_game(jax.random.key(0), dict(fair._asdict()), **kw)
+    with pytest.raises(ValueError, match="codes must have shape"):
+        marginals_game(jax.random.key(0), fair._replace(codes=fair.codes[:, :3]), **kw)
+    with pytest.raises(ValueError, match="levels must hold one tuple"):
+        marginals_game(jax.random.key(0), fair._replace(levels=fair.levels[:3]), **kw)
+    game = marginals_game(jax.random.key(0), fair, **kw)  # the real table passes
+    assert game.truth.shape == (5,)

@@ -8,14 +8,15 @@ import numpy as np
 import pytest
 
 from jaxaudit.attacks import (
-    JointReconstruction,
+    ReconstructionConfig,
     Table,
     joint_reconstruction,
     marginals_game,
     release_marginals,
 )
+from jaxaudit.attacks.reconstruction import JointReconstruction
 
-FAST = dict(restarts=3, steps=200)
+FAST = ReconstructionConfig(restarts=3, steps=200)
 
 
 def _identifiable_table(rng, n_rows=30, levels=(3, 2)):
@@ -49,7 +50,7 @@ def test_recovers_identifiable_table_exactly_without_noise(seed):
                           hidden=["h0", "h1"], num_targets=8)
     y = release_marginals(jax.random.key(100 + seed), game, 0.0)
     for sigma in (0.0, 1e-3):
-        r = joint_reconstruction(jax.random.key(seed), game, y, sigma, **FAST)
+        r = joint_reconstruction(jax.random.key(seed), game, y, sigma, FAST)
         assert isinstance(r, JointReconstruction)
         np.testing.assert_array_equal(np.asarray(r.guess), game.truth)
         # the guess reproduces the release exactly
@@ -72,7 +73,7 @@ def test_reaches_the_enumerated_global_optimum(seed, sigma):
     big_h = game.hidden_values.shape[0]
     best = min(_objective(game, y, s, np.array(g))
                for g in itertools.product(range(big_h), repeat=3))
-    r = joint_reconstruction(jax.random.key(seed), game, y, s, **FAST)
+    r = joint_reconstruction(jax.random.key(seed), game, y, s, FAST)
     got = _objective(game, y, s, np.asarray(r.guess))
     assert got == pytest.approx(best, rel=1e-5, abs=1e-3)
 
@@ -88,7 +89,7 @@ def test_better_than_chance_under_moderate_noise():
         game = marginals_game(jax.random.key(seed), table, attributes=["q", "h0", "h1"],
                               hidden=["h0", "h1"], num_targets=12)
         y = release_marginals(jax.random.key(1000 + seed), game, 1.0)
-        r = joint_reconstruction(jax.random.key(seed), game, y, 1.0, **FAST)
+        r = joint_reconstruction(jax.random.key(seed), game, y, 1.0, FAST)
         hits += int((np.asarray(r.guess) == game.truth).sum())
     assert hits >= 40
 
@@ -99,7 +100,7 @@ def test_no_worse_than_the_prior_when_the_noise_swamps_the_release():
     game = marginals_game(jax.random.key(3), table, attributes=["q", "h1", "h2"],
                           hidden=["h1", "h2"], num_targets=10)
     y = release_marginals(jax.random.key(4), game, 1e4)
-    r = joint_reconstruction(jax.random.key(5), game, y, 1e4, **FAST)
+    r = joint_reconstruction(jax.random.key(5), game, y, 1e4, FAST)
     np.testing.assert_array_equal(np.asarray(r.guess), np.argmax(game.log_prior, axis=1))
 
 
@@ -109,8 +110,8 @@ def test_jit_matches_eager_and_confidence_is_a_fraction():
                           hidden=["h1", "h2"], num_targets=5)
     y = release_marginals(jax.random.key(8), game, 0.3)
     key = jax.random.key(9)
-    eager = joint_reconstruction(key, game, y, 0.3, **FAST)
-    jitted = jax.jit(lambda k, y, s: joint_reconstruction(k, game, y, s, **FAST))(key, y, 0.3)
+    eager = joint_reconstruction(key, game, y, 0.3, FAST)
+    jitted = jax.jit(lambda k, y, s: joint_reconstruction(k, game, y, s, FAST))(key, y, 0.3)
     np.testing.assert_array_equal(np.asarray(eager.guess), np.asarray(jitted.guess))
     np.testing.assert_allclose(np.asarray(eager.objective), np.asarray(jitted.objective),
                                rtol=1e-5)
@@ -147,9 +148,41 @@ def test_bad_input_names_the_argument(kwargs, name):
         kwargs = dict(release=bad)
     args = dict(key=jax.random.key(0), game=game, release=y, sigma=0.5)
     args.update(kwargs)
+    fields = {f: args.pop(f) for f in ReconstructionConfig._fields if f in args}
     with pytest.raises(ValueError, match=name):
         joint_reconstruction(args.pop("key"), args.pop("game"), args.pop("release"),
-                             args.pop("sigma"), **args)
+                             args.pop("sigma"), ReconstructionConfig(**fields))
+
+
+def test_degenerate_games_and_huge_loops_refused():
+    """steps = 10¹² once gave an OverflowError, cells outside the release were clamped into
+    other cells silently, and a game without targets gave an IndexError: all are refused,
+    naming the field."""
+    table = _shared_table(np.random.default_rng(0))
+    game = marginals_game(jax.random.key(0), table, attributes=["q", "h1", "h2"],
+                          hidden=["h1", "h2"], num_targets=2)
+    y = release_marginals(jax.random.key(1), game, 0.5)
+    key = jax.random.key(0)
+    for field in ("steps", "integer_sweeps"):
+        for huge in (1e12, 10**12):
+            with pytest.raises(ValueError, match=f"config.{field} must be an integer in"):
+                joint_reconstruction(key, game, y, 0.5, FAST._replace(**{field: huge}))
+    for bad in (game.release_size, 10**6, -1):
+        cells = game.target_cells.copy()
+        cells[1, 0, 0] = bad
+        with pytest.raises(ValueError, match="game.target_cells must index the release"):
+            joint_reconstruction(key, game._replace(target_cells=cells), y, 0.5, FAST)
+    with pytest.raises(TypeError, match="game.target_cells must be integer"):
+        joint_reconstruction(key, game._replace(target_cells=game.target_cells * 1.0), y, 0.5,
+                             FAST)
+    empty = game._replace(target_cells=game.target_cells[:0], log_prior=game.log_prior[:0],
+                          truth=game.truth[:0])
+    with pytest.raises(ValueError, match="at least one target"):
+        joint_reconstruction(key, empty, y, 0.5, FAST)
+    with pytest.raises(ValueError, match="game.log_prior"):
+        joint_reconstruction(key, game._replace(log_prior=game.log_prior[:, :1]), y, 0.5, FAST)
+    with pytest.raises(TypeError, match="ReconstructionConfig"):
+        joint_reconstruction(key, game, y, 0.5, {"steps": 10})
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -175,7 +208,7 @@ def test_noiseless_attack_fits_exactly_when_many_tables_do(seed):
     fits = [g for g in itertools.product(range(3), repeat=n)
             if np.array_equal(counts(np.array(g)), y)]
     assert len(fits) > 1
-    r = joint_reconstruction(jax.random.key(seed), game, y, 0.0, **FAST)
+    r = joint_reconstruction(jax.random.key(seed), game, y, 0.0, FAST)
     np.testing.assert_array_equal(counts(np.asarray(r.guess)), y)
     assert float(np.min(np.asarray(r.objective))) == pytest.approx(
         -1e-12 * np.maximum(game.log_prior, -69.0)[np.arange(n), np.asarray(r.guess)].sum(),

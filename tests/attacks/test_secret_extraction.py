@@ -8,34 +8,34 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxaudit.accounting import dpsgd_privacy
 from jaxaudit.attacks import (
     SCORINGS,
     CharGRU,
-    SecretScores,
-    attack_scores,
-    candidate_trie,
+    LmConfig,
     digit_prior,
-    dpsgd_privacy,
-    load_password_ranks,
     password_prior,
-    score_candidates,
-    secret_corpus,
     secret_extraction,
-    secret_ranks,
     train_and_score,
 )
-from jaxaudit.attacks.char_model import sequence_log_likelihood
+from jaxaudit.attacks.char_model import candidate_trie, score_candidates, sequence_log_likelihood
 from jaxaudit.attacks.corpus import (
     PAD,
     encode,
     filler_sentences,
+    secret_corpus,
     secret_field,
     secret_prefix,
     user_records,
 )
 from jaxaudit.attacks.lm_training import train_dp_lm
-from jaxaudit.attacks.secret_extraction import extraction_result
-from jaxaudit.attacks.secret_priors import ZIPF_EXPONENT, ZXCVBN_VERSION
+from jaxaudit.attacks.secret_extraction import (
+    SecretScores,
+    attack_scores,
+    extraction_result,
+    secret_ranks,
+)
+from jaxaudit.attacks.secret_priors import ZIPF_EXPONENT, ZXCVBN_VERSION, load_password_ranks
 from jaxaudit.bounds import gdp_delta, zipf_prior
 
 
@@ -131,9 +131,10 @@ def test_planted_secrets_found_without_noise():
     asserted here: on a model this overfitted the other users' rows rate every secret highly
     too and the residual loses them; see docs/attacks.md.)"""
     prior = digit_prior(2)
-    scored = train_and_score(jax.random.key(0), prior=prior, num_secrets=4, epsilon=math.inf,
-                             num_filler=0, steps=600, batch_size=4, clip_norm=1e6,
-                             learning_rate=3e-2, hidden_dim=64, record_length=32)
+    scored = train_and_score(jax.random.key(0), prior,
+                             LmConfig(num_secrets=4, num_filler=0, steps=600, batch_size=4,
+                                      clip_norm=1e6, learning_rate=3e-2, hidden_dim=64,
+                                      record_length=32), epsilon=math.inf)
     assert scored.reference is None and scored.scores.shape == (4, 100)
     res = extraction_result(scored, prior, scoring="likelihood")
     assert int(res.successes) == 4 and bool(res.hits.all())
@@ -194,11 +195,13 @@ def test_calibrated_score_formula_and_no_user_signal():
 
 @pytest.mark.slow
 def test_private_run_counts_and_bound():
-    kw = dict(prior=digit_prior(2), num_secrets=6, epsilon=1.0, num_filler=20, steps=20,
-              batch_size=8, hidden_dim=16, record_length=32)
-    res = secret_extraction(jax.random.key(1), guesses=3, **kw)
+    prior = digit_prior(2)
+    config = LmConfig(num_secrets=6, num_filler=20, steps=20, batch_size=8, hidden_dim=16,
+                      record_length=32)
+    res = secret_extraction(jax.random.key(1), prior, config, epsilon=1.0, guesses=3)
     # secret_extraction = train_and_score, then extraction_result (default: calibrated).
-    again = extraction_result(train_and_score(jax.random.key(1), **kw), kw["prior"], guesses=3)
+    again = extraction_result(train_and_score(jax.random.key(1), prior, config, epsilon=1.0),
+                              prior, guesses=3)
     np.testing.assert_array_equal(np.asarray(res.hits), np.asarray(again.hits))
     assert 0 <= int(res.successes) <= 6 and res.hits.shape == (6,)
     assert float(res.noise) > 0 and float(res.epsilon) == 1.0
@@ -208,24 +211,25 @@ def test_private_run_counts_and_bound():
 
 
 def test_secret_extraction_argument_errors():
+    key, two = jax.random.key(0), LmConfig(num_secrets=2)
     with pytest.raises(ValueError, match="epsilon"):
-        secret_extraction(jax.random.key(0), prior=digit_prior(1), num_secrets=2, epsilon=0.0)
+        secret_extraction(key, digit_prior(1), two, epsilon=0.0)
     with pytest.raises(TypeError, match="prior"):
-        secret_extraction(jax.random.key(0), prior="digits", num_secrets=2, epsilon=1.0)
+        secret_extraction(key, "digits", two, epsilon=1.0)
     with pytest.raises(ValueError, match="guesses"):
-        secret_extraction(jax.random.key(0), prior=digit_prior(1), num_secrets=2, epsilon=1.0,
-                          guesses=0)
-    with pytest.raises(ValueError, match="num_secrets"):
-        secret_extraction(jax.random.key(0), prior=digit_prior(1), num_secrets=2.5, epsilon=1.0)
+        secret_extraction(key, digit_prior(1), two, epsilon=1.0, guesses=0)
+    with pytest.raises(ValueError, match="config.num_secrets"):
+        secret_extraction(key, digit_prior(1), LmConfig(num_secrets=2.5), epsilon=1.0)
+    with pytest.raises(TypeError, match="LmConfig"):
+        secret_extraction(key, digit_prior(1), {"num_secrets": 2}, epsilon=1.0)
+    with pytest.raises(ValueError, match="config.steps"):
+        secret_extraction(key, digit_prior(1), two._replace(steps=10**12), epsilon=1.0)
     with pytest.raises(ValueError, match="scoring"):
-        secret_extraction(jax.random.key(0), prior=digit_prior(1), num_secrets=2, epsilon=1.0,
-                          scoring="loss")
+        secret_extraction(key, digit_prior(1), two, epsilon=1.0, scoring="loss")
     with pytest.raises(ValueError, match="reference"):
-        secret_extraction(jax.random.key(0), prior=digit_prior(1), num_secrets=2, epsilon=1.0,
-                          scoring="reference")
+        secret_extraction(key, digit_prior(1), two, epsilon=1.0, scoring="reference")
     with pytest.raises(ValueError, match="weight"):
-        secret_extraction(jax.random.key(0), prior=digit_prior(1), num_secrets=2, epsilon=1.0,
-                          weight=-1.0)
+        secret_extraction(key, digit_prior(1), two, epsilon=1.0, weight=-1.0)
     prior = digit_prior(1)
     with pytest.raises(ValueError, match="scoring"):
         attack_scores(np.zeros((2, 10)), prior, "exposure")
@@ -255,8 +259,8 @@ def _reference_ranks(scores, secrets):
 
 
 def test_secret_ranks_non_finite_scores_never_an_extraction():
-    """Issue 24 (hostile 1): a diverged model's NaN row gave rank -1, i.e. an extraction with
-    any k (4/4 found at ε = 1, above the bound). NaN/inf own scores are now rank K; NaN
+    """A diverged model's NaN row once gave rank -1, i.e. an extraction with any k (4/4 found
+    at ε = 1, above the bound). NaN/inf own scores are now rank K; NaN
     candidates rank above the secret (against the attacker)."""
     rng = np.random.default_rng(24)
     scores = rng.normal(size=(6, 5))
@@ -284,13 +288,14 @@ def test_extraction_result_counts_no_nan_extraction_and_warns():
 
 
 def test_train_and_score_refuses_non_finite_recipe():
+    two = LmConfig(num_secrets=2)
     for bad in (math.inf, math.nan, 0.0):
         with pytest.raises(ValueError, match="learning_rate"):
-            train_and_score(jax.random.key(0), prior=digit_prior(1), num_secrets=2, epsilon=1.0,
-                            learning_rate=bad)
+            train_and_score(jax.random.key(0), digit_prior(1), two._replace(learning_rate=bad),
+                            epsilon=1.0)
     with pytest.raises(ValueError, match="clip_norm"):
-        train_and_score(jax.random.key(0), prior=digit_prior(1), num_secrets=2, epsilon=1.0,
-                        clip_norm=math.inf)
+        train_and_score(jax.random.key(0), digit_prior(1), two._replace(clip_norm=math.inf),
+                        epsilon=1.0)
 
 
 def test_train_and_score_refuses_a_diverged_model(monkeypatch):
@@ -301,13 +306,13 @@ def test_train_and_score_refuses_a_diverged_model(monkeypatch):
     se = importlib.import_module("jaxaudit.attacks.secret_extraction")  # the module, not the
     # function of the same name that jaxaudit.attacks exports
 
-    monkeypatch.setattr(se, "train_dp_lm", lambda key, model, tokens, **kw: "nan params")
+    monkeypatch.setattr(se, "train_dp_lm", lambda key, model, tokens, config, **kw: "nan params")
     monkeypatch.setattr(se, "secret_scores",
                         lambda model, params, prior, n: np.full((n, 10), np.nan, np.float32))
     with pytest.raises(ValueError, match="diverged.*learning_rate"):
-        train_and_score(jax.random.key(0), prior=digit_prior(1), num_secrets=2,
-                        epsilon=math.inf, num_filler=2, steps=1, hidden_dim=4,
-                        record_length=32)
+        train_and_score(jax.random.key(0), digit_prior(1),
+                        LmConfig(num_secrets=2, num_filler=2, steps=1, hidden_dim=4,
+                                 record_length=32), epsilon=math.inf)
 
 
 @pytest.mark.slow
@@ -319,13 +324,14 @@ def test_train_and_score_huge_learning_rate_diverges_and_is_refused():
     jaxaudit._xla_flags) they are finite, about -1e31, and rank the candidates validly, which
     is not a fake extraction. 1e38 overflows whichever kernel runs."""
     with pytest.raises(ValueError, match="diverged"):
-        train_and_score(jax.random.key(0), prior=digit_prior(1), num_secrets=2,
-                        epsilon=math.inf, num_filler=2, steps=2, batch_size=4,
-                        learning_rate=1e38, clip_norm=1e6, hidden_dim=4, record_length=32)
+        train_and_score(jax.random.key(0), digit_prior(1),
+                        LmConfig(num_secrets=2, num_filler=2, steps=2, batch_size=4,
+                                 learning_rate=1e38, clip_norm=1e6, hidden_dim=4,
+                                 record_length=32), epsilon=math.inf)
 
 
 def test_dpsgd_privacy_refuses_huge_finite_epsilon_and_caches():
-    from jaxaudit.attacks.privacy import MAX_DPSGD_EPSILON
+    from jaxaudit.accounting.replace_one import MAX_DPSGD_EPSILON
 
     with pytest.raises(ValueError, match="epsilon must be at most"):
         dpsgd_privacy(epsilon=MAX_DPSGD_EPSILON * 10, delta=1e-5, steps=4, sampling_rate=0.5)
@@ -372,9 +378,9 @@ def test_user_level_dpsgd_clips_each_users_summed_gradient():
     model = CharGRU(hidden_dim=8)
     p0 = model.init(jax.random.key(2), units[:1, 0])
     clip = 0.05
-    p1 = train_dp_lm(jax.random.key(3), model, units, steps=1, sampling_rate=1.0,
-                     noise_multiplier=0.0, clip_norm=clip, init_params=p0,
-                     optimizer=optax.sgd(1.0))
+    p1 = train_dp_lm(jax.random.key(3), model, units,
+                     LmConfig(steps=1, batch_size=units.shape[0], clip_norm=clip),
+                     noise_multiplier=0.0, init_params=p0, optimizer=optax.sgd(1.0))
     step = _flat(p0) - _flat(p1)
 
     @jax.jit
@@ -412,9 +418,10 @@ def test_memorising_configuration_extracts_at_infinite_epsilon():
     2,000 zxcvbn passwords, top-1 mass 0.03), more than the prior's guess; the bound is
     vacuous (n + 1). ~30 s of CPU: slow."""
     prior = password_prior(2000)
-    scored = train_and_score(jax.random.key(4), prior=prior, num_secrets=4, epsilon=math.inf,
-                             num_filler=4, steps=200, batch_size=8, learning_rate=2e-2,
-                             hidden_dim=64, record_length=36)
+    scored = train_and_score(jax.random.key(4), prior,
+                             LmConfig(num_secrets=4, num_filler=4, steps=200, batch_size=8,
+                                      learning_rate=2e-2, hidden_dim=64, record_length=36),
+                             epsilon=math.inf)
     found = int(extraction_result(scored, prior, scoring="likelihood").successes)
     by_prior = int(extraction_result(scored, prior, scoring="prior").successes)
     assert found >= 2 and found > by_prior

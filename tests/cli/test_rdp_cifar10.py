@@ -18,8 +18,8 @@ from jaxaudit.cli.main import main
 from jaxaudit.datasets import load_cifar10
 from jaxaudit.datasets.audit_split import AUDIT_DATASETS as DATASETS
 from jaxaudit.datasets.audit_split import audit_data
-from jaxaudit.dpsgd import MODELS, blank_canary, canary_runs, model_by_name, worst_case_label
-from jaxaudit.dpsgd.models import CifarCNN
+from jaxaudit.dpsgd import DpsgdConfig, blank_canary, canary_runs, model_by_name, worst_case_label
+from jaxaudit.dpsgd.models import MODELS, CifarCNN
 
 BATCHES = ("data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5")
 
@@ -86,8 +86,8 @@ def test_end_to_end_on_generated_batches(tmp_path):
     label = worst_case_label(model, init, canary)
     # R = 2 runs per world, T = 2 steps, one vmapped call (ghost-clipping path)
     in_s, out_s = canary_runs(jax.random.key(4), model, init, (x, y), (canary, label),
-                              num_runs=2, noise_multiplier=1.0, clip_norm=1.0, steps=2,
-                              learning_rate=0.01)
+                              DpsgdConfig(noise_multiplier=1.0, clip_norm=1.0, steps=2,
+                                          learning_rate=0.01), num_runs=2)
     scores = np.concatenate([in_s, out_s])
     assert in_s.shape == (2,) and out_s.shape == (2,)
     assert np.isfinite(scores).all() and len(set(scores.tolist())) == 4

@@ -67,7 +67,7 @@ def test_parser_choices_match_the_library_and_help_does_not_import_jax():
     from jaxaudit.datasets.audit_split import AUDIT_DATASETS
 
     assert set(rdp.DATASETS) == set(AUDIT_DATASETS)
-    assert set(rdp.MODELS) == set(dpsgd.MODELS)
+    assert set(rdp.MODELS) == set(dpsgd.models.MODELS)
     code = ("import sys; from jaxaudit.cli.main import main\n"
             "try:\n    main(['rdp', '--help'])\nexcept SystemExit:\n    pass\n"
             "print('jax' in sys.modules)")

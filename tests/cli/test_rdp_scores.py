@@ -151,8 +151,8 @@ def test_scores_mode_reproduces_the_training_audit(tmp_path, capsys, monkeypatch
     scores = scores, rng.standard_normal(N).astype(np.float32)
     calls = []
 
-    def fake_canary_runs(key, model, init, data, canary, *, num_runs, **kw):
-        calls.append(kw["noise_multiplier"])
+    def fake_canary_runs(key, model, init, data, canary, config, *, num_runs, **kw):
+        calls.append(config.noise_multiplier)
         return scores[0][:num_runs].copy(), scores[1][:num_runs].copy()
 
     monkeypatch.setattr(jaxaudit.dpsgd, "canary_runs", fake_canary_runs)

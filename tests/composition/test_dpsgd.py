@@ -15,21 +15,20 @@ import pytest
 
 from jaxaudit.dpsgd import (
     MLP,
+    DpsgdConfig,
     LogisticRegression,
     SmallCNN,
-    add_gaussian_noise,
     canary_runs,
-    canary_score,
-    clip_and_sum,
     clipped_gradient_sum,
     dp_aggregate,
     dp_gradient_step,
     dp_noisy_sum,
     make_private_step,
-    noise_stddev,
     per_example_gradients,
     train_run,
 )
+from jaxaudit.dpsgd.canary_training import canary_score
+from jaxaudit.dpsgd.private_aggregate import add_gaussian_noise, clip_and_sum, noise_stddev
 
 NUM_SEEDS = 2
 
@@ -100,9 +99,9 @@ def test_dp_gradient_step_over_keys(setup):
     model, x, y = setup
     params = model.init(jax.random.key(4), x[:1])
     mask = jnp.array([1.0, 1.0, 0.0, 1.0, 1.0])
-    _check_jit_vmap(lambda k: dp_gradient_step(k, model, params, x, y, clip_norm=0.5,
-                                               noise_multiplier=1.2, learning_rate=0.1,
-                                               mask=mask, normalizer=4.0), _keys(5))
+    config = DpsgdConfig(clip_norm=0.5, noise_multiplier=1.2, learning_rate=0.1)
+    _check_jit_vmap(lambda k: dp_gradient_step(k, model, params, x, y, config, mask=mask,
+                                               normalizer=4.0), _keys(5))
 
 
 @pytest.mark.slow
@@ -111,9 +110,10 @@ def test_make_private_step_over_keys_and_traced_sigma(setup):
     params = model.init(jax.random.key(6), x[:1])
 
     def step(key, sigma=0.9):
-        prepare, fn = make_private_step(model, clip_norm=0.5, noise_multiplier=sigma,
-                                        learning_rate=0.2, normalizer=5.0)
-        return fn(key, params, prepare(x), y, jnp.ones(5))
+        prepare, init, fn = make_private_step(
+            model, DpsgdConfig(clip_norm=0.5, noise_multiplier=sigma, learning_rate=0.2),
+            normalizer=5.0)
+        return fn(key, params, init(params), prepare(x), y, jnp.ones(5))
 
     _check_jit_vmap(step, _keys(7))
     k = jax.random.key(8)
@@ -129,9 +129,9 @@ def test_train_run_and_canary_score_over_seeds():
     canary = (jnp.ones(4), 2)
 
     def run(key):
-        return train_run(key, model, params, (x, y), canary, include_canary=True,
-                         noise_multiplier=0.7, clip_norm=0.5, steps=3, learning_rate=0.3,
-                         sampling_rate=0.5)
+        return train_run(key, model, params, (x, y), canary,
+                         DpsgdConfig(noise_multiplier=0.7, clip_norm=0.5, steps=3,
+                                     learning_rate=0.3, sampling_rate=0.5), include_canary=True)
 
     _check_jit_vmap(run, _keys(11))
     _check_jit_vmap(lambda k: canary_score(model, model.init(k, x[:1]), canary), _keys(12))
@@ -141,14 +141,14 @@ def test_canary_runs_refuses_a_traced_argument():
     model = LogisticRegression(num_classes=2)
     x, y = jnp.ones((3, 2)), jnp.array([0, 1, 0])
     params = model.init(jax.random.key(13), x[:1])
-    kw = dict(num_runs=1, noise_multiplier=1.0, clip_norm=1.0, steps=1, learning_rate=0.1)
+    cfg = DpsgdConfig(noise_multiplier=1.0, clip_norm=1.0, steps=1, learning_rate=0.1)
     key = jax.random.key(0)
     with pytest.raises(ValueError, match="key.*train_run"):
-        jax.jit(lambda k: canary_runs(k, model, params, (x, y), (x[0], 1), **kw))(
+        jax.jit(lambda k: canary_runs(k, model, params, (x, y), (x[0], 1), cfg, num_runs=1))(
             jax.random.key(14))
     with pytest.raises(ValueError, match="noise_multiplier.*train_run"):
         jax.jit(lambda s: canary_runs(key, model, params, (x, y), (x[0], 1),
-                                      **{**kw, "noise_multiplier": s}))(1.0)
+                                      cfg._replace(noise_multiplier=s), num_runs=1))(1.0)
 
 
 @pytest.mark.slow
@@ -164,7 +164,7 @@ def test_transformations_over_keys():
         return updates, state[0]
 
     def noisy_sum(key):
-        tx = dp_noisy_sum(0.8, 1.1, normalizer=3.0, neighbouring="replace_one")
+        tx = dp_noisy_sum(0.8, 1.1, normalizer=3.0, relation="replace_one")
         return tx.update(clip_and_sum(grads, 0.8, mask), tx.init(params), noise_key=key)
 
     _check_jit_vmap(aggregate, _keys(17))

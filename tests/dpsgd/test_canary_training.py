@@ -10,6 +10,7 @@ from scipy import stats
 from jaxaudit.datasets import load_mnist
 from jaxaudit.dpsgd import (
     MLP,
+    DpsgdConfig,
     LogisticRegression,
     OrderAudit,
     SmallCNN,
@@ -30,15 +31,15 @@ def test_vmapped_runs_equal_individual_runs():
     y = jax.random.randint(ky, (7,), 0, 3)
     params = model.init(kp, x[:1])
     canary = (jnp.zeros(5), 1)
-    kw = dict(noise_multiplier=0.7, clip_norm=0.5, steps=4, learning_rate=0.4)
+    cfg = DpsgdConfig(noise_multiplier=0.7, clip_norm=0.5, steps=4, learning_rate=0.4)
     r = 3
     # chunk_size=4 over 2R = 6 runs: two chunks, the second padded
-    in_s, out_s = canary_runs(kr, model, params, (x, y), canary, num_runs=r, chunk_size=4, **kw)
+    in_s, out_s = canary_runs(kr, model, params, (x, y), canary, cfg, num_runs=r, chunk_size=4)
     assert in_s.shape == out_s.shape == (r,)
     keys = jax.random.split(kr, 2 * r)
     for i in range(r):
-        a = train_run(keys[i], model, params, (x, y), canary, include_canary=True, **kw)
-        b = train_run(keys[r + i], model, params, (x, y), canary, include_canary=False, **kw)
+        a = train_run(keys[i], model, params, (x, y), canary, cfg, include_canary=True)
+        b = train_run(keys[r + i], model, params, (x, y), canary, cfg, include_canary=False)
         np.testing.assert_allclose(in_s[i], a, rtol=1e-5)
         np.testing.assert_allclose(out_s[i], b, rtol=1e-5)
     assert len(np.unique(np.concatenate([in_s, out_s]))) == 2 * r  # runs use distinct noise
@@ -54,8 +55,8 @@ def test_audit_on_gaussian_mechanism_run_stays_below_truth():
     x, y = jnp.array([[0.3]]), jnp.array([0])
     sigma = 1.0
     in_s, out_s = canary_runs(jax.random.key(2), model, params, (x, y), (jnp.array([1.0]), 1),
-                              num_runs=2000, noise_multiplier=sigma, clip_norm=0.1, steps=1,
-                              learning_rate=1.0)
+                              DpsgdConfig(noise_multiplier=sigma, clip_norm=0.1, steps=1,
+                                          learning_rate=1.0), num_runs=2000)
     # the score is log p; its logit is the Gaussian statistic
     li, lo = (s - np.log1p(-np.exp(s.astype(np.float64))) for s in (in_s, out_s))
     pooled = np.sqrt((li.var() + lo.var()) / 2)
@@ -101,14 +102,17 @@ def test_canary_runs_bad_input():
     model = LogisticRegression(num_classes=2)
     x, y = jnp.ones((3, 2)), jnp.array([0, 1, 0])
     params = model.init(jax.random.key(0), x[:1])
-    kw = dict(num_runs=2, noise_multiplier=1.0, clip_norm=1.0, steps=2, learning_rate=0.1)
+    cfg = DpsgdConfig(noise_multiplier=1.0, clip_norm=1.0, steps=2, learning_rate=0.1)
     with pytest.raises(ValueError, match="canary input"):
-        canary_runs(jax.random.key(0), model, params, (x, y), (jnp.zeros(3), 0), **kw)
+        canary_runs(jax.random.key(0), model, params, (x, y), (jnp.zeros(3), 0), cfg, num_runs=2)
     with pytest.raises(ValueError, match="sampling_rate"):
-        canary_runs(jax.random.key(0), model, params, (x, y), (jnp.zeros(2), 0), sampling_rate=0.0, **kw)
-    with pytest.raises(ValueError, match="num_runs"):
         canary_runs(jax.random.key(0), model, params, (x, y), (jnp.zeros(2), 0),
-                    **{**kw, "num_runs": 0})
+                    cfg._replace(sampling_rate=0.0), num_runs=2)
+    with pytest.raises(ValueError, match="num_runs"):
+        canary_runs(jax.random.key(0), model, params, (x, y), (jnp.zeros(2), 0), cfg, num_runs=0)
+    with pytest.raises(TypeError, match="DpsgdConfig"):
+        canary_runs(jax.random.key(0), model, params, (x, y), (jnp.zeros(2), 0),
+                    dict(cfg._asdict()), num_runs=2)
 
 
 @pytest.mark.slow
@@ -125,8 +129,9 @@ def test_mnist_smoke_every_stage():
     assert label == int(np.argmin(logits)) and 0 <= label < 10
     sigma, steps = 2.0, 3
     in_s, out_s = canary_runs(jax.random.key(1), model, init, (x[:100], labels[:100]),
-                              (canary, label), num_runs=4, noise_multiplier=sigma, clip_norm=1.0,
-                              steps=steps, learning_rate=0.5)
+                              (canary, label),
+                              DpsgdConfig(noise_multiplier=sigma, clip_norm=1.0, steps=steps,
+                                          learning_rate=0.5), num_runs=4)
     assert in_s.shape == out_s.shape == (4,)
     assert np.isfinite(in_s).all() and (in_s <= 0).all() and (out_s <= 0).all()  # −CE ≤ 0
     records = audit_dpsgd(jax.random.key(2), in_s, out_s, [1.5, 2.0],
@@ -160,12 +165,12 @@ def test_worst_case_initialisation_is_more_distinguishable():
                      learning_rate=1e-2)
     random_init = model.init(jax.random.key(5), x[:1])
     canary = blank_canary((28, 28))
-    kw = dict(num_runs=200, noise_multiplier=0.5, clip_norm=10.0, steps=10, learning_rate=0.5)
+    cfg = DpsgdConfig(noise_multiplier=0.5, clip_norm=10.0, steps=10, learning_rate=0.5)
     aucs = {}
     for name, params in (("worst", worst), ("random", random_init)):
         label = worst_case_label(model, params, canary)
         in_s, out_s = canary_runs(jax.random.key(1), model, params, (x[:50], labels[:50]),
-                                  (canary, label), **kw)
+                                  (canary, label), cfg, num_runs=200)
         aucs[name] = _auc(in_s, out_s)
     (a_w, se_w), (a_r, se_r) = aucs["worst"], aucs["random"]
     assert a_w > 0.5 and a_r > 0.5
@@ -178,16 +183,18 @@ def test_canary_runs_refuses_bad_labels_nan_canary_and_inf_hyperparameters():
     model = LogisticRegression(num_classes=2)
     x, y = jnp.ones((3, 2)), jnp.array([0, 1, 0])
     params = model.init(jax.random.key(0), x[:1])
-    kw = dict(num_runs=2, noise_multiplier=1.0, clip_norm=1.0, steps=2, learning_rate=0.1)
+    cfg = DpsgdConfig(noise_multiplier=1.0, clip_norm=1.0, steps=2, learning_rate=0.1)
+    kw = dict(num_runs=2)
     key, canary = jax.random.key(0), (jnp.zeros(2), 0)
     with pytest.raises(ValueError, match=r"private_data labels must lie in \[0, num_classes=2\)"):
-        canary_runs(key, model, params, (x, jnp.array([0, 2, 0])), canary, **kw)
+        canary_runs(key, model, params, (x, jnp.array([0, 2, 0])), canary, cfg, **kw)
     with pytest.raises(ValueError, match="private_data labels must be integer"):
-        canary_runs(key, model, params, (x, jnp.array([0.0, 0.5, 1.0])), canary, **kw)
+        canary_runs(key, model, params, (x, jnp.array([0.0, 0.5, 1.0])), canary, cfg, **kw)
     with pytest.raises(ValueError, match="canary label must lie"):
-        canary_runs(key, model, params, (x, y), (jnp.zeros(2), -1), **kw)
+        canary_runs(key, model, params, (x, y), (jnp.zeros(2), -1), cfg, **kw)
     with pytest.raises(ValueError, match="canary input must be finite"):
-        canary_runs(key, model, params, (x, y), (jnp.array([0.0, jnp.nan]), 0), **kw)
+        canary_runs(key, model, params, (x, y), (jnp.array([0.0, jnp.nan]), 0), cfg, **kw)
     for name in ("clip_norm", "learning_rate", "noise_multiplier"):
-        with pytest.raises(ValueError, match=f"{name} must be finite"):
-            canary_runs(key, model, params, (x, y), canary, **{**kw, name: float("inf")})
+        with pytest.raises(ValueError, match=f"config.{name} must be finite"):
+            canary_runs(key, model, params, (x, y), canary,
+                        cfg._replace(**{name: float("inf")}), **kw)

@@ -9,6 +9,7 @@ import pytest
 
 from jaxaudit.dpsgd import (
     MLP,
+    DpsgdConfig,
     LogisticRegression,
     SmallCNN,
     clipped_gradient_sum,
@@ -102,11 +103,12 @@ def test_noise_standard_deviation_is_sigma_times_clip():
     x, y = _data(jax.random.key(4), 5, (6,), classes=4)
     params = model.init(jax.random.key(5), x[:1])
     sigma, clip = 1.7, 0.4
-    prepare, step = make_private_step(model, clip_norm=clip, noise_multiplier=sigma,
-                                      learning_rate=1.0, normalizer=1.0)
+    prepare, init, step = make_private_step(
+        model, DpsgdConfig(clip_norm=clip, noise_multiplier=sigma, learning_rate=1.0),
+        normalizer=1.0)
     f, w = prepare(x), jnp.ones(5)
     keys = jax.random.split(jax.random.key(6), 4000)
-    new = jax.jit(jax.vmap(lambda k: step(k, params, f, y, w)))(keys)
+    new = jax.jit(jax.vmap(lambda k: step(k, params, init(params), f, y, w)[0]))(keys)
     summed, _ = clipped_gradient_sum(model, params, x, y, clip)
     # θ' = θ − (S + Z)  =>  Z = θ − θ' − S
     noise = np.concatenate([
@@ -128,8 +130,9 @@ def test_dp_gradient_step_without_noise_is_clipped_gradient_descent():
     model = MLP(hidden=(8,), num_classes=3)
     x, y = _data(jax.random.key(7), 10, (4,), classes=3)
     params = model.init(jax.random.key(8), x[:1])
-    out = dp_gradient_step(jax.random.key(9), model, params, x, y, clip_norm=0.5,
-                           noise_multiplier=0.0, learning_rate=0.3, normalizer=10.0)
+    out = dp_gradient_step(jax.random.key(9), model, params, x, y,
+                           DpsgdConfig(clip_norm=0.5, noise_multiplier=0.0, learning_rate=0.3),
+                           normalizer=10.0)
     grads = _loop_per_example_grads(model, params, x, y)
     total = _ref_clipped_sum(grads, 0.5)
     ref = jax.tree.map(lambda p, g: np.asarray(p) - 0.3 / 10.0 * g, params, total)
@@ -154,8 +157,9 @@ def test_full_batch_noiseless_run_equals_plain_clipped_gd():
             p = jax.tree.map(lambda a, g: np.asarray(a) - lr / n * g, p, total)
         ref_score = -optax.softmax_cross_entropy_with_integer_labels(
             model.apply(p, canary[0][None]), jnp.array([canary[1]]))[0]
-        got = train_run(jax.random.key(12), model, params, (x, y), canary, include_canary=include,
-                        noise_multiplier=0.0, clip_norm=clip, steps=steps, learning_rate=lr)
+        got = train_run(jax.random.key(12), model, params, (x, y), canary,
+                        DpsgdConfig(noise_multiplier=0.0, clip_norm=clip, steps=steps,
+                                    learning_rate=lr), include_canary=include)
         np.testing.assert_allclose(got, ref_score, rtol=1e-5)
 
 
@@ -181,8 +185,9 @@ def test_poisson_sampling_masks_rows():
     assert 0 < np.sum(sizes) < steps * (n + 1)  # the masks really subsample
     ref = -optax.softmax_cross_entropy_with_integer_labels(model.apply(p, canary[0][None]),
                                                            jnp.array([1]))[0]
-    got = train_run(key, model, params, (x, y), canary, include_canary=True, noise_multiplier=0.0,
-                    clip_norm=clip, steps=steps, learning_rate=lr, sampling_rate=q)
+    got = train_run(key, model, params, (x, y), canary,
+                    DpsgdConfig(noise_multiplier=0.0, clip_norm=clip, steps=steps,
+                                learning_rate=lr, sampling_rate=q), include_canary=True)
     np.testing.assert_allclose(got, ref, rtol=1e-5)
 
 
@@ -197,11 +202,13 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="method"):
         clipped_gradient_sum(model, params, x, y, 1.0, method="fast")
     with pytest.raises(ValueError, match="noise_multiplier"):
-        dp_gradient_step(jax.random.key(0), model, params, x, y, clip_norm=1.0,
-                         noise_multiplier=-1.0, learning_rate=0.1)
+        dp_gradient_step(jax.random.key(0), model, params, x, y,
+                         DpsgdConfig(clip_norm=1.0, noise_multiplier=-1.0, learning_rate=0.1),
+                         normalizer=3.0)
     with pytest.raises(ValueError, match="noise_multiplier"):
-        dp_gradient_step(jax.random.key(0), model, params, x, y, clip_norm=1.0,
-                         noise_multiplier=float("nan"), learning_rate=0.1)
+        dp_gradient_step(jax.random.key(0), model, params, x, y,
+                         DpsgdConfig(clip_norm=1.0, noise_multiplier=float("nan"),
+                                     learning_rate=0.1), normalizer=3.0)
 
 
 @pytest.mark.slow
@@ -213,15 +220,16 @@ def test_canary_gradient_enters_the_update_exactly_once():
     x, y = _data(jax.random.key(21), 6, (28, 28))
     params = model.init(jax.random.key(22), x[:1])
     eta, normalizer, clip = 0.5, 5.0, 0.3
-    prepare, step = make_private_step(model, clip_norm=clip, noise_multiplier=0.0,
-                                      learning_rate=eta, normalizer=normalizer)
+    prepare, init, step = make_private_step(
+        model, DpsgdConfig(clip_norm=clip, noise_multiplier=0.0, learning_rate=eta),
+        normalizer=normalizer)
     features = prepare(x)
     key = jax.random.key(23)
     member = jnp.ones(6).at[-1].set(1.0)
     without = jnp.ones(6).at[-1].set(0.0)
     diff = jax.tree.map(lambda a, b: np.asarray(b, np.float64) - np.asarray(a, np.float64),
-                        step(key, params, features, y, member),
-                        step(key, params, features, y, without))
+                        step(key, params, init(params), features, y, member)[0],
+                        step(key, params, init(params), features, y, without)[0])
     grads = _loop_per_example_grads(model, params, x, y)
     expected = jax.tree.map(lambda g: eta / normalizer * g, _ref_clipped_sum([grads[-1]], clip))
     for a, b in zip(jax.tree.leaves(diff), jax.tree.leaves(expected)):

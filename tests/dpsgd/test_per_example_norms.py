@@ -8,7 +8,7 @@ import optax
 import pytest
 
 from jaxaudit._validation import ArgumentTypeError
-from jaxaudit.dpsgd import MLP, SmallCNN, clipped_gradient_sum, dp_gradient_step
+from jaxaudit.dpsgd import MLP, DpsgdConfig, SmallCNN, clipped_gradient_sum, dp_gradient_step
 from jaxaudit.dpsgd.ghost import block_features, default_block_size
 
 
@@ -82,8 +82,10 @@ def test_step_under_jit_vmap_and_grad_matches_unblocked():
     stacked = jax.vmap(lambda k: model.init(k, x[:1]))(jax.random.split(jax.random.key(35), 2))
 
     def step(p, block_size):
-        return dp_gradient_step(jax.random.key(36), model, p, x, y, clip_norm=0.1,
-                                noise_multiplier=0.5, learning_rate=0.2, block_size=block_size)
+        return dp_gradient_step(jax.random.key(36), model, p, x, y,
+                                DpsgdConfig(clip_norm=0.1, noise_multiplier=0.5,
+                                            learning_rate=0.2, block_size=block_size),
+                                normalizer=1.0)
 
     blocked = jax.jit(jax.vmap(lambda p: step(p, 2)))(stacked)
     whole = jax.jit(jax.vmap(lambda p: step(p, 5)))(stacked)
@@ -124,5 +126,6 @@ def test_block_size_validated():
             clipped_gradient_sum(model, params, x, y, 1.0, block_size=bad)
     for bad in (1.5, "2", True):
         with pytest.raises((ValueError, ArgumentTypeError), match="block_size"):
-            dp_gradient_step(jax.random.key(0), model, params, x, y, clip_norm=1.0,
-                             noise_multiplier=1.0, learning_rate=0.1, block_size=bad)
+            dp_gradient_step(jax.random.key(0), model, params, x, y,
+                             DpsgdConfig(clip_norm=1.0, noise_multiplier=1.0, learning_rate=0.1,
+                                         block_size=bad), normalizer=3.0)

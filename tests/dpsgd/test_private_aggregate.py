@@ -15,19 +15,21 @@ import numpy as np
 import optax
 import pytest
 
+from jaxaudit._validation import ArgumentTypeError
 from jaxaudit.attacks.char_model import CharGRU, sequence_log_likelihood
-from jaxaudit.attacks.lm_training import train_dp_lm
+from jaxaudit.attacks.lm_training import LmConfig, train_dp_lm
 from jaxaudit.dpsgd import (
     MLP,
+    DpsgdConfig,
     LogisticRegression,
-    clip_and_sum,
+    clipped_gradient_sum,
     dp_aggregate,
     dp_noisy_sum,
     make_private_step,
-    noise_stddev,
     per_example_gradients,
     train_run,
 )
+from jaxaudit.dpsgd.private_aggregate import clip_and_sum, noise_stddev
 from jaxaudit.dpsgd.private_step import _clipped_sum_fn
 
 # ---------------------------------------------------------------------------------------------
@@ -152,13 +154,14 @@ def test_private_step_bit_identical_to_reference(model, shape, method):
     x, y = _data(jax.random.key(30), 6, shape, model.num_classes)
     params = model.init(jax.random.key(31), x[:1])
     clip, sigma, lr, normalizer = 0.3, 1.3, 0.7, 5.0
-    prepare, step = make_private_step(model, clip_norm=clip, noise_multiplier=sigma,
-                                      learning_rate=lr, normalizer=normalizer, method=method)
+    prepare, init, step = make_private_step(
+        model, DpsgdConfig(clip_norm=clip, noise_multiplier=sigma, learning_rate=lr,
+                           method=method), normalizer=normalizer)
     features = prepare(x)
     mask = jnp.array([1, 0, 1, 1, 1, 0], jnp.float32)
     for seed in (0, 1):
         key = jax.random.key(seed)
-        got = jax.jit(step)(key, params, features, y, mask)
+        got = jax.jit(step)(key, params, init(params), features, y, mask)[0]
         ref = jax.jit(lambda k, p, f, yy, m: _ref_step(model, method, clip, lr, normalizer, k, p, f,
                                                         yy, m, sigma))(key, params, features, y,
                                                                        mask)
@@ -177,9 +180,10 @@ def test_canary_run_bit_identical_to_reference(method, q):
     ys = jnp.concatenate([y, canary[1][None]]).astype(jnp.int32)
     for include in (True, False):
         key = jax.random.key(34)
-        got = train_run(key, model, params, (x, y), canary, include_canary=include,
-                        noise_multiplier=sigma, clip_norm=clip, steps=steps, learning_rate=lr,
-                        sampling_rate=q, method=method)
+        got = train_run(key, model, params, (x, y), canary,
+                        DpsgdConfig(noise_multiplier=sigma, clip_norm=clip, steps=steps,
+                                    learning_rate=lr, sampling_rate=q, method=method),
+                        include_canary=include)
         ref = jax.jit(lambda k, flag, f, p, s: _ref_run(model, method, clip, lr, q, steps, k,
                                                          flag, p, f, ys, canary, s))(
             key, jnp.asarray(include), xs, params, jnp.float32(sigma))
@@ -190,9 +194,8 @@ def test_canary_run_bit_identical_to_reference(method, q):
 def test_train_dp_lm_bit_identical_to_reference():
     model = CharGRU(embed_dim=4, hidden_dim=8)
     tokens = jax.random.randint(jax.random.key(35), (12, 6), 1, model.vocab_size)
-    args = dict(steps=5, sampling_rate=0.5, noise_multiplier=0.8, clip_norm=0.7,
-                learning_rate=3e-3)
-    got = train_dp_lm(jax.random.key(36), model, tokens, chunk=5, **args)
+    config = LmConfig(steps=5, batch_size=6, clip_norm=0.7, learning_rate=3e-3)  # q = 6/12
+    got = train_dp_lm(jax.random.key(36), model, tokens, config, noise_multiplier=0.8)
     ref = _ref_train_dp_lm(jax.random.key(36), model, tokens, 5, 0.5, 0.8, 0.7, 3e-3)
     _assert_trees_equal(got, ref)
 
@@ -239,27 +242,32 @@ def test_clip_and_sum_clips_each_example_to_norm_c():
     np.testing.assert_allclose(got[0], factors @ rows, rtol=1e-5, atol=1e-6)
 
 
-def _noise_samples(neighbouring, sigma, clip, num_keys):
+def _params_like(per_example):
+    """Zero parameters with the shapes of one example's gradient."""
+    return jax.tree.map(lambda g: jnp.zeros(g.shape[1:], g.dtype), per_example)
+
+
+def _noise_samples(relation, sigma, clip, num_keys):
     """Noise of dp_aggregate on zero gradients (so ĝ = Z / n̄), one update per key, vmapped."""
     zeros = {"a": jnp.zeros((3, 5)), "b": jnp.zeros((3, 2, 2))}
     normalizer = 4.0
 
     def one(key):
-        tx = dp_aggregate(clip, sigma, key=key, normalizer=normalizer, neighbouring=neighbouring)
-        out, _ = tx.update(zeros, tx.init(None))
+        tx = dp_aggregate(clip, sigma, key=key, normalizer=normalizer, relation=relation)
+        out, _ = tx.update(zeros, tx.init(None), _params_like(zeros))
         return out
 
     out = jax.jit(jax.vmap(one))(jax.random.split(jax.random.key(41), num_keys))
     return _np_rows(out) * normalizer
 
 
-@pytest.mark.parametrize("neighbouring, sensitivity", [("add_remove", 1.0), ("replace_one", 2.0)])
-def test_noise_standard_deviation_is_sigma_times_sensitivity(neighbouring, sensitivity):
+@pytest.mark.parametrize("relation, sensitivity", [("add_remove", 1.0), ("replace_one", 2.0)])
+def test_noise_standard_deviation_is_sigma_times_sensitivity(relation, sensitivity):
     sigma, clip, num_keys = 0.8, 0.6, 3000
-    z = _noise_samples(neighbouring, sigma, clip, num_keys)
+    z = _noise_samples(relation, sigma, clip, num_keys)
     m = z.size  # 3000 × 9 entries
     target = sigma * sensitivity * clip
-    assert noise_stddev(sigma, clip, neighbouring) == pytest.approx(target, rel=1e-12)
+    assert noise_stddev(sigma, clip, relation) == pytest.approx(target, rel=1e-12)
     # sample sd of m normals: relative standard error 1/sqrt(2m); tolerance 5 standard errors
     assert abs(z.std() / target - 1) < 5 / np.sqrt(2 * m)
     assert abs(z.mean()) < 5 * target / np.sqrt(m)
@@ -300,35 +308,36 @@ def test_composes_with_optax_optimisers(optimizer):
 
 def test_key_in_state_split_per_update_and_noise_key_override():
     grads, _ = _tree(jax.random.key(44), 4)
-    tx = dp_aggregate(1.0, 1.0, key=jax.random.key(45))
+    params = _params_like(grads)
+    tx = dp_aggregate(1.0, 1.0, normalizer=1.0, key=jax.random.key(45))
     s0 = tx.init(None)
-    u1, s1 = tx.update(grads, s0)
-    u2, s2 = tx.update(grads, s1)
+    u1, s1 = tx.update(grads, s0, params)
+    u2, s2 = tx.update(grads, s1, params)
     assert not np.allclose(u1["a"], u2["a"])  # a fresh draw per update
-    u1_again, _ = tx.update(grads, tx.init(None))
+    u1_again, _ = tx.update(grads, tx.init(None), params)
     _assert_trees_equal(u1, u1_again)  # reproducible from the key
     k_next, k_noise = jax.random.split(jax.random.key(45))
     np.testing.assert_array_equal(jax.random.key_data(s1.key), jax.random.key_data(k_next))
     _assert_trees_equal(u1, _ref_noise(k_noise, clip_and_sum(grads, 1.0), 1.0))
     # an explicit noise_key is used as given and leaves the state's key alone
     k = jax.random.key(46)
-    u3, s3 = tx.update(grads, s1, noise_key=k)
+    u3, s3 = tx.update(grads, s1, params, noise_key=k)
     _assert_trees_equal(u3, _ref_noise(k, clip_and_sum(grads, 1.0), 1.0))
     np.testing.assert_array_equal(jax.random.key_data(s3.key), jax.random.key_data(s1.key))
     assert (int(s1.count), int(s2.count), int(s3.count)) == (1, 2, 2)
     # without any key the update refuses
-    keyless = dp_aggregate(1.0, 1.0)
+    keyless = dp_aggregate(1.0, 1.0, normalizer=1.0)
     with pytest.raises(ValueError, match="noise_key"):
-        keyless.update(grads, keyless.init(None))
+        keyless.update(grads, keyless.init(None), params)
 
 
 def test_dp_noisy_sum_is_the_noise_stage_of_dp_aggregate():
     grads, _ = _tree(jax.random.key(47), 5)
     mask = jnp.array([1, 0, 1, 1, 1], jnp.float32)
-    kw = dict(key=jax.random.key(48), normalizer=2.5, neighbouring="replace_one")
+    kw = dict(key=jax.random.key(48), normalizer=2.5, relation="replace_one")
     full = dp_aggregate(0.9, 1.4, **kw)
     stage = dp_noisy_sum(0.9, 1.4, **kw)
-    a, sa = full.update(grads, full.init(None), mask=mask)
+    a, sa = full.update(grads, full.init(None), _params_like(grads), mask=mask)
     b, sb = stage.update(clip_and_sum(grads, 0.9, mask), stage.init(None))
     _assert_trees_equal(a, b)
     _assert_trees_equal(sa, sb)
@@ -343,7 +352,7 @@ def test_jit_and_vmap_over_seeds_equal_eager():
 
     def update(key, sigma):
         tx = dp_aggregate(0.8, sigma, key=key, normalizer=4.0)
-        return tx.update(grads, tx.init(None), mask=mask)
+        return tx.update(grads, tx.init(None), _params_like(grads), mask=mask)
 
     keys = jax.random.split(jax.random.key(50), 4)
     eager = [update(k, 1.1) for k in keys]
@@ -369,16 +378,159 @@ def test_bad_arguments_raise_naming_them():
         (dict(clip_norm=1.0, noise_multiplier=float("nan")), "noise_multiplier"),
         (dict(clip_norm=1.0, noise_multiplier=float("inf")), "noise_multiplier"),
         (dict(clip_norm=1.0, noise_multiplier=1.0, normalizer=0.0), "normalizer"),
-        (dict(clip_norm=1.0, noise_multiplier=1.0, neighbouring="substitute"), "neighbouring"),
+        (dict(clip_norm=1.0, noise_multiplier=1.0, relation="substitute"), "relation"),
         (dict(clip_norm=1.0, noise_multiplier=1.0, key=3), "key"),
     ]:
         for build in (dp_aggregate, dp_noisy_sum):
             with pytest.raises(ValueError, match=name):
-                build(**kwargs)
+                build(**{"normalizer": 1.0, **kwargs})
     with pytest.raises(ValueError, match="noise_multiplier"):
-        dp_aggregate(1.0, "1.0")
-    tx = dp_aggregate(1.0, 1.0, key=jax.random.key(0))
+        dp_aggregate(1.0, "1.0", normalizer=1.0)
+    tx = dp_aggregate(1.0, 1.0, normalizer=1.0, key=jax.random.key(0))
     with pytest.raises(ValueError, match="mask"):
-        tx.update(grads, tx.init(None), mask=jnp.ones(4))
+        tx.update(grads, tx.init(None), _params_like(grads), mask=jnp.ones(4))
     with pytest.raises(ValueError, match="leading"):
-        tx.update({"a": jnp.ones((3, 2)), "b": jnp.ones((4, 2))}, tx.init(None), mask=jnp.ones(3))
+        tx.update({"a": jnp.ones((3, 2)), "b": jnp.ones((4, 2))}, tx.init(None),
+                  {"a": jnp.ones(2), "b": jnp.ones(2)}, mask=jnp.ones(3))
+
+
+# ---------------------------------------------------------------------------------------------
+# silent wrong results refused: no example axis, no normaliser, fractional masks
+
+
+def test_gradient_without_an_example_axis_is_refused_eagerly_and_under_jit():
+    w = jnp.zeros(3)
+    x, y = jnp.ones((8, 3)), jnp.arange(8.0)
+
+    def loss(w, x, y):
+        return jnp.sum((x @ w - y) ** 2)
+
+    plain = jax.grad(loss)(w, x, y)  # (3,): no example axis; once read as 3 examples
+    tx = optax.chain(dp_aggregate(1.0, 0.0, normalizer=8.0, key=jax.random.key(0)),
+                     optax.sgd(0.1))
+    state = tx.init(w)
+    with pytest.raises(ValueError, match=r"shape \(3,\) for a parameter of shape \(3,\)"):
+        tx.update(plain, state, w)
+    with pytest.raises(ValueError, match=r"shape \(3,\) for a parameter of shape \(3,\)"):
+        jax.jit(lambda g, s, p: tx.update(g, s, p))(plain, state, w)
+    with pytest.raises(ValueError, match="needs params"):
+        tx.update(per_example_gradients(lambda w, x, y: loss(w, x[None], y[None]), w, x, y),
+                  state)
+    # the per-example gradients pass, eagerly and under jit, with the same result
+    grads = per_example_gradients(lambda w, x, y: loss(w, x[None], y[None]), w, x, y)
+    eager, _ = tx.update(grads, state, w)
+    jitted, _ = jax.jit(lambda g, s, p: tx.update(g, s, p))(grads, state, w)
+    np.testing.assert_allclose(jitted, eager, rtol=1e-6)
+    # a leaf with the right rank but another shape is named too
+    params = {"a": jnp.zeros(3), "b": jnp.zeros((2, 2))}
+    with pytest.raises(ValueError, match=r"\['b'\] has shape \(4, 2\)"):
+        dp_aggregate(1.0, 0.0, normalizer=1.0, key=jax.random.key(0)).update(
+            {"a": jnp.zeros((4, 3)), "b": jnp.zeros((4, 2))}, None, params)
+
+
+def test_normalizer_is_required():
+    with pytest.raises(TypeError, match="normalizer"):
+        dp_aggregate(1.0, 1.0, key=jax.random.key(0))
+    with pytest.raises(TypeError, match="normalizer"):
+        dp_noisy_sum(1.0, 1.0, key=jax.random.key(0))
+
+
+@pytest.mark.parametrize("momentum", [None, 0.9])
+def test_chained_with_sgd_at_sigma_zero_equals_optax_contrib_dpsgd(momentum):
+    """With normalizer = B (the batch size), chain(dp_aggregate(C, 0), sgd(η)) is optax's own
+    DP-SGD, optax.contrib.dpsgd(η, C, 0): clip, sum, divide by B, SGD."""
+    batch, lr, clip = 16, 0.3, 0.5
+    grads, _ = _tree(jax.random.key(60), batch)
+    params = {"a": jnp.linspace(-1.0, 1.0, 3), "b": jnp.full((2, 2), 0.25)}
+    ours = optax.chain(dp_aggregate(clip, 0.0, normalizer=float(batch), key=jax.random.key(0)),
+                       optax.sgd(lr, momentum=momentum))
+    theirs = optax.contrib.dpsgd(lr, clip, 0.0, seed=0, momentum=momentum)
+    p, q = params, params
+    s, t = ours.init(params), theirs.init(params)
+    for i in range(3):
+        g = jax.tree.map(lambda x, i=i: x * (1.0 + 0.5 * i), grads)
+        u, s = ours.update(g, s, p)
+        v, t = theirs.update(g, t, q)
+        p, q = optax.apply_updates(p, u), optax.apply_updates(q, v)
+        for a, b in zip(jax.tree.leaves(p), jax.tree.leaves(q)):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    # normalizer 1 releases the sum: a step B times larger than optax's
+    big = optax.chain(dp_aggregate(clip, 0.0, normalizer=1.0, key=jax.random.key(0)),
+                      optax.sgd(lr))
+    u1, _ = big.update(grads, big.init(params), params)
+    v1, _ = theirs.update(grads, theirs.init(params), params)
+    for a, b in zip(jax.tree.leaves(u1), jax.tree.leaves(v1)):
+        np.testing.assert_allclose(a, batch * b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("value", [0.5, 0.7])
+def test_fractional_masks_are_refused(value):
+    grads, _ = _tree(jax.random.key(61), 4)
+    params = _params_like(grads)
+    tx = dp_aggregate(1.0, 1.0, normalizer=4.0, key=jax.random.key(0))
+    mask = jnp.array([1.0, value, 0.0, 1.0])
+    with pytest.raises(ValueError, match=r"mask must be boolean \(0/1\)"):
+        tx.update(grads, tx.init(params), params, mask=mask)
+    # traced: a float mask cannot be checked, so its dtype is refused
+    with pytest.raises(TypeError, match="mask must be boolean .*under jax.jit/vmap, got dtype float32"):
+        jax.jit(lambda m: tx.update(grads, tx.init(params), params, mask=m))(mask)
+    # the same entries of the other entry points
+    model = LogisticRegression(num_classes=2)
+    x, y = jnp.ones((4, 3)), jnp.array([0, 1, 0, 1])
+    mp = model.init(jax.random.key(0), x[:1])
+    with pytest.raises(ValueError, match="weights must be boolean"):
+        clipped_gradient_sum(model, mp, x, y, 1.0, mask)
+    from jaxaudit.dpsgd import dp_gradient_step
+
+    with pytest.raises(ValueError, match="mask must be boolean"):
+        dp_gradient_step(jax.random.key(1), model, mp, x, y,
+                         DpsgdConfig(clip_norm=1.0, noise_multiplier=1.0, learning_rate=0.1),
+                         normalizer=4.0, mask=mask)
+
+
+def test_boolean_and_integer_masks_equal_float_zero_one_masks():
+    grads, _ = _tree(jax.random.key(62), 4)
+    params = _params_like(grads)
+    tx = dp_aggregate(1.0, 1.0, normalizer=4.0, key=jax.random.key(0))
+    as_bool = jnp.array([True, False, True, True])
+    ref, _ = tx.update(grads, tx.init(params), params, mask=as_bool.astype(jnp.float32))
+    for m in (as_bool, as_bool.astype(jnp.int32)):
+        _assert_trees_equal(tx.update(grads, tx.init(params), params, mask=m)[0], ref)
+        _assert_trees_close(jax.jit(lambda m: tx.update(grads, tx.init(params), params,
+                                                        mask=m)[0])(m), ref)
+    assert issubclass(ArgumentTypeError, TypeError)
+
+
+@pytest.mark.parametrize("method", ["ghost", "vmap"])
+def test_private_step_threads_momentum_like_a_hand_written_loop(method):
+    """The optax state threads across steps: chained momentum accumulates, v ← μv + ĝ,
+    θ ← θ − ηv, with ĝ = (clipped sum + the key's noise) / n̄ (σ = 0 and σ > 0)."""
+    model = MLP(hidden=(5,), num_classes=3)
+    x, y = _data(jax.random.key(63), 6, (4,), 3)
+    params = model.init(jax.random.key(64), x[:1])
+    clip, lr, mu, normalizer = 0.4, 0.2, 0.9, 6.0
+    mask = jnp.array([1, 1, 0, 1, 1, 1], bool)
+    for sigma in (0.0, 0.8):
+        config = DpsgdConfig(clip_norm=clip, noise_multiplier=sigma, learning_rate=lr,
+                             method=method)
+        prepare, init, step = make_private_step(model, config, normalizer=normalizer,
+                                                optimizer=optax.sgd(lr, momentum=mu))
+        features, state, p = prepare(x), init(params), params
+        ref_p = jax.tree.map(lambda a: np.asarray(a, np.float64), params)
+        velocity = jax.tree.map(np.zeros_like, ref_p)
+        for k in jax.random.split(jax.random.key(65), 4):
+            p, state = jax.jit(step)(k, p, state, features, y, mask)
+            summed, _ = clipped_gradient_sum(model, jax.tree.map(jnp.float32, ref_p), x, y, clip,
+                                             mask, method=method)
+            noisy = _ref_noise(k, summed, sigma * clip)
+            g = jax.tree.map(lambda s: np.asarray(s, np.float64) / normalizer, noisy)
+            velocity = jax.tree.map(lambda v, gi: mu * v + gi, velocity, g)
+            ref_p = jax.tree.map(lambda a, v: a - lr * v, ref_p, velocity)
+        for a, b in zip(jax.tree.leaves(p), jax.tree.leaves(ref_p)):
+            np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6)
+        assert int(state[0].count) == 4
+        # without threading (a fresh state each step) momentum would be lost: not the same
+        fresh = params
+        for k in jax.random.split(jax.random.key(65), 4):
+            fresh, _ = step(k, fresh, init(fresh), features, y, mask)
+        assert not np.allclose(jax.tree.leaves(fresh)[0], jax.tree.leaves(p)[0], atol=1e-6)

@@ -45,22 +45,26 @@ def test_canary_sweep_in_chunks_equals_one_call_bit_for_bit():
     """Unit u (the pair of runs u) uses unit_key(seed, u): the sweep cut into chunks of 2 units
     gives the scores of one call over the 4 units, bit for bit (same vmap chunk size)."""
     from jaxaudit.datasets.audit_split import audit_data
-    from jaxaudit.dpsgd import blank_canary, canary_runs, model_by_name
+    from jaxaudit.dpsgd import DpsgdConfig, blank_canary, canary_runs, model_by_name
 
     (x, y), _ = audit_data(jax.random.key(0), "synthetic", 8, 0)
     model = model_by_name("logreg")
     init = model.init(jax.random.key(0), x[:1])
-    kw = dict(noise_multiplier=1.0, clip_norm=1.0, steps=2, learning_rate=0.01,
-              sampling_rate=0.5, chunk_size=2)
+    cfg = DpsgdConfig(noise_multiplier=1.0, clip_norm=1.0, steps=2, learning_rate=0.01,
+                      sampling_rate=0.5)
+    kw = dict(chunk_size=2)
     canary = (blank_canary(x.shape[1:]), 9)
-    whole = canary_runs(unit_keys(jax.random.key(3), 0, 4), model, init, (x, y), canary, num_runs=4, **kw)
-    parts = [canary_runs(unit_keys(jax.random.key(3), s, 2), model, init, (x, y), canary, num_runs=2, **kw)
+    whole = canary_runs(unit_keys(jax.random.key(3), 0, 4), model, init, (x, y), canary, cfg,
+                        num_runs=4, **kw)
+    parts = [canary_runs(unit_keys(jax.random.key(3), s, 2), model, init, (x, y), canary, cfg,
+                         num_runs=2, **kw)
              for s in (0, 2)]
     for world in (0, 1):
         np.testing.assert_array_equal(whole[world], np.concatenate([p[world] for p in parts]))
     assert len(set(np.concatenate(whole).tolist())) == 8  # 8 different runs
     with pytest.raises(ValueError, match="unit keys"):
-        canary_runs(unit_keys(jax.random.key(3), 0, 3), model, init, (x, y), canary, num_runs=4, **kw)
+        canary_runs(unit_keys(jax.random.key(3), 0, 3), model, init, (x, y), canary, cfg,
+                    num_runs=4, **kw)
 
 
 @pytest.mark.slow  # ~1 min on two shared cores (compilation of the runs and the DV critic)
