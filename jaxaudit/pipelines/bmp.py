@@ -145,29 +145,8 @@ class BmpResult(NamedTuple):
     missing: tuple[str, ...] = ()
 
 
-_AUDIT_ARRAYS = ("eta", "eta_se", "degree", "certified_l", "certified_r", "eps_l", "eps_r",
-                 "eps_mp", "jeffreys_l", "jeffreys_r", "auc", "global_auc", "rhat", "ess",
-                 "divergences", "global_tpr")
 #: The arrays of the "attack" unit.
 _ATTACK_ARRAYS = ("auc", "global_auc", "global_tpr", "key_node")
-
-def audit_to_arrays(audit: Any) -> dict[str, np.ndarray]:
-    """A ``BmpAudit`` without its masks and scores, as named arrays."""
-    out = {k: np.asarray(getattr(audit, k)) for k in _AUDIT_ARRAYS}
-    out.update({f"counts_{k}": np.asarray(v) for k, v in audit.counts._asdict().items()})
-    out["confidence"] = np.asarray(audit.confidence)
-    return out
-
-
-def audit_from_arrays(arrays: dict, masks: Any, scores: Any, attack: str = "lira") -> Any:
-    """The ``BmpAudit`` of :func:`audit_to_arrays`' arrays and the shadow masks and scores."""
-    from jaxaudit import bmp
-    from jaxaudit.mia import ErrorCounts
-
-    fields = {k: arrays[k] for k in _AUDIT_ARRAYS}
-    counts = ErrorCounts(*(arrays[f"counts_{k}"] for k in ErrorCounts._fields))
-    return bmp.BmpAudit(counts=counts, confidence=float(arrays["confidence"]), masks=masks,
-                        scores=scores, attack=attack, **fields)
 
 
 def unit_names(num_distinct: int, node_units: int) -> list[str]:
@@ -311,7 +290,14 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
         FileNotFoundError: a missing ``shadow_run`` or ``compare`` folder.
     """
     from jaxaudit import bmp
-    from jaxaudit.bmp.audit import BmpNodes, audit_attack, audit_nodes, concat_nodes
+    from jaxaudit.bmp.audit import (
+        BmpAttack,
+        BmpNodes,
+        assemble_audit,
+        audit_attack,
+        audit_nodes,
+        concat_nodes,
+    )
     from jaxaudit.graph import inclusion_probabilities, node_degrees
     from jaxaudit.graph.shadow_models import gnn_module
     from jaxaudit.mia import ErrorCounts
@@ -397,12 +383,13 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
                            for n in units])
     where = np.empty(graph.num_nodes, int)  # the units' node lists are a permutation
     where[np.concatenate([done[n]["nodes"] for n in units])] = np.arange(graph.num_nodes)
-    arrays = {f: np.asarray(v)[..., where] for f, v in joined._asdict().items()}
-    arrays |= {k: att[k] for k in ("auc", "global_auc", "global_tpr")}
-    arrays |= {f"counts_{k}": v for k, v in counts._asdict().items()}
-    arrays |= {"eta": pri["eta"], "eta_se": pri["eta_se"], "degree": node_degrees(graph),
-               "confidence": np.asarray(cfg["confidence"])}
-    audit = audit_from_arrays(arrays, masks, scores, cfg["attack"])
+    nodes = BmpNodes(**{f: np.asarray(v)[..., where] for f, v in joined._asdict().items()})
+    # the stored attack unit (its (R, N) statistic is not stored: assemble_audit does not read it)
+    attacked = BmpAttack(attack=cfg["attack"], statistic=np.zeros((0, graph.num_nodes)),
+                         counts=counts, auc=att["auc"], global_auc=att["global_auc"],
+                         global_tpr=att["global_tpr"], key_node=key_node)
+    audit = assemble_audit(scores, masks, pri["eta"], attacked, nodes, audit_config,
+                           eta_se=pri["eta_se"], degree=node_degrees(graph))
     table = bmp.audit_table(audit)
     summary = bmp.audit_summary(audit) | {"attack_prior": bmp.likelihood.as_attack_prior(
         cfg["attack_prior"]).describe()}
