@@ -39,12 +39,11 @@ from jaxaudit.renyi import (
     PAPER_BOUNDED_CRITIC_CONFIG,
     PAPER_CRITIC_CONFIG,
     CriticConfig,
-    dp_to_rdp_gaussian,
     gdp_epsilon_lower_bound,
-    gdp_mu_for_epsilon,
-    gdp_to_rdp,
     renyi_estimator,
 )
+from jaxaudit.renyi.reconcile import dp_to_rdp_gaussian, gdp_mu_for_epsilon
+from jaxaudit.stats import gdp_to_rdp
 
 CONFIGS = {"ours": CriticConfig(), "paper": PAPER_CRITIC_CONFIG,
            # the paper's network, optimiser, minibatches and EMA with our output bound M = 2
@@ -77,7 +76,7 @@ def kim_31_rdp(in_s: np.ndarray, out_s: np.ndarray, orders: np.ndarray) -> tuple
     vals = []
     for b in range(n):
         sl = slice(b * BLOCK, (b + 1) * BLOCK)
-        eps = gdp_epsilon_lower_bound(in_s[sl], out_s[sl], DELTA, confidence=0.9,
+        eps = gdp_epsilon_lower_bound(None, in_s[sl], out_s[sl], DELTA, confidence=0.9,
                                       selection="all").epsilon
         vals.append(dp_to_rdp_gaussian(float(eps), DELTA, orders))
     return (np.mean(vals, axis=0) if vals else np.full(orders.shape, np.nan)), n
@@ -116,7 +115,7 @@ def ideal_31_table(audits: int, seed: int, orders: np.ndarray) -> None:
         in_s = mu + rng.standard_normal(audits * BLOCK)
         out_s = rng.standard_normal(audits * BLOCK)
         kim, _ = kim_31_rdp(in_s, out_s, orders)
-        mu_all = gdp_epsilon_lower_bound(in_s, out_s, DELTA, confidence=0.9, selection="all").mu
+        mu_all = gdp_epsilon_lower_bound(None, in_s, out_s, DELTA, confidence=0.9, selection="all").mu
         ours = gdp_to_rdp(mu_all, orders)
         for j, a in enumerate(orders):
             print(f"| {eps:g} | {mu:.3f} | {a:g} | {a * mu**2 / 2:.3f} | {kim[j]:.3f} | "
@@ -131,7 +130,7 @@ def scores_table(path: str, setting: str, splits: int, orders: np.ndarray, steps
     sigma = float(data[f"{setting}_sigma"])
     acc = rdp_epsilons(noise_multiplier=sigma, sampling_rate=1.0, steps=steps, orders=orders)
     kim, audits = kim_31_rdp(in_s, out_s, orders)
-    mu_all = gdp_epsilon_lower_bound(in_s, out_s, DELTA, confidence=0.9, selection="all").mu
+    mu_all = gdp_epsilon_lower_bound(None, in_s, out_s, DELTA, confidence=0.9, selection="all").mu
     ours_31 = gdp_to_rdp(mu_all, orders)
     print(f"\n{setting}: {in_s.size} in / {out_s.size} out runs, σ = {sigma:.4f}, "
           f"[31] audits of {BLOCK} per world: {audits}")

@@ -50,13 +50,13 @@ from jaxaudit.accounting import rdp_epsilons
 from jaxaudit.renyi import (
     binned_renyi_lower_bound,
     estimate_renyi,
-    format_runs_needed,
     gdp_epsilon_lower_bound,
-    gdp_to_rdp,
     reconcile_estimate,
     runs_needed,
     threshold_renyi_lower_bound,
 )
+from jaxaudit.renyi.planning import format_runs_needed
+from jaxaudit.stats import gdp_to_rdp
 
 FAST = os.environ.get("JAXAUDIT_NOTEBOOK_FAST") == "1"
 FIGURES = Path(os.environ.get("JAXAUDIT_FIGURES", "figures"))
@@ -110,7 +110,7 @@ def blocks(name):
 
 
 def eps_emp(name, selection):
-    vals = [gdp_epsilon_lower_bound(i, o, DELTA,
+    vals = [gdp_epsilon_lower_bound(jax.random.key(0), i, o, DELTA,
                                     confidence=0.9 if selection == "all" else CONFIDENCE,
                                     selection=selection) for i, o in blocks(name)]
     eps = np.array([v.epsilon for v in vals])
@@ -181,10 +181,10 @@ for eps in EPS_GRID:
     dv_point = np.array([np.asarray(e.point) for e in ests])
     dv_se = np.array([np.asarray(e.point_se) for e in ests]).mean(0)
     dv_lower = np.asarray(ests[0].lower)
-    mu_all = gdp_epsilon_lower_bound(in_s, out_s, DELTA, confidence=0.9, selection="all").mu
-    mu_held = gdp_epsilon_lower_bound(in_s, out_s, DELTA, confidence=CONFIDENCE).mu
-    thr = threshold_renyi_lower_bound(in_s, out_s, ORDERS, confidence=CONFIDENCE)
-    binned = binned_renyi_lower_bound(in_s, out_s, ORDERS, confidence=CONFIDENCE)
+    mu_all = gdp_epsilon_lower_bound(None, in_s, out_s, DELTA, confidence=0.9, selection="all").mu
+    mu_held = gdp_epsilon_lower_bound(jax.random.key(0), in_s, out_s, DELTA, confidence=CONFIDENCE).mu
+    thr = threshold_renyi_lower_bound(jax.random.key(0), in_s, out_s, ORDERS, confidence=CONFIDENCE)
+    binned = binned_renyi_lower_bound(jax.random.key(0), in_s, out_s, ORDERS, confidence=CONFIDENCE)
     table[eps] = dict(runs=in_s.size, acc=acc, dv=dv_point, dv_se=dv_se, dv_lower=dv_lower,
                       gauss=gaussian_fit_renyi(np.asarray(in_s, float), np.asarray(out_s, float),
                                                ORDERS),

@@ -12,7 +12,6 @@ call.
 from __future__ import annotations
 
 import numbers
-import warnings
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -249,6 +248,33 @@ def check_key(name: str, key: Any) -> None:
     raise ArgumentTypeError(f"{name} must be a JAX PRNG key (jax.random.key(seed)), got {plain(key)}")
 
 
+def typed_key(key: Any) -> Any:
+    """A typed PRNG key: legacy uint32 key data (``jax.random.PRNGKey(s)``, shape (..., 2)) is
+    wrapped, so it draws what ``jax.random.key(s)`` draws; a typed key passes unchanged.
+    Traceable (no check: call :func:`check_key` on concrete keys first)."""
+    import jax
+    import jax.numpy as jnp
+
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return key
+    return jax.random.wrap_key_data(jnp.asarray(key, jnp.uint32))
+
+
+def host_seed(key: Any, name: str = "key") -> int:
+    """The seed of a host-side numpy generator derived from a PRNG key (checked with
+    :func:`check_key`): its key data read as one big-endian integer, so ``jax.random.key(s)``
+    and the legacy ``jax.random.PRNGKey(s)`` give ``s`` itself
+    (``np.random.default_rng(host_seed(jax.random.key(s)))`` is ``np.random.default_rng(s)``)."""
+    import jax
+
+    check_key(name, key)
+    key = typed_key(key)
+    seed = 0
+    for word in np.asarray(jax.random.key_data(key)).ravel().tolist():
+        seed = (seed << 32) | int(word)
+    return seed
+
+
 def check_broadcast(**arrays: Any) -> tuple[int, ...]:
     """The broadcast shape of the named arguments; ValueError naming them when they do not
     broadcast together (instead of numpy's or XLA's raw shape error)."""
@@ -258,26 +284,3 @@ def check_broadcast(**arrays: Any) -> tuple[int, ...]:
     except ValueError:
         listed = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
         raise ValueError(f"shapes do not broadcast together: {listed}") from None
-
-
-def failure_probability(function: str, old: str, old_value: Any, confidence: Any,
-                        default_confidence: float | None = None, stacklevel: int = 3) -> Any:
-    """The failure probability β from ``confidence`` = 1 − β (new) or the deprecated
-    positional/keyword ``old`` = β itself (warns; kept exactly). Traced values pass through."""
-    if old_value is not None and confidence is not None:
-        raise ValueError(f"{function}: give confidence only ({old} is its deprecated "
-                         "complement), not both")
-    if old_value is not None:
-        warnings.warn(f"{function}({old}=...) is deprecated: it is a failure probability; "
-                      f"pass confidence=1 - {old} instead", DeprecationWarning,
-                      stacklevel=stacklevel)
-        if not is_traced(old_value):
-            old_value = check_probability(old, old_value, open_low=True)
-        return old_value
-    if confidence is None:
-        if default_confidence is None:
-            raise ValueError(f"{function}: confidence is required (e.g. confidence=0.95)")
-        confidence = default_confidence
-    if not is_traced(confidence):
-        confidence = check_probability("confidence", confidence, open_high=True)
-    return 1.0 - confidence

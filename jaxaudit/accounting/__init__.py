@@ -12,7 +12,6 @@ from jaxaudit.accounting.guarantees import (
     PldProfile,
     PureDP,
     RdpCurve,
-    Relation,
 )
 from jaxaudit.accounting.rdp import (
     DEFAULT_ORDERS,
@@ -23,7 +22,8 @@ from jaxaudit.accounting.rdp import (
 from jaxaudit.accounting.replace_one import dpsgd_privacy, gaussian_marginals_privacy
 from jaxaudit.accounting.sampled_gaussian import sampled_gaussian_rdp
 
+# ``Relation`` (the type of the relation field) lives in ``jaxaudit.accounting.guarantees``.
 __all__ = ["DEFAULT_ORDERS", "RELATIONS", "ApproxDP", "GaussianDP", "Guarantee", "PldProfile",
-           "PureDP", "RdpCurve", "Relation", "dpsgd_privacy", "epsilon_for_delta",
+           "PureDP", "RdpCurve", "dpsgd_privacy", "epsilon_for_delta",
            "gaussian_marginals_privacy", "noise_for_epsilon", "rdp_epsilons",
            "sampled_gaussian_rdp"]

@@ -44,8 +44,8 @@ from jaxaudit._validation import (
     check_probability,
     is_traced,
 )
-from jaxaudit.stats._core import bisect, float_arrays
 from jaxaudit.stats.gdp import gdp_delta_core, gdp_to_rdp_core
+from jaxaudit.stats.numerics import bisect, float_arrays
 
 __all__ = [
     "RELATIONS",
@@ -179,8 +179,8 @@ class GaussianDP(_Base):
     def delta_of_epsilon(self, epsilon: ArrayLike) -> jax.Array:
         """δ_μ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Corollary 2.13;
         :func:`jaxaudit.stats.gdp.gdp_delta_core`, the library's one copy). Traceable."""
-        eps, mu = float_arrays(epsilon, self.mu)
-        return gdp_delta_core(eps, mu)
+        epsilon, mu = float_arrays(epsilon, self.mu)
+        return gdp_delta_core(epsilon, mu)
 
     def to_approx(self, delta: ArrayLike) -> ApproxDP:
         """(ε, δ)-DP at the given δ with ε the smallest value with δ_μ(ε) ≤ δ, rounded *up* (the
@@ -269,10 +269,10 @@ class PldProfile(_Base):
                     deltas=(check_probability, {}))
         return self
 
-    def delta_of_epsilon(self, eps: ArrayLike) -> np.ndarray:
+    def delta_of_epsilon(self, epsilon: ArrayLike) -> np.ndarray:
         """δ(ε) looked up on the grid, rounding ε *down* to a grid point (δ is decreasing in ε,
         so this is an upper bound); 1 below the grid. Host side (numpy)."""
-        e = np.asarray(eps, dtype=np.float64)
+        e = np.asarray(epsilon, dtype=np.float64)
         i = np.searchsorted(self.epsilons, e, side="right") - 1
         out = np.where(i >= 0, self.deltas[np.clip(i, 0, None)], 1.0)
         return out

@@ -44,7 +44,7 @@ from jax.typing import ArrayLike
 
 from jaxaudit._validation import check_finite, is_traced
 from jaxaudit.mia.types import ErrorCounts, validate_counts
-from jaxaudit.stats.binomial import _rounded_down, cp_upper_core
+from jaxaudit.stats.binomial import cp_upper_core, round_down
 
 __all__ = ["CertifiedEpsilons", "certified_epsilons"]
 
@@ -127,7 +127,7 @@ def certified_epsilons(counts: ErrorCounts, *, confidence: float = 0.95) -> Cert
         if is_traced(confidence):
             tail = (1.0 - jnp.asarray(confidence, dtype)) / 2.0  # exact for c >= 0.5
         else:
-            tail = _rounded_down((1.0 - float(confidence)) / 2.0, dtype)
+            tail = round_down((1.0 - float(confidence)) / 2.0, dtype)
         eps_l, eps_r, a_hi, b_hi = _certified(*(jnp.asarray(c, dtype) for c in counts),
                                               1.0 - tail, tail)
         return CertifiedEpsilons(eps_l, eps_r, a_hi, b_hi, confidence)

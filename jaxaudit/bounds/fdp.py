@@ -45,7 +45,7 @@ def gdp_delta(epsilon: ArrayLike, mu: ArrayLike) -> jax.Array:
     Corollary 2.13).
 
     The library's one implementation: the f-DP count bounds use it as δ_f, and
-    :func:`jaxaudit.renyi.gdp_epsilon` inverts it (in float64) for the GDP auditing baseline.
+    :func:`jaxaudit.stats.gdp_epsilon` inverts it (in float64) for the GDP auditing baseline.
     Computed as Φ(a)·(−expm1(ε + log Φ(b) − log Φ(a))) so that it keeps relative accuracy when
     the two terms nearly cancel (large ε).
 

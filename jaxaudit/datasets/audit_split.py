@@ -9,7 +9,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from jaxaudit._validation import check_choice, check_key
+from jaxaudit._validation import check_choice, host_seed
 
 __all__ = ["AUDIT_DATASETS", "audit_data"]
 
@@ -24,19 +24,6 @@ def _synthetic(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     labels = rng.integers(0, 10, n).astype(np.int32)
     images = np.clip(prototypes[labels] + 0.3 * rng.standard_normal((n, 28, 28)), 0, 1)
     return images.astype(np.float32), labels
-
-
-def host_seed(key: jax.Array) -> int:
-    """The seed of a host-side numpy generator derived from a PRNG key: its key data read as
-    one big-endian integer (``jax.random.key(s)`` gives ``s`` itself, so
-    ``np.random.default_rng(host_seed(jax.random.key(s)))`` is ``np.random.default_rng(s)``)."""
-    check_key("key", key)
-    if not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
-        key = jax.random.wrap_key_data(key)
-    seed = 0
-    for word in np.asarray(jax.random.key_data(key)).ravel().tolist():
-        seed = (seed << 32) | int(word)
-    return seed
 
 
 def audit_data(

@@ -8,8 +8,8 @@ seen, the data-processing inequality gives
 and likewise D_α(P‖Q) ≥ D_α(p‖q). A threshold test is the case k = 2; more bins keep more of
 the likelihood ratio of a one-dimensional score, at the price of more bin probabilities to bound.
 
-Protocol (the honest split of the threshold baselines): each world is shuffled (seeded numpy
-generator) and split into a *selection* and an *evaluation* part. On the selection part only:
+Protocol (the honest split of the threshold baselines): each world is shuffled (a numpy
+generator seeded from the PRNG key) and split into a *selection* and an *evaluation* part. On the selection part only:
 
   * the partition: k = 2 is the best threshold test, chosen exactly as
     ``threshold_renyi_lower_bound`` chooses it; k ≥ 3 uses the k-quantiles of the pooled
@@ -22,8 +22,8 @@ generator) and split into a *selection* and an *evaluation* part. On the selecti
     selection part.
 
 On the evaluation part (n_Q, n_P scores, bin counts x_j, y_j), one-sided Clopper–Pearson
-bounds at level s/m each, m = 2(k − 1) (Bonferroni over the kept bins of both worlds;
-s = significance):
+bounds at failure probability s/m each, m = 2(k − 1) (Bonferroni over the kept bins of both
+worlds; s = 1 − confidence):
 
     Q-heavy bin j:  q_j ≥ CP_lo(x_j; n_Q),  p_j ≤ CP_hi(y_j; n_P),
     other bins:     q_j ≤ CP_hi(x_j; n_Q),  p_j ≥ CP_lo(y_j; n_P).
@@ -72,6 +72,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import numpy as np
 from jax.typing import ArrayLike
 
@@ -80,9 +81,9 @@ from jaxaudit._validation import (
     check_orders,
     check_probability,
     check_score_vector,
+    host_seed,
     plain,
 )
-from jaxaudit.renyi._names import renamed_argument
 from jaxaudit.renyi.threshold_tests import (
     _binary_renyi_np,
     _cp_lower_np,
@@ -437,12 +438,10 @@ def _select(in_sel, out_sel, alpha, candidates, significance):
     return None if best_k is None else _candidate(in_sel, out_sel, best_k, alpha, significance)
 
 
-@renamed_argument("alpha", "orders")
-@renamed_argument("significance", "confidence", complement=True)
-def binned_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, orders: ArrayLike, *,
-                             bins: int | tuple[int, ...] = DEFAULT_BINS,
+def binned_renyi_lower_bound(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike,
+                             orders: ArrayLike, *, bins: int | tuple[int, ...] = DEFAULT_BINS,
                              confidence: float = 0.95,
-                             selection_fraction: float = 0.5, seed: int = 0) -> np.ndarray:
+                             selection_fraction: float = 0.5) -> np.ndarray:
     """Rigorous RDP lower bound from binned scores: min of D_α(q‖p) over a confidence set.
 
     D_α(Q‖P) ≥ D_α(q‖p) = 1/(α−1) log Σ_j q_j^α p_j^{1−α} for the bin probabilities of a
@@ -459,6 +458,8 @@ def binned_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, orders
     max(D_α(in‖out), D_α(out‖in)) ≥ the returned value, for each order separately.
 
     Args:
+      key: PRNG key of the selection/evaluation split (a numpy generator seeded from its key
+        data; ``jax.random.key(s)`` splits as the seed ``s``).
       in_scores: 1-D scores of runs with the canary (Q), at least 4.
       out_scores: 1-D scores of runs without (P), at least 4.
       orders: order α > 1, or a 1-D array of orders (the partition is chosen per order).
@@ -467,10 +468,8 @@ def binned_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, orders
         world, else ValueError (memory stays linear in k: the dual grid is evaluated in
         chunks). The default candidates above that number are skipped. k = 2 uses the best threshold; k ≥ 3 the
         k-quantiles of the pooled selection scores (fewer bins when scores tie).
-      confidence: joint coverage in (0, 1) (total failure probability 1 − confidence;
-        ``significance=``, the deprecated name of that failure probability, warns).
+      confidence: joint coverage in (0, 1) (total failure probability 1 − confidence).
       selection_fraction: fraction of each world used to choose the partition, in (0, 1).
-      seed: seed of the split shuffle (numpy ``default_rng``).
 
     Returns:
       float64 array of lower bounds (≥ 0) with the shape of ``orders``.
@@ -478,12 +477,14 @@ def binned_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, orders
     Examples:
       >>> rng = np.random.default_rng(0)
       >>> a, b = rng.normal(1.0, 1.0, 4000), rng.normal(0.0, 1.0, 4000)
-      >>> lower = binned_renyi_lower_bound(a, b, [1.5, 2.0])
+      >>> import jax
+      >>> lower = binned_renyi_lower_bound(jax.random.key(0), a, b, [1.5, 2.0])
       >>> bool((lower > 0).all() and (lower <= [0.75, 1.0]).all())
       True
     """
-    refuse_traced("binned_renyi_lower_bound", in_scores=in_scores, out_scores=out_scores,
-                  orders=orders)
+    refuse_traced("binned_renyi_lower_bound", key=key, in_scores=in_scores,
+                  out_scores=out_scores, orders=orders)
+    seed = host_seed(key)
     in_scores = check_score_vector("in_scores", in_scores)
     out_scores = check_score_vector("out_scores", out_scores)
     alphas = check_finite("orders", orders)

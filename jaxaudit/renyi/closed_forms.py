@@ -28,17 +28,9 @@ from jaxaudit._validation import (
     check_positive,
     is_traced,
 )
-from jaxaudit.renyi._names import renamed_argument
+from jaxaudit.stats.numerics import float_arrays
 
 __all__ = ["gaussian_renyi", "laplace_renyi"]
-
-
-def float_arrays(*values) -> tuple[jax.Array, ...]:
-    """``values`` as jnp arrays of their promoted float dtype (float32 unless x64 is on or a
-    value is already float64); lists accepted."""
-    arrays = [jnp.asarray(v) for v in values]
-    dtype = jnp.result_type(*arrays, float)
-    return tuple(jnp.asarray(a, dtype) for a in arrays)
 
 
 def _gaussian_renyi(shift, sigma, alpha):
@@ -47,7 +39,6 @@ def _gaussian_renyi(shift, sigma, alpha):
     return jnp.where(shift == 0, jnp.zeros_like(value), value)
 
 
-@renamed_argument("alpha", "order")
 def gaussian_renyi(shift: ArrayLike, sigma: ArrayLike, order: ArrayLike) -> jax.Array:
     """D_α(N(Δ, σ² I) ‖ N(0, σ² I)) = α Δ² / (2σ²), Δ the Euclidean norm of the shift.
 
@@ -92,7 +83,6 @@ def _laplace_renyi(shift, scale, alpha):
     return jnp.where(general_order, general, jnp.where(a == 0, kl, t))
 
 
-@renamed_argument("alpha", "order")
 def laplace_renyi(shift: ArrayLike, scale: ArrayLike, order: ArrayLike) -> jax.Array:
     """D_α(Lap(Δ, b) ‖ Lap(0, b)) for the one-dimensional Laplace distribution.
 

@@ -53,19 +53,11 @@ from jaxaudit._validation import (
     is_traced,
     plain,
 )
-from jaxaudit.renyi._names import failure_probability, renamed_argument
-from jaxaudit.renyi.closed_forms import float_arrays
-from jaxaudit.stats.radii import (  # the one copy; re-exported here under the old names
-    _bernstein_radius,
-    _hoeffding_radius,
-    bernstein_radius,
-    hoeffding_radius,
-)
+from jaxaudit.stats.numerics import float_arrays
+from jaxaudit.stats.radii import bernstein_failure_radius, hoeffding_failure_radius
 
 __all__ = [
     "BOUNDS",
-    "hoeffding_radius",
-    "bernstein_radius",
     "held_out_lower_bound",
     "rademacher_bound",
     "theory_radius",
@@ -78,8 +70,17 @@ BOUNDS = ("bernstein", "hoeffding", "theory")
 def _one_sided_radius(values, value_range, delta, method, n=None):
     n = values.shape[0] if n is None else n
     if method == "hoeffding":
-        return _hoeffding_radius(n, value_range, delta)
-    return _bernstein_radius(jnp.var(values, ddof=1), n, value_range, delta)
+        return hoeffding_failure_radius(n, value_range, delta)
+    return bernstein_failure_radius(jnp.var(values, ddof=1), n, value_range, delta)
+
+
+def _failure(confidence):
+    """The failure probability 1 − confidence (a concrete confidence checked in [0, 1))."""
+    if confidence is None:
+        raise ValueError("confidence is required (e.g. confidence=0.95)")
+    if not is_traced(confidence):
+        confidence = check_probability("confidence", confidence, open_high=True)
+    return 1.0 - confidence
 
 
 def _check_order(name, value):
@@ -97,10 +98,9 @@ def _check_sample_size(name, value):
     return arr
 
 
-@renamed_argument("alpha", "order")
 def held_out_lower_bound(g_q: ArrayLike, g_p: ArrayLike, order: ArrayLike, lo: ArrayLike,
-                         hi: ArrayLike, delta: ArrayLike | None = None, method: str = "bernstein",
-                         *, confidence: ArrayLike | None = None, n_q: ArrayLike | None = None,
+                         hi: ArrayLike, method: str = "bernstein", *,
+                         confidence: ArrayLike | None = None, n_q: ArrayLike | None = None,
                          n_p: ArrayLike | None = None) -> jax.Array:
     """Lower confidence bound on D_α(Q‖P) from a fixed critic evaluated on held-out samples.
 
@@ -117,10 +117,9 @@ def held_out_lower_bound(g_q: ArrayLike, g_p: ArrayLike, order: ArrayLike, lo: A
       order: order α > 1 (finite scalar).
       lo: a lower bound of the critic fixed before the held-out data were seen.
       hi: the matching upper bound (hi ≥ lo).
-      delta: deprecated (warns): the failure probability 1 − ``confidence``, in (0, 1].
       method: "bernstein" (Maurer–Pontil) or "hoeffding".
       confidence: coverage 1 − δ of this bound, in [0, 1) (δ/2 for each of the two terms);
-        required (keyword).
+        required (keyword). δ here is the bound's failure probability, not DP's δ.
       n_q: sample size to use in the Q radius (default ``len(g_q)``; other values only for
         planning, e.g. predicting the held-out bound from training values); > 1.
       n_p: likewise for P.
@@ -137,7 +136,7 @@ def held_out_lower_bound(g_q: ArrayLike, g_p: ArrayLike, order: ArrayLike, lo: A
       True
     """
     check_choice("method", method, ("bernstein", "hoeffding"))
-    delta = failure_probability("held_out_lower_bound", "delta", delta, confidence, stacklevel=4)
+    delta = _failure(confidence)  # the bound's failure probability
     if not is_traced(g_q, g_p, order, lo, hi, delta, n_q, n_p):
         for name, g in (("g_q", g_q), ("g_p", g_p)):
             arr = check_finite(name, g)
@@ -151,7 +150,7 @@ def held_out_lower_bound(g_q: ArrayLike, g_p: ArrayLike, order: ArrayLike, lo: A
         lo_np, hi_np = as_scalar("lo", check_finite("lo", lo)), as_scalar("hi", check_finite("hi", hi))
         if hi_np < lo_np:
             raise ValueError(f"hi must be >= lo, got hi={plain(hi_np)} < lo={plain(lo_np)}")
-        as_scalar("delta", check_probability("delta", delta, open_low=True))
+        as_scalar("confidence", confidence)
         for name, size in (("n_q", n_q), ("n_p", n_p)):
             if size is not None:
                 _check_sample_size(name, size)
@@ -215,10 +214,8 @@ def rademacher_bound(params: Any, input_norm: ArrayLike, n: ArrayLike) -> jax.Ar
         jnp.sqrt(n))
 
 
-@renamed_argument("alpha", "order")
 def theory_radius(order: ArrayLike, bound: ArrayLike, rademacher_q: ArrayLike,
-                  rademacher_p: ArrayLike, n_q: ArrayLike, n_p: ArrayLike,
-                  delta: ArrayLike | None = None, *,
+                  rademacher_p: ArrayLike, n_q: ArrayLike, n_p: ArrayLike, *,
                   confidence: ArrayLike | None = None) -> jax.Array:
     """The class-restricted radius |D̂ − D_G| (the shape of Kim, Alabi, Varshney, arXiv 2605.21938,
     Theorem 3.2).
@@ -232,10 +229,9 @@ def theory_radius(order: ArrayLike, bound: ArrayLike, rademacher_q: ArrayLike,
       rademacher_p: R_{n_P}(G) ≥ 0.
       n_q: number of Q samples (> 0).
       n_p: number of P samples (> 0).
-      delta: deprecated (warns): the failure probability δ = 1 − ``confidence``, in (0, 1].
       confidence: coverage 1 − δ in [0, 1) (δ/2 per term, hence log(4/δ)); required (keyword).
     """
-    delta = failure_probability("theory_radius", "delta", delta, confidence, stacklevel=4)
+    delta = _failure(confidence)  # the failure probability of the radius
     if not is_traced(order, bound, rademacher_q, rademacher_p, n_q, n_p, delta):
         _check_order("order", order)
         check_nonnegative_finite("bound", bound)
@@ -243,7 +239,6 @@ def theory_radius(order: ArrayLike, bound: ArrayLike, rademacher_q: ArrayLike,
         check_nonnegative("rademacher_p", rademacher_p)
         check_positive("n_q", n_q)
         check_positive("n_p", n_p)
-        check_probability("delta", delta, open_low=True)
     return _theory_radius(*float_arrays(order, bound, rademacher_q, rademacher_p, n_q, n_p,
                                         delta))
 

@@ -28,7 +28,6 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from jaxaudit.renyi._names import renamed_argument
 from jaxaudit.renyi.objective import log_mean_exp
 
 __all__ = [
@@ -126,7 +125,6 @@ def dv_ema_init(dtype: Any = jnp.float32) -> DvEmaState:
     return DvEmaState(ema.init(dtype), ema.init(dtype))
 
 
-@renamed_argument("alpha", "order")
 def dv_surrogate_loss(g_q: ArrayLike, g_p: ArrayLike, order: ArrayLike, state: DvEmaState,
                       rate: float) -> tuple[jax.Array, DvEmaState]:
     """Loss −J_α(g) with the EMA-corrected gradient for both terms.

@@ -64,9 +64,8 @@ from jaxaudit._validation import (
     check_key,
     check_probability,
     is_traced,
+    typed_key,
 )
-from jaxaudit.renyi._names import renamed_argument
-from jaxaudit.renyi.closed_forms import float_arrays
 from jaxaudit.renyi.confidence import (
     BOUNDS,
     _held_out_lower_bound,
@@ -83,6 +82,7 @@ from jaxaudit.renyi.training import (
     objective_standard_error,
     train_critic,
 )
+from jaxaudit.stats.numerics import float_arrays
 
 __all__ = ["DirectionEstimate", "RenyiEstimate", "renyi_estimator", "estimate_renyi"]
 
@@ -176,7 +176,6 @@ def _select_transform(ga_q, ga_p, alpha, n_test_q, n_test_p, delta, method):
     return lam[best], lo[best], hi[best]
 
 
-@renamed_argument("alpha", "order")
 def corrected_objective(g_q: ArrayLike, g_p: ArrayLike, order: ArrayLike) -> jax.Array:
     """Ĵ_α(g) with the second-order bias correction of both logarithms.
 
@@ -269,7 +268,6 @@ def _one_direction(key, xa_q, xa_p, xb_q, xb_p, alpha, *, config, bound, delta, 
                              point_se=point_se, lower_raw=lower)
 
 
-@renamed_argument("delta", "confidence", complement=True)
 def renyi_estimator(
     *,
     split: float = 0.5,
@@ -288,8 +286,7 @@ def renyi_estimator(
     Args:
       split: fraction of each world used for training the critic.
       bound: "bernstein", "hoeffding" or "theory" (see ``jaxaudit.renyi.confidence``).
-      confidence: coverage of ``lower`` (its total failure probability δ is 1 − confidence);
-        ``delta=`` is the deprecated name of that failure probability (warns).
+      confidence: coverage of ``lower`` (its total failure probability δ is 1 − confidence).
       both_directions: estimate D_α(Q‖P) and D_α(P‖Q) and report the max (δ/2 each).
       config: critic and training hyper-parameters.
       clip: the point estimate's critic range: "observed" ([min g on Q's, max g on P's training
@@ -311,7 +308,7 @@ def renyi_estimator(
         x_q, x_p = _as_samples(x_q), _as_samples(x_p)
         ntr_q, nte_q = _split_sizes(x_q.shape[0], split)
         ntr_p, nte_p = _split_sizes(x_p.shape[0], split)
-        k_perm_q, k_perm_p, k_fwd, k_bwd = jax.random.split(key, 4)
+        k_perm_q, k_perm_p, k_fwd, k_bwd = jax.random.split(typed_key(key), 4)
         x_q = jax.random.permutation(k_perm_q, x_q)
         x_p = jax.random.permutation(k_perm_p, x_p)
         xa_q, xb_q = x_q[:ntr_q], x_q[ntr_q:]
@@ -364,8 +361,6 @@ def _check_samples(name: str, x) -> np.ndarray:
     return check_finite(name, arr)
 
 
-@renamed_argument("alpha", "orders")
-@renamed_argument("delta", "confidence", complement=True)
 def estimate_renyi(
     key: jax.Array,
     x_q: ArrayLike,
@@ -404,8 +399,7 @@ def estimate_renyi(
       split: training fraction in (0, 1) of each world.
       bound: "bernstein" (default), "hoeffding", or "theory" (class-restricted radius on the
         training split; vacuous unless αM is small and n large).
-      confidence: coverage of ``lower``, in (0, 1) (failure probability 1 − confidence);
-        ``delta=`` is the deprecated name of that failure probability (warns).
+      confidence: coverage of ``lower``, in (0, 1) (failure probability 1 − confidence).
       both_directions: also estimate D_α(P‖Q) and report the max.
       config: :class:`CriticConfig` (default ``CriticConfig()``).
       clip: "auto" (default), "observed" or "range": how the point estimate's critic is

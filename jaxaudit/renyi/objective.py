@@ -25,8 +25,6 @@ import jax.numpy as jnp
 from jax.scipy.special import logsumexp
 from jax.typing import ArrayLike
 
-from jaxaudit.renyi._names import renamed_argument
-
 __all__ = ["log_mean_exp", "dv_objective"]
 
 
@@ -51,7 +49,6 @@ def log_mean_exp(x: ArrayLike, axis: int | None = None) -> jax.Array:
     return logsumexp(x, axis=axis) - jnp.asarray(math.log(n), dtype=x.dtype)
 
 
-@renamed_argument("alpha", "order")
 def dv_objective(g_q: ArrayLike, g_p: ArrayLike, order: ArrayLike) -> jax.Array:
     """J_α(g) = α/(α−1) · lme((α−1) g_q) − lme(α g_p) in RDP (Mironov) units.
 

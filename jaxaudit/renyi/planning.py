@@ -73,9 +73,8 @@ from jaxaudit._validation import (
     check_score_vector,
     plain,
 )
-from jaxaudit.renyi._names import renamed_argument
 from jaxaudit.renyi.threshold_tests import refuse_traced
-from jaxaudit.stats.radii import _bernstein_radius, _hoeffding_radius
+from jaxaudit.stats.radii import bernstein_failure_radius, hoeffding_failure_radius
 
 __all__ = ["RunsNeeded", "runs_needed", "format_runs_needed"]
 
@@ -104,11 +103,11 @@ class RunsNeeded(NamedTuple):
       mean_in: μ_in, the pilot mean of ``in_scores``.
       mean_out: μ_out.
       sd: σ, the pooled standard deviation (denominator n_in + n_out − 2).
-      alpha: the order(s).
+      orders: the order(s).
       fraction: the requested fraction of the estimate.
-      delta: the failure probability of the audit's bound.
-      delta_per_direction: δ passed to ``held_out_lower_bound`` for one direction (δ/2 when
-        both directions are audited).
+      confidence: the coverage of the audit's bound (failure probability δ = 1 − confidence).
+      both_directions: whether the audit reports both directions (δ/2 each, so each
+        direction's ``held_out_lower_bound`` runs at confidence 1 − δ/2).
       split: training fraction of each world.
       method: "bernstein" or "hoeffding".
       max_runs: the search limit.
@@ -128,10 +127,10 @@ class RunsNeeded(NamedTuple):
     mean_in: float
     mean_out: float
     sd: float
-    alpha: object
+    orders: object
     fraction: float
-    delta: float
-    delta_per_direction: float
+    confidence: float
+    both_directions: bool
     split: float
     method: str
     max_runs: int
@@ -176,9 +175,9 @@ def _moments(t, mean, sd, c):
 def _radius(variance, n, value_range, delta, method):
     with jax.enable_x64(True):
         if method == "hoeffding":
-            r = _hoeffding_radius(n, value_range, delta)
+            r = hoeffding_failure_radius(n, value_range, delta)
         else:
-            r = _bernstein_radius(variance, n, value_range, delta)
+            r = bernstein_failure_radius(variance, n, value_range, delta)
         return np.asarray(r, dtype=np.float64)
 
 
@@ -261,8 +260,6 @@ def _smallest_valid_n(split):
     return n
 
 
-@renamed_argument("alpha", "orders")
-@renamed_argument("delta", "confidence", complement=True)
 def runs_needed(
     in_scores: ArrayLike, out_scores: ArrayLike, orders: ArrayLike, *, fraction: float = 0.5,
     confidence: ArrayLike = 0.95, split: float = 0.5, method: str = "bernstein", max_runs: int = 10**7,
@@ -288,7 +285,7 @@ def runs_needed(
       orders: order α > 1 or a 1-D array of orders.
       fraction: the fraction of the estimate the bound should reach, in (0, 1).
       confidence: coverage of the audit's bound, in (0, 1); its failure probability δ is
-        1 − confidence (``delta=``, the deprecated name of δ, warns).
+        1 − confidence.
       split: training fraction of each world in the audit, in (0, 1).
       method: "bernstein" (default of ``estimate_renyi``) or "hoeffding".
       max_runs: largest n considered (an int ≥ the smallest n the split allows).
@@ -312,7 +309,6 @@ def runs_needed(
     fraction = float(check_probability("fraction", fraction, open_low=True, open_high=True))
     confidence = float(check_probability("confidence", confidence, open_low=True,
                                          open_high=True))
-    delta = 1.0 - confidence
     split = float(check_probability("split", split, open_low=True, open_high=True))
     check_choice("method", method, _METHODS)
     n_min = _smallest_valid_n(split)
@@ -332,7 +328,7 @@ def runs_needed(
         raise ValueError("in_scores and out_scores have zero pooled standard deviation: the "
                          "Gaussian model needs scores that vary within a world")
     shift = abs(mean_in - mean_out) / sd
-    delta_dir = delta / 2.0 if both_directions else delta
+    delta_dir = _failure_per_direction(confidence, both_directions)
 
     fields: dict[str, list] = {k: [] for k in ("runs_per_world", "reachable", "held_out_per_world", "estimate",
                               "target", "expected_bound", "pilot_bound", "clip_lo", "clip_hi")}
@@ -364,9 +360,15 @@ def runs_needed(
                      for k, v in fields.items()}
         alpha_out = alphas.copy()
     return RunsNeeded(**per_order, shift=shift, mean_in=mean_in, mean_out=mean_out, sd=sd,
-                      alpha=alpha_out, fraction=fraction, delta=delta,
-                      delta_per_direction=delta_dir, split=split, method=method,
+                      orders=alpha_out, fraction=fraction, confidence=confidence,
+                      both_directions=bool(both_directions), split=split, method=method,
                       max_runs=max_runs)
+
+
+def _failure_per_direction(confidence: float, both_directions: bool) -> float:
+    """δ of one direction's held-out bound: (1 − confidence)/2 with both directions."""
+    delta = 1.0 - confidence
+    return delta / 2.0 if both_directions else delta
 
 
 def _about(n):
@@ -403,15 +405,16 @@ def format_runs_needed(result: RunsNeeded, n_pilot: int) -> str:
         raise ValueError(f"n_pilot must be an int >= {_smallest_valid_n(result.split)}, "
                          f"got {n_pilot!r}")
     held = _held_out(int(n_pilot), result.split)
-    alphas = np.atleast_1d(np.asarray(result.alpha))
-    several = np.ndim(np.asarray(result.alpha)) > 0
+    alphas = np.atleast_1d(np.asarray(result.orders))
+    several = np.ndim(np.asarray(result.orders)) > 0
     sentences = []
     for i, a in enumerate(alphas):
         pick = (lambda v, i=i: np.atleast_1d(v)[i]) if several else (lambda v: v)
         estimate = float(pick(result.estimate))
         if result.shift > 0:
             pilot, _ = _best(_curve(result.shift, float(a)), int(n_pilot), result.split,
-                             result.delta_per_direction, result.method)
+                             _failure_per_direction(result.confidence, result.both_directions),
+                             result.method)
         else:
             pilot = 0.0
         if pilot <= 0 or estimate <= 0:

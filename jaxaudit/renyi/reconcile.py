@@ -49,8 +49,8 @@ from jaxaudit._validation import (
     check_probability,
     is_traced,
 )
-from jaxaudit.stats._core import bisect, float_arrays
 from jaxaudit.stats.gdp import gdp_delta_core
+from jaxaudit.stats.numerics import bisect, float_arrays
 
 __all__ = [
     "ReconciledEstimate",

@@ -1,7 +1,11 @@
 """Every score-based ε lower bound side by side (docs/renyi.md, "Score-based ε bounds").
 
 Input: canary scores from many audits, ``in_scores`` (runs trained with the canary) and
-``out_scores`` (without); a test says "in" when the score is high.
+``out_scores`` (without); a test says "in" when the score is high, so scores must be oriented
+"higher = member" (e.g. the negated loss of the canary, not the loss). Scores whose in-world
+values rank below the out-world ones beyond chance (:func:`warn_if_reversed`) draw a
+``UserWarning``: the one-run audits guess "in" only for the top scores and give 0 on reversed
+scores.
 
   * Clopper–Pearson threshold bound (Jagielski, Ullman, Oprea, arXiv 2006.07709) and the GDP
     threshold method (Nasr et al., arXiv 2302.07956): reused from
@@ -33,6 +37,7 @@ bounds are host-side (data-dependent sizes).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -42,19 +47,25 @@ import numpy as np
 from jax.scipy import special as jsp_special
 from jax.scipy.stats import norm
 from jax.typing import ArrayLike
+from scipy import stats as sp_stats
 
-from jaxaudit._validation import check_choice, check_probability, check_score_vector
-from jaxaudit.renyi._names import failure_probability
+from jaxaudit._validation import (
+    check_choice,
+    check_orders,
+    check_probability,
+    check_score_vector,
+    host_seed,
+)
 from jaxaudit.renyi.binned import binned_renyi_lower_bound
 from jaxaudit.renyi.threshold_tests import (
-    _gdp_epsilon,
     clopper_pearson_epsilon_lower_bound,
     gdp_epsilon_lower_bound,
     refuse_traced,
     threshold_renyi_lower_bound,
 )
+from jaxaudit.stats.gdp import gdp_epsilon_core
 
-__all__ = ["ScoreBounds", "epsilon_lower_bounds"]
+__all__ = ["ScoreBounds", "epsilon_lower_bounds", "warn_if_reversed"]
 
 #: Minimum number of scores per world (the threshold methods split each world in two).
 MIN_SCORES = 8
@@ -229,7 +240,7 @@ def _fdp_mus(m, n_guess, n_correct, significance):
 
 @jax.jit
 def _gdp_epsilon_jit(mu, delta):
-    return _gdp_epsilon(mu, delta)
+    return gdp_epsilon_core(mu, delta)
 
 
 def _one_run_epsilons(m, n_guess, n_correct, significance, delta, length):
@@ -306,13 +317,14 @@ def grid_counts(in_scores: np.ndarray, out_scores: np.ndarray, seed: int = 0):
     return hits[r], r - hits[r]
 
 
-def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float,
-                   significance: float | None = None, bonferroni: str = "grid", seed: int = 0,
-                   *, confidence: float | None = None) -> tuple[float, float, float, int]:
+def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float, *,
+                   confidence: float, bonferroni: str = "grid", seed: int = 0
+                   ) -> tuple[float, float, float, int]:
     """(one-run ε, f-DP μ, f-DP ε, K) on concrete validated scores. Host-side driver.
 
-    ``delta`` is DP's δ; ``confidence`` the coverage (``significance``, its deprecated
-    complement 1 − confidence, warns). Level (1 − confidence)/K at each threshold: the K ≤ 40 guess counts of the fixed grid
+    ``delta`` is DP's δ; ``confidence`` the coverage; ``seed`` the host seed of the grid's
+    tie-breaking permutation. Failure probability (1 − confidence)/K at each threshold: the
+    K ≤ 40 guess counts of the fixed grid
     (``"grid"``), or the hull thresholds with K = m + 1 (``"all"``) or K = the number of hull
     vertices (``"hull"``). The one-run maximum is exact:
     thresholds are visited in decreasing order of their δ = 0 bound (an upper bound of the
@@ -321,8 +333,7 @@ def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float,
     same Bonferroni level, so never above the full one (sound; it reproduced jax_privacy's
     values, whose search prunes too).
     """
-    significance = failure_probability("one_run_bounds", "significance", significance,
-                                       confidence)
+    significance = 1.0 - confidence
     m = float(in_scores.size + out_scores.size)
     if bonferroni == "grid":
         tp, fp = grid_counts(in_scores, out_scores, seed)
@@ -361,19 +372,50 @@ def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float,
     return best, mu, fdp_eps, n_tests
 
 
-def epsilon_lower_bounds(in_scores: ArrayLike, out_scores: ArrayLike, *, delta: float,
-                         confidence: float = 0.95, include_rdp: bool = False,
+#: How many null standard errors below 1/2 the AUC of the scores may fall before
+#: :func:`warn_if_reversed` warns (a one-sided test at about 0.13% false alarms).
+REVERSED_SE = 3.0
+
+
+def warn_if_reversed(in_scores: np.ndarray, out_scores: np.ndarray, function: str) -> float:
+    """Warn (``UserWarning`` naming the fix) when the in-world scores rank below the out-world
+    ones beyond chance; returns the AUC.
+
+    The AUC is the Mann–Whitney statistic U/(n_in n_out) (ties count one half): the
+    probability that an in-world score exceeds an out-world one. Under the null of identical
+    score laws it has mean 1/2 and standard error sqrt((n_in + n_out + 1)/(12 n_in n_out))
+    (Mann & Whitney, Ann. Math. Statist. 1947); the warning fires at AUC < 1/2 −
+    :data:`REVERSED_SE` standard errors. Host-side numpy on concrete 1-D scores.
+    """
+    n_in, n_out = in_scores.size, out_scores.size
+    ranks = sp_stats.rankdata(np.concatenate([in_scores, out_scores]))
+    auc = (ranks[:n_in].sum() - n_in * (n_in + 1) / 2.0) / (n_in * n_out)
+    se = np.sqrt((n_in + n_out + 1) / (12.0 * n_in * n_out))
+    if auc < 0.5 - REVERSED_SE * se:
+        warnings.warn(
+            f"{function}: the in-world scores rank below the out-world ones (AUC {auc:.3f}, "
+            f"{(0.5 - auc) / se:.1f} standard errors below 1/2): scores must be oriented "
+            "\"higher = member\"; pass the negated scores (e.g. -loss instead of the loss), or "
+            "check that in_scores and out_scores are not swapped", UserWarning, stacklevel=3)
+    return float(auc)
+
+
+def epsilon_lower_bounds(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, *,
+                         delta: float, confidence: float = 0.95, include_rdp: bool = False,
                          orders: ArrayLike | Sequence[float] = (2.0, 4.0, 8.0, 16.0, 32.0),
-                         seed: int = 0,
-                         bonferroni: str = "grid"
-                         ) -> ScoreBounds:
+                         bonferroni: str = "grid") -> ScoreBounds:
     """What ε do these canary scores show? Every score-based lower bound side by side.
 
     Fields and whether each is a bound or an estimate: :class:`ScoreBounds`. Each bound holds
     with probability ≥ ``confidence`` on its own (no correction across the fields).
 
+    Scores must be oriented "higher = member": the one-run audits guess "in" for the
+    top-scored canaries only. In-world scores that rank below the out-world ones beyond chance
+    (AUC more than 3 null standard errors below 1/2, :func:`warn_if_reversed`) draw a
+    ``UserWarning``: negate them (e.g. -loss) or check that the two worlds are not swapped.
+
     * clopper_pearson: ε ≥ max{log((TPR_lo − δ)/FPR_hi), log((TNR_lo − δ)/FNR_hi)}
-      (:func:`clopper_pearson_epsilon_lower_bound`, held-out threshold, ``seed``).
+      (:func:`clopper_pearson_epsilon_lower_bound`, held-out threshold split drawn from ``key``).
     * gdp_mu / gdp_epsilon: μ_lo = Φ⁻¹(TPR_lo) − Φ⁻¹(FPR_hi), ε_{μ_lo}(δ)
       (:func:`gdp_epsilon_lower_bound`).
     * one_run: largest ε with P[Bin(r, σ(ε)) ≥ v] + 2mδ·max_i P[v−i ≤ Bin(r, σ(ε)) < v]/i ≤
@@ -385,55 +427,57 @@ def epsilon_lower_bounds(in_scores: ArrayLike, out_scores: ArrayLike, *, delta: 
       :func:`threshold_renyi_lower_bound`, :func:`binned_renyi_lower_bound` at ``orders``.
 
     Args:
+      key: PRNG key of the held-out splits of the threshold methods and of the grid's
+        tie-breaking (numpy generators seeded from its key data; ``jax.random.key(s)`` draws
+        as the seed ``s``).
       in_scores: 1-D finite scores (≥ 8) of runs with the canary; higher means "in".
       out_scores: 1-D finite scores (≥ 8) of runs without.
       delta: δ ∈ (0, 1) of the (ε, δ) statements.
       confidence: coverage of each bound, in (0, 1).
       include_rdp: also compute the threshold and binned RDP bounds at ``orders``.
-      orders: Rényi orders > 1 for the RDP fields.
-      seed: seed of the held-out split of the threshold methods.
+      orders: Rényi orders > 1 for the RDP fields (numbers; checked even when unused).
       bonferroni: which thresholds the one-run audits try and how they are corrected.
         "grid" (default): guess the r top-scored canaries for r on a fixed geometric grid of
-        K ≤ 40 counts (ties broken by ``seed``), each at level (1 − confidence)/K — valid.
-        "all": the ROC-hull thresholds, each at (1 − confidence)/(m + 1), one per possible
-        guess count — valid but costly (with δ > 0 the 2mδ term often exceeds this level and
-        the one-run bound is 0). "hull": the ROC-hull thresholds at (1 − confidence)/K, K the
-        number of hull vertices, as jax_privacy's ``CanaryScoreAuditor`` (reproduces its
-        published numbers; K is data-dependent, so this level is not guaranteed).
+        K ≤ 40 counts (ties broken at random from ``key``), each at level (1 − confidence)/K —
+        valid. "all": the ROC-hull thresholds, each at (1 − confidence)/(m + 1), one per
+        possible guess count — valid but costly (with δ > 0 the 2mδ term often exceeds this
+        level and the one-run bound is 0). "hull": the ROC-hull thresholds at
+        (1 − confidence)/K, K the number of hull vertices, as jax_privacy's
+        ``CanaryScoreAuditor`` (reproduces its published numbers; K is data-dependent, so this
+        level is not guaranteed).
 
     Returns:
       :class:`ScoreBounds`. Host-side (the threshold selections and the hull have
       data-dependent sizes); the one-run cores themselves are traceable.
 
     Examples:
-      >>> import numpy as np
+      >>> import jax, numpy as np
       >>> rng = np.random.default_rng(0)
-      >>> res = epsilon_lower_bounds(rng.normal(2.0, 1.0, 2000), rng.normal(0.0, 1.0, 2000),
-      ...                            delta=1e-5)
+      >>> res = epsilon_lower_bounds(jax.random.key(0), rng.normal(2.0, 1.0, 2000),
+      ...                            rng.normal(0.0, 1.0, 2000), delta=1e-5)
       >>> bool(0 < res.one_run < res.fdp_one_run)
       True
     """
-    refuse_traced("epsilon_lower_bounds", in_scores=in_scores, out_scores=out_scores,
+    refuse_traced("epsilon_lower_bounds", key=key, in_scores=in_scores, out_scores=out_scores,
                   delta=delta, confidence=confidence)
+    seed = host_seed(key)
     in_np = check_score_vector("in_scores", in_scores, minimum=MIN_SCORES)
     out_np = check_score_vector("out_scores", out_scores, minimum=MIN_SCORES)
     delta = float(check_probability("delta", delta, open_low=True, open_high=True))
     confidence = float(check_probability("confidence", confidence, open_low=True,
                                          open_high=True))
-    cp = clopper_pearson_epsilon_lower_bound(in_np, out_np, delta, confidence=confidence,
-                                             seed=seed)
-    gdp = gdp_epsilon_lower_bound(in_np, out_np, delta, confidence=confidence, seed=seed)
+    orders_np = check_orders("orders", orders)
     check_choice("bonferroni", bonferroni, BONFERRONI)
-    one_run, fdp_mu, fdp_eps, n_tests = one_run_bounds(in_np, out_np, delta, None, bonferroni,
-                                                        seed, confidence=confidence)
+    warn_if_reversed(in_np, out_np, "epsilon_lower_bounds")
+    cp = clopper_pearson_epsilon_lower_bound(key, in_np, out_np, delta, confidence=confidence)
+    gdp = gdp_epsilon_lower_bound(key, in_np, out_np, delta, confidence=confidence)
+    one_run, fdp_mu, fdp_eps, n_tests = one_run_bounds(
+        in_np, out_np, delta, confidence=confidence, bonferroni=bonferroni, seed=seed)
     if include_rdp:
-        orders_np = np.atleast_1d(np.asarray(orders, dtype=np.float64))
-        t_rdp = np.asarray(threshold_renyi_lower_bound(in_np, out_np, orders_np,
-                                                       confidence=confidence, seed=seed),
-                           dtype=np.float64)
-        b_rdp = np.asarray(binned_renyi_lower_bound(in_np, out_np, orders_np,
-                                                    confidence=confidence, seed=seed),
-                           dtype=np.float64)
+        t_rdp = np.asarray(threshold_renyi_lower_bound(key, in_np, out_np, orders_np,
+                                                       confidence=confidence), dtype=np.float64)
+        b_rdp = np.asarray(binned_renyi_lower_bound(key, in_np, out_np, orders_np,
+                                                    confidence=confidence), dtype=np.float64)
     else:
         orders_np = t_rdp = b_rdp = np.zeros((0,), np.float64)
     f = lambda x: np.asarray(x, dtype=np.float64)

@@ -1,10 +1,11 @@
 """Baseline ε lower bounds from two samples of attack scores (threshold tests).
 
 Every baseline follows the same honest protocol by default (``selection="held_out"``): the
-scores of each world are shuffled (seeded) and split; the threshold (and which side counts as
-"member") is chosen on the *selection* part; the error rates at that threshold are bounded on
-the *evaluation* part with one-sided Clopper–Pearson intervals (``scipy.stats.beta``),
-significance/2 for each of the two rates.
+scores of each world are shuffled (by a numpy generator derived from the PRNG ``key``) and
+split; the threshold (and which side counts as "member") is chosen on the *selection* part; the
+error rates at that threshold are bounded on the *evaluation* part with one-sided
+Clopper–Pearson intervals (``scipy.stats.beta``), at failure probability (1 − confidence)/2
+for each of the two rates.
 
 ``selection="all"`` is Annamalai & De Cristofaro's protocol (arXiv 2405.14106, §4; their code
 takes the best of all thresholds on all scores): the threshold is chosen on all scores and the
@@ -12,10 +13,9 @@ rates are bounded on the same scores. Taking the maximum over thresholds of boun
 the data that chose the threshold is optimistic — the stated level no longer holds (the paper
 says a held-out set would be better); use it only to compare with their published numbers.
 Their per-rate level is one-sided 95%, i.e. ``confidence=0.9`` here (the total
-failure probability 1 − confidence is split in two halves, one per rate; the deprecated
-``significance`` argument is that failure probability).
+failure probability 1 − confidence is split in two halves, one per rate).
 With no signal the chosen test has TPR ≈ FPR and every baseline returns ε = 0 (up to its
-significance), never a spurious positive value.
+failure probability), never a spurious positive value.
 
 Convention: ``in_scores`` are observations from the world with the canary, ``out_scores`` without;
 a test says "in" when ``sign · score ≥ threshold``. TPR = P_in(say in), FPR = P_out(say in),
@@ -31,8 +31,7 @@ References:
 
 from __future__ import annotations
 
-import warnings
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -49,21 +48,16 @@ from jaxaudit._validation import (
     check_orders,
     check_probability,
     check_score_vector,
+    host_seed,
     is_traced,
 )
-from jaxaudit.renyi._names import renamed_argument
-from jaxaudit.renyi.closed_forms import float_arrays
-from jaxaudit.stats import binomial as cp
 from jaxaudit.stats.binomial import cp_lower_host, cp_upper_host
-from jaxaudit.stats.gdp import gdp_epsilon, gdp_epsilon_core, gdp_to_rdp
+from jaxaudit.stats.gdp import gdp_epsilon
+from jaxaudit.stats.numerics import float_arrays
 
 __all__ = [
     "ThresholdTest",
     "GdpLowerBound",
-    "clopper_pearson_upper",
-    "clopper_pearson_lower",
-    "gdp_epsilon",
-    "gdp_to_rdp",
     "gdp_epsilon_lower_bound",
     "clopper_pearson_epsilon_lower_bound",
     "threshold_renyi_lower_bound",
@@ -77,8 +71,8 @@ class ThresholdTest(NamedTuple):
     Attributes:
       threshold: t; the test says "in" when ``sign · score ≥ t``.
       sign: +1 (members score higher) or −1.
-      tpr_lo: Clopper–Pearson lower bound of TPR (level significance/2).
-      fpr_hi: Clopper–Pearson upper bound of FPR (level significance/2).
+      tpr_lo: Clopper–Pearson lower bound of TPR (failure probability (1 − confidence)/2).
+      fpr_hi: Clopper–Pearson upper bound of FPR (failure probability (1 − confidence)/2).
     """
 
     threshold: float
@@ -99,73 +93,6 @@ class GdpLowerBound(NamedTuple):
     epsilon: float
     mu: float
     test: ThresholdTest
-
-
-def _failure_probability(level: ArrayLike | None, confidence: ArrayLike | None,
-                         function: str) -> Any:
-    """``confidence`` from ``confidence`` (new) or ``level`` (deprecated: the failure
-    probability, so confidence = 1 − level)."""
-    if level is not None and confidence is not None:
-        raise ValueError(f"{function}: give confidence only (level is its deprecated "
-                         "complement), not both")
-    if level is None and confidence is None:
-        raise ValueError(f"{function}: confidence is required (e.g. confidence=0.975)")
-    if level is not None:
-        warnings.warn(f"{function}(level=...) is deprecated: level is the failure probability; "
-                      "pass confidence=1 - level instead", DeprecationWarning, stacklevel=3)
-        if not is_traced(level):
-            level = check_probability("level", level, open_low=True, open_high=True)
-        return 1.0 - level
-    return confidence
-
-
-def clopper_pearson_upper(k: ArrayLike, n: ArrayLike, level: ArrayLike | None = None, *,
-                          confidence: ArrayLike | None = None) -> jax.Array | np.ndarray:
-    """One-sided Clopper–Pearson upper bound p_hi: P(p > p_hi) ≤ 1 − confidence, k successes of n.
-
-    :func:`jaxaudit.stats.clopper_pearson_upper` (the one copy; Clopper & Pearson, Biometrika
-    1934) with the deprecated positional ``level`` of this module kept for one release.
-
-    Args:
-      k: successes (integers in [0, n]).
-      n: trials (integers ≥ 1).
-      level: deprecated: the failure probability 1 − confidence (warns). Note
-        ``jaxaudit.bmp.clopper_pearson_upper``'s deprecated ``level`` is the confidence.
-      confidence: one-sided coverage in (0, 1), e.g. 0.975.
-
-    Returns:
-      As :func:`jaxaudit.stats.clopper_pearson_upper`.
-
-    Examples:
-      >>> round(float(clopper_pearson_upper(0, 10, confidence=0.95)), 4)   # 1 − 0.05^(1/10)
-      0.2589
-    """
-    confidence = _failure_probability(level, confidence, "clopper_pearson_upper")
-    return cp.clopper_pearson_upper(k, n, confidence=confidence)
-
-
-def clopper_pearson_lower(k: ArrayLike, n: ArrayLike, level: ArrayLike | None = None, *,
-                          confidence: ArrayLike | None = None) -> jax.Array | np.ndarray:
-    """One-sided Clopper–Pearson lower bound p_lo: P(p < p_lo) ≤ 1 − confidence, k successes of n.
-
-    :func:`jaxaudit.stats.clopper_pearson_lower` with the deprecated ``level`` (the failure
-    probability) of this module kept for one release.
-
-    Args:
-      k: successes (integers in [0, n]).
-      n: trials (integers ≥ 1).
-      level: deprecated: the failure probability 1 − confidence (warns).
-      confidence: one-sided coverage in (0, 1).
-
-    Returns:
-      As :func:`jaxaudit.stats.clopper_pearson_lower`.
-
-    Examples:
-      >>> round(float(clopper_pearson_lower(10, 10, confidence=0.95)), 4)   # 0.05^(1/10)
-      0.7411
-    """
-    confidence = _failure_probability(level, confidence, "clopper_pearson_lower")
-    return cp.clopper_pearson_lower(k, n, confidence=confidence)
 
 
 #: Host-side float64 limits at a failure probability (scipy), for the threshold searches.
@@ -200,7 +127,7 @@ def _candidates(in_sel, out_sel, sign, max_candidates=512):
 SELECTIONS = ("held_out", "all")
 
 
-def _threshold_test(in_scores, out_scores, significance, objective, selection_fraction, seed,
+def _threshold_test(in_scores, out_scores, failure, objective, selection_fraction, seed,
                     selection="held_out"):
     """Choose (sign, threshold) maximising ``objective(tpr_lo, fpr_hi)`` on the selection split,
     then bound the rates on the evaluation split (both are all scores for ``"all"``)."""
@@ -211,7 +138,7 @@ def _threshold_test(in_scores, out_scores, significance, objective, selection_fr
         rng = np.random.default_rng(seed)
         in_sel, in_eval = _split(rng, in_scores, selection_fraction)
         out_sel, out_eval = _split(rng, out_scores, selection_fraction)
-    level = significance / 2.0
+    level = failure / 2.0
     best = (-np.inf, 1, np.inf)
     for sign in (1, -1):
         thresholds = _candidates(in_sel, out_sel, sign)
@@ -236,13 +163,10 @@ def _mu_from_rates(tpr_lo, fpr_hi):
     return np.where(np.isnan(mu), 0.0, np.maximum(mu, 0.0))
 
 
-#: The GDP conversions live in :mod:`jaxaudit.stats.gdp` (the one copy); re-exported here.
-_gdp_epsilon = gdp_epsilon_core
-
-
 #: Why the threshold-test baselines, the binned bound and the run planner stay on the host.
 HOST_SIDE_REASON = (
-    "its selection is data-dependent: a numpy-seeded split, a candidate set of distinct scores "
+    "its selection is data-dependent: a numpy split drawn from the key, a candidate set of "
+    "distinct scores "
     "(thinned to quantiles), exact float64 beta quantiles and a search whose length depends on "
     "the data")
 
@@ -257,60 +181,53 @@ def refuse_traced(function: str, **values) -> None:
                         f"{', '.join(traced)})")
 
 
-def _significance(significance: Any, confidence: Any, function: str, stacklevel: int = 3) -> Any:
-    """The total failure probability from ``confidence`` (new: 1 − failure) or ``significance``
-    (deprecated: the failure probability itself)."""
-    if significance is not None and confidence is not None:
-        raise ValueError(f"{function}: give confidence only (significance is its deprecated "
-                         "complement), not both")
-    if significance is None and confidence is None:
-        raise ValueError(f"{function}: confidence is required (e.g. confidence=0.95)")
-    if significance is not None:
-        warnings.warn(f"{function}(significance=...) is deprecated: pass confidence=1 - "
-                      "significance instead", DeprecationWarning, stacklevel=stacklevel)
-        return significance
-    confidence = float(check_probability("confidence", confidence, open_low=True,
-                                         open_high=True))
-    return 1.0 - confidence
+def _split_seed(key, selection: str) -> int | None:
+    """The split's host seed; ``None`` for ``selection="all"`` (no split: ``key`` may be None)."""
+    if selection == "all" and key is None:
+        return None
+    return host_seed(key)
 
 
-def _common_checks(in_scores, out_scores, significance, selection_fraction, selection="held_out",
-                   function="this function"):
-    refuse_traced(function, in_scores=in_scores, out_scores=out_scores)
+def _common_checks(key, in_scores, out_scores, confidence, selection_fraction,
+                   selection="held_out", function="this function"):
+    """Checked scores, the failure probability 1 − confidence, the fraction and the split's
+    host seed."""
+    refuse_traced(function, key=key, in_scores=in_scores, out_scores=out_scores)
+    check_choice("selection", selection, SELECTIONS)
+    seed = _split_seed(key, selection)
     in_scores = check_score_vector("in_scores", in_scores)
     out_scores = check_score_vector("out_scores", out_scores)
-    significance = float(check_probability("significance", significance, open_low=True,
-                                           open_high=True))
+    confidence = float(check_probability("confidence", confidence, open_low=True,
+                                         open_high=True))
     selection_fraction = float(check_probability("selection_fraction", selection_fraction,
                                                  open_low=True, open_high=True))
-    check_choice("selection", selection, SELECTIONS)
-    return in_scores, out_scores, significance, selection_fraction
+    return in_scores, out_scores, 1.0 - confidence, selection_fraction, seed
 
 
-def gdp_epsilon_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, delta: ArrayLike,
-                            significance: float | None = None, *,
-                            confidence: float | None = None, selection_fraction: float = 0.5,
-                            seed: int = 0,
+def gdp_epsilon_lower_bound(key: jax.Array | None, in_scores: ArrayLike, out_scores: ArrayLike,
+                            delta: ArrayLike, *, confidence: float = 0.95,
+                            selection_fraction: float = 0.5,
                             selection: str = "held_out") -> GdpLowerBound:
     """Nasr et al. (2023) GDP auditing: ε lower bound at δ from a threshold test.
 
-    μ_lo = Φ⁻¹(1 − FPR_u) − Φ⁻¹(FNR_u) with Clopper–Pearson upper bounds at significance/2 each
+    μ_lo = Φ⁻¹(1 − FPR_u) − Φ⁻¹(FNR_u) with Clopper–Pearson upper bounds at failure probability
+    (1 − confidence)/2 each
     (threshold chosen on a separate split to maximise μ_lo there), then ε solving
     δ(ε; μ_lo) = δ. In RDP units use :func:`gdp_to_rdp` (α μ_lo²/2).
 
-    Level: μ_lo is a rigorous lower bound (probability ≥ 1 − significance) on the smallest μ for
+    Level: μ_lo is a rigorous lower bound (probability ≥ confidence) on the smallest μ for
     which the mechanism is μ-GDP. The ε and α μ_lo²/2 derived from it are lower bounds of the
     mechanism's (ε, δ) and ε_α only under Nasr et al.'s assumption that its privacy profile is
     exactly Gaussian (true for the Gaussian mechanism and full-batch DP-GD).
 
     Args:
+      key: PRNG key of the held-out split (a numpy generator seeded from its key data;
+        ``jax.random.key(s)`` splits as the seed ``s``). May be None for ``selection="all"``.
       in_scores: 1-D scores of runs with the canary.
       out_scores: 1-D scores of runs without.
       delta: δ ∈ (0, 1) of the (ε, δ) statement.
-      significance: deprecated: the total failure probability 1 − confidence (warns).
-      confidence: joint coverage in (0, 1) (e.g. 0.95): the bound holds with this probability.
+      confidence: joint coverage in (0, 1): the bound holds with this probability.
       selection_fraction: fraction of each world used to choose the threshold.
-      seed: seed of the split shuffle.
       selection: "held_out" (default, valid at the stated level) or "all" (Annamalai & De
         Cristofaro's protocol: threshold and rates on all scores; optimistic, see the module
         docstring; their setting is ``selection="all", confidence=0.9``).
@@ -322,16 +239,15 @@ def gdp_epsilon_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, delta: 
       >>> import numpy as np
       >>> rng = np.random.default_rng(0)
       >>> out = rng.normal(size=2000); inn = 2.0 + rng.normal(size=2000)
-      >>> res = gdp_epsilon_lower_bound(inn, out, 1e-5, confidence=0.9, selection="all")
+      >>> res = gdp_epsilon_lower_bound(None, inn, out, 1e-5, confidence=0.9, selection="all")
       >>> bool(res.mu > 1.7 and res.epsilon > 5)   # true μ = 2; "all" can overshoot it
       True
     """
-    significance = _significance(significance, confidence, "gdp_epsilon_lower_bound")
-    in_scores, out_scores, significance, selection_fraction = _common_checks(
-        in_scores, out_scores, significance, selection_fraction, selection, "gdp_epsilon_lower_bound"
-    )
+    in_scores, out_scores, failure, selection_fraction, seed = _common_checks(
+        key, in_scores, out_scores, confidence, selection_fraction, selection,
+        "gdp_epsilon_lower_bound")
     delta = float(check_probability("delta", delta, open_low=True, open_high=True))
-    test = _threshold_test(in_scores, out_scores, significance, _mu_from_rates,
+    test = _threshold_test(in_scores, out_scores, failure, _mu_from_rates,
                            selection_fraction, seed, selection)
     mu = float(_mu_from_rates(test.tpr_lo, test.fpr_hi))
     return GdpLowerBound(float(gdp_epsilon(mu, delta)), mu, test)
@@ -347,37 +263,36 @@ def _cp_epsilon(tpr_lo, fpr_hi, delta):
     return np.where(np.isnan(eps), 0.0, np.clip(eps, 0.0, None))
 
 
-def clopper_pearson_epsilon_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike,
-                                        delta: ArrayLike, significance: float | None = None, *,
-                                        confidence: float | None = None,
-                                        selection_fraction: float = 0.5, seed: int = 0,
+def clopper_pearson_epsilon_lower_bound(key: jax.Array | None, in_scores: ArrayLike,
+                                        out_scores: ArrayLike, delta: ArrayLike, *,
+                                        confidence: float = 0.95,
+                                        selection_fraction: float = 0.5,
                                         selection: str = "held_out") -> float:
     """Jagielski et al. (2020): ε ≥ max{log((TPR − δ)/FPR), log((TNR − δ)/FNR)} at CP bounds.
 
     (ε, δ)-DP implies TPR ≤ e^ε FPR + δ and TNR ≤ e^ε FNR + δ; plugging in the lower bound of
-    TPR (TNR) and upper bound of FPR (FNR) from Clopper–Pearson intervals (significance/2 each)
-    gives an ε lower bound holding with probability ≥ 1 − significance.
+    TPR (TNR) and upper bound of FPR (FNR) from Clopper–Pearson intervals (failure probability
+    (1 − confidence)/2 each) gives an ε lower bound holding with probability ≥ confidence.
 
     Args:
+      key: PRNG key of the held-out split (a numpy generator seeded from its key data;
+        ``jax.random.key(s)`` splits as the seed ``s``). May be None for ``selection="all"``.
       in_scores: 1-D scores with the canary.
       out_scores: 1-D scores without.
       delta: δ ∈ [0, 1).
-      significance: deprecated: the total failure probability 1 − confidence (warns).
-      confidence: joint coverage in (0, 1) (e.g. 0.95).
+      confidence: joint coverage in (0, 1).
       selection_fraction: fraction used to choose the threshold.
-      seed: seed of the split shuffle.
       selection: "held_out" (default) or "all" (optimistic; see the module docstring).
 
     Returns:
       ε lower bound (float, ≥ 0; 0 when the test has no power).
     """
-    significance = _significance(significance, confidence, "clopper_pearson_epsilon_lower_bound")
-    in_scores, out_scores, significance, selection_fraction = _common_checks(
-        in_scores, out_scores, significance, selection_fraction, selection, "clopper_pearson_epsilon_lower_bound"
-    )
+    in_scores, out_scores, failure, selection_fraction, seed = _common_checks(
+        key, in_scores, out_scores, confidence, selection_fraction, selection,
+        "clopper_pearson_epsilon_lower_bound")
     delta = float(check_probability("delta", delta, open_high=True))
     objective = lambda tpr_lo, fpr_hi: _cp_epsilon(tpr_lo, fpr_hi, delta)
-    test = _threshold_test(in_scores, out_scores, significance, objective, selection_fraction,
+    test = _threshold_test(in_scores, out_scores, failure, objective, selection_fraction,
                            seed, selection)
     return float(_cp_epsilon(test.tpr_lo, test.fpr_hi, delta))
 
@@ -427,7 +342,6 @@ def _binary_renyi_np(p, q, alpha) -> np.ndarray:
     return np.asarray(np.where(is_one, kl, np.where(is_inf, np.maximum(r1, r2), general)))
 
 
-@renamed_argument("alpha", "order")
 def binary_renyi(p: ArrayLike, q: ArrayLike, order: ArrayLike) -> jax.Array | np.ndarray:
     """D_α(Ber(p) ‖ Ber(q)) = 1/(α−1) log[p^α q^{1−α} + (1−p)^α (1−q)^{1−α}], α ∈ [1, ∞].
 
@@ -469,43 +383,41 @@ def _threshold_renyi(tpr_lo, fpr_hi, alpha):
                     np.where(powered, np.inf, 0.0))
 
 
-@renamed_argument("alpha", "orders")
-def threshold_renyi_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, orders: ArrayLike,
-                                significance: float | None = None, *,
-                                confidence: float | None = None, selection_fraction: float = 0.5,
-                                seed: int = 0, selection: str = "held_out") -> np.ndarray:
+def threshold_renyi_lower_bound(key: jax.Array | None, in_scores: ArrayLike,
+                                out_scores: ArrayLike, orders: ArrayLike, *,
+                                confidence: float = 0.95, selection_fraction: float = 0.5,
+                                selection: str = "held_out") -> np.ndarray:
     """Rigorous RDP lower bound of a threshold test (data processing for Rényi divergences).
 
     For the test "say in iff sign·score ≥ t", D_α(in‖out) ≥ d_α(TPR‖FPR) and D_α(out‖in) ≥
     d_α(FPR‖TPR) with d_α the binary Rényi divergence. For TPR > FPR, d_α(p‖q) increases in p and
     decreases in q (and symmetrically), so evaluating at TPR_lo, FPR_hi (Clopper–Pearson,
-    significance/2 each) gives ε_α ≥ max of the two with probability ≥ 1 − significance.
+    failure probability (1 − confidence)/2 each) gives ε_α ≥ max of the two with probability ≥
+    confidence.
     The threshold is chosen per order on the selection split.
 
     Args:
+      key: PRNG key of the held-out split (a numpy generator seeded from its key data;
+        ``jax.random.key(s)`` splits as the seed ``s``). May be None for ``selection="all"``.
       in_scores: 1-D scores with the canary.
       out_scores: 1-D scores without.
       orders: order α > 1, or a 1-D array of orders.
-      significance: deprecated: the total failure probability 1 − confidence (warns).
-      confidence: joint coverage in (0, 1) (e.g. 0.95).
+      confidence: joint coverage in (0, 1).
       selection_fraction: fraction used to choose the threshold.
-      seed: seed of the split shuffle.
       selection: "held_out" (default) or "all" (optimistic; see the module docstring).
 
     Returns:
       float64 array of ε_α lower bounds (≥ 0) with the shape of ``orders``.
     """
-    significance = _significance(significance, confidence, "threshold_renyi_lower_bound",
-                                 stacklevel=4)
-    in_scores, out_scores, significance, selection_fraction = _common_checks(
-        in_scores, out_scores, significance, selection_fraction, selection, "threshold_renyi_lower_bound"
-    )
+    in_scores, out_scores, failure, selection_fraction, seed = _common_checks(
+        key, in_scores, out_scores, confidence, selection_fraction, selection,
+        "threshold_renyi_lower_bound")
     alphas = check_finite("orders", orders)
     check_orders("orders", alphas)  # a scalar keeps its 0-d shape (and a scalar result)
     out = []
     for a in np.atleast_1d(alphas):
         objective = lambda tpr_lo, fpr_hi, a=a: _threshold_renyi(tpr_lo, fpr_hi, a)
-        test = _threshold_test(in_scores, out_scores, significance, objective,
+        test = _threshold_test(in_scores, out_scores, failure, objective,
                                selection_fraction, seed, selection)
         out.append(float(_threshold_renyi(test.tpr_lo, test.fpr_hi, a)))
     return np.asarray(out).reshape(alphas.shape)

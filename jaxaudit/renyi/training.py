@@ -32,8 +32,8 @@ from jaxaudit._validation import (
     check_nonnegative,
     check_positive,
     check_probability,
+    typed_key,
 )
-from jaxaudit.renyi._names import renamed_argument
 from jaxaudit.renyi.confidence import held_out_lower_bound
 from jaxaudit.renyi.critic import Critic, init_critic
 from jaxaudit.renyi.ema import dv_ema_init, dv_surrogate_loss
@@ -130,7 +130,6 @@ class TrainHistory(NamedTuple):
     log_ema: jax.Array
 
 
-@renamed_argument("alpha", "order")
 def objective_standard_error(g_q: ArrayLike, g_p: ArrayLike, order: ArrayLike) -> jax.Array:
     """Delta-method standard error of the empirical J_α(g).
 
@@ -180,7 +179,6 @@ def _as_samples(x):
     return x[:, None] if x.ndim == 1 else x
 
 
-@renamed_argument("alpha", "order")
 @partial(jax.jit, static_argnames="config")
 def train_critic(
     key: jax.Array, x_q: ArrayLike, x_p: ArrayLike, order: ArrayLike,
@@ -211,6 +209,7 @@ def train_critic(
       True
     """
     config = check_config(config)
+    key = typed_key(key)  # a legacy uint32 key draws what jax.random.key draws
     x_q, x_p = jnp.asarray(_as_samples(x_q)), jnp.asarray(_as_samples(x_p))
     dtype = x_q.dtype
     order = jnp.asarray(order, dtype)

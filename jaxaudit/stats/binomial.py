@@ -44,7 +44,7 @@ from jaxaudit._validation import (
     is_traced,
     plain,
 )
-from jaxaudit.stats._core import bisect, float_arrays
+from jaxaudit.stats.numerics import bisect, float_arrays
 
 __all__ = ["clopper_pearson_upper", "clopper_pearson_lower"]
 
@@ -122,7 +122,7 @@ def check_counts(k: ArrayLike, n: ArrayLike) -> None:
         raise ValueError(f"k must lie in [0, n], got {plain(bad.ravel()[0])}")
 
 
-def _rounded_down(value: float, dtype: jnp.dtype) -> jax.Array:
+def round_down(value: float, dtype: jnp.dtype) -> jax.Array:
     """A concrete float in ``dtype``, rounded towards 0 (a smaller failure probability: a wider,
     safe limit)."""
     y = np.asarray(value, dtype)
@@ -138,7 +138,7 @@ def _traced_failure(confidence: ArrayLike, dtype: jnp.dtype) -> jax.Array:
         return 1.0 - jnp.asarray(confidence, dtype)
     failure = 1.0 - np.asarray(confidence, np.float64)
     if failure.ndim == 0:
-        return _rounded_down(float(failure), dtype)
+        return round_down(float(failure), dtype)
     y = failure.astype(dtype)
     return jnp.asarray(np.where(y > failure, np.nextafter(y, np.asarray(0, dtype)), y))
 

@@ -8,7 +8,8 @@
                                                       Mironov, arXiv 1702.07476, Proposition 7).
 
 The one implementation of each: ``bounds.gdp_delta`` is the validated, outward-rounded entry of
-:func:`gdp_delta_core`; ``renyi.gdp_epsilon`` and ``renyi.gdp_to_rdp`` are these functions.
+:func:`gdp_delta_core`; ``renyi``'s threshold tests call :func:`gdp_epsilon` and
+:func:`gdp_to_rdp`.
 
 References:
   Dong, Roth, Su, "Gaussian Differential Privacy", JRSS-B 2022, arXiv 1905.02383.
@@ -16,8 +17,6 @@ References:
 """
 
 from __future__ import annotations
-
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -33,22 +32,22 @@ from jaxaudit._validation import (
     check_probability,
     is_traced,
 )
-from jaxaudit.stats._core import bisect, float_arrays
+from jaxaudit.stats.numerics import bisect, float_arrays
 
 __all__ = ["gdp_epsilon", "gdp_to_rdp"]
 
 
 @jax.jit
-def gdp_delta_core(eps: jax.Array, mu: jax.Array) -> jax.Array:
+def gdp_delta_core(epsilon: jax.Array, mu: jax.Array) -> jax.Array:
     """δ_μ(ε) = Φ(a) − e^ε Φ(b), a = −ε/μ + μ/2, b = a − μ. Unvalidated, traceable.
 
     Computed as Φ(a)·(−expm1(ε + log Φ(b) − log Φ(a))) so that it keeps relative accuracy when
     the two terms nearly cancel (large ε).
     """
-    a = -eps / mu + mu / 2.0
-    b = -eps / mu - mu / 2.0
+    a = -epsilon / mu + mu / 2.0
+    b = -epsilon / mu - mu / 2.0
     log_phi_a = norm.logcdf(a)
-    delta = jnp.exp(log_phi_a) * -jnp.expm1(eps + norm.logcdf(b) - log_phi_a)
+    delta = jnp.exp(log_phi_a) * -jnp.expm1(epsilon + norm.logcdf(b) - log_phi_a)
     # Φ(a) = 0 (ε = ∞, or ε/μ overflowing) makes both terms 0: δ = 0, not ∞ − ∞ = NaN.
     delta = jnp.where(log_phi_a == -jnp.inf, 0.0, delta)
     # μ = ∞ (no privacy): δ = 1 for every ε, also ε = ∞ where ε/μ is NaN (the safe choice).
@@ -133,8 +132,7 @@ def gdp_to_rdp_core(mu: jax.Array, order: jax.Array) -> jax.Array:
     return jnp.where(mu == 0, jnp.zeros_like(value), value)
 
 
-def gdp_to_rdp(mu: ArrayLike, order: ArrayLike | None = None, *,
-               alpha: ArrayLike | None = None) -> np.ndarray | jax.Array:
+def gdp_to_rdp(mu: ArrayLike, order: ArrayLike) -> np.ndarray | jax.Array:
     """μ-GDP implies (α, α μ²/2)-RDP for every order α ≥ 1 (the GDP → RDP conversion).
 
     μ-GDP is exactly the privacy profile of N(μ, 1) vs N(0, 1), whose Rényi divergence is
@@ -143,7 +141,6 @@ def gdp_to_rdp(mu: ArrayLike, order: ArrayLike | None = None, *,
     Args:
       mu: μ ≥ 0.
       order: Rényi order(s) α ∈ [1, ∞] (broadcasts with ``mu``).
-      alpha: deprecated name of ``order`` (warns; ``alpha`` also names error rates).
 
     Returns:
       Concrete inputs: a float64 numpy array; traced inputs: a jax array in their dtype.
@@ -152,14 +149,6 @@ def gdp_to_rdp(mu: ArrayLike, order: ArrayLike | None = None, *,
       >>> float(gdp_to_rdp(1.0, 4.0))
       2.0
     """
-    if alpha is not None:
-        if order is not None:
-            raise ValueError("gdp_to_rdp: give order only (alpha is its deprecated name), not both")
-        warnings.warn("gdp_to_rdp(alpha=...) is deprecated: pass order=... (the Rényi order)",
-                      DeprecationWarning, stacklevel=2)
-        order = alpha
-    if order is None:
-        raise ValueError("gdp_to_rdp: order is required (the Rényi order α)")
     if is_traced(mu, order):
         return gdp_to_rdp_core(*float_arrays(mu, order))
     mu_np = check_nonnegative("mu", mu)

@@ -26,21 +26,34 @@ from jaxaudit._validation import (
     check_finite,
     check_nonnegative_finite,
     check_positive,
-    failure_probability,
+    check_probability,
     is_traced,
     plain,
 )
-from jaxaudit.stats._core import float_arrays
+from jaxaudit.stats.numerics import float_arrays
 
 __all__ = ["hoeffding_radius", "bernstein_radius"]
 
+# ``hoeffding_failure_radius`` and ``bernstein_failure_radius`` take the failure probability
+# β itself (no 1 − confidence rounding): the traceable cores that ``renyi`` builds on.
 
-def _hoeffding_radius(n: ArrayLike, value_range: ArrayLike, failure: ArrayLike) -> jax.Array:
+
+def _failure(confidence: ArrayLike | None) -> ArrayLike:
+    """β = 1 − confidence; a concrete confidence is checked to lie in [0, 1)."""
+    if confidence is None:
+        raise ValueError("confidence is required (e.g. confidence=0.95)")
+    if not is_traced(confidence):
+        confidence = check_probability("confidence", confidence, open_high=True)
+    return 1.0 - confidence
+
+
+def hoeffding_failure_radius(n: ArrayLike, value_range: ArrayLike, failure: ArrayLike
+                             ) -> jax.Array:
     """range · sqrt(log(1/β)/(2n)), β = ``failure``. Unvalidated, traceable."""
     return jnp.asarray(value_range) * jnp.sqrt(-jnp.log(failure) / (2.0 * n))
 
 
-def hoeffding_radius(n: ArrayLike, value_range: ArrayLike, delta: ArrayLike | None = None, *,
+def hoeffding_radius(n: ArrayLike, value_range: ArrayLike, *,
                      confidence: ArrayLike | None = None) -> jax.Array:
     """One-sided Hoeffding radius: P(mean − E ≥ r) ≤ β for r = range·sqrt(log(1/β)/(2n)),
     β = 1 − confidence.
@@ -51,25 +64,24 @@ def hoeffding_radius(n: ArrayLike, value_range: ArrayLike, delta: ArrayLike | No
     Args:
       n: sample size > 0.
       value_range: b − a ≥ 0 for variables in [a, b].
-      delta: deprecated: the failure probability β ∈ (0, 1] (warns; ``delta`` is reserved for
-        DP's δ). β = 0 would need an infinite radius and is refused.
       confidence: one-sided coverage 1 − β ∈ [0, 1) (β below ~1e−16 cannot be expressed this
-        way in float64; the cores take β directly).
+        way in float64: :func:`hoeffding_failure_radius` takes β directly). Confidence 1
+        would need an infinite radius and is refused. Required (keyword).
 
     Examples:
       >>> round(float(hoeffding_radius(100, 1.0, confidence=0.95)), 4)   # sqrt(log 20 / 200)
       0.1224
     """
-    failure = failure_probability("hoeffding_radius", "delta", delta, confidence)
+    failure = _failure(confidence)
     if not is_traced(n, value_range, failure):
         check_positive("n", n)
         check_nonnegative_finite("value_range", value_range)
-        check_broadcast(n=n, value_range=value_range, failure=failure)
-    return _hoeffding_radius(*float_arrays(n, value_range, failure))
+        check_broadcast(n=n, value_range=value_range, confidence=confidence)
+    return hoeffding_failure_radius(*float_arrays(n, value_range, failure))
 
 
-def _bernstein_radius(sample_variance: ArrayLike, n: ArrayLike, value_range: ArrayLike,
-                      failure: ArrayLike) -> jax.Array:
+def bernstein_failure_radius(sample_variance: ArrayLike, n: ArrayLike, value_range: ArrayLike,
+                             failure: ArrayLike) -> jax.Array:
     """sqrt(2 V̂ log(2/β)/n) + 7 R log(2/β)/(3(n − 1)), β = ``failure``. Unvalidated, traceable."""
     log_term = jnp.log(2.0) - jnp.log(failure)
     return jnp.sqrt(2.0 * sample_variance * log_term / n) + 7.0 * value_range * log_term / (
@@ -77,8 +89,8 @@ def _bernstein_radius(sample_variance: ArrayLike, n: ArrayLike, value_range: Arr
     )
 
 
-def bernstein_radius(sample_variance: ArrayLike, n: ArrayLike, value_range: ArrayLike,
-                     delta: ArrayLike | None = None, *, confidence: ArrayLike | None = None) -> jax.Array:
+def bernstein_radius(sample_variance: ArrayLike, n: ArrayLike, value_range: ArrayLike, *,
+                     confidence: ArrayLike | None = None) -> jax.Array:
     """One-sided empirical Bernstein radius of Maurer & Pontil (2009), Theorem 4.
 
     With probability ≥ 1 − β (β = 1 − confidence), E X ≤ mean + sqrt(2 V̂ log(2/β)/n)
@@ -90,20 +102,20 @@ def bernstein_radius(sample_variance: ArrayLike, n: ArrayLike, value_range: Arra
       sample_variance: V̂ ≥ 0 (denominator n − 1).
       n: sample size (> 1).
       value_range: R ≥ 0.
-      delta: deprecated: the failure probability β ∈ (0, 1] (warns).
-      confidence: one-sided coverage 1 − β ∈ [0, 1).
+      confidence: one-sided coverage 1 − β ∈ [0, 1) (:func:`bernstein_failure_radius`
+        takes β directly). Required (keyword).
 
     Examples:
       >>> round(float(bernstein_radius(0.0, 101, 1.0, confidence=0.9)), 4)   # 7 log 20 / 300
       0.0699
     """
-    delta = failure_probability("bernstein_radius", "delta", delta, confidence)
-    if not is_traced(sample_variance, n, value_range, delta):
+    failure = _failure(confidence)
+    if not is_traced(sample_variance, n, value_range, failure):
         check_nonnegative_finite("sample_variance", sample_variance)
         n_np = check_finite("n", n)
         if (n_np <= 1).any():
             raise ValueError(f"n must be > 1, got {plain(n_np[n_np <= 1].ravel()[0])}")
         check_nonnegative_finite("value_range", value_range)
         check_broadcast(sample_variance=sample_variance, n=n, value_range=value_range,
-                        failure=delta)
-    return _bernstein_radius(*float_arrays(sample_variance, n, value_range, delta))
+                        confidence=confidence)
+    return bernstein_failure_radius(*float_arrays(sample_variance, n, value_range, failure))

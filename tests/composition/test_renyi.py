@@ -15,8 +15,10 @@ import numpy as np
 import pytest
 from jaxpr_walk import host_callbacks
 
-from jaxaudit import renyi
-from jaxaudit.renyi.threshold_tests import clopper_pearson_lower, clopper_pearson_upper
+from jaxaudit import renyi, stats
+from jaxaudit.renyi import confidence as renyi_confidence
+from jaxaudit.renyi import ema, objective
+from jaxaudit.stats import clopper_pearson_lower, clopper_pearson_upper
 
 ORDERS = jnp.array([1.0, 1.25, 2.0, 5.0, jnp.inf])
 FINITE_ORDERS = jnp.array([1.25, 2.0, 5.0])
@@ -90,8 +92,8 @@ def test_binary_renyi_composes():
 
 def test_radii_compose():
     levels = jnp.array([0.5, 0.95, 0.999])
-    hoeffding = lambda n, r, c: renyi.hoeffding_radius(n, r, confidence=c)
-    bernstein = lambda v, n, r, c: renyi.bernstein_radius(v, n, r, confidence=c)
+    hoeffding = lambda n, r, c: stats.hoeffding_radius(n, r, confidence=c)
+    bernstein = lambda v, n, r, c: stats.bernstein_radius(v, n, r, confidence=c)
     h = jax.vmap(hoeffding, in_axes=(None, None, 0))(100.0, 1.0, levels)
     np.testing.assert_allclose(h, [hoeffding(100, 1.0, float(c)) for c in levels], rtol=1e-6)
     np.testing.assert_allclose(jax.jit(hoeffding)(100.0, 1.0, 0.95), hoeffding(100, 1.0, 0.95),
@@ -148,14 +150,14 @@ def test_held_out_bound_and_objective_compose():
     grad = jax.grad(renyi.dv_objective)(g_q[0], g_p[0], 2.0)
     w = np.exp(np.asarray(g_q[0], np.float64))
     np.testing.assert_allclose(grad, 2.0 * w / w.sum(), rtol=1e-4)
-    np.testing.assert_allclose(jax.jit(renyi.log_mean_exp)(g_q[0]), renyi.log_mean_exp(g_q[0]),
+    np.testing.assert_allclose(jax.jit(objective.log_mean_exp)(g_q[0]), objective.log_mean_exp(g_q[0]),
                                rtol=1e-6)
     _no_callback(renyi.dv_objective, g_q[0], g_p[0], 2.0)
 
 
 def test_ema_surrogate_composes():
     x = jax.random.normal(jax.random.key(1), (3, 64))
-    state = renyi.dv_ema_init()
+    state = ema.dv_ema_init()
     loss = lambda a, b: renyi.dv_surrogate_loss(a, b, 2.0, state, 0.1)[0]
     np.testing.assert_allclose(jax.jit(jax.vmap(loss))(x, x + 0.1),
                                [loss(a, b) for a, b in zip(x, x + 0.1)], rtol=1e-6)
@@ -170,14 +172,14 @@ def test_ema_surrogate_composes():
 def test_rademacher_bound_composes():
     params = {"Dense_0": {"kernel": jnp.ones((1, 4)) * 0.3, "bias": jnp.zeros(4)},
               "Dense_1": {"kernel": jnp.ones((4, 1)) * 0.2, "bias": jnp.zeros(1)}}
-    eager = renyi.rademacher_bound(params, 2.0, 100)
-    np.testing.assert_allclose(jax.jit(renyi.rademacher_bound)(params, 2.0, 100.0), eager,
+    eager = renyi_confidence.rademacher_bound(params, 2.0, 100)
+    np.testing.assert_allclose(jax.jit(renyi_confidence.rademacher_bound)(params, 2.0, 100.0), eager,
                                rtol=1e-6)
     ns = jnp.array([100.0, 400.0])
     np.testing.assert_allclose(
-        jax.vmap(renyi.rademacher_bound, in_axes=(None, None, 0))(params, 2.0, ns),
+        jax.vmap(renyi_confidence.rademacher_bound, in_axes=(None, None, 0))(params, 2.0, ns),
         [eager, eager / 2], rtol=1e-6)
-    grads = jax.grad(renyi.rademacher_bound)(params, 2.0, 100.0)
+    grads = jax.grad(renyi_confidence.rademacher_bound)(params, 2.0, 100.0)
     assert all(np.all(np.isfinite(leaf)) for leaf in jax.tree.leaves(grads))
 
 
@@ -188,26 +190,26 @@ def test_rademacher_bound_composes():
 @pytest.mark.slow
 def test_gdp_epsilon_composes():
     mus = jnp.array([0.0, 0.5, 1.0, 2.0, jnp.inf])
-    eager = renyi.gdp_epsilon(np.asarray(mus), 1e-5)   # float64
-    np.testing.assert_allclose(jax.jit(renyi.gdp_epsilon)(mus, 1e-5), eager, rtol=2e-5)
-    np.testing.assert_allclose(jax.vmap(renyi.gdp_epsilon, in_axes=(0, None))(mus, 1e-5),
+    eager = stats.gdp_epsilon(np.asarray(mus), 1e-5)   # float64
+    np.testing.assert_allclose(jax.jit(stats.gdp_epsilon)(mus, 1e-5), eager, rtol=2e-5)
+    np.testing.assert_allclose(jax.vmap(stats.gdp_epsilon, in_axes=(0, None))(mus, 1e-5),
                                eager, rtol=2e-5)
     with jax.enable_x64(True):
         np.testing.assert_allclose(
-            jax.jit(renyi.gdp_epsilon)(jnp.asarray(mus, jnp.float64), 1e-5), eager, rtol=1e-12)
+            jax.jit(stats.gdp_epsilon)(jnp.asarray(mus, jnp.float64), 1e-5), eager, rtol=1e-12)
         for argnum, x in ((0, 1.0), (1, 1e-5)):
-            grad = jax.grad(renyi.gdp_epsilon, argnums=argnum)(jnp.float64(1.0),
+            grad = jax.grad(stats.gdp_epsilon, argnums=argnum)(jnp.float64(1.0),
                                                                jnp.float64(1e-5))
-            f = (lambda v: renyi.gdp_epsilon(v, 1e-5)) if argnum == 0 else (
-                lambda v: renyi.gdp_epsilon(1.0, v))
+            f = (lambda v: stats.gdp_epsilon(v, 1e-5)) if argnum == 0 else (
+                lambda v: stats.gdp_epsilon(1.0, v))
             assert float(grad) == pytest.approx(_central_difference(f, x, h=1e-6 * x), rel=1e-5)
         # the clamped ends have zero gradient, never NaN
-        assert float(jax.grad(renyi.gdp_epsilon)(jnp.float64(1.0), jnp.float64(0.9))) == 0.0
-    _no_callback(renyi.gdp_epsilon, 1.0, 1e-5)
-    rdp = jax.jit(jax.vmap(renyi.gdp_to_rdp, in_axes=(None, 0)))(1.5, ORDERS)
-    np.testing.assert_allclose(rdp, renyi.gdp_to_rdp(1.5, np.asarray(ORDERS)), rtol=1e-6)
-    assert float(jax.grad(renyi.gdp_to_rdp)(1.5, 2.0)) == pytest.approx(3.0)
-    _no_callback(renyi.gdp_to_rdp, 1.5, 2.0)
+        assert float(jax.grad(stats.gdp_epsilon)(jnp.float64(1.0), jnp.float64(0.9))) == 0.0
+    _no_callback(stats.gdp_epsilon, 1.0, 1e-5)
+    rdp = jax.jit(jax.vmap(stats.gdp_to_rdp, in_axes=(None, 0)))(1.5, ORDERS)
+    np.testing.assert_allclose(rdp, stats.gdp_to_rdp(1.5, np.asarray(ORDERS)), rtol=1e-6)
+    assert float(jax.grad(stats.gdp_to_rdp)(1.5, 2.0)) == pytest.approx(3.0)
+    _no_callback(stats.gdp_to_rdp, 1.5, 2.0)
 
 
 @pytest.mark.parametrize("fn", [clopper_pearson_upper, clopper_pearson_lower])
@@ -259,10 +261,10 @@ def test_estimate_renyi_inside_jit_and_vmap():
 
 
 @pytest.mark.parametrize("call", [
-    lambda a, b: renyi.threshold_renyi_lower_bound(a, b, 2.0, confidence=0.95),
-    lambda a, b: renyi.gdp_epsilon_lower_bound(a, b, 1e-5, confidence=0.95),
-    lambda a, b: renyi.clopper_pearson_epsilon_lower_bound(a, b, 1e-5, confidence=0.95),
-    lambda a, b: renyi.binned_renyi_lower_bound(a, b, 2.0),
+    lambda a, b: renyi.threshold_renyi_lower_bound(jax.random.key(0), a, b, 2.0, confidence=0.95),
+    lambda a, b: renyi.gdp_epsilon_lower_bound(jax.random.key(0), a, b, 1e-5, confidence=0.95),
+    lambda a, b: renyi.clopper_pearson_epsilon_lower_bound(jax.random.key(0), a, b, 1e-5, confidence=0.95),
+    lambda a, b: renyi.binned_renyi_lower_bound(jax.random.key(0), a, b, 2.0),
     lambda a, b: renyi.runs_needed(a, b, 2.0),
 ])
 def test_host_side_functions_refuse_tracers(call):

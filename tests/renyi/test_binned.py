@@ -1,5 +1,6 @@
 """Binned Rényi lower bound: exact inner minimisation, coverage, power, reduction, bad input."""
 
+import jax
 import numpy as np
 import pytest
 from scipy import optimize, stats
@@ -144,8 +145,8 @@ def test_two_bins_is_the_threshold_bound():
             a, b = -a, -b                      # members score lower: the "≤ t" test
         if case % 5 == 0:
             a, b = np.round(a), np.round(b)    # ties
-        ours = binned_renyi_lower_bound(a, b, alphas, bins=2, seed=case)
-        theirs = threshold_renyi_lower_bound(a, b, alphas, confidence=1 - SIG, seed=case)
+        ours = binned_renyi_lower_bound(jax.random.key(case), a, b, alphas, bins=2)
+        theirs = threshold_renyi_lower_bound(jax.random.key(case), a, b, alphas, confidence=1 - SIG)
         np.testing.assert_allclose(ours, theirs, rtol=1e-7, atol=1e-12)
         assert np.all(ours <= theirs * (1 + 1e-12) + 1e-15)
 
@@ -157,8 +158,9 @@ def test_coverage_on_gaussian_scores():
     reps, n, delta, alpha = 200, 300, 1.0, 2.0
     over = 0
     for _ in range(reps):
-        value = binned_renyi_lower_bound(rng.normal(delta, 1, n), rng.normal(0, 1, n), alpha,
-                                         confidence=1 - SIG, seed=int(rng.integers(2**31)))
+        a, b = rng.normal(delta, 1, n), rng.normal(0, 1, n)
+        value = binned_renyi_lower_bound(jax.random.key(int(rng.integers(2**31))), a, b, alpha,
+                                         confidence=1 - SIG)
         over += value > alpha * delta**2 / 2
     assert over / reps <= SIG + 3 * np.sqrt(SIG * (1 - SIG) / reps)
 
@@ -167,10 +169,11 @@ def test_coverage_on_gaussian_scores():
 def test_identical_worlds_give_zero():
     """No signal: the bound is 0 (up to 1e-9) in at least 95% of 200 repetitions."""
     rng = np.random.default_rng(7)
-    values = np.array([
-        binned_renyi_lower_bound(rng.normal(size=300), rng.normal(size=300), 2.0,
-                                 seed=int(rng.integers(2**31)))
-        for _ in range(200)])
+    def one():
+        a, b = rng.normal(size=300), rng.normal(size=300)
+        return binned_renyi_lower_bound(jax.random.key(int(rng.integers(2**31))), a, b, 2.0)
+
+    values = np.array([one() for _ in range(200)])
     assert np.all(values >= 0)
     assert np.mean(values <= 1e-9) >= 0.95
 
@@ -204,20 +207,19 @@ def test_large_samples_beat_the_threshold_bound():
     wins = 0
     for seed in range(5):
         a, b = rng.normal(1.0, 1.0, 20_000), rng.normal(0.0, 1.0, 20_000)
-        value = float(binned_renyi_lower_bound(a, b, 2.0, seed=seed))
+        value = float(binned_renyi_lower_bound(jax.random.key(seed), a, b, 2.0))
         assert 0.5 < value < 1.0
-        wins += value >= float(threshold_renyi_lower_bound(a, b, 2.0, confidence=1 - SIG,
-                                                              seed=seed))
+        wins += value >= float(threshold_renyi_lower_bound(jax.random.key(seed), a, b, 2.0, confidence=1 - SIG))
     assert wins >= 4
 
 
 def test_shapes_and_degenerate_scores():
     rng = np.random.default_rng(11)
     a, b = rng.normal(1, 1, 500), rng.normal(0, 1, 500)
-    assert binned_renyi_lower_bound(a, b, 2.0).shape == ()
-    assert binned_renyi_lower_bound(a, b, [1.5, 2.0, 8.0], bins=[3, 8]).shape == (3,)
-    assert binned_renyi_lower_bound(np.ones(10), np.ones(10), 2.0) == 0.0
-    assert binned_renyi_lower_bound([1, 2, 3, 4], [1, 2, 3, 4], [2.0, 64.0]).tolist() == [0, 0]
+    assert binned_renyi_lower_bound(jax.random.key(0), a, b, 2.0).shape == ()
+    assert binned_renyi_lower_bound(jax.random.key(0), a, b, [1.5, 2.0, 8.0], bins=[3, 8]).shape == (3,)
+    assert binned_renyi_lower_bound(jax.random.key(0), np.ones(10), np.ones(10), 2.0) == 0.0
+    assert binned_renyi_lower_bound(jax.random.key(0), [1, 2, 3, 4], [1, 2, 3, 4], [2.0, 64.0]).tolist() == [0, 0]
 
 
 @pytest.mark.parametrize(
@@ -243,5 +245,5 @@ def test_bad_input(kwargs, name):
             "orders": 2.0}
     args.update(kwargs)
     with pytest.raises(ValueError, match=name):
-        binned_renyi_lower_bound(args.pop("in_scores"), args.pop("out_scores"), args.pop("orders"),
+        binned_renyi_lower_bound(jax.random.key(0), args.pop("in_scores"), args.pop("out_scores"), args.pop("orders"),
                                  **args)

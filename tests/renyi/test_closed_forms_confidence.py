@@ -7,14 +7,13 @@ import numpy as np
 import pytest
 
 from jaxaudit.renyi import (
-    bernstein_radius,
     dv_objective,
     gaussian_renyi,
     held_out_lower_bound,
-    hoeffding_radius,
     laplace_renyi,
     theory_radius,
 )
+from jaxaudit.stats import bernstein_radius, hoeffding_radius
 
 
 def _renyi_quad(logpdf_q, logpdf_p, alpha, breakpoints):

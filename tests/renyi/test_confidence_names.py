@@ -1,19 +1,20 @@
-"""The threshold-test baselines take ``confidence`` (docs/vocabulary.md); the deprecated
-``significance`` (the total failure probability) warns and keeps its meaning."""
+"""The threshold-test baselines take ``confidence`` (docs/vocabulary.md): the joint coverage,
+whose failure probability 1 − confidence is split between the two rates."""
 
-import warnings
-
+import jax
 import numpy as np
 import pytest
 
 from jaxaudit import renyi
 
+KEY = jax.random.key(0)
 BASELINES = [
-    ("gdp_epsilon_lower_bound", lambda a, b, **kw: renyi.gdp_epsilon_lower_bound(a, b, 1e-5, **kw).epsilon),
+    ("gdp_epsilon_lower_bound",
+     lambda a, b, **kw: renyi.gdp_epsilon_lower_bound(KEY, a, b, 1e-5, **kw).epsilon),
     ("clopper_pearson_epsilon_lower_bound",
-     lambda a, b, **kw: renyi.clopper_pearson_epsilon_lower_bound(a, b, 1e-5, **kw)),
+     lambda a, b, **kw: renyi.clopper_pearson_epsilon_lower_bound(KEY, a, b, 1e-5, **kw)),
     ("threshold_renyi_lower_bound",
-     lambda a, b, **kw: float(renyi.threshold_renyi_lower_bound(a, b, 2.0, **kw))),
+     lambda a, b, **kw: float(renyi.threshold_renyi_lower_bound(KEY, a, b, 2.0, **kw))),
 ]
 
 
@@ -23,20 +24,14 @@ def _scores():
 
 
 @pytest.mark.parametrize("name,fn", BASELINES)
-def test_significance_is_the_deprecated_complement_of_confidence(name, fn):
+def test_confidence_is_the_coverage(name, fn):
     inn, out = _scores()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        new = fn(inn, out, confidence=0.9)
-    with pytest.warns(DeprecationWarning, match="confidence"):
-        old = fn(inn, out, significance=0.1)
+    new = fn(inn, out, confidence=0.9)
     assert new > 0                               # the test has power at this separation
-    assert old == pytest.approx(new, rel=1e-9)   # significance = 1 − confidence
-    # a different coverage gives a different bound: the argument is really used
+    assert fn(inn, out) == fn(inn, out, confidence=0.95)   # the default
+    # a lower coverage gives a larger bound: the argument is really used
     assert fn(inn, out, confidence=0.5) > new
     with pytest.raises(ValueError, match="confidence"):
-        fn(inn, out)
-    with pytest.raises(ValueError, match="confidence"):
         fn(inn, out, confidence=1.0)
-    with pytest.raises(ValueError, match="confidence"):
-        fn(inn, out, confidence=0.9, significance=0.1)
+    with pytest.raises(TypeError, match="significance"):
+        fn(inn, out, significance=0.1)

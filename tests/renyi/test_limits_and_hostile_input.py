@@ -3,26 +3,29 @@
 
 import threading
 import tracemalloc
-import warnings
 
+import jax
 import mpmath
 import numpy as np
 import pytest
 from scipy import stats
 
 from jaxaudit.renyi import (
-    bernstein_radius,
     binary_renyi,
     binned,
     binned_renyi_lower_bound,
-    gdp_epsilon,
-    gdp_to_rdp,
     held_out_lower_bound,
-    hoeffding_radius,
     laplace_renyi,
     theory_radius,
 )
-from jaxaudit.renyi.threshold_tests import clopper_pearson_lower, clopper_pearson_upper
+from jaxaudit.stats import (
+    bernstein_radius,
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+    gdp_epsilon,
+    gdp_to_rdp,
+    hoeffding_radius,
+)
 
 INF = float("inf")
 
@@ -132,19 +135,14 @@ def test_hoeffding_radius_at_confidence_zero_is_zero():
     assert float(hoeffding_radius(10, 1.0, confidence=0.0)) == 0.0
 
 
-def test_radius_delta_is_a_deprecated_failure_probability():
-    """δ = 0 raised ZeroDivisionError; delta (a failure probability, not DP's δ) now warns and
-    is checked, and equals confidence = 1 − delta."""
+def test_radius_confidence_is_checked():
+    """Confidence 1 (failure probability 0) raised ZeroDivisionError; it is refused, and the
+    radius at confidence 0.95 is the closed form."""
     for radius, args in ((hoeffding_radius, (100, 1.0)), (bernstein_radius, (0.1, 100, 1.0))):
-        with pytest.warns(DeprecationWarning, match="confidence"):
-            old = float(radius(*args, 0.05))
-        assert old == pytest.approx(float(radius(*args, confidence=0.95)), rel=1e-6)
-        with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="delta"):
-            radius(*args, 0)
-        with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="delta"):
-            radius(*args, delta=1.5)
         with pytest.raises(ValueError, match="confidence"):
-            radius(*args, 0.05, confidence=0.95)
+            radius(*args, confidence=1.0)
+        with pytest.raises(ValueError, match="confidence"):
+            radius(*args, confidence=1.5)
     assert float(hoeffding_radius(100, 1.0, confidence=0.95)) == pytest.approx(
         np.sqrt(np.log(20) / 200), rel=1e-6)
 
@@ -217,9 +215,9 @@ def test_binned_refuses_more_bins_than_scores():
     rng = np.random.default_rng(0)
     a, b = rng.normal(1.0, 1.0, 400), rng.normal(0.0, 1.0, 400)
     with pytest.raises(ValueError, match="bins"):
-        binned_renyi_lower_bound(a, b, 2.0, bins=10**6)   # grew past 24 GB
+        binned_renyi_lower_bound(jax.random.key(0), a, b, 2.0, bins=10**6)   # grew past 24 GB
     with pytest.raises(ValueError, match="bins"):
-        binned_renyi_lower_bound(a, b[:300], 2.0, bins=[2, 301])
+        binned_renyi_lower_bound(jax.random.key(0), a, b[:300], 2.0, bins=[2, 301])
 
 
 def _random_boxes(rng, k):
@@ -272,29 +270,19 @@ def test_water_fill_is_exact_and_linear_in_memory():
 
 
 # ----------------------------------------------------------------------------------------------
-# Clopper–Pearson: confidence (new) and level (deprecated failure probability)
+# Clopper–Pearson at a confidence
 
 
-def test_clopper_pearson_confidence_and_deprecated_level():
+def test_clopper_pearson_confidence():
     k, n = np.array([0, 3, 10]), 10
     up = clopper_pearson_upper(k, n, confidence=0.95)
     lo = clopper_pearson_lower(k, n, confidence=0.95)
     np.testing.assert_allclose(up[:2], stats.beta.ppf(0.95, k[:2] + 1, n - k[:2]), rtol=1e-12)
     np.testing.assert_allclose(lo[1:], stats.beta.ppf(0.05, k[1:], n - k[1:] + 1), rtol=1e-12)
     assert up[2] == 1.0 and lo[0] == 0.0
-    with pytest.warns(DeprecationWarning, match="confidence"):
-        old = clopper_pearson_upper(k, n, 0.05)
-    np.testing.assert_allclose(old, up, rtol=1e-15)
-    with pytest.warns(DeprecationWarning, match="confidence"):
-        np.testing.assert_allclose(clopper_pearson_lower(k, n, level=0.05), lo, rtol=1e-15)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        clopper_pearson_upper(k, n, confidence=0.95)   # no warning on the new keyword
     for call, name in ((lambda: clopper_pearson_upper(11, 10, confidence=0.95), "k"),
                        (lambda: clopper_pearson_upper(1.5, 10, confidence=0.95), "k"),
                        (lambda: clopper_pearson_upper(1, 0, confidence=0.95), "n"),
-                       (lambda: clopper_pearson_upper(1, 10, confidence=1.0), "confidence"),
-                       (lambda: clopper_pearson_upper(1, 10), "confidence"),
-                       (lambda: clopper_pearson_upper(1, 10, 0.05, confidence=0.95), "confidence")):
+                       (lambda: clopper_pearson_upper(1, 10, confidence=1.0), "confidence")):
         with pytest.raises(ValueError, match=name):
             call()

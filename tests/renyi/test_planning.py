@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from jaxaudit.renyi import format_runs_needed, held_out_lower_bound, planning, runs_needed
+from jaxaudit.renyi import held_out_lower_bound, planning, runs_needed
+from jaxaudit.renyi.planning import format_runs_needed
 
 
 def _pilot(seed, n=250, shift=1.0):
@@ -18,7 +19,7 @@ def _pilot(seed, n=250, shift=1.0):
 
 def _simulated_bounds(result, n, reps, seed):
     """Held-out bounds of the clipped model critic on data drawn from the fitted model."""
-    alpha = result.alpha
+    alpha = result.orders
     m = n - math.floor(result.split * n)
     k_q, k_p = jax.random.split(jax.random.key(seed))
     x_q = result.mean_in + result.sd * jax.random.normal(k_q, (reps, m))
@@ -27,7 +28,8 @@ def _simulated_bounds(result, n, reps, seed):
     mid = 0.5 * (result.mean_in + result.mean_out)
     bound = jax.vmap(lambda g_q, g_p: held_out_lower_bound(
         g_q, g_p, alpha, result.clip_lo, result.clip_hi, method=result.method,
-        confidence=1.0 - result.delta_per_direction))
+        confidence=1.0 - planning._failure_per_direction(result.confidence,
+                                                          result.both_directions)))
     return np.asarray(bound(slope * (x_q - mid), slope * (x_p - mid)))
 
 
@@ -75,7 +77,9 @@ def test_smallest_n_is_the_smallest():
     """bound(n) ≥ target at the answer and < target one run earlier (the bisection's claim)."""
     result = runs_needed(*_pilot(5), 2.0, fraction=0.3)
     curve = planning._curve(result.shift, 2.0)
-    at = lambda n: planning._best(curve, n, result.split, result.delta_per_direction,
+    at = lambda n: planning._best(curve, n, result.split,
+                                    planning._failure_per_direction(result.confidence,
+                                                                    result.both_directions),
                                   result.method)[0]
     n = result.runs_per_world
     assert at(n) >= result.target > at(n - 1)

@@ -1,5 +1,7 @@
 """Tests of renyi.epsilon_lower_bounds (one-run and f-DP one-run audits beside the threshold bounds)."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -8,7 +10,7 @@ from scipy import stats
 
 from jaxaudit import renyi
 from jaxaudit.renyi import score_bounds as sb
-from jaxaudit.renyi.threshold_tests import gdp_epsilon
+from jaxaudit.stats import gdp_epsilon
 
 
 def _quantile_normal(mu, n):
@@ -52,7 +54,7 @@ def test_one_run_epsilon_is_the_root_and_jits_and_vmaps():
 def test_reference_values_jax_privacy_shift_two():
     """Shift 2 only, 10⁴ scores per world (the full table is in the slow test below)."""
     n = 10_000
-    res = renyi.epsilon_lower_bounds(_quantile_normal(2.0, n), _quantile_normal(0.0, n),
+    res = renyi.epsilon_lower_bounds(jax.random.key(0), _quantile_normal(2.0, n), _quantile_normal(0.0, n),
                                      delta=1e-6, confidence=0.95, bonferroni="hull")
     assert float(res.one_run) == pytest.approx(2.311945, abs=1e-3)
     assert float(res.fdp_one_run) == pytest.approx(4.7218075, abs=1e-3)
@@ -67,7 +69,7 @@ def test_reference_values_jax_privacy(shift, one_run, fdp):
     CanaryScoreAuditor.epsilon_one_run / epsilon_one_run_fdp with the default Bonferroni
     threshold strategy give 1.13346 / 2.311945 / 4.395568 and 2.164749 / 4.7218075 / 9.133752."""
     n = 10_000
-    res = renyi.epsilon_lower_bounds(_quantile_normal(shift, n), _quantile_normal(0.0, n),
+    res = renyi.epsilon_lower_bounds(jax.random.key(0), _quantile_normal(shift, n), _quantile_normal(0.0, n),
                                      delta=1e-6, confidence=0.95, bonferroni="hull")
     assert float(res.one_run) == pytest.approx(one_run, abs=1e-3)
     assert float(res.fdp_one_run) == pytest.approx(fdp, abs=1e-3)
@@ -87,18 +89,18 @@ def test_grid_counts_ignore_labels_on_ties():
 def test_identical_worlds_give_zero():
     rng = np.random.default_rng(3)
     x = rng.normal(size=300)
-    res = renyi.epsilon_lower_bounds(x, x.copy(), delta=1e-5)
+    res = renyi.epsilon_lower_bounds(jax.random.key(0), x, x.copy(), delta=1e-5)
     for field in ("clopper_pearson", "one_run", "gdp_mu", "gdp_epsilon", "fdp_one_run_mu",
                   "fdp_one_run"):
         assert float(getattr(res, field)) == 0.0, field
-    res = renyi.epsilon_lower_bounds(rng.normal(size=300), rng.normal(size=300), delta=1e-5)
+    res = renyi.epsilon_lower_bounds(jax.random.key(0), rng.normal(size=300), rng.normal(size=300), delta=1e-5)
     assert float(res.one_run) < 0.3 and float(res.clopper_pearson) < 0.3
 
 
 def test_fields_and_rdp_switch():
     rng = np.random.default_rng(4)
     inn, out = rng.normal(3.0, 1.0, 200), rng.normal(0.0, 1.0, 200)
-    res = renyi.epsilon_lower_bounds(inn, out, delta=1e-5)
+    res = renyi.epsilon_lower_bounds(jax.random.key(0), inn, out, delta=1e-5)
     assert res.orders.shape == res.threshold_rdp.shape == (0,)
     assert float(res.one_run) > 0 and float(res.fdp_one_run_mu) > 0
     assert float(res.fdp_one_run) == pytest.approx(gdp_epsilon(float(res.fdp_one_run_mu), 1e-5))
@@ -108,7 +110,7 @@ def test_fields_and_rdp_switch():
 def test_rdp_fields():
     rng = np.random.default_rng(4)
     inn, out = rng.normal(3.0, 1.0, 200), rng.normal(0.0, 1.0, 200)
-    res = renyi.epsilon_lower_bounds(inn, out, delta=1e-5, include_rdp=True, orders=[2.0, 8.0])
+    res = renyi.epsilon_lower_bounds(jax.random.key(0), inn, out, delta=1e-5, include_rdp=True, orders=[2.0, 8.0])
     assert res.threshold_rdp.shape == res.binned_rdp.shape == (2,)
     assert np.all(res.threshold_rdp <= renyi.gaussian_renyi(3.0, 1.0, np.array([2.0, 8.0])))
 
@@ -118,9 +120,9 @@ def test_bonferroni_all_is_below_hull():
     (K ≤ m + 1), so its bounds are never larger."""
     rng = np.random.default_rng(5)
     inn, out = rng.normal(2.5, 1.0, 150), rng.normal(0.0, 1.0, 150)
-    valid = renyi.epsilon_lower_bounds(inn, out, delta=1e-5, bonferroni="all")
-    hull = renyi.epsilon_lower_bounds(inn, out, delta=1e-5, bonferroni="hull")
-    grid = renyi.epsilon_lower_bounds(inn, out, delta=1e-5)
+    valid = renyi.epsilon_lower_bounds(jax.random.key(0), inn, out, delta=1e-5, bonferroni="all")
+    hull = renyi.epsilon_lower_bounds(jax.random.key(0), inn, out, delta=1e-5, bonferroni="hull")
+    grid = renyi.epsilon_lower_bounds(jax.random.key(0), inn, out, delta=1e-5)
     assert int(grid.n_tests) <= sb.GRID_POINTS and float(grid.one_run) > 0
     assert int(valid.n_tests) == 301 and int(hull.n_tests) < 301
     assert 0 < float(valid.one_run) < float(hull.one_run)
@@ -143,7 +145,77 @@ def test_bad_input_refused(kwargs, name):
     args = dict(in_scores=np.arange(20.0), out_scores=np.arange(20.0), delta=1e-5)
     args.update(kwargs)
     with pytest.raises(ValueError, match=name):
-        renyi.epsilon_lower_bounds(**args)
+        renyi.epsilon_lower_bounds(jax.random.key(0), **args)
+
+
+@pytest.mark.parametrize("key", [-1, 1.5, 0, "0", None, np.zeros(3, np.uint32)])
+def test_bad_key_gets_the_shared_key_error(key):
+    """A seed where the key belongs (or any non-key) is refused with the library's one key
+    message, not numpy's error from deep inside the split."""
+    with pytest.raises(ValueError, match="key must be a JAX PRNG key"):
+        renyi.epsilon_lower_bounds(key, np.arange(20.0), np.arange(20.0), delta=1e-5)
+
+
+@pytest.mark.parametrize("orders", ["2", ["2", "4"], b"2", [2.0, 1.0]])
+def test_orders_must_be_numbers_above_one(orders):
+    """orders="2" was accepted (numpy parsed the string); strings and orders ≤ 1 are refused,
+    also when include_rdp=False leaves them unused."""
+    with pytest.raises(ValueError, match="orders"):
+        renyi.epsilon_lower_bounds(jax.random.key(0), np.arange(20.0), np.arange(20.0),
+                                   delta=1e-5, orders=orders)
+
+
+def test_a_legacy_key_splits_as_the_typed_key():
+    rng = np.random.default_rng(3)
+    inn, out = rng.normal(1.0, 1.0, 200), rng.normal(0.0, 1.0, 200)
+    typed = renyi.epsilon_lower_bounds(jax.random.key(7), inn, out, delta=1e-5)
+    legacy = renyi.epsilon_lower_bounds(jax.random.PRNGKey(7), inn, out, delta=1e-5)
+    for a, b in zip(typed, legacy):
+        np.testing.assert_array_equal(a, b)
+
+
+# ----------------------------------------------------------------------------------------------
+# Scores oriented the wrong way ("higher = member" is the convention)
+
+
+def test_auc_is_the_mann_whitney_statistic():
+    """The AUC behind the orientation warning against scipy's Mann–Whitney U (ties included)."""
+    rng = np.random.default_rng(4)
+    inn, out = np.round(rng.normal(0.3, 1.0, 150), 1), np.round(rng.normal(0.0, 1.0, 120), 1)
+    u = stats.mannwhitneyu(inn, out, alternative="two-sided").statistic
+    assert sb.warn_if_reversed(inn, out, "test") == pytest.approx(u / (150 * 120), rel=1e-12)
+
+
+def test_reversed_scores_warn_and_name_the_fix():
+    """In-world scores below the out-world ones (e.g. a loss passed where -loss belongs): the
+    one-run bound drops to 0 and a UserWarning says how to orient them."""
+    rng = np.random.default_rng(5)
+    inn, out = rng.normal(0.0, 1.0, 300), rng.normal(2.0, 1.0, 300)
+    with pytest.warns(UserWarning, match="higher = member"):
+        res = renyi.epsilon_lower_bounds(jax.random.key(0), inn, out, delta=1e-5)
+    assert float(res.one_run) == 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        fixed = renyi.epsilon_lower_bounds(jax.random.key(0), -inn, -out, delta=1e-5)
+    assert float(fixed.one_run) > 0
+
+
+def test_well_oriented_and_null_scores_do_not_warn():
+    rng = np.random.default_rng(6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        renyi.epsilon_lower_bounds(jax.random.key(0), rng.normal(2.0, 1.0, 300),
+                                   rng.normal(0.0, 1.0, 300), delta=1e-5)
+        renyi.epsilon_lower_bounds(jax.random.key(0), rng.normal(size=300), rng.normal(size=300),
+                                   delta=1e-5)
+    # the null false-alarm rate is that of a one-sided 3-sigma test (about 0.13%)
+    alarms = 0
+    for _ in range(400):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sb.warn_if_reversed(rng.normal(size=100), rng.normal(size=80), "null")
+        alarms += len(caught)
+    assert alarms <= 4
 
 
 @pytest.mark.slow
@@ -159,8 +231,8 @@ def test_coverage_gaussian(bonferroni):
     rng = np.random.default_rng(20260512)
     over = dict(clopper_pearson=0, one_run=0, gdp_mu=0, fdp_one_run_mu=0)
     for rep in range(reps):
-        res = renyi.epsilon_lower_bounds(rng.normal(mu, 1.0, n), rng.normal(0.0, 1.0, n),
-                                         delta=delta, confidence=0.95, seed=rep,
+        res = renyi.epsilon_lower_bounds(jax.random.key(rep), rng.normal(mu, 1.0, n), rng.normal(0.0, 1.0, n),
+                                         delta=delta, confidence=0.95,
                                          bonferroni=bonferroni)
         over["clopper_pearson"] += float(res.clopper_pearson) > true_eps
         over["one_run"] += float(res.one_run) > true_eps
@@ -187,7 +259,7 @@ def test_coverage_randomized_response(bonferroni):
     for rep in range(reps):
         inn = (rng.random(n) < p).astype(float)
         out = (rng.random(n) < 1 - p).astype(float)
-        res = renyi.epsilon_lower_bounds(inn, out, delta=delta, confidence=0.95, seed=rep,
+        res = renyi.epsilon_lower_bounds(jax.random.key(rep), inn, out, delta=delta, confidence=0.95,
                                          bonferroni=bonferroni)
         over["clopper_pearson"] += float(res.clopper_pearson) > eps
         over["one_run"] += float(res.one_run) > eps
@@ -199,4 +271,4 @@ def test_coverage_randomized_response(bonferroni):
 
 def test_traced_input_refused_with_type_error():
     with pytest.raises(TypeError, match="epsilon_lower_bounds is host-side"):
-        jax.jit(lambda a: renyi.epsilon_lower_bounds(a, a, delta=1e-5))(jnp.zeros(16))
+        jax.jit(lambda a: renyi.epsilon_lower_bounds(jax.random.key(0), a, a, delta=1e-5))(jnp.zeros(16))

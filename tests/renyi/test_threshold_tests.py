@@ -9,12 +9,10 @@ from jaxaudit import bounds
 from jaxaudit.renyi import (
     binary_renyi,
     clopper_pearson_epsilon_lower_bound,
-    gdp_epsilon,
     gdp_epsilon_lower_bound,
-    gdp_to_rdp,
     threshold_renyi_lower_bound,
 )
-from jaxaudit.renyi.threshold_tests import clopper_pearson_lower, clopper_pearson_upper
+from jaxaudit.stats import clopper_pearson_lower, clopper_pearson_upper, gdp_epsilon, gdp_to_rdp
 
 
 def gdp_delta(eps, mu):
@@ -48,9 +46,9 @@ def test_no_signal_gives_zero_for_every_baseline():
     gdp, cp, ren = [], [], []
     for _ in range(40):
         a, b = rng.normal(size=2000), rng.normal(size=2000)
-        gdp.append(gdp_epsilon_lower_bound(a, b, 1e-5, confidence=0.95).epsilon)
-        cp.append(clopper_pearson_epsilon_lower_bound(a, b, 1e-5, confidence=0.95))
-        ren.append(threshold_renyi_lower_bound(a, b, 2.0, confidence=0.95))
+        gdp.append(gdp_epsilon_lower_bound(jax.random.key(0), a, b, 1e-5, confidence=0.95).epsilon)
+        cp.append(clopper_pearson_epsilon_lower_bound(jax.random.key(0), a, b, 1e-5, confidence=0.95))
+        ren.append(threshold_renyi_lower_bound(jax.random.key(0), a, b, 2.0, confidence=0.95))
     for values in (gdp, cp, ren):
         values = np.asarray(values)
         assert np.mean(values == 0.0) >= 0.9   # a positive value is a false detection (≤ 5%)
@@ -61,9 +59,9 @@ def test_discrete_no_signal_scores():
     # Heavily tied scores (a known failure mode: thresholds between ties).
     rng = np.random.default_rng(1)
     a, b = rng.integers(0, 3, 3000).astype(float), rng.integers(0, 3, 3000).astype(float)
-    assert gdp_epsilon_lower_bound(a, b, 1e-5, confidence=0.95).epsilon == 0.0
-    assert clopper_pearson_epsilon_lower_bound(a, b, 1e-5, confidence=0.95) == 0.0
-    assert threshold_renyi_lower_bound(a, b, [1.5, 3.0], confidence=0.95).tolist() == [0.0, 0.0]
+    assert gdp_epsilon_lower_bound(jax.random.key(0), a, b, 1e-5, confidence=0.95).epsilon == 0.0
+    assert clopper_pearson_epsilon_lower_bound(jax.random.key(0), a, b, 1e-5, confidence=0.95) == 0.0
+    assert threshold_renyi_lower_bound(jax.random.key(0), a, b, [1.5, 3.0], confidence=0.95).tolist() == [0.0, 0.0]
 
 
 @pytest.mark.slow
@@ -78,11 +76,11 @@ def test_coverage_of_baselines_on_the_gaussian_mechanism():
     mus = []
     for _ in range(reps):
         a, b = rng.normal(mu, 1, n), rng.normal(0, 1, n)
-        g = gdp_epsilon_lower_bound(a, b, 1e-5, confidence=1 - sig)
+        g = gdp_epsilon_lower_bound(jax.random.key(0), a, b, 1e-5, confidence=1 - sig)
         mus.append(g.mu)
         over[0] += g.mu > mu
-        over[1] += clopper_pearson_epsilon_lower_bound(a, b, 1e-5, confidence=1 - sig) > true_eps
-        r = threshold_renyi_lower_bound(a, b, alphas, confidence=1 - sig)
+        over[1] += clopper_pearson_epsilon_lower_bound(jax.random.key(0), a, b, 1e-5, confidence=1 - sig) > true_eps
+        r = threshold_renyi_lower_bound(jax.random.key(0), a, b, alphas, confidence=1 - sig)
         over[2:] += r > true_rdp
     limit = sig + 3 * np.sqrt(sig * (1 - sig) / reps)
     assert np.all(over / reps <= limit)
@@ -95,7 +93,7 @@ def test_threshold_renyi_matches_binary_divergence():
     rng = np.random.default_rng(3)
     a = (rng.random(200_000) < 0.7).astype(float)
     b = (rng.random(200_000) < 0.2).astype(float)
-    value = float(threshold_renyi_lower_bound(a, b, 2.0, confidence=0.95))
+    value = float(threshold_renyi_lower_bound(jax.random.key(0), a, b, 2.0, confidence=0.95))
     exact = max(binary_renyi(0.7, 0.2, 2.0), binary_renyi(0.2, 0.7, 2.0))
     assert 0.95 * exact < value <= exact
 
@@ -103,14 +101,14 @@ def test_threshold_renyi_matches_binary_divergence():
 @pytest.mark.parametrize(
     "call,name",
     [
-        (lambda: gdp_epsilon_lower_bound([1.0, np.nan, 2.0, 3.0], [1, 2, 3, 4], 1e-5, confidence=0.95),
+        (lambda: gdp_epsilon_lower_bound(jax.random.key(0), [1.0, np.nan, 2.0, 3.0], [1, 2, 3, 4], 1e-5, confidence=0.95),
          "in_scores"),
-        (lambda: gdp_epsilon_lower_bound([1, 2, 3, 4], [1, 2, 3, 4], 1.5, confidence=0.95), "delta"),
-        (lambda: gdp_epsilon_lower_bound([1, 2, 3, 4], [1, 2, 3, 4], 1e-5, confidence=1.0), "confidence"),
-        (lambda: clopper_pearson_epsilon_lower_bound([], [1, 2, 3, 4], 1e-5, confidence=0.95), "in_scores"),
-        (lambda: threshold_renyi_lower_bound([1, 2, 3, 4], [1, 2, 3, 4], 1.0, confidence=0.95), "orders"),
-        (lambda: threshold_renyi_lower_bound([1, 2, 3, 4], [1, 2, 3, 4], [], confidence=0.95), "orders"),
-        (lambda: threshold_renyi_lower_bound([1, 2, 3, 4], [[1, 2], [3, 4]], 2.0, confidence=0.95),
+        (lambda: gdp_epsilon_lower_bound(jax.random.key(0), [1, 2, 3, 4], [1, 2, 3, 4], 1.5, confidence=0.95), "delta"),
+        (lambda: gdp_epsilon_lower_bound(jax.random.key(0), [1, 2, 3, 4], [1, 2, 3, 4], 1e-5, confidence=1.0), "confidence"),
+        (lambda: clopper_pearson_epsilon_lower_bound(jax.random.key(0), [], [1, 2, 3, 4], 1e-5, confidence=0.95), "in_scores"),
+        (lambda: threshold_renyi_lower_bound(jax.random.key(0), [1, 2, 3, 4], [1, 2, 3, 4], 1.0, confidence=0.95), "orders"),
+        (lambda: threshold_renyi_lower_bound(jax.random.key(0), [1, 2, 3, 4], [1, 2, 3, 4], [], confidence=0.95), "orders"),
+        (lambda: threshold_renyi_lower_bound(jax.random.key(0), [1, 2, 3, 4], [[1, 2], [3, 4]], 2.0, confidence=0.95),
          "out_scores"),
     ],
 )
@@ -130,8 +128,9 @@ def test_rate_bounds_at_the_selected_threshold_cover_at_their_levels():
     mu, reps, n, sig = 1.0, 200, 600, 0.2
     tpr_miss = fpr_miss = either = 0
     for _ in range(reps):
-        test = gdp_epsilon_lower_bound(rng.normal(mu, 1, n), rng.normal(0, 1, n), 1e-5, confidence=1 - sig,
-                                       seed=int(rng.integers(2**31))).test
+        inn, out = rng.normal(mu, 1, n), rng.normal(0, 1, n)
+        test = gdp_epsilon_lower_bound(jax.random.key(int(rng.integers(2**31))), inn, out, 1e-5,
+                                       confidence=1 - sig).test
         # say "in" iff sign·x ≥ t: P(sign·X ≥ t) for X ~ N(m, 1)
         rate = lambda m, t=test: stats.norm.sf(t.threshold - t.sign * m)
         miss_t, miss_f = test.tpr_lo > rate(mu), test.fpr_hi < rate(0.0)

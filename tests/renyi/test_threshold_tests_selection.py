@@ -12,7 +12,8 @@ import pytest
 from scipy import stats
 
 from jaxaudit import bounds
-from jaxaudit.renyi import gdp_epsilon, gdp_epsilon_lower_bound
+from jaxaudit.renyi import gdp_epsilon_lower_bound
+from jaxaudit.stats import gdp_epsilon
 
 
 def gdp_delta(eps, mu):
@@ -45,7 +46,7 @@ def test_selection_all_matches_the_published_protocol():
     rng = np.random.default_rng(31)
     out_s = rng.normal(size=100)
     in_s = 1.5 + rng.normal(size=100)
-    ours = gdp_epsilon_lower_bound(in_s, out_s, 1e-5, confidence=0.9, selection="all")
+    ours = gdp_epsilon_lower_bound(None, in_s, out_s, 1e-5, confidence=0.9, selection="all")
     ref_mu = _reference_all_thresholds(in_s, out_s)
     assert ours.mu == pytest.approx(ref_mu, rel=1e-6)
     assert ours.epsilon == pytest.approx(gdp_epsilon(ref_mu, 1e-5), rel=1e-6)
@@ -58,12 +59,12 @@ def test_held_out_selection_is_valid_and_all_is_optimistic():
     reps, held, allsel = 200, 0, 0
     for _ in range(reps):
         a, b = rng.normal(size=100), rng.normal(size=100)
-        held += gdp_epsilon_lower_bound(a, b, 1e-5, confidence=0.9).mu > 0
-        allsel += gdp_epsilon_lower_bound(a, b, 1e-5, confidence=0.9, selection="all").mu > 0
+        held += gdp_epsilon_lower_bound(jax.random.key(0), a, b, 1e-5, confidence=0.9).mu > 0
+        allsel += gdp_epsilon_lower_bound(None, a, b, 1e-5, confidence=0.9, selection="all").mu > 0
     assert held / reps <= 0.1 + 3 * np.sqrt(0.1 * 0.9 / reps)
     assert allsel > held
 
 
 def test_selection_refuses_unknown_value():
     with pytest.raises(ValueError, match="selection"):
-        gdp_epsilon_lower_bound(np.arange(10.0), np.arange(10.0), 1e-5, confidence=0.9, selection="best")
+        gdp_epsilon_lower_bound(jax.random.key(0), np.arange(10.0), np.arange(10.0), 1e-5, confidence=0.9, selection="best")

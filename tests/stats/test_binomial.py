@@ -1,9 +1,8 @@
 """Clopper–Pearson limits (jaxaudit.stats.binomial): against scipy's beta quantiles and exact
 binomial sums, exact coverage by enumeration, a seeded coverage simulation at 0.95, the float32
-core on the safe side, bad input, and the deprecated spellings of the old call sites."""
+core on the safe side and bad input."""
 
 import functools
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -12,8 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats as sp_stats
 
-from jaxaudit import bmp, stats
-from jaxaudit.renyi import threshold_tests
+from jaxaudit import stats
 
 
 def _all_k(ns):
@@ -120,29 +118,3 @@ def test_float32_core_stays_on_the_safe_side(confidence):
 def test_bad_input_names_the_argument(call, name):
     with pytest.raises(ValueError, match=name):
         call()
-
-
-def test_the_old_call_sites_keep_their_old_meaning():
-    """bmp's deprecated ``level`` was the confidence, renyi's the failure probability: each
-    warns and keeps its meaning; ``confidence=`` is the same everywhere and does not warn."""
-    k, n = np.array([0.0, 3.0, 10.0]), 10.0
-    new = stats.clopper_pearson_upper(k, n, confidence=0.9)
-    with pytest.warns(DeprecationWarning, match="confidence"):
-        old_bmp = bmp.clopper_pearson_upper(k, n, level=0.9)           # level = confidence
-    with pytest.warns(DeprecationWarning, match="confidence"):
-        old_renyi = threshold_tests.clopper_pearson_upper(k, n, 0.1)   # level = 1 − confidence
-    with pytest.warns(DeprecationWarning, match="confidence"):
-        old_renyi_lo = threshold_tests.clopper_pearson_lower(k, n, level=0.1)
-    np.testing.assert_allclose(np.asarray(old_bmp, np.float64), new, rtol=1e-6)
-    assert np.all(np.asarray(old_bmp, np.float64) >= new)   # rounded up into float32
-    np.testing.assert_allclose(old_renyi, new, rtol=1e-12)
-    np.testing.assert_allclose(old_renyi_lo, stats.clopper_pearson_lower(k, n, confidence=0.9),
-                               rtol=1e-12)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        np.testing.assert_allclose(np.asarray(bmp.clopper_pearson_upper(k, n, confidence=0.9),
-                                              np.float64), new, rtol=1e-6)
-        np.testing.assert_allclose(threshold_tests.clopper_pearson_upper(k, n, confidence=0.9),
-                                   new, rtol=0)
-    with pytest.raises(ValueError, match="confidence"):
-        bmp.clopper_pearson_upper(1, 10, confidence=0.9, level=0.9)

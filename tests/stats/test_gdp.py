@@ -1,6 +1,6 @@
 """μ-GDP conversions (jaxaudit.stats.gdp): δ_μ(ε) against mpmath, its inverse against a scipy
 root, the RDP conversion against numerical quadrature of the two Gaussians' Rényi divergence,
-the renamed ``order`` argument and the old names."""
+the ``order`` argument and bad input."""
 
 import jax
 import jax.numpy as jnp
@@ -10,7 +10,7 @@ import pytest
 from scipy import integrate, optimize
 from scipy import stats as sp_stats
 
-from jaxaudit import bounds, renyi, stats
+from jaxaudit import bounds, stats
 from jaxaudit.stats.gdp import gdp_delta_core
 
 
@@ -51,23 +51,17 @@ def test_rdp_against_quadrature(mu, order):
     assert float(stats.gdp_to_rdp(mu, order)) == pytest.approx(want, rel=1e-8)
 
 
-def test_order_is_the_name_and_alpha_is_deprecated():
+def test_order_is_the_name_and_bad_input_is_named():
     assert float(stats.gdp_to_rdp(2.0, order=3.0)) == 6.0
-    with pytest.warns(DeprecationWarning, match="order"):
-        assert float(stats.gdp_to_rdp(2.0, alpha=3.0)) == 6.0
     with pytest.raises(ValueError, match="order"):
         stats.gdp_to_rdp(2.0, 0.5)
-    with pytest.raises(ValueError, match="order"):
-        stats.gdp_to_rdp(2.0)
     with pytest.raises(ValueError, match="mu"):
         stats.gdp_to_rdp(-1.0, 2.0)
     with pytest.raises(ValueError, match="delta"):
         stats.gdp_epsilon(1.0, 1.5)
 
 
-def test_old_names_are_the_same_objects():
-    assert renyi.gdp_epsilon is stats.gdp_epsilon
-    assert renyi.gdp_to_rdp is stats.gdp_to_rdp
+def test_bounds_gdp_delta_is_the_same_core():
     # bounds.gdp_delta is the validated, rounded-up entry of the same core
     with jax.enable_x64(True):
         assert float(bounds.gdp_delta(1.0, 1.0)) == float(gdp_delta_core(1.0, 1.0))

@@ -1,12 +1,12 @@
 """Hoeffding and empirical Bernstein radii (jaxaudit.stats.radii): their closed forms, seeded
-coverage simulations, the deprecated ``delta`` (a failure probability) and bad input."""
+coverage simulations and bad input."""
 
 import math
 
 import numpy as np
 import pytest
 
-from jaxaudit import renyi, stats
+from jaxaudit import stats
 
 
 @pytest.mark.parametrize("n,value_range,confidence", [(10, 1.0, 0.95), (100, 2.5, 0.99),
@@ -43,22 +43,6 @@ def test_radii_cover_in_simulation():
     assert np.mean(p > means + r_b) <= beta + slack
     # and the radii are not vacuous: a plug-in radius of 0 fails half the time
     assert np.mean(p > means) > 0.3
-
-
-def test_deprecated_delta_is_the_failure_probability():
-    new = stats.hoeffding_radius(100, 1.0, confidence=0.95)
-    with pytest.warns(DeprecationWarning, match="confidence"):
-        old = stats.hoeffding_radius(100, 1.0, 0.05)
-    assert float(old) == pytest.approx(float(new), rel=1e-6)
-    with pytest.warns(DeprecationWarning, match="confidence"):
-        old_b = stats.bernstein_radius(0.1, 100, 1.0, delta=0.05)
-    assert float(old_b) == pytest.approx(float(stats.bernstein_radius(0.1, 100, 1.0,
-                                                                      confidence=0.95)), rel=1e-6)
-
-
-def test_renyi_names_are_the_same_objects():
-    assert renyi.hoeffding_radius is stats.hoeffding_radius
-    assert renyi.bernstein_radius is stats.bernstein_radius
 
 
 @pytest.mark.parametrize("call,name", [
