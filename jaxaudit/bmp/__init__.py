@@ -26,8 +26,15 @@ from jaxaudit.bmp.audit import (
 from jaxaudit.bmp.certified import CertifiedEpsilons, certified_epsilons
 from jaxaudit.bmp.grid import GridPosterior, posterior_grid
 from jaxaudit.bmp.jeffreys import JeffreysEstimate, jeffreys_estimate
-from jaxaudit.bmp.likelihood import AttackPrior
-from jaxaudit.bmp.posterior import NutsConfig, NutsPosterior, posterior_nuts, posterior_quantiles
+from jaxaudit.bmp.likelihood import AttackPrior, LogDensity
+from jaxaudit.bmp.posterior import (
+    NutsConfig,
+    NutsPosterior,
+    node_log_density,
+    nuts_node,
+    posterior_nuts,
+    posterior_quantiles,
+)
 
 __all__ = [
     "AttackPrior",
@@ -38,6 +45,7 @@ __all__ = [
     "CertifiedEpsilons",
     "GridPosterior",
     "JeffreysEstimate",
+    "LogDensity",
     "NutsConfig",
     "NutsPosterior",
     "assemble_audit",
@@ -53,6 +61,8 @@ __all__ = [
     "jeffreys_estimate",
     "leakage",
     "most_leaking",
+    "node_log_density",
+    "nuts_node",
     "posterior_grid",
     "posterior_nuts",
     "posterior_quantiles",

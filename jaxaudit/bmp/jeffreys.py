@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from jaxaudit._validation import check_finite, check_integer, is_traced
+from jaxaudit._validation import check_finite, check_integer, check_key, is_traced
 from jaxaudit.bmp.region import _epsilons_from_errors
 from jaxaudit.mia.types import ErrorCounts, validate_counts
 
@@ -69,6 +69,7 @@ def jeffreys_estimate(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike],
     Returns:
       :class:`JeffreysEstimate` with quantile arrays of shape (len(q), ...) over the nodes.
     """
+    check_key("key", key)
     counts = validate_counts(counts)
     num_draws = check_integer("num_draws", num_draws, minimum=1)
     if not is_traced(q):

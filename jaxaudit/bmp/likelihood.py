@@ -556,10 +556,12 @@ def log_joint_corner(position: jax.Array, counts: ErrorCounts,
 
 
 class LogDensity(NamedTuple):
-    """A sampler target: ``logdensity(position)``, ``constrain(position) -> Constrained`` and the
-    position's dimension."""
+    """A sampler target in blackjax's terms: ``logdensity_fn(position)`` (the unnormalised log
+    posterior of a (dim,) unconstrained position, what ``blackjax.nuts(logdensity_fn, ...)``
+    takes), ``constrain(position) -> Constrained`` (the model's quantities, ε_L and ε_R among
+    them) and the position's dimension ``dim``."""
 
-    logdensity: Callable[[jax.Array], jax.Array]
+    logdensity_fn: Callable[[jax.Array], jax.Array]
     constrain: Callable[[jax.Array], Constrained]
     dim: int
 
@@ -578,7 +580,7 @@ def make_log_density(parameterization: str, counts: ErrorCounts, *,
 
     Example:
       >>> target = make_log_density("centered", ErrorCounts(10.0, 100.0, 30.0, 100.0))
-      >>> target.dim, bool(jnp.isfinite(target.logdensity(jnp.zeros(5))))
+      >>> target.dim, bool(jnp.isfinite(target.logdensity_fn(jnp.zeros(5))))
       (5, True)
     """
     _check_link(link)

@@ -34,8 +34,10 @@ from jaxaudit._validation import (
     check_chunk_size,
     check_finite,
     check_integer,
+    check_key,
     check_positive,
     check_positive_finite,
+    is_traced,
 )
 from jaxaudit.bmp import diagnostics, driver
 from jaxaudit.bmp.likelihood import (
@@ -43,13 +45,15 @@ from jaxaudit.bmp.likelihood import (
     PRIOR_VARIANCE,
     AttackPrior,
     AttackPriorSpec,
+    LogDensity,
     as_attack_prior,
     make_log_density,
 )
 from jaxaudit.bmp.region import epsilons_from_errors
 from jaxaudit.mia.types import ErrorCounts, validate_counts
 
-__all__ = ["NutsConfig", "NutsPosterior", "posterior_nuts", "posterior_quantiles"]
+__all__ = ["NutsConfig", "NutsPosterior", "node_log_density", "nuts_node", "posterior_nuts",
+           "posterior_quantiles"]
 
 _R = TypeVar("_R")
 #: (num_warmup, num_samples, num_chains, max_num_doublings, warmup_max_num_doublings,
@@ -149,7 +153,7 @@ def _one_node(key: jax.Array, counts: ErrorCounts, prior_ab: tuple[jax.Array, ja
     # over nodes and chains each coordinate is then one contiguous array, and the log density's
     # gradient avoids strided slices of a (lanes, dim) array (about 2.5x cheaper on a CPU).
     init = tuple(start[:, j] for j in range(dim))
-    logdensity = _on_coordinates(target.logdensity)
+    logdensity = _on_coordinates(target.logdensity_fn)
     constrain = _on_coordinates(target.constrain)
 
     def chain(key: jax.Array, position: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
@@ -289,6 +293,145 @@ def _check_nuts_config(config: object) -> NutsConfig:
     return config
 
 
+def _resolve(attack_prior: AttackPriorSpec, prior_variance: float, parameterization: str | None,
+             symmetric: bool, config: NutsConfig) -> tuple[AttackPrior, str, int, int]:
+    """The attack prior, the coordinates and the two tree-depth caps a run uses (ValueError
+    naming the argument for a combination the model does not have)."""
+    prior = as_attack_prior(attack_prior)
+    check_positive("prior_variance", prior_variance)
+    if prior.optimal:
+        if parameterization not in (None, "corner"):
+            raise ValueError(f"attack_prior='optimal' has its own coordinates; leave "
+                             f"parameterization=None, got {parameterization!r}")
+        if symmetric:
+            raise ValueError("symmetric=True needs a Beta attack_prior, not 'optimal'")
+        parameterization = "corner"
+    elif parameterization is None:
+        parameterization = "centered" if prior.fixed is None else "noncentered"
+    if parameterization not in ("centered", "noncentered", "corner") or (
+            parameterization == "corner" and not prior.optimal):
+        raise ValueError(f"parameterization must be 'centered' or 'noncentered', got "
+                         f"{parameterization!r}")
+    max_num_doublings = config.max_num_doublings
+    if max_num_doublings is None:
+        max_num_doublings = MAX_NUM_DOUBLINGS[parameterization]
+    warmup_max_num_doublings = config.warmup_max_num_doublings
+    if warmup_max_num_doublings is None:
+        warmup_max_num_doublings = min(WARMUP_MAX_NUM_DOUBLINGS[parameterization],
+                                       max_num_doublings)
+    if symmetric and parameterization != "centered":
+        raise ValueError("symmetric=True needs the centered parameterization (a Beta prior on s)")
+    if parameterization == "centered" and prior.fixed is not None:
+        raise ValueError("parameterization='centered' needs a Beta attack_prior; use "
+                         "'noncentered' for a fixed s")
+    return prior, parameterization, int(max_num_doublings), int(warmup_max_num_doublings)
+
+
+def node_log_density(counts: ErrorCounts | Sequence[ArrayLike], *,
+                     attack_prior: AttackPriorSpec = None,
+                     prior_variance: float = PRIOR_VARIANCE, parameterization: str | None = None,
+                     symmetric: bool = False, delta_link: str = "softplus") -> LogDensity:
+    """One node's posterior over (ε_L, ε_R) as a sampler target in blackjax's terms:
+    ``LogDensity(logdensity_fn, constrain, dim)``.
+
+    ``logdensity_fn(position)`` is the unnormalised log posterior of the model of
+    :func:`posterior_nuts` (half-normal priors on ε_L, ε_R, the attack strength s ~
+    ``attack_prior``, the attack point on the band R(ε) \\ R(sε), binomial counts) at a (dim,)
+    unconstrained position, Jacobians included; ``constrain(position)`` maps a position to the
+    model's quantities (``.eps_l``, ``.eps_r``, ``.s``, ``.alpha``, ``.beta``). The coordinates
+    are those :func:`posterior_nuts` picks (``parameterization``). Run any blackjax sampler on
+    it, inside your own ``jax.jit``/``jax.vmap`` (the counts may be traced: vmap over nodes;
+    the other arguments are static); :func:`nuts_node` is the ready-made kernel. docs/bmp.md
+    shows ``blackjax.nuts`` on it, vmapped over nodes.
+
+    Args:
+      counts: one node's ``ErrorCounts(fp, n0, fn, n1)`` (scalars; traced under a transform).
+      attack_prior, prior_variance, parameterization, symmetric: as in :func:`posterior_nuts`.
+      delta_link: the centered coordinates' δ link, as :attr:`NutsConfig.delta_link`.
+
+    Returns:
+      :class:`jaxaudit.bmp.likelihood.LogDensity`.
+
+    Example:
+      >>> from jaxaudit.mia import ErrorCounts
+      >>> target = node_log_density(ErrorCounts(10.0, 100.0, 30.0, 100.0))
+      >>> target.dim, bool(jnp.isfinite(target.logdensity_fn(jnp.zeros(target.dim))))
+      (5, True)
+    """
+    counts = validate_counts(counts)
+    if np.ndim(counts.fp) != 0:
+        raise ValueError(f"counts must be one node's scalars (vmap over nodes), got shape "
+                         f"{np.shape(counts.fp)}")
+    if delta_link not in DELTA_LINKS:
+        raise ValueError(f"delta_link must be one of {DELTA_LINKS}, got {delta_link!r}")
+    prior, parameterization, _, _ = _resolve(attack_prior, prior_variance, parameterization,
+                                             symmetric, NutsConfig())
+    dtype = jnp.result_type(float)
+    counts = ErrorCounts(*(jnp.asarray(c, dtype) for c in counts))
+    return make_log_density(parameterization, counts, prior_variance=prior_variance,
+                            strength_prior=(prior.a, prior.b), attack_strength=prior.fixed,
+                            symmetric=symmetric, link=delta_link)
+
+
+def nuts_node(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike],
+              config: NutsConfig | None = None, *, attack_prior: AttackPriorSpec = None,
+              prior_variance: float = PRIOR_VARIANCE, parameterization: str | None = None,
+              symmetric: bool = False) -> NutsPosterior:
+    """NUTS on one node's posterior, traceable: blackjax's ``window_adaptation`` then ``nuts``
+    on :func:`node_log_density`, ``config.num_chains`` chains vmapped, R-hat, bulk ESS and the
+    median's MCSE computed in the same program. Works under the user's ``jax.jit`` and
+    ``jax.vmap`` (over nodes: vmap ``key`` and ``counts`` together).
+
+    It is the per-node program of :func:`posterior_nuts` (same initial points, warm-up, tree
+    depth caps and coordinates), without the host driver's work: no deduplication, padding,
+    chunking or device sharding (``config.chunk_size`` is not read), no ``min_ess`` rerun
+    (``config.min_ess`` is not read) and no warning for unmixed chains (read ``rhat``). The
+    draws come from other keys than :func:`posterior_nuts`', so they agree in distribution:
+    medians within a few MCSE.
+
+    Args:
+      key: a PRNG key (one per node when vmapped).
+      counts: one node's ``ErrorCounts(fp, n0, fn, n1)`` (scalars; traced under vmap).
+      config: the sampler settings, a :class:`NutsConfig` (None: its defaults).
+      attack_prior, prior_variance, parameterization, symmetric: as in :func:`posterior_nuts`.
+
+    Returns:
+      :class:`NutsPosterior` with draws of shape (num_chains, num_samples) (a leading node axis
+      when vmapped).
+
+    Example:
+      >>> from jaxaudit.mia import ErrorCounts
+      >>> counts = ErrorCounts(jnp.array([10.0, 40.0]), jnp.array([100.0, 100.0]),
+      ...                      jnp.array([30.0, 20.0]), jnp.array([100.0, 100.0]))
+      >>> config = NutsConfig(num_warmup=100, num_samples=100, num_chains=2)
+      >>> run = jax.jit(jax.vmap(lambda k, c: nuts_node(k, c, config)))
+      >>> run(jax.random.split(jax.random.key(0), 2), counts).eps_r.shape
+      (2, 2, 100)
+    """
+    check_key("key", key)
+    config = _check_nuts_config(NutsConfig() if config is None else config)
+    counts = validate_counts(counts)
+    if np.ndim(counts.fp) != 0:
+        raise ValueError(f"counts must be one node's scalars (vmap nuts_node over nodes), got "
+                         f"shape {np.shape(counts.fp)}")
+    prior, parameterization, max_num_doublings, warmup_max_num_doublings = _resolve(
+        attack_prior, prior_variance, parameterization, symmetric, config)
+    dtype = jnp.result_type(float)
+    counts = ErrorCounts(*(jnp.asarray(c, dtype) for c in counts))
+    sampler = (int(config.num_warmup), int(config.num_samples), int(config.num_chains),
+               max_num_doublings, warmup_max_num_doublings,
+               float(config.target_acceptance_rate), str(config.delta_link))
+    prior_ab = (jnp.asarray(prior.a, dtype), jnp.asarray(prior.b, dtype))
+    post = _one_node(key, counts, prior_ab, jnp.ones((), jnp.int32),
+                     fixed_strength=prior.fixed, prior_variance=float(prior_variance),
+                     sampler=sampler, parameterization=parameterization,
+                     symmetric=bool(symmetric))
+    rhat_l, ess_l, mcse_l = diagnostics._diagnose_all(post.eps_l)
+    rhat_r, ess_r, mcse_r = diagnostics._diagnose_all(post.eps_r)
+    return post._replace(rhat=jnp.maximum(rhat_l, rhat_r), ess=jnp.minimum(ess_l, ess_r),
+                         mcse_median=jnp.maximum(mcse_l, mcse_r))
+
+
 def posterior_nuts(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike], *,
                    attack_prior: AttackPriorSpec = None, config: NutsConfig | None = None,
                    prior_variance: float = PRIOR_VARIANCE, parameterization: str | None = None,
@@ -362,35 +505,16 @@ def posterior_nuts(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike], *,
       >>> post.eps_l.shape
       (4, 200)
     """
+    if is_traced(key, counts):
+        raise TypeError(
+            "posterior_nuts is a host driver (it deduplicates, pads and chunks the count table "
+            "and reruns low-ESS rows) and cannot run under jax.jit/jax.vmap: use "
+            "jaxaudit.bmp.nuts_node(key, counts, config) there (vmap it over nodes)")
+    check_key("key", key)
     config = _check_nuts_config(NutsConfig() if config is None else config)
     counts = validate_counts(counts)
-    prior = as_attack_prior(attack_prior)
-    check_positive("prior_variance", prior_variance)
-    if prior.optimal:
-        if parameterization not in (None, "corner"):
-            raise ValueError(f"attack_prior='optimal' has its own coordinates; leave "
-                             f"parameterization=None, got {parameterization!r}")
-        if symmetric:
-            raise ValueError("symmetric=True needs a Beta attack_prior, not 'optimal'")
-        parameterization = "corner"
-    elif parameterization is None:
-        parameterization = "centered" if prior.fixed is None else "noncentered"
-    if parameterization not in ("centered", "noncentered", "corner") or (
-            parameterization == "corner" and not prior.optimal):
-        raise ValueError(f"parameterization must be 'centered' or 'noncentered', got "
-                         f"{parameterization!r}")
-    max_num_doublings = config.max_num_doublings
-    if max_num_doublings is None:
-        max_num_doublings = MAX_NUM_DOUBLINGS[parameterization]
-    warmup_max_num_doublings = config.warmup_max_num_doublings
-    if warmup_max_num_doublings is None:
-        warmup_max_num_doublings = min(WARMUP_MAX_NUM_DOUBLINGS[parameterization],
-                                       max_num_doublings)
-    if symmetric and parameterization != "centered":
-        raise ValueError("symmetric=True needs the centered parameterization (a Beta prior on s)")
-    if parameterization == "centered" and prior.fixed is not None:
-        raise ValueError("parameterization='centered' needs a Beta attack_prior; use "
-                         "'noncentered' for a fixed s")
+    prior, parameterization, max_num_doublings, warmup_max_num_doublings = _resolve(
+        attack_prior, prior_variance, parameterization, symmetric, config)
 
     chunk_size = None if config.chunk_size is None else int(config.chunk_size)
     per_row = _per_row_keys(key, counts)

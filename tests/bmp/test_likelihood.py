@@ -213,7 +213,7 @@ def test_delta_link_is_an_argument():
         for a, b in zip(c_exp, c_sp):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-9)
         target = make_log_density("centered", counts, link="exp")
-        np.testing.assert_array_equal(np.asarray(target.logdensity(pos)), np.asarray(lp_exp))
+        np.testing.assert_array_equal(np.asarray(target.logdensity_fn(pos)), np.asarray(lp_exp))
         assert target.dim == 5
     with pytest.raises(ValueError, match="link"):
         bmp.likelihood.log_joint_centered(pos, counts, link="tanh")
