@@ -61,6 +61,7 @@ __all__ = [
 
 #: The neighbouring relations: one record added or removed, or one record's value replaced.
 Relation = Literal["add_remove", "replace_one"]
+#: The values of the relation field: ("add_remove", "replace_one").
 RELATIONS: tuple[str, ...] = get_args(Relation)
 
 
