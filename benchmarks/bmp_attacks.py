@@ -26,8 +26,8 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from jaxaudit.mia import attack_statistic, bayes_decision, rmia_score, roc_auc, tpr_at_fpr
-from jaxaudit.mia.rmia import CALIBRATIONS
+from jaxaudit.mia import attack_statistic, bayes_decision, roc_auc, tpr_at_fpr
+from jaxaudit.mia.rmia import CALIBRATIONS, rmia_score
 from jaxaudit.pipelines import load_shadow
 
 CALIBRATION_LABELS = {"node": "Gaussian per node", "kde": "KDE per node",

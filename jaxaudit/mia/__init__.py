@@ -1,13 +1,14 @@
 """Node-level membership inference: LiRA, RMIA, decisions, error counts, metrics
-(docs/gnn_mia.md)."""
+(docs/gnn_mia.md). The raw RMIA score is ``rmia_score`` (``from jaxaudit.mia.rmia import
+rmia_score``), the global threshold decision ``jaxaudit.mia.decisions.threshold_decision``."""
 
 from jaxaudit.mia.attacks import ATTACKS, attack_statistic
 from jaxaudit.mia.counts import error_counts
-from jaxaudit.mia.decisions import bayes_decision, fixed_fpr_decision, threshold_decision
+from jaxaudit.mia.decisions import bayes_decision, fixed_fpr_decision
 from jaxaudit.mia.lira import lira_loo, lira_offline
 from jaxaudit.mia.metrics import membership_advantage, roc_auc, tpr_at_fpr
-from jaxaudit.mia.rmia import rmia, rmia_score
-from jaxaudit.mia.types import ErrorCounts, validate_counts
+from jaxaudit.mia.rmia import rmia
+from jaxaudit.mia.types import ErrorCounts
 
 __all__ = [
     "ATTACKS",
@@ -20,9 +21,6 @@ __all__ = [
     "lira_offline",
     "membership_advantage",
     "rmia",
-    "rmia_score",
     "roc_auc",
-    "threshold_decision",
     "tpr_at_fpr",
-    "validate_counts",
 ]

@@ -121,7 +121,7 @@ def membership_advantage(
     arXiv 1709.01604).
 
     ``decisions`` must be booleans or 0/1 (scores are refused: threshold them first, e.g. with
-    :func:`jaxaudit.mia.threshold_decision`). NaN where a column has no positive or no negative.
+    :func:`jaxaudit.mia.decisions.threshold_decision`). NaN where a column has no positive or no negative.
     """
     _check(decisions, labels, scores_name="decisions")
     check_binary("decisions", decisions)

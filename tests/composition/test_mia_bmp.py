@@ -88,9 +88,9 @@ def test_decisions_jit_and_vmap():
     _equal(jax.vmap(mia.bayes_decision, in_axes=(None, 0))(llr, etas),
            jnp.stack([mia.bayes_decision(llr, e) for e in etas]))
     thresholds = jnp.array([-1.0, 0.0, 2.5])
-    _equal(jax.jit(mia.threshold_decision)(llr, 0.5), mia.threshold_decision(llr, 0.5))
-    _equal(jax.vmap(mia.threshold_decision, in_axes=(None, 0))(llr, thresholds),
-           jnp.stack([mia.threshold_decision(llr, float(t)) for t in thresholds]))
+    _equal(jax.jit(mia.decisions.threshold_decision)(llr, 0.5), mia.decisions.threshold_decision(llr, 0.5))
+    _equal(jax.vmap(mia.decisions.threshold_decision, in_axes=(None, 0))(llr, thresholds),
+           jnp.stack([mia.decisions.threshold_decision(llr, float(t)) for t in thresholds]))
     fprs = jnp.array([0.0, 0.1, 0.3])
     for per_node in (True, False):
         fixed = functools.partial(mia.fixed_fpr_decision, per_node=per_node)

@@ -13,9 +13,9 @@ from jaxaudit.mia import (
     fixed_fpr_decision,
     membership_advantage,
     roc_auc,
-    threshold_decision,
     tpr_at_fpr,
 )
+from jaxaudit.mia.decisions import threshold_decision
 
 
 def test_bayes_decision_is_posterior_above_half():

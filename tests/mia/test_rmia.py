@@ -8,7 +8,8 @@ import pytest
 from scipy.special import expit, logsumexp, ndtri
 from scipy.stats import norm
 
-from jaxaudit.mia import rmia, rmia_score, roc_auc, tpr_at_fpr
+from jaxaudit.mia import rmia, roc_auc, tpr_at_fpr
+from jaxaudit.mia.rmia import rmia_score
 
 
 def _planted(key, num_models, num_nodes, shift):
