@@ -53,23 +53,19 @@ from jaxaudit._validation import (
 from jaxaudit.bounds._numerics import Concrete
 from jaxaudit.bounds.poisson_binomial import (
     _METHODS,
-    ISF_LOG_MARGIN,
     RECURSION_MAX_N,
     _check_counts,
+    _isf_core,
+    _logsf_core,
     _padded_counts,
     _x64,
-    isf_core,
-    logsf_core,
-    poisson_binomial_logsf_exact,
 )
 from jaxaudit.bounds.success import _posterior_success
 
 __all__ = [
-    "count_bound_exact",
     "aggregate_gain",
     "success_tail",
     "success_count_bound",
-    "success_count_bound_exact",
     "success_tail_fdp",
     "success_count_bound_fdp",
     "fdp_epsilon_grid",
@@ -94,7 +90,7 @@ def _check_method(method: str) -> None:
 @partial(jax.jit, static_argnames="method")
 def _beta_logsf(priors, epsilon, v, method: str = "auto") -> jax.Array:
     """log Pr[PoiBin(β(ε, p)) ≥ v] (shape of v)."""
-    return logsf_core(_posterior_success(jnp.asarray(priors), epsilon), v, method=method)
+    return _logsf_core(_posterior_success(jnp.asarray(priors), epsilon), v, method=method)
 
 
 def _add_delta(xp, log_tail, v, n, delta):
@@ -104,14 +100,14 @@ def _add_delta(xp, log_tail, v, n, delta):
     return xp.where(v <= 0, 1.0, xp.minimum(1.0, xp.exp(log_tail) + n * delta))
 
 
-def success_tail_core(priors, epsilon, v, delta=0.0, method: str = "auto") -> jax.Array:
+def _success_tail_core(priors, epsilon, v, delta=0.0, method: str = "auto") -> jax.Array:
     """min(1, Pr[PoiBin(β(ε, p)) ≥ v] + n·δ), 1 for v ≤ 0 (shape of v; no validation)."""
     n = jnp.shape(priors)[0]
     return _add_delta(jnp, _beta_logsf(priors, epsilon, v, method=method), v, n, delta)
 
 
 @partial(jax.jit, static_argnames="method")
-def success_count_bound_core(priors, epsilon, delta=0.0, gamma=0.05,
+def _success_count_bound_core(priors, epsilon, delta=0.0, gamma=0.05,
                              method: str = "auto") -> jax.Array:
     """v_γ = min{v : Pr[PoiBin(β(ε, p)) ≥ v] + n·δ ≤ γ} (int32; n + 1 when none; no
     validation)."""
@@ -120,7 +116,7 @@ def success_count_bound_core(priors, epsilon, delta=0.0, gamma=0.05,
     beta = _posterior_success(priors, epsilon)
     budget = gamma - n * delta
     log_budget = jnp.log(jnp.maximum(budget, jnp.finfo(beta.dtype).tiny))
-    v = isf_core(beta, log_budget, method=method)
+    v = _isf_core(beta, log_budget, method=method)
     return jnp.where(budget > 0, v, n + 1).astype(jnp.int32)
 
 
@@ -140,7 +136,7 @@ def _beta_logsf_grid(priors, epsilons, v, method: str = "auto") -> jax.Array:
                       jnp.asarray(epsilons), zeros, method, jnp.shape(priors)[0])
 
 
-def success_tail_fdp_core(priors, epsilons, deltas, v, method: str = "auto") -> jax.Array:
+def _success_tail_fdp_core(priors, epsilons, deltas, v, method: str = "auto") -> jax.Array:
     """min over the grid of min(1, Pr[PoiBin(β(ε_j, p)) ≥ v] + n·δ_j), 1 for v ≤ 0."""
     n = jnp.shape(priors)[0]
     logs = _beta_logsf_grid(priors, epsilons, v, method=method)
@@ -149,10 +145,10 @@ def success_tail_fdp_core(priors, epsilons, deltas, v, method: str = "auto") -> 
 
 
 @partial(jax.jit, static_argnames="method")
-def success_count_bound_fdp_core(priors, epsilons, deltas, gamma=0.05,
+def _success_count_bound_fdp_core(priors, epsilons, deltas, gamma=0.05,
                                  method: str = "auto") -> jax.Array:
     """min over the grid of the (ε_j, δ_j) count bounds (int32; n + 1 when none)."""
-    vs = _over_grid(lambda e, d: success_count_bound_core(priors, e, d, gamma, method=method),
+    vs = _over_grid(lambda e, d: _success_count_bound_core(priors, e, d, gamma, method=method),
                     jnp.asarray(epsilons), jnp.asarray(deltas), method, jnp.shape(priors)[0])
     return jnp.min(vs)
 
@@ -164,13 +160,13 @@ def _betas(p: np.ndarray, epsilon) -> np.ndarray:
 
 
 def _count_bound(beta: np.ndarray, n: int, delta, gamma, method: str) -> int:
-    """v_γ on concrete β: what :func:`success_count_bound_core` computes, run as its two jitted
-    parts (β, then :func:`isf_core`), so that the compiled engine is shared with
+    """v_γ on concrete β: what :func:`_success_count_bound_core` computes, run as its two jitted
+    parts (β, then :func:`_isf_core`), so that the compiled engine is shared with
     :func:`poisson_binomial_isf` instead of compiled again for every public function."""
     budget = float(gamma) - n * float(delta)
     if budget <= 0.0:
         return n + 1
-    return int(_x64(isf_core, beta, math.log(budget), method=method))
+    return int(_x64(_isf_core, beta, math.log(budget), method=method))
 
 
 # --------------------------------------------------------------------------------------------
@@ -207,9 +203,9 @@ def success_tail(priors: ArrayLike, epsilon: ArrayLike, v: ArrayLike, delta: Arr
     v = _check_counts("v", v)
     _check_method(method)
     if is_traced(p, epsilon, v, delta):
-        return success_tail_core(jnp.asarray(p), epsilon, v, delta, method=method)
+        return _success_tail_core(jnp.asarray(p), epsilon, v, delta, method=method)
     padded, unpad = _padded_counts(v)
-    log_tail = unpad(np.asarray(_x64(logsf_core, _betas(p, epsilon), padded, method=method)))
+    log_tail = unpad(np.asarray(_x64(_logsf_core, _betas(p, epsilon), padded, method=method)))
     with jax.enable_x64(True):
         return jnp.asarray(_add_delta(np, log_tail, v, p.size, delta))
 
@@ -256,7 +252,7 @@ def success_count_bound(priors: ArrayLike | Sequence[float], epsilon: ArrayLike,
     check_probability("gamma", gamma, open_low=True, open_high=True)
     _check_method(method)
     if is_traced(p, epsilon, delta, gamma):
-        return success_count_bound_core(jnp.asarray(p), epsilon, delta, gamma, method=method)
+        return _success_count_bound_core(jnp.asarray(p), epsilon, delta, gamma, method=method)
     return _count_bound(_betas(p, epsilon), p.size, delta, gamma, method)
 
 
@@ -299,60 +295,8 @@ def _aggregate_gain(p, v):
     return (jnp.minimum(v, n) - jnp.sum(p)) / n
 
 
-@jax.jit
-def count_bound_exact(probs: jax.Array, log_gamma: jax.Array) -> jax.Array:
-    """v_γ = min{v : Pr[S ≥ v] ≤ γ}, or n + 1 if none (jit-able recursion).
-
-    Because v ↦ Pr[S ≥ v] is non-increasing, v_γ = #{v ∈ 0..n : Pr[S ≥ v] > γ}; the vacuous
-    case (no v ≤ n qualifies) gives n + 1 automatically. The comparison keeps the safety margin
-    ``ISF_LOG_MARGIN`` (a tail within a relative 1e−9 of γ counts as above γ), so that round-off
-    never makes v_γ too small.
-
-    Args:
-      probs: (n,) success probabilities.
-      log_gamma: log γ (scalar; may be −inf for γ = 0).
-
-    Returns:
-      int32 scalar v_γ.
-    """
-    logsf = poisson_binomial_logsf_exact(probs)
-    return jnp.sum(logsf > log_gamma - ISF_LOG_MARGIN).astype(jnp.int32)
-
-
-def success_count_bound_exact(priors: ArrayLike, epsilon: ArrayLike, delta: ArrayLike = 0.0,
-                              gamma: ArrayLike = 0.05) -> jax.Array:
-    """:func:`success_count_bound` by the exact O(n²) recursion, always as a JAX int32 scalar.
-
-    Same value as :func:`success_count_bound` (for n up to a few thousand). Concrete arguments
-    are validated and run in float64 (x64 scoped to the call). Under ``jit``/``vmap`` the
-    caller's precision applies: call it inside ``jax.enable_x64(True)``, because in float32
-    priors below ≈ 1.2e−38 are flushed to 0 and tails carry float32 rounding, either of which can
-    make v_γ too small.
-
-    Args:
-      priors: (n,) p_i.
-      epsilon, delta, gamma: scalars (ε ≥ 0, δ ∈ [0, 1), γ ∈ (0, 1)).
-
-    Returns:
-      int32 scalar v_γ (n + 1 when vacuous).
-
-    Raises:
-      ValueError: bad priors, ε, δ or γ (concrete arguments).
-    """
-    p = _priors(priors)
-    epsilon, delta = as_scalar("epsilon", epsilon), as_scalar("delta", delta)
-    gamma = as_scalar("gamma", gamma)
-    check_nonnegative("epsilon", epsilon)
-    check_probability("delta", delta, open_high=True)
-    check_probability("gamma", gamma, open_low=True, open_high=True)
-    if is_traced(p, epsilon, delta, gamma):
-        return success_count_bound_core(jnp.asarray(p), epsilon, delta, gamma,
-                                        method="recursion")
-    return jnp.int32(_count_bound(_betas(p, epsilon), p.size, delta, gamma, "recursion"))
-
-
 def fdp_epsilon_grid(delta_of_epsilon: Callable, n: int, gamma: float = 0.05,
-                     num: int = 64) -> np.ndarray:
+                     num: int = 64) -> np.ndarray | jax.Array:
     """Default ε grid for the f-DP bound: ``num`` points evenly spaced on [0, ε_max].
 
     ε_max is the smallest ε (to 1e−4, searched on [0, 200]; 200 if none) with
@@ -360,16 +304,20 @@ def fdp_epsilon_grid(delta_of_epsilon: Callable, n: int, gamma: float = 0.05,
     much: there the additive term is already below γ/100 while β(ε, p), hence the
     Poisson-binomial tail, keeps growing. For μ-GDP this gives
     ε_max ≈ μ²/2 + μ·sqrt(2 ln(100 n/γ)). Any grid gives a *valid* bound (each ε does); the
-    grid only affects how tight it is. A host function (the grid's size is a shape): inside
-    ``jit``/``vmap`` pass the grid to the f-DP bounds as ``epsilons``.
+    grid only affects how tight it is. Concrete arguments give a float64 numpy grid; inside the
+    caller's ``jit``/``vmap`` (a traced ``n`` or γ, or a ``delta_of_epsilon`` that closes over a
+    traced μ) the same search runs in jnp (``num`` stays static).
 
     Raises:
-      ValueError: n < 0, γ outside (0, 1) or num < 1.
+      ValueError: n < 0, γ outside (0, 1) or num < 1 (concrete arguments).
     """
+    num = check_integer("num", num, minimum=1)
+    if is_traced(n, gamma, delta_of_epsilon(jnp.zeros((1,)))):
+        return _fdp_epsilon_grid_traced(delta_of_epsilon, n, gamma, num)
     n = check_integer("n", n)
     gamma = as_scalar("gamma", gamma)
     check_probability("gamma", gamma, open_low=True, open_high=True)
-    num = check_integer("num", num, minimum=1)
+
     def first_small(grid):
         with jax.enable_x64(True):
             deltas = np.asarray(delta_of_epsilon(jnp.asarray(grid, dtype=jnp.float64)))
@@ -388,8 +336,8 @@ def fdp_epsilon_grid(delta_of_epsilon: Callable, n: int, gamma: float = 0.05,
     return np.linspace(0.0, hi, num)
 
 
-def fdp_epsilon_grid_core(delta_of_epsilon: Callable, n: ArrayLike, gamma: ArrayLike,
-                          num: int = 64) -> jax.Array:
+def _fdp_epsilon_grid_traced(delta_of_epsilon: Callable, n: ArrayLike, gamma: ArrayLike,
+                             num: int) -> jax.Array:
     """:func:`fdp_epsilon_grid` in jnp (no validation; ``num`` static): the same search, a
     coarse grid of step 0.1 on [0, 200] then a fine one of step 1e−4, by ``argmax`` instead of
     host indexing, so that the default grid is built inside the user's ``jit``/``vmap`` (e.g.
@@ -414,7 +362,7 @@ def _fdp_setup(priors, delta_of_epsilon, gamma, epsilons):
     if epsilons is None:
         traced_delta = is_traced(delta_of_epsilon(jnp.zeros((1,))))
         if traced_delta or is_traced(p, gamma):  # inside the user's jit/vmap
-            epsilons = fdp_epsilon_grid_core(delta_of_epsilon, jnp.shape(p)[0], gamma)
+            epsilons = _fdp_epsilon_grid_traced(delta_of_epsilon, jnp.shape(p)[0], gamma, 64)
         else:
             epsilons = fdp_epsilon_grid(delta_of_epsilon, p.shape[0], gamma)
     eps = as_vector("epsilons", epsilons)
@@ -457,11 +405,11 @@ def success_tail_fdp(
     v = _check_counts("v", v)
     _check_method(method)
     if is_traced(p, eps, deltas, v):
-        return success_tail_fdp_core(jnp.asarray(p), eps, deltas, v, method=method)
+        return _success_tail_fdp_core(jnp.asarray(p), eps, deltas, v, method=method)
     padded, unpad = _padded_counts(v)
     best = np.ones(np.shape(v))
     for e, d in zip(eps, deltas, strict=True):
-        log_tail = unpad(np.asarray(_x64(logsf_core, _betas(p, e), padded, method=method)))
+        log_tail = unpad(np.asarray(_x64(_logsf_core, _betas(p, e), padded, method=method)))
         best = np.minimum(best, _add_delta(np, log_tail, v, p.size, d))
     with jax.enable_x64(True):
         return jnp.asarray(best)
@@ -496,6 +444,6 @@ def success_count_bound_fdp(priors: ArrayLike, delta_of_epsilon: Callable, gamma
     p, eps, deltas = _fdp_setup(priors, delta_of_epsilon, gamma, epsilons)
     _check_method(method)
     if is_traced(p, eps, deltas, gamma):
-        return success_count_bound_fdp_core(jnp.asarray(p), eps, deltas, gamma, method=method)
+        return _success_count_bound_fdp_core(jnp.asarray(p), eps, deltas, gamma, method=method)
     return min(_count_bound(_betas(p, e), p.size, d, gamma, method)
                for e, d in zip(eps, deltas, strict=True))

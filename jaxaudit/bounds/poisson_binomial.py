@@ -32,7 +32,8 @@ impossible (q = 0) Bernoullis need no special case: they tilt to themselves.
 Precision: the public functions validate concrete inputs and compute in float64 (x64 scoped to
 the call; float32 and bfloat16 inputs are upcast). Inside the caller's ``jit``/``vmap``/``grad``
 the cores follow the caller's precision: enable x64 there (``jax.enable_x64(True)``), since in
-float32 the FFT round-off floor is ≈ 1e−7 of the peak and tails lose their relative accuracy.
+float32 the FFT round-off floor is ≈ 1e−7 of the peak and tails lose their relative accuracy
+(a float32 derivative of the FFT path is refused with a ``TypeError`` that says so).
 Subnormal q are kept (their logarithms are read from their bits, not flushed to 0 by XLA).
 Results are non-negative (probabilities) or ≤ 0 (their logarithms).
 
@@ -69,8 +70,8 @@ from jaxaudit.bounds._numerics import Concrete, logaddexp, safe_log
 __all__ = [
     "RECURSION_MAX_N",
     "poisson_binomial_logpmf",
-    "poisson_binomial_logpmf_exact",
-    "poisson_binomial_logsf_exact",
+    "_logpmf_recursion",
+    "_logsf_recursion",
     "poisson_binomial_tail",
     "poisson_binomial_isf",
 ]
@@ -102,7 +103,7 @@ _METHODS = ("auto", "recursion", "fft")
 
 
 @jax.jit
-def poisson_binomial_logpmf_exact(probs: jax.Array) -> jax.Array:
+def _logpmf_recursion(probs: jax.Array) -> jax.Array:
     """log Pr[S = k], k = 0..n, by the exact log-space recursion (jit-able, O(n²)).
 
     ``lp_k ← logaddexp(lp_k + log(1 − q_i), lp_{k−1} + log q_i)`` for i = 1..n, starting from the
@@ -118,35 +119,117 @@ def poisson_binomial_logpmf_exact(probs: jax.Array) -> jax.Array:
     Examples:
       >>> import jax, jax.numpy as jnp
       >>> with jax.enable_x64(True):
-      ...     lp = poisson_binomial_logpmf_exact(jnp.array([0.5, 0.5]))
+      ...     lp = _logpmf_recursion(jnp.array([0.5, 0.5]))
       >>> [round(float(x), 6) for x in jnp.exp(lp)]
       [0.25, 0.5, 0.25]
     """
-    probs = jnp.asarray(probs)
-    n = probs.shape[0]
-    init = jnp.full((n + 1,), -jnp.inf).at[0].set(0.0)
+    return _pmf_recursion(jnp.asarray(probs))
 
-    return _log_recursion(probs, init, -jnp.inf)
+
+def _at_zero(n, dtype):
+    """log of the point mass at 0 over 0..n: Pr[S_0 = k] = Pr[S_0 ≥ k] = 1[k = 0] for k ≥ 0."""
+    return jnp.full((n + 1,), -jnp.inf, dtype).at[0].set(0.0)
+
+
+def _float(probs):
+    return jnp.asarray(probs, jnp.result_type(probs, float))
+
+
+@jax.custom_jvp
+def _pmf_recursion(probs):
+    """log Pr[S = k], k = 0..n (x_{−1} = log 0), differentiable also at q_i ∈ {0, 1}."""
+    probs = _float(probs)
+    return _log_recursion(probs, _at_zero(probs.shape[0], probs.dtype), -jnp.inf)
+
+
+@_pmf_recursion.defjvp
+def _pmf_recursion_jvp(primals, tangents):
+    probs = _float(primals[0])
+    return _log_recursion_jvp(probs, tangents[0], _at_zero(probs.shape[0], probs.dtype),
+                              -jnp.inf)
+
+
+@jax.custom_jvp
+def _tail_recursion(probs):
+    """log Pr[S ≥ v], v = 0..n (x_{−1} = log Pr[S ≥ −1] = 0), differentiable also at
+    q_i ∈ {0, 1}."""
+    probs = _float(probs)
+    return _log_recursion(probs, _at_zero(probs.shape[0], probs.dtype), 0.0)
+
+
+@_tail_recursion.defjvp
+def _tail_recursion_jvp(primals, tangents):
+    probs = _float(primals[0])
+    return _log_recursion_jvp(probs, tangents[0], _at_zero(probs.shape[0], probs.dtype), 0.0)
 
 
 def _log_recursion(probs, init, below):
     """x_v ← logaddexp(x_v + log(1 − q_i), x_{v−1} + log q_i) over i, from ``init``, with
     x_{−1} = ``below``: the pmf from the point mass at 0 (x_{−1} = log 0), the tail from
     Pr[S_0 ≥ v] = 1[v ≤ 0] (x_{−1} = log Pr[S ≥ −1] = 0)."""
-    log_q = safe_log(probs)
-    log_1mq = jnp.log1p(-probs)
-    first = jnp.full((1,), below, dtype=log_q.dtype)
+    first = jnp.full((1,), below, dtype=probs.dtype)
 
-    def step(x, lq):
-        shifted = jnp.concatenate([first, x[:-1]])
-        return logaddexp(x + lq[1], shifted + lq[0]), None
+    def step(x, q):
+        return _mix(x, jnp.concatenate([first, x[:-1]]), q), None
 
-    out, _ = jax.lax.scan(step, init.astype(log_q.dtype), (log_q, log_1mq))
+    out, _ = jax.lax.scan(step, init, probs)
     return out
 
 
+def _mix(x, shifted, q):
+    """log((1 − q) e^x + q e^shifted): one step of the log-space recursion."""
+    return logaddexp(x + jnp.log1p(-q), shifted + safe_log(q))
+
+
+def _log_recursion_jvp(probs, dprobs, init, below):
+    """The recursion and its exact forward derivative, also where some q_i is 0 or 1.
+
+    Differentiating the log-space steps directly breaks there: log q and log(1 − q) have
+    infinite slopes, and a count that is impossible after step i (P = 0, log P = −inf) can
+    carry a non-zero derivative (at q_i = 0, ∂ Pr[S_i ≥ v]/∂q_i = Pr[S_{i−1} = v − 1]) that a
+    later step turns into a positive probability. The tangent is therefore carried in two
+    parts: r = dP/P where P > 0 (the log-derivative) and the absolute dP where P = 0. With
+    P' = (1 − q) P + q P_shifted, the step is
+        dP' = (1 − q) dP + q dP_shifted + dq (P_shifted − P),
+    written for r' = dP'/P' with the weights c_x = (1 − q) P/P', c_s = q P_shifted/P' (both in
+    [0, 1]) and w = P/P'. Every operation on the tangents is linear with coefficients from the
+    primal values, so reverse mode transposes it. Where the final P is 0 (an impossible count)
+    the log's derivative is reported as 0.
+    """
+    dtype = probs.dtype
+    dprobs = jnp.asarray(dprobs, dtype)
+    first = jnp.full((1,), below, dtype=dtype)
+    zero = jnp.zeros((1,), dtype)
+    big = math.log(float(jnp.finfo(dtype).max)) - 10.0  # exp(big) is finite
+
+    def step(state, qd):
+        x, r, a = state
+        q, dq = qd
+        s = jnp.concatenate([first, x[:-1]])
+        r_s, a_s = jnp.concatenate([zero, r[:-1]]), jnp.concatenate([zero, a[:-1]])
+        lx, ls = x + jnp.log1p(-q), s + safe_log(q)
+        out = logaddexp(lx, ls)
+        pos = out > -jnp.inf
+        ref = jnp.where(pos, out, 0.0)
+
+        def rel(log_term):  # e^{log_term − out} where both are finite, else 0
+            ok = pos & (log_term > -jnp.inf)
+            return jnp.where(ok, jnp.exp(jnp.where(ok, log_term - ref, 0.0)), 0.0)
+
+        c_x, c_s, w_x, w_s = rel(lx), rel(ls), rel(x), rel(s)
+        inv = jnp.where(pos, jnp.exp(jnp.minimum(-ref, big)), 0.0)  # 1/P'
+        r_new = (c_x * r + c_s * r_s + (w_s - w_x) * dq
+                 + ((1.0 - q) * a + q * a_s) * inv)
+        a_new = (1.0 - q) * a + q * a_s + (jnp.exp(s) - jnp.exp(x)) * dq
+        return (out, jnp.where(pos, r_new, 0.0), jnp.where(pos, 0.0, a_new)), None
+
+    zeros = jnp.zeros_like(init)
+    (out, r, _), _ = jax.lax.scan(step, (init, zeros, zeros), (probs, dprobs))
+    return out, r
+
+
 @jax.jit
-def poisson_binomial_logsf_exact(probs: jax.Array) -> jax.Array:
+def _logsf_recursion(probs: jax.Array) -> jax.Array:
     """log Pr[S ≥ v] for v = 0..n by the tail recursion (jit-able, O(n²)).
 
     Pr[S_i ≥ v] = (1 − q_i) Pr[S_{i−1} ≥ v] + q_i Pr[S_{i−1} ≥ v − 1], in log space from
@@ -160,10 +243,7 @@ def poisson_binomial_logsf_exact(probs: jax.Array) -> jax.Array:
     Returns:
       (n + 1,) values; entry v is log Pr[S ≥ v] (entry 0 is 0).
     """
-    probs = jnp.asarray(probs)
-    n = probs.shape[0]
-    out = _log_recursion(probs, jnp.full((n + 1,), -jnp.inf).at[0].set(0.0), 0.0)
-    return jnp.minimum(out, 0.0).at[0].set(0.0)
+    return jnp.minimum(_tail_recursion(jnp.asarray(probs)), 0.0).at[0].set(0.0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -227,7 +307,7 @@ def _denoise(raw: jax.Array) -> tuple[jax.Array, jax.Array]:
     """
     idx = jnp.arange(raw.shape[0])
     peak_at = jnp.argmax(raw)
-    floor = jnp.maximum(-jnp.min(raw), 1e-300)
+    floor = jnp.maximum(-jnp.min(raw), _tiny(raw.dtype))
     small = raw <= 10.0 * floor
     low = jnp.max(jnp.where(small & (idx < peak_at), idx + 1, 0))
     high = jnp.min(jnp.where(small & (idx > peak_at), idx, raw.shape[0]))
@@ -289,6 +369,18 @@ _SUM_BLOCK = 16
 _LOG_ZERO = -1e300
 
 
+def _log_zero(dtype) -> float:
+    """:data:`_LOG_ZERO` in ``dtype``: −1e300 in float64, −max/2 in narrower floats (where −1e300
+    would overflow to −inf, with numpy's "overflow encountered in cast" at trace time)."""
+    return _LOG_ZERO if jnp.dtype(dtype) == jnp.float64 else -0.5 * float(jnp.finfo(dtype).max)
+
+
+def _tiny(dtype) -> float:
+    """A positive floor for divisions: 1e−300 in float64, the smallest normal number in narrower
+    floats (1e−300 would flush to 0 there)."""
+    return 1e-300 if jnp.dtype(dtype) == jnp.float64 else float(jnp.finfo(dtype).tiny)
+
+
 def _log_decayed_tail_sums(pmf, theta):
     """log T(v), T(v) = Σ_{k ≥ v} pmf(k) e^{−θ(k−v)} for every v (θ ≥ 0; pmf ≥ 0).
 
@@ -311,9 +403,10 @@ def _log_decayed_tail_sums(pmf, theta):
     # (−inf, for empty blocks, floored at _LOG_ZERO: a logaddexp of two −inf has a NaN derivative)
     b = jnp.arange(blocks, dtype=pmf.dtype)
     centre = jnp.argmax(local[:, 0]).astype(pmf.dtype)
-    scaled = jnp.maximum(_log_pmf(local[:, 0]), _LOG_ZERO) - theta * _SUM_BLOCK * (b - centre)
+    log_zero = _log_zero(pmf.dtype)
+    scaled = jnp.maximum(_log_pmf(local[:, 0]), log_zero) - theta * _SUM_BLOCK * (b - centre)
     log_c = jax.lax.cumlogsumexp(scaled, reverse=True) + theta * _SUM_BLOCK * (b - centre)
-    log_next = jnp.concatenate([log_c[1:], jnp.full((1,), _LOG_ZERO, pmf.dtype)])
+    log_next = jnp.concatenate([log_c[1:], jnp.full((1,), log_zero, pmf.dtype)])
     # T(v) = local(v) + e^{−θ(start of next block − v)} C_{next}
     carry = log_next[:, None] - theta * (_SUM_BLOCK - j)[None, :]
     return jnp.logaddexp(_log_pmf(local), carry).reshape(-1)[:size]
@@ -351,7 +444,7 @@ class _Prepared:
             done = jnp.abs(mean - target) <= jnp.maximum(0.05, 0.02 * jnp.sqrt(var))
             lo = jnp.where(mean < target, theta, lo)
             hi = jnp.where(mean < target, hi, theta)
-            step = theta + (target - mean) / jnp.maximum(var, 1e-300)
+            step = theta + (target - mean) / jnp.maximum(var, _tiny(var.dtype))
             new = jnp.where((lo < step) & (step < hi), step, 0.5 * (lo + hi))
             return jnp.where(done, theta, new), lo, hi, it + 1, done
 
@@ -408,6 +501,13 @@ def _logsf_fft_jvp(primals, tangents):
     FFT branch is evaluated at a count inside the support so that no ∞·0 reaches the gradient.
     """
     q, v = primals
+    if jnp.result_type(q) != jnp.float64:
+        raise TypeError(
+            "the derivative of the FFT Poisson-binomial tail (method='fft', or 'auto' with "
+            f"n > {RECURSION_MAX_N}) needs float64, got {jnp.result_type(q)}: in float32 the FFT "
+            "round-off (about 1e-7 of the tilted pmf's peak) makes forward mode NaN and reverse "
+            "mode off by about 0.1%. Differentiate inside `with jax.enable_x64(True):` (float64 "
+            "inputs), or pass method='recursion' (O(n²), accurate in float32).")
     out, thetas = _logsf_fft_tilts(q, v)
     flat = jnp.ravel(v)
 
@@ -466,16 +566,17 @@ def _bahadur_rao_crossing(prep: _Prepared, log_gamma):
     log Pr[S ≥ v] ≈ log M(θ) − θ μ(θ) − log((1 − e^{−θ}) σ(θ) sqrt(2π)). Solved for θ by
     safeguarded Newton (the leading term has derivative −θ σ²(θ)); only a starting point.
     """
+    tiny = _tiny(prep.q.dtype)
     def parts(theta):
         log_mi = jnp.logaddexp(prep.log_1mq, prep.log_q + theta)
         s = jnp.exp(prep.log_q + theta - log_mi)
         mean, var = jnp.sum(s), jnp.sum(s * (1.0 - s))
         approx = (jnp.sum(log_mi - theta * s)
-                  - jnp.log(-jnp.expm1(-theta) * jnp.sqrt(2.0 * jnp.pi * jnp.maximum(var, 1e-300))))
+                  - jnp.log(-jnp.expm1(-theta) * jnp.sqrt(2.0 * jnp.pi * jnp.maximum(var, tiny))))
         return approx - log_gamma, mean, var
 
     var0 = jnp.sum(prep.q * (1.0 - prep.q))
-    hi0 = jnp.maximum(1e-6, jnp.sqrt(-2.0 * log_gamma / jnp.maximum(var0, 1e-300)))
+    hi0 = jnp.maximum(1e-6, jnp.sqrt(-2.0 * log_gamma / jnp.maximum(var0, tiny)))
 
     def widen(state):
         lo, hi = state
@@ -489,7 +590,7 @@ def _bahadur_rao_crossing(prep: _Prepared, log_gamma):
         g, _, var = parts(theta)
         done = jnp.abs(g) < 1e-3
         lo, hi = jnp.where(g > 0, theta, lo), jnp.where(g > 0, hi, theta)
-        step = theta + g / jnp.maximum(theta * var, 1e-300)
+        step = theta + g / jnp.maximum(theta * var, tiny)
         new = jnp.where((lo < step) & (step < hi), step, 0.5 * (lo + hi))
         return jnp.where(done, theta, new), lo, hi, it + 1, done
 
@@ -559,31 +660,31 @@ def _choose(method: str, n: int) -> str:
 
 
 @partial(jax.jit, static_argnames="method")
-def logpmf_core(probs: jax.Array, method: str = "auto") -> jax.Array:
+def _logpmf_core(probs: jax.Array, method: str = "auto") -> jax.Array:
     """log Pr[S = k], k = 0..n, with no validation (jit/vmap-able; the precision of ``probs``)."""
     probs = jnp.asarray(probs)
     n = probs.shape[0]
     if _choose(method, n) == "recursion":
-        return poisson_binomial_logpmf_exact(_pad(probs, _bucket(n)))[: n + 1]
+        return _logpmf_recursion(_pad(probs, _bucket(n)))[: n + 1]
     return _logpmf_fft(probs)
 
 
 @partial(jax.jit, static_argnames="method")
-def logsf_core(probs: jax.Array, v: jax.Array, method: str = "auto") -> jax.Array:
+def _logsf_core(probs: jax.Array, v: jax.Array, method: str = "auto") -> jax.Array:
     """log Pr[S ≥ v] (shape of ``v``; v ≤ 0 gives 0, v > n gives −inf, a fractional v is read
     as ceil(v)), with no validation (jit/vmap-able)."""
     probs = jnp.asarray(probs)
     n = probs.shape[0]
     v = jnp.ceil(jnp.asarray(v, dtype=jnp.result_type(probs, float)))
     if _choose(method, n) == "recursion":
-        logsf = poisson_binomial_logsf_exact(_pad(probs, _bucket(n)))
+        logsf = _logsf_recursion(_pad(probs, _bucket(n)))
         inner = logsf[jnp.clip(v, 0, logsf.shape[0] - 1).astype(jnp.int32)]
         return jnp.where(v <= 0, 0.0, jnp.where(v > n, -jnp.inf, inner))
     return jnp.where(v > n, -jnp.inf, _logsf_fft(probs, v))
 
 
 @partial(jax.jit, static_argnames="method")
-def isf_core(probs: jax.Array, log_gamma: jax.Array, method: str = "auto") -> jax.Array:
+def _isf_core(probs: jax.Array, log_gamma: jax.Array, method: str = "auto") -> jax.Array:
     """v_γ = min{v ∈ 0..n : log Pr[S ≥ v] ≤ log γ − ISF_LOG_MARGIN} (int32; n + 1 if none;
     log γ = −inf for γ = 0), with no validation (jit/vmap-able)."""
     probs = jnp.asarray(probs)
@@ -591,7 +692,7 @@ def isf_core(probs: jax.Array, log_gamma: jax.Array, method: str = "auto") -> ja
     log_gamma = jnp.asarray(log_gamma, dtype=jnp.result_type(probs, float)) - ISF_LOG_MARGIN
     if _choose(method, n) == "recursion":
         # v_γ = #{v ∈ 0..n : log Pr[S ≥ v] > log γ} (the tail is non-increasing in v)
-        logsf = poisson_binomial_logsf_exact(_pad(probs, _bucket(n)))
+        logsf = _logsf_recursion(_pad(probs, _bucket(n)))
         return jnp.sum(logsf[: n + 1] > log_gamma).astype(jnp.int32)
     return _isf_fft(probs, log_gamma)
 
@@ -668,8 +769,8 @@ def poisson_binomial_logpmf(probs: ArrayLike, *, method: str = "auto") -> jax.Ar
     q = _check_probs(probs)
     check_choice("method", method, _METHODS)
     if is_traced(q):
-        return logpmf_core(q, method=method)
-    return _x64(logpmf_core, q, method=method)[: q.size + 1]
+        return _logpmf_core(q, method=method)
+    return _x64(_logpmf_core, q, method=method)[: q.size + 1]
 
 
 def poisson_binomial_tail(probs: ArrayLike, v: ArrayLike, *, log: bool = False,
@@ -678,7 +779,10 @@ def poisson_binomial_tail(probs: ArrayLike, v: ArrayLike, *, log: bool = False,
 
     The tail is summed from the top (never 1 − cdf), so values down to ≈ 1e−300 (and far below,
     with ``log=True``) keep ≈ 1e−12 relative accuracy. v ≤ 0 gives 1, v > n gives 0. Works
-    inside ``jit``/``vmap``/``grad`` (then no validation; enable x64 for float64).
+    inside ``jit``/``vmap``/``grad`` (then no validation; enable x64 for float64). Derivatives
+    in probs are exact also at q_i ∈ {0, 1} (∂ Pr[S ≥ v]/∂q_i = Pr[S_{−i} = v − 1]); at an
+    impossible count (Pr = 0) they are reported as 0. The FFT path is differentiated in float64
+    only (see Raises).
 
     Args:
       probs: (n,) success probabilities in [0, 1].
@@ -692,6 +796,9 @@ def poisson_binomial_tail(probs: ArrayLike, v: ArrayLike, *, log: bool = False,
     Raises:
       ValueError: bad probs (outside [0, 1], NaN, not 1-D), v not finite integers, unknown
         method.
+      TypeError: a derivative of the FFT path (n > ``RECURSION_MAX_N``) in float32, where its
+        round-off makes it wrong; the message names the fix (``jax.enable_x64(True)``, or
+        ``method="recursion"``).
 
     Examples:
       >>> float(poisson_binomial_tail([0.5] * 10, 10))
@@ -704,10 +811,10 @@ def poisson_binomial_tail(probs: ArrayLike, v: ArrayLike, *, log: bool = False,
     log = check_bool("log", log)
     check_choice("method", method, _METHODS)
     if is_traced(q, v):
-        out = logsf_core(jnp.asarray(q), v, method=method)
+        out = _logsf_core(jnp.asarray(q), v, method=method)
         return out if log else jnp.exp(out)
     padded, unpad = _padded_counts(v)
-    out = unpad(np.asarray(_x64(logsf_core, q, padded, method=method)))
+    out = unpad(np.asarray(_x64(_logsf_core, q, padded, method=method)))
     with jax.enable_x64(True):  # numpy's exp keeps subnormal tails (XLA on CPU flushes them)
         return jnp.asarray(out if log else np.exp(out))
 
@@ -745,5 +852,5 @@ def poisson_binomial_isf(probs: ArrayLike | Sequence[float], gamma: ArrayLike, *
     check_probability("gamma", gamma, open_high=True)
     check_choice("method", method, _METHODS)
     if is_traced(q, gamma):
-        return isf_core(q, jnp.log(gamma), method=method)
-    return int(_x64(isf_core, q, math.log(gamma) if gamma > 0 else -math.inf, method=method))
+        return _isf_core(q, jnp.log(gamma), method=method)
+    return int(_x64(_isf_core, q, math.log(gamma) if gamma > 0 else -math.inf, method=method))

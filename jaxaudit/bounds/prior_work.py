@@ -19,7 +19,6 @@ caller's ``jit``/``vmap`` (concrete calls compute in float64).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from functools import partial
 from typing import overload
@@ -44,9 +43,8 @@ from jaxaudit._validation import (
 )
 
 __all__ = [
-    "kgk_bound_pure",
+    "kgk_bound_dp",
     "kgk_bound_gdp",
-    "kgk_bound_approx",
     "balle_rero_rdp",
     "balle_rero_zcdp",
     "balle_rero_pure",
@@ -55,31 +53,9 @@ __all__ = [
     "steinke_threshold",
     "mmc_reject",
     "mmc_threshold",
-    "inverse_blowup_pure",
+    "inverse_blowup_dp",
     "inverse_blowup_gdp",
 ]
-
-
-def kgk_bound_pure(kappa: ArrayLike, epsilon: ArrayLike) -> jax.Array:
-    """KGK+ under ε-DP: min(1, e^ε κ, 1 − e^{−ε}(1 − κ)).
-
-    Examples:
-      >>> round(float(kgk_bound_pure(0.5, 1.0)), 6)
-      0.81606
-    """
-    check_probability("kappa", kappa)
-    check_nonnegative("epsilon", epsilon)
-    return upper_bound(_kgk_pure, kappa, epsilon)
-
-
-def _scaled(kappa, eps):
-    """e^ε κ with the convention e^ε·0 = 0 (also at ε = ∞: a success set of prior mass 0)."""
-    return jnp.where(kappa == 0, 0.0, jnp.exp(eps) * kappa)
-
-
-@jax.jit
-def _kgk_pure(kappa, eps):
-    return jnp.minimum(jnp.minimum(1.0, _scaled(kappa, eps)), 1.0 - jnp.exp(-eps) * (1.0 - kappa))
 
 
 def kgk_bound_gdp(kappa: ArrayLike, mu: ArrayLike) -> jax.Array:
@@ -99,11 +75,11 @@ def _gauss_shift(kappa, shift):
     return norm.cdf(norm.ppf(kappa) + shift)
 
 
-def kgk_bound_approx(kappa: ArrayLike, epsilon: ArrayLike, delta: ArrayLike) -> jax.Array:
-    """KGK+ under (ε, δ)-DP: min(1, e^ε κ + δ, 1 − e^{−ε}(1 − δ − κ)).
+def kgk_bound_dp(kappa: ArrayLike, epsilon: ArrayLike, delta: ArrayLike = 0.0) -> jax.Array:
+    """KGK+ under (ε, δ)-DP: min(1, e^ε κ + δ, 1 − e^{−ε}(1 − δ − κ)); δ = 0 is ε-DP.
 
     Examples:
-      >>> round(float(kgk_bound_approx(0.5, 1.0, 0.0)), 6)
+      >>> round(float(kgk_bound_dp(0.5, 1.0)), 6)
       0.81606
     """
     check_probability("kappa", kappa)
@@ -112,47 +88,41 @@ def kgk_bound_approx(kappa: ArrayLike, epsilon: ArrayLike, delta: ArrayLike) -> 
     return upper_bound(_kgk_approx, kappa, epsilon, delta)
 
 
+def _scaled(kappa, eps):
+    """e^ε κ with the convention e^ε·0 = 0 (also at ε = ∞: a success set of prior mass 0)."""
+    return jnp.where(kappa == 0, 0.0, jnp.exp(eps) * kappa)
+
+
 @jax.jit
 def _kgk_approx(kappa, eps, delta):
     return jnp.minimum(jnp.minimum(1.0, _scaled(kappa, eps) + delta),
                        1.0 - jnp.exp(-eps) * (1.0 - delta - kappa))
 
 
-def balle_rero_rdp(kappa: ArrayLike, order: ArrayLike | None = None,
-                   eps_alpha: ArrayLike | None = None, *,
-                   alpha: ArrayLike | None = None) -> jax.Array:
-    """Reconstruction robustness under (α, ε_α)-RDP: min(1, (κ e^{ε_α})^{(α−1)/α}).
+def balle_rero_rdp(kappa: ArrayLike, order: ArrayLike, epsilon: ArrayLike) -> jax.Array:
+    """Reconstruction robustness under (α, ε)-RDP: min(1, (κ e^ε)^{(α−1)/α}).
 
-    ``order`` is the Rényi order α > 1 (``alpha=`` is its deprecated name: it warns).
-    Balle, Cherubin & Hayes, arXiv 2201.04845.
+    ``order`` is the Rényi order α > 1 (α = ∞ gives the ε-DP bound min(1, e^ε κ)) and
+    ``epsilon`` the RDP ε at that order. Balle, Cherubin & Hayes, arXiv 2201.04845.
 
     Examples:
       >>> round(float(balle_rero_rdp(0.01, 2.0, 1.0)), 6)
       0.164872
     """
-    if alpha is not None:
-        if order is not None:
-            raise ValueError("balle_rero_rdp: give order only (alpha is its deprecated name), "
-                             "not both")
-        warnings.warn("balle_rero_rdp(alpha=...) is deprecated: pass order=... instead",
-                      DeprecationWarning, stacklevel=2)
-        order = alpha
-    if order is None or eps_alpha is None:
-        raise ValueError("balle_rero_rdp needs order (the Rényi order α) and eps_alpha")
     check_probability("kappa", kappa)
-    check_nonnegative("eps_alpha", eps_alpha)
+    check_nonnegative("epsilon", epsilon)
     if not is_traced(order):
         a = check_numeric("order", order)
         if np.isnan(a).any() or (a <= 1).any():
             raise ValueError(f"order must be > 1, got {plain(order)}")
-    return upper_bound(_balle_rdp, kappa, order, eps_alpha)
+    return upper_bound(_balle_rdp, kappa, order, epsilon)
 
 
 @jax.jit
-def _balle_rdp(kappa, alpha, eps):
+def _balle_rdp(kappa, order, eps):
     # exponent 1 − 1/α (α = ∞ gives pure DP); κ = 0 gives 0 even at ε_α = ∞ (no ∞ − ∞).
     log_term = jnp.where(kappa == 0, -jnp.inf, jnp.log(kappa) + eps)
-    return jnp.minimum(1.0, jnp.exp((1.0 - 1.0 / alpha) * log_term))
+    return jnp.minimum(1.0, jnp.exp((1.0 - 1.0 / order) * log_term))
 
 
 def balle_rero_zcdp(kappa: ArrayLike, rho: ArrayLike) -> jax.Array:
@@ -220,7 +190,7 @@ def _log_binom_pmf(r: int, epsilon):
 
 
 @partial(jax.jit, static_argnames="r")
-def steinke_p_value_core(m, r: int, v, epsilon, delta=0.0) -> jax.Array:
+def _steinke_p_value(m, r: int, v, epsilon, delta=0.0) -> jax.Array:
     """The p-value of :func:`steinke_p_value` (jnp; ``r`` static, the rest may be traced)."""
     logpmf = _log_binom_pmf(r, epsilon)
     k = jnp.arange(r + 1)
@@ -261,7 +231,7 @@ def steinke_p_value(m: int | jax.Array, r: int, v: int | jax.Array, epsilon: flo
     """
     r = check_integer("r", r, minimum=1)
     if is_traced(m, v, epsilon, delta):
-        return steinke_p_value_core(m, r, v, epsilon, delta)
+        return _steinke_p_value(m, r, v, epsilon, delta)
     m = check_integer("m", m, minimum=1)
     v = check_integer("v", v)
     if v > r:
@@ -272,16 +242,16 @@ def steinke_p_value(m: int | jax.Array, r: int, v: int | jax.Array, epsilon: flo
     check_nonnegative("epsilon", epsilon)
     check_probability("delta", delta, open_high=True)
     with jax.enable_x64(True):
-        return float(steinke_p_value_core(m, r, v, epsilon, delta))
+        return float(_steinke_p_value(m, r, v, epsilon, delta))
 
 
 @partial(jax.jit, static_argnames="r")
-def steinke_threshold_core(m, r: int, epsilon, delta=0.0, gamma=0.05) -> jax.Array:
+def _steinke_threshold(m, r: int, epsilon, delta=0.0, gamma=0.05) -> jax.Array:
     """The threshold of :func:`steinke_threshold` (jnp; fixed-iteration bisection on v)."""
     def bisect(_, bracket):
         lo, hi = bracket
         mid = (lo + hi) // 2
-        rejects = steinke_p_value_core(m, r, mid, epsilon, delta) <= gamma
+        rejects = _steinke_p_value(m, r, mid, epsilon, delta) <= gamma
         live = hi - lo > 1
         return jnp.where(live & ~rejects, mid, lo), jnp.where(live & rejects, mid, hi)
 
@@ -324,33 +294,39 @@ def steinke_threshold(m: int | jax.Array, r: int, epsilon: float | jax.Array,
     """
     r = check_integer("r", r, minimum=1)
     if is_traced(m, epsilon, delta, gamma):
-        return steinke_threshold_core(m, r, epsilon, delta, gamma)
+        return _steinke_threshold(m, r, epsilon, delta, gamma)
     check_probability("gamma", gamma, open_low=True, open_high=True)
     steinke_p_value(m, r, 0, epsilon, delta)  # validates m, ε, δ
     with jax.enable_x64(True):
-        return int(steinke_threshold_core(m, r, float(epsilon), float(delta), float(gamma)))
+        return int(_steinke_threshold(m, r, float(epsilon), float(delta), float(gamma)))
 
 
-def inverse_blowup_pure(epsilon: float) -> Callable:
-    """f̄⁻¹ for ε-DP: the inverse of x ↦ min(1, e^ε x, 1 − e^{−ε}(1 − x)).
+def inverse_blowup_dp(epsilon: float, delta: float = 0.0) -> Callable:
+    """f̄⁻¹ for (ε, δ)-DP (δ = 0: ε-DP): the least x with f̄(x) ≥ y, where f̄ = 1 − f is
+    x ↦ min(1, δ + e^ε x, 1 − e^{−ε}(1 − δ − x)).
 
-    Returns y ↦ max(e^{−ε} y, 1 − e^ε (1 − y)) (clipped to [0, 1]; 1 at y ≥ 1), a jnp function:
-    a concrete y gives a Python float (computed in float64), a traced y (inside
-    :func:`mmc_reject`'s loop, or the caller's ``jit``) a JAX scalar.
+    Returns y ↦ max(e^{−ε}(y − δ), 1 − δ − e^ε (1 − y)) (clipped to [0, 1]; 1 − δ at y ≥ 1),
+    a jnp function: a concrete y gives a Python float (computed in float64), a traced y (inside
+    :func:`mmc_reject`'s loop, or the caller's ``jit``) a JAX scalar. (ε, δ)-DP is f-DP for
+    this trade-off (Dong, Roth, Su, arXiv 1905.02383, Prop. 2.5), so MMC's audit applies; the
+    least preimage is the conservative choice (a larger f̄⁻¹ only makes the audit reject
+    earlier).
     """
     check_nonnegative("epsilon", epsilon)
-    return partial(_float64_or_traced, _inverse_blowup_pure, epsilon)
+    check_probability("delta", delta, open_high=True)
+    return partial(_float64_or_traced, _inverse_blowup_dp, (epsilon, delta))
 
 
-def _inverse_blowup_pure(y, eps):
-    scaled = jnp.exp(-eps) * y
-    # 1 − e^ε(1 − y) without ∞·0 at ε = ∞, y = 1
-    upper = jnp.where(y >= 1.0, 1.0, 1.0 - jnp.exp(eps) * (1.0 - y))
-    return jnp.where(y >= 1.0, 1.0, jnp.clip(jnp.maximum(scaled, upper), 0.0, 1.0))
+def _inverse_blowup_dp(y, params):
+    eps, delta = params[0], params[1]
+    scaled = jnp.exp(-eps) * (y - delta)
+    # 1 − δ − e^ε(1 − y) without ∞·0 at ε = ∞, y = 1
+    upper = jnp.where(y >= 1.0, 1.0 - delta, (1.0 - delta) - jnp.exp(eps) * (1.0 - y))
+    return jnp.where(y >= 1.0, 1.0 - delta, jnp.clip(jnp.maximum(scaled, upper), 0.0, 1.0))
 
 
 def inverse_blowup_gdp(mu: float) -> Callable:
-    """f̄⁻¹ for μ-GDP: y ↦ Φ(Φ⁻¹(y) − μ) (a jnp function, as :func:`inverse_blowup_pure`)."""
+    """f̄⁻¹ for μ-GDP: y ↦ Φ(Φ⁻¹(y) − μ) (a jnp function, as :func:`inverse_blowup_dp`)."""
     check_nonnegative("mu", mu)
     return partial(_float64_or_traced, _inverse_blowup_gdp, mu)
 
@@ -374,7 +350,7 @@ def _captures_tracer(fn) -> bool:
     return is_traced(held)
 
 
-def _mmc_check(m, c_guesses, alphabet_size, tau, inverse_blowup=None):
+def _mmc_check(m, c_guesses, alphabet_size, gamma, inverse_blowup=None):
     for name, val in (("m", m), ("c_guesses", c_guesses), ("alphabet_size", alphabet_size)):
         check_integer(name, val, minimum=1)
     if inverse_blowup is not None and not callable(inverse_blowup):
@@ -383,15 +359,15 @@ def _mmc_check(m, c_guesses, alphabet_size, tau, inverse_blowup=None):
         raise ValueError(f"c_guesses must be <= m, got {plain(c_guesses)} > {plain(m)}")
     if alphabet_size < 2:
         raise ValueError(f"alphabet_size must be >= 2, got {plain(alphabet_size)}")
-    check_probability("tau", tau, open_low=True, open_high=True)
+    check_probability("gamma", gamma, open_low=True, open_high=True)
 
 
-def _mmc_reject_core(m, c_guesses, c_correct, alphabet_size, inverse_blowup, tau):
+def _mmc_reject_core(m, c_guesses, c_correct, alphabet_size, inverse_blowup, gamma):
     """MMC's recursion in jnp (a ``lax.fori_loop`` over i = c − 1, …, 0)."""
     dtype = jnp.result_type(float)
     c, cp = jnp.asarray(c_correct), jnp.asarray(c_guesses)
-    r = tau * c / m
-    h = tau * (cp - c) / m
+    r = gamma * c / m
+    h = gamma * (cp - c) / m
 
     def step(j, state):
         r, h = state
@@ -404,11 +380,11 @@ def _mmc_reject_core(m, c_guesses, c_correct, alphabet_size, inverse_blowup, tau
 
 
 def mmc_reject(m: int, c_guesses: int, c_correct: int, alphabet_size: int,
-               inverse_blowup: Callable, tau: float = 0.05) -> bool | jax.Array:
-    """MMC one-run reconstruction audit: does c_correct of c_guesses reject f-DP at level τ?
+               inverse_blowup: Callable, gamma: float = 0.05) -> bool | jax.Array:
+    """MMC one-run reconstruction audit: does c_correct of c_guesses reject f-DP at level γ?
 
     m canaries are drawn uniformly from an alphabet of size K = ``alphabet_size``; the auditor
-    makes c′ guesses of which c are correct. With r_c = τc/m, h_c = τ(c′ − c)/m and for
+    makes c′ guesses of which c are correct. With r_c = γc/m, h_c = γ(c′ − c)/m (MMC's τ is our γ) and for
     i = c − 1, …, 0:
         h_i = max(h_{i+1}, (K − 1)·f̄⁻¹(r_{i+1})),
         r_i = r_{i+1} + (i/(c′ − i))·(h_i − h_{i+1}),
@@ -420,24 +396,24 @@ def mmc_reject(m: int, c_guesses: int, c_correct: int, alphabet_size: int,
       c_correct: c, correct guesses.
       alphabet_size: K ≥ 2.
       inverse_blowup: f̄⁻¹, a jnp function y ↦ f̄⁻¹(y), e.g. :func:`inverse_blowup_gdp` or
-        :func:`inverse_blowup_pure` (it runs inside a ``lax.fori_loop``).
-      tau: level τ ∈ (0, 1).
+        :func:`inverse_blowup_dp` (it runs inside a ``lax.fori_loop``).
+      gamma: level γ ∈ (0, 1) (MMC's τ): under f-DP the audit rejects with probability ≤ γ.
 
     Returns:
       True when f-DP is rejected (a JAX bool inside ``jit``/``vmap``; float64 when concrete).
     """
-    if is_traced(m, c_guesses, c_correct, alphabet_size, tau) or _captures_tracer(inverse_blowup):
-        return _mmc_reject_core(m, c_guesses, c_correct, alphabet_size, inverse_blowup, tau)
-    _mmc_check(m, c_guesses, alphabet_size, tau, inverse_blowup)
+    if is_traced(m, c_guesses, c_correct, alphabet_size, gamma) or _captures_tracer(inverse_blowup):
+        return _mmc_reject_core(m, c_guesses, c_correct, alphabet_size, inverse_blowup, gamma)
+    _mmc_check(m, c_guesses, alphabet_size, gamma, inverse_blowup)
     if check_integer("c_correct", c_correct) > c_guesses:
         raise ValueError(f"c_correct must be an integer in [0, c_guesses], got {plain(c_correct)}")
     with jax.enable_x64(True):
         return bool(_mmc_reject_core(m, c_guesses, c_correct, alphabet_size, inverse_blowup,
-                                     tau))
+                                     gamma))
 
 
-def _mmc_threshold_core(m, c_guesses, alphabet_size, inverse_blowup, tau, steps: int):
-    reject = lambda c: _mmc_reject_core(m, c_guesses, c, alphabet_size, inverse_blowup, tau)  # noqa: E731
+def _mmc_threshold_core(m, c_guesses, alphabet_size, inverse_blowup, gamma, steps: int):
+    reject = lambda c: _mmc_reject_core(m, c_guesses, c, alphabet_size, inverse_blowup, gamma)  # noqa: E731
 
     def bisect(_, bracket):  # invariant: no rejection at lo, rejection at hi
         lo, hi = bracket
@@ -452,20 +428,20 @@ def _mmc_threshold_core(m, c_guesses, alphabet_size, inverse_blowup, tau, steps:
 
 
 def mmc_threshold(m: int, c_guesses: int, alphabet_size: int,
-                  inverse_blowup: Callable, tau: float = 0.05) -> int | jax.Array:
+                  inverse_blowup: Callable, gamma: float = 0.05) -> int | jax.Array:
     """Smallest c_correct for which :func:`mmc_reject` rejects; c_guesses + 1 if none.
 
     Found by bisection (rejection is monotone in c_correct), a fixed number of steps
-    (⌈log₂(c′ + 2)⌉, from a concrete ``c_guesses``), so it vmaps over ``tau``, ``m`` or the
+    (⌈log₂(c′ + 2)⌉, from a concrete ``c_guesses``), so it vmaps over ``gamma``, ``m`` or the
     privacy parameter inside ``inverse_blowup``.
 
     Returns:
       Python int (an int32 array inside ``jit``/``vmap``).
     """
-    if is_traced(m, alphabet_size, tau) or _captures_tracer(inverse_blowup):
+    if is_traced(m, alphabet_size, gamma) or _captures_tracer(inverse_blowup):
         steps = (check_integer("c_guesses", c_guesses, minimum=1) + 2).bit_length()
-        return _mmc_threshold_core(m, c_guesses, alphabet_size, inverse_blowup, tau, steps)
-    _mmc_check(m, c_guesses, alphabet_size, tau, inverse_blowup)
+        return _mmc_threshold_core(m, c_guesses, alphabet_size, inverse_blowup, gamma, steps)
+    _mmc_check(m, c_guesses, alphabet_size, gamma, inverse_blowup)
     with jax.enable_x64(True):
-        return int(_mmc_threshold_core(m, c_guesses, alphabet_size, inverse_blowup, tau,
+        return int(_mmc_threshold_core(m, c_guesses, alphabet_size, inverse_blowup, gamma,
                                        (int(c_guesses) + 2).bit_length()))

@@ -44,8 +44,6 @@ from jaxaudit.bounds.poisson_binomial import poisson_binomial_tail
 __all__ = [
     "membership_prior",
     "top_k_mass",
-    "attribute_inference_prior",
-    "reconstruction_prior",
     "ball_mass",
     "ball_mass_sup",
     "columns_prior",
@@ -95,6 +93,9 @@ def membership_prior(inclusion_prob: ArrayLike, guess: ArrayLike | None = None) 
 def top_k_mass(probs: ArrayLike, attempts: int = 1, axis: int = -1) -> np.ndarray:
     """Largest prior mass of a set of ``attempts`` values (exact sup for k-attempt exact match).
 
+    The prior of exact reconstruction with k attempts, and of attribute inference (pass the
+    hidden attribute's prior conditioned on what the adversary knows about each target).
+
     Args:
       probs: prior over values, normalised along ``axis`` (e.g. (n_targets, K)).
       attempts: k ≥ 1 guesses per target.
@@ -114,30 +115,6 @@ def top_k_mass(probs: ArrayLike, attempts: int = 1, axis: int = -1) -> np.ndarra
         return jax.lax.top_k(jnp.moveaxis(p, axis, -1), k)[0].sum(axis=-1)  # type: ignore[return-value]  # traced: a jax array
     part = -np.partition(-p, k - 1, axis=axis)
     return np.take(part, np.arange(k), axis=axis).sum(axis=axis)
-
-
-def attribute_inference_prior(conditional_probs: ArrayLike, attempts: int = 1) -> np.ndarray:
-    """Attribute inference: top-k mass of the attribute's prior given the known attributes.
-
-    Args:
-      conditional_probs: (n_targets, K) prior of the hidden attribute conditioned on the
-        adversary's knowledge about each target.
-      attempts: guesses per target.
-
-    Returns:
-      (n_targets,) exact p_i*.
-    """
-    return top_k_mass(conditional_probs, attempts)
-
-
-def reconstruction_prior(probs: ArrayLike, attempts: int = 1) -> np.ndarray:
-    """Exact reconstruction with k attempts: the top-k prior mass (exact p*).
-
-    Examples:
-      >>> reconstruction_prior([[0.25] * 4], attempts=2).tolist()
-      [0.5]
-    """
-    return top_k_mass(probs, attempts)
 
 
 _METRICS = ("l1", "l2", "linf", "hamming")

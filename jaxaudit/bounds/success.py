@@ -68,14 +68,31 @@ def posterior_success(prior: ArrayLike, epsilon: ArrayLike) -> jax.Array:
     return upper_bound(_posterior_success, prior, epsilon)
 
 
-@jax.jit
-def _posterior_success(p, eps):
+@jax.custom_jvp
+def _beta(p, eps):
     p, eps = jnp.broadcast_arrays(p, eps)
     logit_p = safe_logit(p)
     beta = jax.nn.sigmoid(eps + logit_p)
     # p = 0 read from the logit (−inf): ``p == 0`` holds for a subnormal p when XLA flushes it
     is_zero, is_one = logit_p == -jnp.inf, p == 1
     return jnp.where(is_zero, jnp.zeros_like(beta), jnp.where(is_one, jnp.ones_like(beta), beta))
+
+
+@_beta.defjvp
+def _beta_jvp(primals, tangents):
+    """β's exact derivatives, also at p = 0 and p = 1 (where the sigmoid-of-logit form gives
+    0 and NaN): ∂β/∂p = e^ε/(1 + (e^ε − 1)p)² = e^{−ε}/(p + e^{−ε}(1 − p))² (e^ε at p = 0,
+    e^{−ε} at p = 1) and ∂β/∂ε = β(1 − β)."""
+    p, eps = primals
+    # an integer ε (or p) has a float0 tangent: it is not differentiated
+    dp, deps = (jnp.zeros(jnp.shape(x), jnp.result_type(float)) if t.dtype == jax.dtypes.float0
+                else t for t, x in zip(tangents, primals, strict=True))
+    beta = _beta(p, eps)
+    w = jnp.exp(-eps)
+    return beta, w / jnp.square(p + w * (1.0 - p)) * dp + beta * (1.0 - beta) * deps
+
+
+_posterior_success = jax.jit(_beta)
 
 
 def gain(prior: ArrayLike, epsilon: ArrayLike) -> jax.Array:

@@ -6,10 +6,19 @@ gain over the prior, the single-target bound at the largest prior κ = max_i p_i
 and Balle et al.'s reconstruction robustness, and, for a uniform prior over K values, MMC's and
 (K = 2, pure or approximate DP) Steinke et al.'s one-run thresholds. Each entry is a call of
 a public function of :mod:`jaxaudit.bounds`; this module only decides which apply.
+
+The tightest valid count bound. Each count bound here is a deterministic threshold v with
+Pr[L ≥ v] ≤ γ for the same game: ours (v_γ), MMC's first rejecting count (uniform prior over
+K ≥ 2 values, one guess per target, f-DP), Steinke et al.'s (K = 2, ε- or (ε, δ)-DP) and KGK+
+turned into a count by Markov's inequality (Pr[L ≥ v] ≤ E[L]/v ≤ Σ_i b_i/v with b_i the KGK+
+bound on target i's success, so v = ⌈Σ_i b_i/γ⌉). Each statement holds on its own, so the
+smallest of them holds too: :attr:`BoundsSummary.tightest_bound` reports it and
+:attr:`BoundsSummary.tightest` which one it was (docs/bounds.md, "Fig. 1 with numbers").
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -17,6 +26,7 @@ import jax
 import numpy as np
 from jax.typing import ArrayLike
 
+from jaxaudit._validation import check_integer
 from jaxaudit.accounting.guarantees import ApproxDP, GaussianDP, PureDP
 from jaxaudit.bounds.count_bound import (
     aggregate_gain,
@@ -29,11 +39,10 @@ from jaxaudit.bounds.fdp import gdp_delta
 from jaxaudit.bounds.prior_work import (
     balle_rero_pure,
     balle_rero_zcdp,
+    inverse_blowup_dp,
     inverse_blowup_gdp,
-    inverse_blowup_pure,
-    kgk_bound_approx,
+    kgk_bound_dp,
     kgk_bound_gdp,
-    kgk_bound_pure,
     mmc_threshold,
     steinke_threshold,
 )
@@ -158,8 +167,15 @@ class BoundsSummary(NamedTuple):
       single_target_bound: the tail bound for one target of prior κ at v = 1.
       per_target: :class:`PerTarget` at the model's ε (None under μ-GDP without ε).
       baselines: prior work that applies, by name: ``kgk_plus``, ``balle_rero`` (pure DP),
-        ``balle_rero_zcdp`` (μ-GDP as ρ = μ²/2), ``mmc_threshold`` (uniform prior, one guess,
-        pure DP or GDP), ``steinke_threshold`` (uniform prior over 2 values, one guess, DP).
+        ``balle_rero_zcdp`` (μ-GDP as ρ = μ²/2), ``kgk_plus_count`` (KGK+ as a count bound by
+        Markov's inequality, ⌈Σ_i b_i/γ⌉, n + 1 when above n), ``mmc_threshold`` (uniform
+        prior over K ≥ 2 values, one guess; f̄⁻¹ of ε-DP, (ε, δ)-DP or μ-GDP), ``steinke_threshold`` (uniform
+        prior over 2 values, one guess, DP).
+      tightest_bound: the smallest valid count bound among ``count_bound`` and the count
+        baselines (``kgk_plus_count``, ``mmc_threshold``, ``steinke_threshold``): each is a v
+        with Pr[L ≥ v] ≤ γ, so their minimum is one too (n + 1 when all are vacuous).
+      tightest: which one it was: ``"ours"``, ``"kgk_plus"``, ``"mmc"`` or ``"steinke"``
+        (``"ours"`` on a tie).
     """
 
     privacy: str
@@ -173,6 +189,8 @@ class BoundsSummary(NamedTuple):
     single_target_bound: float
     per_target: PerTarget | None
     baselines: dict
+    tightest_bound: int
+    tightest: str
 
 
 def summarize_bounds(priors: ArrayLike, privacy: PrivacyModel | PureDP | ApproxDP | GaussianDP,
@@ -186,8 +204,8 @@ def summarize_bounds(priors: ArrayLike, privacy: PrivacyModel | PureDP | ApproxD
         :class:`~jaxaudit.accounting.PureDP`, :class:`~jaxaudit.accounting.ApproxDP` or
         :class:`~jaxaudit.accounting.GaussianDP` (:meth:`PrivacyModel.from_guarantee`).
       gamma: level γ ∈ (0, 1) of the count bound and of the one-run tests.
-      uniform_support: K when the priors come from a uniform prior over K values (enables the
-        one-run baselines that assume it: MMC, and Steinke et al. for K = 2).
+      uniform_support: K ≥ 1 when the priors come from a uniform prior over K values (enables
+        the one-run baselines that assume it: MMC for K ≥ 2, and Steinke et al. for K = 2).
       attempts: guesses per target (the one-run baselines need one).
 
     Returns:
@@ -198,10 +216,14 @@ def summarize_bounds(priors: ArrayLike, privacy: PrivacyModel | PureDP | ApproxD
       >>> s = summarize_bounds([0.1] * 1000, PrivacyModel(epsilon=1.0), uniform_support=10)
       >>> s.count_bound, round(s.aggregate_gain, 3), round(s.per_target.beta, 6)
       (255, 0.155, 0.231969)
+      >>> s.tightest_bound, s.tightest
+      (255, 'ours')
     """
     if not isinstance(privacy, PrivacyModel):
         privacy = PrivacyModel.from_guarantee(privacy)
     privacy = privacy._checked()
+    if uniform_support is not None:
+        uniform_support = check_integer("uniform_support", uniform_support, minimum=1)
     with jax.enable_x64(True):
         v_gamma = int(privacy.count_bound(priors, gamma))  # validates priors and gamma
         p = np.asarray(priors, dtype=np.float64).ravel()
@@ -214,24 +236,34 @@ def summarize_bounds(priors: ArrayLike, privacy: PrivacyModel | PureDP | ApproxD
             per_target = PerTarget(eps, float(posterior_success(kappa, eps)),
                                    float(gain(kappa, eps)), float(gain_ratio(kappa, eps)))
         if mu is not None:
-            baselines = {"kgk_plus": float(kgk_bound_gdp(kappa, mu)),
+            kgk = lambda k: kgk_bound_gdp(k, mu)  # noqa: E731
+            baselines = {"kgk_plus": float(kgk(kappa)),
                          "balle_rero_zcdp": float(balle_rero_zcdp(kappa, mu**2 / 2.0))}
             inverse_blowup = inverse_blowup_gdp(mu)
         elif delta:
-            baselines = {"kgk_plus": float(kgk_bound_approx(kappa, privacy._epsilon(), delta))}
-            inverse_blowup = None
+            kgk = lambda k: kgk_bound_dp(k, privacy._epsilon(), delta)  # noqa: E731
+            baselines = {"kgk_plus": float(kgk(kappa))}
+            inverse_blowup = inverse_blowup_dp(privacy._epsilon(), delta)
         else:
             eps_dp = privacy._epsilon()
-            baselines = {"kgk_plus": float(kgk_bound_pure(kappa, eps_dp)),
+            kgk = lambda k: kgk_bound_dp(k, eps_dp)  # noqa: E731
+            baselines = {"kgk_plus": float(kgk(kappa)),
                          "balle_rero": float(balle_rero_pure(kappa, eps_dp))}
-            inverse_blowup = inverse_blowup_pure(eps_dp)
-        if uniform_support is not None and inverse_blowup is not None and attempts == 1:
+            inverse_blowup = inverse_blowup_dp(eps_dp)
+        baselines["kgk_plus_count"] = _markov_count(np.asarray(kgk(p), dtype=np.float64), gamma)
+        if uniform_support is not None and uniform_support >= 2 and attempts == 1:
             # MMC's test is for one guess per target; with several attempts it does not apply
             baselines["mmc_threshold"] = int(mmc_threshold(n, n, uniform_support, inverse_blowup,
                                                            gamma))
         if uniform_support == 2 and mu is None and attempts == 1:
             baselines["steinke_threshold"] = steinke_threshold(n, n, privacy._epsilon(), delta,
                                                                gamma)
+        # the valid count bounds, ours first (a tie goes to ours)
+        counts = {name: int(v) for name, v in (
+            ("ours", v_gamma), ("kgk_plus", baselines["kgk_plus_count"]),
+            ("mmc", baselines.get("mmc_threshold")),
+            ("steinke", baselines.get("steinke_threshold"))) if v is not None}
+        tightest = min(counts, key=counts.__getitem__)
         return BoundsSummary(
             privacy=privacy.describe(),
             targets=n,
@@ -245,4 +277,15 @@ def summarize_bounds(priors: ArrayLike, privacy: PrivacyModel | PureDP | ApproxD
             single_target_bound=float(privacy.tail(np.asarray([kappa]), 1, gamma)),
             per_target=per_target,
             baselines=baselines,
+            tightest_bound=counts[tightest],
+            tightest=tightest,
         )
+
+
+def _markov_count(b: np.ndarray, gamma: float) -> int:
+    """⌈Σ_i b_i/γ⌉ (at least 1), n + 1 when above n: the least v with Σ_i b_i/v ≤ γ, so that
+    Markov's inequality Pr[L ≥ v] ≤ E[L]/v ≤ Σ_i b_i/v gives Pr[L ≥ v] ≤ γ. The float64 sum
+    is rounded up by a relative 1e−9 before the ceiling (never one too small)."""
+    n = b.size
+    v = max(1, math.ceil(float(np.sum(b)) / gamma * (1.0 + 1e-9)))
+    return v if v <= n else n + 1

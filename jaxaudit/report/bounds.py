@@ -22,6 +22,10 @@ _BASELINE_LABELS = {"kgk_plus": "KGK+ 1 − f(κ)", "balle_rero": "Balle et al. 
                     "balle_rero_zcdp": "Balle et al. ReRo (zCDP ρ = μ²/2)"}
 
 
+_TIGHTEST = {"ours": "ours", "mmc": "MMC", "steinke": "Steinke et al.",
+             "kgk_plus": "KGK+ by Markov's inequality"}
+
+
 def _inverse_question(result: Any) -> str:
     c = result.config
     if c.max_success is not None:
@@ -29,6 +33,18 @@ def _inverse_question(result: Any) -> str:
     dp = f"(ε, {c.delta:g})-DP" if c.delta else "ε-DP"
     return (f"count bound v_γ ≤ {c.max_count} under {dp} (γ = {c.gamma:g}: with probability "
             f"≥ {1 - c.gamma:g} fewer than {c.max_count} targets attacked)")
+
+
+def _why_no_epsilon(result: Any) -> str:
+    """Why no ε ≥ 0 answers the inverse question (its ε is −inf)."""
+    c, n = result.config, result.priors.size
+    if c.max_success is not None:
+        return "no ε ≥ 0 meets the target: even ε = 0 leaves the prior above it"
+    if n * c.delta >= c.gamma:
+        return (f"no ε meets the target: n·δ = {n * c.delta:g} ≥ γ = {c.gamma:g}, the (ε, δ) "
+                "bound's additive n·δ alone reaches γ; lower delta or raise gamma")
+    return (f"no ε ≥ 0 meets the target: even at ε = 0, Pr[≥ {c.max_count} successes from the "
+            "prior alone] + n·δ > γ")
 
 
 def as_json(result: Any) -> dict:
@@ -86,6 +102,9 @@ def _summary_lines(r: dict) -> list[str]:
         lines.append(f"  MMC one-run threshold     : {baselines['mmc_threshold']} correct")
     if "steinke_threshold" in baselines:
         lines.append(f"  Steinke et al. threshold  : {baselines['steinke_threshold']} correct")
+    if "tightest_bound" in r:
+        lines.append(f"  tightest valid count bound: {r['tightest_bound']}  "
+                     f"({_TIGHTEST.get(r['tightest'], r['tightest'])})")
     return lines
 
 
@@ -100,7 +119,7 @@ def text(result: Any, *, quiet: bool = False) -> str:
         lines = [f"jaxaudit bounds: {result.prior}; n = {result.priors.size} targets",
                  f"  largest ε with {_inverse_question(result)}: {eps:.6g}"]
         if eps == -math.inf:
-            lines.append("  (no ε ≥ 0 meets the target: even ε = 0 leaves the prior above it)")
+            lines.append(f"  ({_why_no_epsilon(result)})")
         elif eps == math.inf:
             lines.append("  (every ε meets the target)")
         return "\n".join(lines)

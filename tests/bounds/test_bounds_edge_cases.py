@@ -16,28 +16,23 @@ from jaxaudit.bounds import (
     approx_dp_delta,
     approx_dp_tradeoff,
     ball_mass,
-    balle_rero_pure,
     balle_rero_rdp,
-    fdp_epsilon_grid,
-    gain_ratio,
     gdp_delta,
-    hayes_gaussian,
-    inverse_blowup_pure,
-    kgk_bound_approx,
+    inverse_blowup_dp,
+    kgk_bound_dp,
     kgk_bound_gdp,
-    kgk_bound_pure,
-    mmc_reject,
     poisson_binomial_isf,
     poisson_binomial_tail,
     posterior_success,
-    steinke_p_value,
     success_count_bound,
-    success_count_bound_exact,
     success_count_bound_fdp,
     success_tail,
     success_tail_fdp,
     zipf_prior,
 )
+from jaxaudit.bounds.count_bound import fdp_epsilon_grid
+from jaxaudit.bounds.prior_work import balle_rero_pure, hayes_gaussian, mmc_reject, steinke_p_value
+from jaxaudit.bounds.success import gain_ratio
 
 # The mpmath oracles use 50 digits locally (workdps), never by changing the global precision,
 # which the code under test (zipf_prior) also uses.
@@ -89,7 +84,7 @@ def test_direct_count_bound_exact_runs_in_float64():
     p = jnp.full(10, 2.0**-128, dtype=jnp.float32)
     exact_tail = _mp_beta(2.0**-128, 100.0) ** 10
     assert exact_tail > 0.05
-    assert int(success_count_bound_exact(p, 100.0)) == 11
+    assert int(success_count_bound(p, 100.0, method="recursion")) == 11
     assert success_count_bound(np.full(10, 2.0**-128), 100.0) == 11
 
 
@@ -102,9 +97,9 @@ def test_closed_form_bounds_in_float32_never_below_float64_reference():
     refs = {
         "kgk_gdp": (kgk_bound_gdp(kappa, mu), norm.cdf(norm.ppf(kappa) + mu)),
         "hayes": (hayes_gaussian(kappa, mu, 1.0), norm.cdf(norm.ppf(kappa) + mu)),
-        "kgk_pure": (kgk_bound_pure(kappa, eps),
+        "kgk_pure": (kgk_bound_dp(kappa, eps),
                      np.minimum(np.minimum(1, np.exp(eps) * kappa), -np.expm1(-eps) + np.exp(-eps) * kappa)),
-        "kgk_approx": (kgk_bound_approx(kappa, eps, 1e-9),
+        "kgk_approx": (kgk_bound_dp(kappa, eps, 1e-9),
                        np.minimum(np.minimum(1, np.exp(eps) * kappa + 1e-9),
                                   1 - np.exp(-eps) * (1 - 1e-9 - kappa))),
         "balle_pure": (balle_rero_pure(kappa, eps), np.minimum(1, np.exp(eps) * kappa)),
@@ -136,16 +131,16 @@ LIMITS = [
     ("gdp_delta eps/mu overflow", lambda: gdp_delta(1.0, 1e-300), 0.0),
     ("gdp_delta mu=inf", lambda: gdp_delta(3.0, INF), 1.0),
     ("gdp_delta eps=inf mu=inf", lambda: gdp_delta(INF, INF), 1.0),  # vacuous, not NaN
-    ("kgk_pure kappa=0 eps=inf", lambda: kgk_bound_pure(0.0, INF), 0.0),  # e^ε·0 = 0 convention
-    ("kgk_approx kappa=0 eps=inf", lambda: kgk_bound_approx(0.0, INF, 0.0), 0.0),
+    ("kgk_pure kappa=0 eps=inf", lambda: kgk_bound_dp(0.0, INF), 0.0),  # e^ε·0 = 0 convention
+    ("kgk_approx kappa=0 eps=inf", lambda: kgk_bound_dp(0.0, INF, 0.0), 0.0),
     ("balle_pure kappa=0 eps=inf", lambda: balle_rero_pure(0.0, INF), 0.0),
     ("balle_rdp kappa=0 eps=inf", lambda: balle_rero_rdp(0.0, 2.0, INF), 0.0),
     ("balle_rdp alpha=inf is pure DP", lambda: balle_rero_rdp(0.1, INF, 1.0), 0.1 * math.e),
     ("approx_dp_delta eps0=inf", lambda: approx_dp_delta(0.0, INF, 0.0), 1.0),
     ("approx_dp_tradeoff alpha=0 eps=inf", lambda: approx_dp_tradeoff(0.0, INF, 0.0), 1.0),
     ("steinke eps=1000", lambda: steinke_p_value(10, 5, 3, 1000.0), 1.0),  # Bin(5, 1) ≥ 3
-    ("inverse_blowup eps=1000", lambda: inverse_blowup_pure(1000.0)(0.3), 0.0),
-    ("inverse_blowup eps=1000 at 1", lambda: inverse_blowup_pure(1000.0)(1.0), 1.0),
+    ("inverse_blowup eps=1000", lambda: inverse_blowup_dp(1000.0)(0.3), 0.0),
+    ("inverse_blowup eps=1000 at 1", lambda: inverse_blowup_dp(1000.0)(1.0), 1.0),
 ]
 
 
@@ -211,7 +206,8 @@ def test_isf_matches_mpmath_definition_at_edges(method):
         assert success_count_bound(np.full(10, 0.5), 0.0, gamma=gamma, method=method) == 10
     assert poisson_binomial_isf(np.full(10, 0.5), 11 / 1024 * (1 + 1e-7), method=method) == 9
     with jax.enable_x64(True):
-        assert int(success_count_bound_exact(jnp.full(10, 0.5), 0.0, 0.0, 11 / 1024)) == 10
+        assert int(success_count_bound(jnp.full(10, 0.5), 0.0, 0.0, 11 / 1024,
+                                       method="recursion")) == 10
     tail = np.asarray(poisson_binomial_tail(mixed, np.arange(-1, mixed.size + 2), method=method))
     ref = np.array([1.0] + [float(s) for s in _mp_sf(mixed)] + [0.0])
     np.testing.assert_allclose(tail, ref, rtol=1e-11, atol=0)
@@ -251,7 +247,7 @@ BAD = [
     (lambda: steinke_p_value(float("nan"), 5, 3, 1.0), "m"),
     (lambda: steinke_p_value(10, 5, float("nan"), 1.0), "v"),
     (lambda: mmc_reject(10, 5, 3, 2, 0.5), "inverse_blowup"),
-    (lambda: mmc_reject(10, 5, -1, 2, inverse_blowup_pure(1.0)), "c_correct"),
+    (lambda: mmc_reject(10, 5, -1, 2, inverse_blowup_dp(1.0)), "c_correct"),
 ]
 
 

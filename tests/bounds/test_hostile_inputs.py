@@ -17,7 +17,7 @@ from jaxaudit.bounds import (
     poisson_binomial_isf,
     poisson_binomial_tail,
     posterior_success,
-    success_count_bound_exact,
+    success_count_bound,
     zipf_prior,
 )
 
@@ -88,4 +88,4 @@ def test_bfloat16_probabilities_are_upcast():
 ])
 def test_exact_count_bound_refuses_nan(args, name):
     with pytest.raises(ValueError, match=name):
-        success_count_bound_exact(*args)
+        success_count_bound(*args, method="recursion")

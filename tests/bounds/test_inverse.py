@@ -116,3 +116,19 @@ def test_jit_and_vmap():
 def test_bad_arguments(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_no_epsilon_message_blames_the_cause():
+    """The inverse question with n·δ ≥ γ has no answer because of δ, not because of ε = 0:
+    the printed reason says so (10 targets, δ = 0.01: n·δ = 0.1 ≥ γ = 0.05, exact arithmetic);
+    with δ = 0 and a count the prior alone exceeds, it blames ε = 0."""
+    from jaxaudit.pipelines import BoundsConfig, run_bounds
+    from jaxaudit.report import bounds as report
+
+    r = run_bounds(BoundsConfig(max_count=5, delta=0.01, prior="uniform:10", targets=10))
+    assert r.epsilon == -math.inf
+    text = report.text(r)
+    assert "n·δ = 0.1 ≥ γ = 0.05" in text and "ε = 0" not in text
+    # Pr[Bin(10, 1/2) ≥ 5] = 0.623 > γ at ε = 0
+    r = run_bounds(BoundsConfig(max_count=5, prior="uniform:2", targets=10))
+    assert r.epsilon == -math.inf and "even at ε = 0" in report.text(r)

@@ -14,29 +14,24 @@ import scipy.stats
 from jaxaudit.bounds import (
     approx_dp_delta,
     approx_dp_tradeoff,
-    balle_rero_pure,
     balle_rero_rdp,
     balle_rero_zcdp,
-    count_bound_exact,
     gain,
-    gain_ratio,
     gdp_delta,
     gdp_tradeoff,
-    hayes_gaussian,
+    inverse_blowup_dp,
     inverse_blowup_gdp,
-    inverse_blowup_pure,
-    kgk_bound_approx,
+    kgk_bound_dp,
     kgk_bound_gdp,
-    kgk_bound_pure,
     max_gain,
-    max_gain_prior,
-    mmc_reject,
     mmc_threshold,
+    poisson_binomial_isf,
     posterior_success,
-    steinke_p_value,
     steinke_threshold,
     success_count_bound,
 )
+from jaxaudit.bounds.prior_work import balle_rero_pure, hayes_gaussian, mmc_reject, steinke_p_value
+from jaxaudit.bounds.success import gain_ratio, max_gain_prior
 
 BETA_ANCHORS = [((1, 0.5), 0.731059), ((1, 0.1), 0.231969), ((1, 0.01), 0.0267236),
                 ((4, 0.01), 0.355461), ((8, 1e-3), 0.748992), ((10, 1e-6), 0.0215518)]
@@ -116,18 +111,18 @@ def test_kgk_and_reconstruction_anchors():
         # RDP at α → ∞ tends to the pure-DP form min(1, e^ε κ).
         assert float(balle_rero_rdp(0.01, 1e9, 1.0)) == pytest.approx(0.01 * math.e, rel=1e-6)
         # (ε, 0) forms coincide.
-        assert float(kgk_bound_approx(0.3, 1.0, 0.0)) == pytest.approx(float(kgk_bound_pure(0.3, 1.0)))
+        assert float(kgk_bound_dp(0.3, 1.0, 0.0)) == pytest.approx(float(kgk_bound_dp(0.3, 1.0)))
 
 
 def test_pure_dp_ordering_ours_kgk_balle():
     kappa = jnp.logspace(-6, 0, 200)
     for eps in (0.5, 1.0, 4.0):
         ours = posterior_success(kappa, eps)
-        kgk = kgk_bound_pure(kappa, eps)
+        kgk = kgk_bound_dp(kappa, eps)
         balle = balle_rero_pure(kappa, eps)
         assert (ours <= kgk + 1e-6).all() and (kgk <= balle + 1e-6).all()
     assert float(posterior_success(0.5, 1.0)) == pytest.approx(0.731, abs=5e-4)
-    assert float(kgk_bound_pure(0.5, 1.0)) == pytest.approx(0.816, abs=5e-4)
+    assert float(kgk_bound_dp(0.5, 1.0)) == pytest.approx(0.816, abs=5e-4)
 
 
 @pytest.mark.parametrize(("delta", "expected"), [(0.0, 0.0715562468), (1e-6, 0.0717015337)])
@@ -140,10 +135,10 @@ def test_steinke_anchors(delta, expected):
 @pytest.mark.parametrize("eps", [1.0, 4.0])
 def test_mmc_pure_dp_threshold_is_ours_plus_0_to_2(alphabet_size, eps):
     ours = success_count_bound(np.full(1000, 1 / alphabet_size), eps)
-    mmc = mmc_threshold(1000, 1000, alphabet_size, inverse_blowup_pure(eps))
+    mmc = mmc_threshold(1000, 1000, alphabet_size, inverse_blowup_dp(eps))
     assert 0 <= mmc - ours <= 2
-    assert mmc_reject(1000, 1000, mmc, alphabet_size, inverse_blowup_pure(eps))
-    assert not mmc_reject(1000, 1000, mmc - 1, alphabet_size, inverse_blowup_pure(eps))
+    assert mmc_reject(1000, 1000, mmc, alphabet_size, inverse_blowup_dp(eps))
+    assert not mmc_reject(1000, 1000, mmc - 1, alphabet_size, inverse_blowup_dp(eps))
 
 
 @jax.enable_x64(True)
@@ -151,8 +146,14 @@ def test_inverse_blowups_invert_the_blowups():
     for y in (0.01, 0.3, 0.9):
         x = inverse_blowup_gdp(1.0)(y)
         assert float(kgk_bound_gdp(x, 1.0)) == pytest.approx(y, rel=1e-9)
-        x = inverse_blowup_pure(1.0)(y)
-        assert float(kgk_bound_pure(x, 1.0)) == pytest.approx(y, rel=1e-12)
+        x = inverse_blowup_dp(1.0)(y)
+        assert float(kgk_bound_dp(x, 1.0)) == pytest.approx(y, rel=1e-12)
+        # (ε, δ): KGK+'s 1 − f(x) is the blow-up f̄, and f̄⁻¹ its least preimage
+        x = inverse_blowup_dp(1.0, 1e-3)(y)
+        assert float(kgk_bound_dp(x, 1.0, 1e-3)) == pytest.approx(y, rel=1e-12)
+        assert float(kgk_bound_dp(x * (1 - 1e-9), 1.0, 1e-3)) < y
+    assert inverse_blowup_dp(1.0, 1e-3)(1e-4) == 0.0  # below f̄(0) = δ: the least x is 0
+    assert inverse_blowup_dp(1.0, 1e-3)(1.0) == pytest.approx(1 - 1e-3, rel=1e-15)
 
 
 @pytest.mark.parametrize(("fn", "args", "name"), [
@@ -162,10 +163,10 @@ def test_inverse_blowups_invert_the_blowups():
     (posterior_success, (0.5, float("nan")), "epsilon"),
     (gdp_delta, (1.0, 0.0), "mu"),
     (approx_dp_tradeoff, (0.1, 1.0, 1.0), "delta"),
-    (kgk_bound_approx, (0.1, 1.0, -0.1), "delta"),
+    (kgk_bound_dp, (0.1, 1.0, -0.1), "delta"),
     (balle_rero_rdp, (0.1, 1.0, 1.0), "order"),
     (steinke_p_value, (10, 20, 5, 1.0), "r"),
-    (mmc_threshold, (10, 10, 1, inverse_blowup_pure(1.0)), "alphabet_size"),
+    (mmc_threshold, (10, 10, 1, inverse_blowup_dp(1.0)), "alphabet_size"),
 ])
 def test_bad_input_names_the_argument(fn, args, name):
     with pytest.raises(ValueError, match=name):
@@ -216,26 +217,17 @@ class JitAndEagerAgreeTest(chex.TestCase):
     def test_count_bound_exact_is_the_binomial_quantile(self):
         n, q, gamma = 50, 0.3, 0.05
         with jax.enable_x64(True):
-            v = self.variant(count_bound_exact)(jnp.full(n, q), jnp.log(gamma))
+            v = self.variant(lambda probs, g: jnp.asarray(
+                poisson_binomial_isf(probs, g, method="recursion"), jnp.int32))(jnp.full(n, q), gamma)
         chex.assert_shape(v, ())
         chex.assert_type(v, jnp.int32)
         tails = scipy.stats.binom.sf(np.arange(n + 1) - 1, n, q)  # Pr[Bin(n, q) ≥ v], v = 0..n
         assert int(v) == int(np.nonzero(tails <= gamma)[0][0])
 
 
-def test_balle_rero_rdp_order_and_its_deprecated_name():
-    """``order`` is the Rényi order; ``alpha=`` warns and gives the same number; both or
-    neither is refused."""
-    import warnings as _w
-
-    new = float(balle_rero_rdp(0.01, order=2.0, eps_alpha=1.0))
+def test_balle_rero_rdp_takes_the_order_and_its_epsilon():
+    """``order`` is the Rényi order, ``epsilon`` the RDP ε at it (the vocabulary's names)."""
+    new = float(balle_rero_rdp(0.01, order=2.0, epsilon=1.0))
     assert new == pytest.approx((0.01 * math.e) ** 0.5, rel=1e-6)  # float32, rounded up
-    with pytest.warns(DeprecationWarning, match="order"):
-        old = float(balle_rero_rdp(0.01, alpha=2.0, eps_alpha=1.0))
-    assert old == new
-    with _w.catch_warnings():
-        _w.simplefilter("ignore")
-        with pytest.raises(ValueError, match="order"):
-            balle_rero_rdp(0.01, 2.0, 1.0, alpha=2.0)
     with pytest.raises(ValueError, match="order"):
-        balle_rero_rdp(0.01, eps_alpha=1.0)
+        balle_rero_rdp(0.01, 1.0, 1.0)
