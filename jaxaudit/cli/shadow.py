@@ -22,7 +22,7 @@ from jaxaudit.cli._types import (
     sweep_kwargs,
 )
 
-# The library's registries and limits (jaxaudit.datasets.GRAPH_DATASETS, jaxaudit.graph.SAMPLERS,
+# The library's registries and limits (jaxaudit.datasets.GRAPH_DATASETS, jaxaudit.graph.samplers.SAMPLERS,
 # jaxaudit.pipelines.common.MODELS, MAX_*), named here without importing jax so that --help
 # stays fast (tests/cli/test_shadow_cli.py checks they agree).
 DATASETS = ("cora", "citeseer", "csbm")

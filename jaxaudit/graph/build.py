@@ -43,7 +43,8 @@ from jaxaudit._validation import (
 )
 from jaxaudit.graph.types import Graph
 
-__all__ = ["from_edge_index", "from_networkx", "from_pyg", "load_graph_npz", "save_graph_npz"]
+__all__ = ["from_edge_index", "from_jraph", "from_networkx", "from_pyg", "load_graph_npz",
+           "save_graph_npz"]
 
 #: An array from any library: numpy, jax, a nested list, or a torch tensor (read through
 #: ``.detach().cpu().numpy()``, so torch is never imported).
@@ -162,6 +163,54 @@ def from_pyg(data: Any, *, num_classes: int | None = None, name: str = "pyg") ->
         data.x, data.y, data.edge_index, num_classes=num_classes,
         train_mask=getattr(data, "train_mask", None), val_mask=getattr(data, "val_mask", None),
         test_mask=getattr(data, "test_mask", None), name=name)
+
+
+def from_jraph(graphs_tuple: Any, labels: ArrayInput, *, num_classes: int | None = None,
+               train_mask: ArrayInput | None = None, val_mask: ArrayInput | None = None,
+               test_mask: ArrayInput | None = None, name: str = "jraph") -> Graph:
+    """A ``Graph`` from a ``jraph.GraphsTuple`` and the nodes' labels (the inverse of
+    :meth:`Graph.to_graphs_tuple`).
+
+    ``nodes`` are the features ((N, F) array), ``senders``/``receivers`` the edges (either or
+    both directions; stored in both, self-loops and duplicates dropped, as
+    :func:`from_edge_index`). Edge features and globals are not used (a shadow model receives
+    its edge weights in ``edges``). A batch of several graphs is read as one graph with their
+    disjoint union of nodes; padding graphs (``jraph.pad_with_graphs``) would become nodes of
+    it, so unpad first.
+
+    Args:
+      graphs_tuple: a ``jraph.GraphsTuple`` (any object with ``nodes``, ``senders``,
+        ``receivers``; jraph is not imported).
+      labels: (N,) integer classes.
+      num_classes, train_mask, val_mask, test_mask, name: as in :func:`from_edge_index`.
+
+    Returns:
+      The validated ``Graph``.
+
+    Examples:
+      >>> import jraph, numpy as np
+      >>> gt = jraph.GraphsTuple(nodes=np.eye(3), edges=None, senders=np.array([0, 1]),
+      ...                        receivers=np.array([1, 2]), globals=None,
+      ...                        n_node=np.array([3]), n_edge=np.array([2]))
+      >>> from_jraph(gt, [0, 1, 1]).senders.tolist()
+      [0, 1, 1, 2]
+    """
+    for field in ("nodes", "senders", "receivers"):
+        if not hasattr(graphs_tuple, field):
+            raise ArgumentTypeError(f"graphs_tuple must be a jraph.GraphsTuple (nodes, senders, "
+                                    f"receivers), got {type(graphs_tuple).__name__}")
+    nodes = graphs_tuple.nodes
+    if nodes is None or isinstance(nodes, dict | list | tuple):
+        raise ArgumentTypeError(f"graphs_tuple.nodes must be one (N, F) feature array, got "
+                                f"{type(nodes).__name__}")
+    senders = _to_numpy("graphs_tuple.senders", graphs_tuple.senders)
+    receivers = _to_numpy("graphs_tuple.receivers", graphs_tuple.receivers)
+    if senders.ndim != 1 or receivers.shape != senders.shape:
+        raise ValueError(f"graphs_tuple.senders and receivers must be (E,) arrays of one shape, "
+                         f"got {senders.shape} and {receivers.shape}")
+    return from_edge_index(nodes, labels, np.stack([senders, receivers]),
+                           num_classes=num_classes, train_mask=train_mask, val_mask=val_mask,
+                           test_mask=test_mask, name=name)
 
 
 def from_networkx(nx_graph: Any, *, features: str = "x", label: str = "y",

@@ -248,7 +248,9 @@ def _compiled_apply(module: nn.Module) -> Callable[..., jax.Array]:
 def _check_recipe(graph: Graph, epochs: int, learning_rate: float, weight_decay: float) -> None:
     """The graph and the optimisation recipe (finite: an inf learning rate trains NaN scores)."""
     if not isinstance(graph, Graph):
-        raise ValueError(f"graph must be a jaxaudit.graph.Graph, got {type(graph).__name__}")
+        raise ArgumentTypeError(
+            f"graph must be a jaxaudit.graph.Graph, got {type(graph).__name__} (a jraph "
+            "GraphsTuple converts with jaxaudit.graph.from_jraph(graphs_tuple, labels))")
     check_graph(graph)
     check_integer("epochs", epochs, minimum=1)
     check_positive_finite("learning_rate", learning_rate)

@@ -298,7 +298,8 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
         audit_nodes,
         concat_nodes,
     )
-    from jaxaudit.graph import inclusion_probabilities, node_degrees
+    from jaxaudit.graph import inclusion_probabilities
+    from jaxaudit.graph.types import node_degrees
     from jaxaudit.graph.shadow_models import gnn_module
     from jaxaudit.mia import ErrorCounts
     from jaxaudit.report import bmp as report

@@ -130,7 +130,7 @@ def graph_digest(graph: Any) -> str:
 def check_graph_source(config: Any, graph: Any) -> None:
     """The fields that choose the graph (dataset, csbm_nodes) and the sampler's name."""
     from jaxaudit.datasets import GRAPH_DATASETS
-    from jaxaudit.graph import SAMPLERS
+    from jaxaudit.graph.samplers import SAMPLERS
 
     if graph is not None and config.graph_file is not None:
         raise ValueError("graph and graph_file: give one of them")
@@ -151,7 +151,7 @@ def check_graph_source(config: Any, graph: Any) -> None:
 def check_training(config: Any, model: Any, graph: Any) -> None:
     """The shadow-model fields of ``config`` (a ``ShadowConfig`` or a ``BmpConfig`` that trains
     its models), ValueError naming the field, before any work."""
-    from jaxaudit.graph import EDGE_ACCESS
+    from jaxaudit.graph.shadow_models import EDGE_ACCESS
 
     check_graph_source(config, graph)
     bounded("num_models", config.num_models, 1, MAX_MODELS)

@@ -51,7 +51,7 @@ class ShadowConfig(NamedTuple):
       graph_file: a user's graph as an ``.npz`` (:func:`jaxaudit.graph.save_graph_npz`); stored
         with its SHA-256, so a resumed run refuses a file that changed.
       model: "gcn" | "sage" | "gat" (the pipeline's ``model=`` takes any flax module instead).
-      sampler: one of ``jaxaudit.graph.SAMPLERS``; ratio: its sampling ratio in (0, 1].
+      sampler: one of ``jaxaudit.graph.samplers.SAMPLERS``; ratio: its sampling ratio in (0, 1].
       snowball_edges: the snowball sampler's edges ("discovered" | "induced").
       num_models: R; epochs, learning_rate, weight_decay: the training recipe.
       edge_access: "inductive" | "full" | "none".

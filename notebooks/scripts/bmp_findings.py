@@ -48,7 +48,8 @@ def audit_run(folder: Path, args) -> dict:
     graph = load_planetoid(cfg["dataset"])
     sampler = _sampler(cfg["sampler"], cfg["ratio"])
     key = jax.random.key(14)
-    from jaxaudit.graph import inclusion_probabilities, node_degrees
+    from jaxaudit.graph import inclusion_probabilities
+    from jaxaudit.graph.types import node_degrees
 
     eta, eta_se = inclusion_probabilities(jax.random.fold_in(key, 1), sampler, graph,
                                           num_draws=args.prior_draws)

@@ -83,7 +83,7 @@ def test_non_finite_scores_name_the_learning_rate():
 def test_cli_names_agree_with_the_library_registries():
     from jaxaudit.cli.shadow import DATASETS, SAMPLERS
     from jaxaudit.datasets import GRAPH_DATASETS
-    from jaxaudit.graph import SAMPLERS as LIBRARY_SAMPLERS
+    from jaxaudit.graph.samplers import SAMPLERS as LIBRARY_SAMPLERS
 
     assert DATASETS == GRAPH_DATASETS and SAMPLERS == LIBRARY_SAMPLERS
 

@@ -154,3 +154,39 @@ def test_shadow_models_train_on_a_user_graph(tmp_path):
     graph = load_graph_npz(save_graph_npz(tmp_path / "user.npz", from_edge_index(x, y, edges)))
     shadow = train_shadow_models(jax.random.key(0), graph, uniform_sampler(0.5), "gcn", 2, ShadowTraining(epochs=5))
     assert shadow.scores.shape == (2, n) and np.all(np.isfinite(shadow.scores))
+
+
+def test_from_jraph_round_trips_and_the_refusal_names_it():
+    """Graph -> to_graphs_tuple -> from_jraph gives the same graph; a GraphsTuple given where a
+    Graph belongs is refused with a message naming from_jraph."""
+    import jraph
+
+    from jaxaudit.graph import from_jraph
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, size=12)
+    edges = np.stack(np.nonzero(np.triu(rng.random((12, 12)) < 0.3, 1)))
+    graph = from_edge_index(rng.normal(size=(12, 4)), y, edges, num_classes=3,
+                            train_mask=np.arange(12) < 4, name="mine")
+    back = from_jraph(graph.to_graphs_tuple(), graph.labels, num_classes=3,
+                      train_mask=graph.train_mask, name="mine")
+    for field in ("features", "labels", "senders", "receivers", "train_mask", "val_mask",
+                  "test_mask"):
+        np.testing.assert_array_equal(np.asarray(getattr(back, field)),
+                                      np.asarray(getattr(graph, field)), err_msg=field)
+    assert (back.num_classes, back.name) == (3, "mine")
+    # one direction per edge in, both directions out, as from_edge_index
+    one_way = jraph.GraphsTuple(nodes=np.eye(3), edges=None, senders=np.array([0, 1]),
+                                receivers=np.array([1, 2]), globals=None, n_node=np.array([3]),
+                                n_edge=np.array([2]))
+    g = from_jraph(one_way, [0, 1, 1])
+    assert g.num_edges == 4 and g.num_classes == 2
+    with pytest.raises(TypeError, match="from_jraph"):
+        train_shadow_models(jax.random.key(0), graph.to_graphs_tuple(), uniform_sampler(0.5),
+                            "gcn", 2)
+    with pytest.raises(TypeError, match="nodes"):
+        from_jraph(one_way._replace(nodes={"x": np.eye(3)}), [0, 1, 1])
+    with pytest.raises(TypeError, match="GraphsTuple"):
+        from_jraph(np.eye(3), [0, 1, 1])
+    with pytest.raises(ValueError, match="labels"):
+        from_jraph(one_way, [0, 1])

@@ -12,11 +12,10 @@ from jaxaudit.graph import (
     GCN,
     GraphSAGE,
     gnn_logits,
-    sparse_features,
-    sparse_matmul,
     train_gnn,
 )
 from jaxaudit.graph.models import GCNConv
+from jaxaudit.graph.propagation import sparse_features, sparse_matmul
 
 
 @pytest.fixture(scope="module")

@@ -12,12 +12,12 @@ from jaxaudit.datasets import load_planetoid
 from jaxaudit.graph import (
     Graph,
     inclusion_probabilities,
-    induced_edges,
     poisson_sampler,
     random_walk_sampler,
     snowball_sampler,
     uniform_sampler,
 )
+from jaxaudit.graph.samplers import induced_edges
 
 K = 400  # draws for frequency checks
 

@@ -10,11 +10,10 @@ import pytest
 from jaxaudit.datasets import load_planetoid, make_csbm
 from jaxaudit.graph import (
     ShadowTraining,
-    train_shadow_model,
     train_shadow_models,
-    true_class_logit,
     uniform_sampler,
 )
+from jaxaudit.graph.shadow_models import train_shadow_model, true_class_logit
 from jaxaudit.mia import lira_loo, roc_auc
 
 EPOCHS = 30  # properties below hold for any number of epochs
