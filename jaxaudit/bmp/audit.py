@@ -153,7 +153,7 @@ class BmpAttack(NamedTuple):
     """
 
     attack: str
-    statistic: jax.Array
+    statistic: jax.Array | np.ndarray
     counts: ErrorCounts
     auc: jax.Array
     global_auc: jax.Array

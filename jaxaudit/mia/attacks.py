@@ -23,6 +23,7 @@ from jaxaudit.mia.rmia import rmia
 
 __all__ = ["ATTACKS", "attack_statistic"]
 
+#: The attacks of :func:`attack_statistic` (an audit's ``attack``): LOO LiRA, offline LiRA, RMIA.
 ATTACKS: tuple[str, ...] = ("lira", "lira_offline", "rmia")
 
 _RMIA_OPTIONS = frozenset({"gamma", "a", "population", "population_key", "calibration"})

@@ -147,7 +147,7 @@ def _rmia(scores: ArrayLike, masks: ArrayLike, gamma: ArrayLike, a: ArrayLike,
 
 
 def _check_common(scores: ArrayLike, masks: ArrayLike, gamma: ArrayLike, a: ArrayLike | None,
-                  population: object, population_key: object
+                  population: object, population_key: jax.Array | None
                   ) -> tuple[ArrayLike, ArrayLike, ArrayLike, ArrayLike, jax.Array]:
     """Validate (concrete values only) and return scores, masks, γ, a and population indices."""
     check_scores_and_masks(scores, masks)
@@ -169,7 +169,7 @@ def _check_common(scores: ArrayLike, masks: ArrayLike, gamma: ArrayLike, a: Arra
     return scores, masks, gamma, a_value, _population(population, population_key, num_nodes)
 
 
-def _population(population: object, population_key: object, num_nodes: int) -> jax.Array:
+def _population(population: object, population_key: jax.Array | None, num_nodes: int) -> jax.Array:
     """The population samples z as node indices: all nodes (None), a subset of that many nodes
     drawn without replacement with ``population_key`` (an int), or the given indices (a 1-D
     integer array)."""

@@ -39,7 +39,7 @@ def test_nuts_matches_grid(nuts_and_grids, node):
         assert np.all(np.abs(got - want) <= tol), (which, got, want, tol)
 
 
-#: the mixing case of issue 22 (item 5): a fixed s = 0.5, FP/N0 = 35/200, FN/N1 = 82/200
+#: the reported mixing case of a fixed s (docs/bmp.md, section 5): s = 0.5, FP/N0 = 35/200, FN/N1 = 82/200
 SPREAD_COUNTS, SPREAD_KEYS = (35.0, 200.0, 82.0, 200.0), 16
 
 
@@ -69,7 +69,7 @@ def test_fixed_strength_noncentered_matches_grid(fixed_strength_runs):
 
 @pytest.mark.slow
 def test_fixed_strength_median_spread_matches_reported_precision(fixed_strength_runs):
-    """Issue 22, item 5: at a fixed s = 0.5 with counts 35/200, 82/200 the ε_L medians of
+    """The reported case of docs/bmp.md, section 5: at a fixed s = 0.5 with counts 35/200, 82/200 the ε_L medians of
     independent runs spread widely (sd ≈ 0.14 around the exact grid's 1.75) although R-hat ≤
     1.03 and the bulk ESS is 200–550. The spread is what the diagnostics promise, because the
     marginal is flat at its median (density 0.19: 41% of the mass lies in the arm
