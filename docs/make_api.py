@@ -70,7 +70,8 @@ def rows(package: str) -> list[tuple[str, str, str]]:
     for name in sorted(getattr(module, "__all__", [])):
         obj = getattr(module, name)
         what = kind(obj)
-        text = summary(obj) if what != "constant" else constant_comment(package, name)
+        text = summary(obj) if what != "constant" else ""
+        text = text or constant_comment(package, name)  # constants and type aliases: `#:` lines
         out.append((name, what, text))
     return out
 
