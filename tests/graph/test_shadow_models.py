@@ -130,4 +130,8 @@ def test_malformed_graph_and_infinite_recipe_refused(graph):
             train_shadow_models(jax.random.key(0), bad, uniform_sampler(0.5), "gcn", 2, ShadowTraining(epochs=1))
     for name in ("learning_rate", "weight_decay"):
         with pytest.raises(ValueError, match=f"{name} must be finite"):
-            train_shadow_models(jax.random.key(0), graph, uniform_sampler(0.5), "gcn", 2, ShadowTraining(epochs=1), **{name: float("inf")})
+            train_shadow_models(jax.random.key(0), graph, uniform_sampler(0.5), "gcn", 2,
+                                ShadowTraining(epochs=1, **{name: float("inf")}))
+    with pytest.raises(TypeError, match="ShadowTraining"):
+        train_shadow_models(jax.random.key(0), graph, uniform_sampler(0.5), "gcn", 2,
+                            {"epochs": 1})
