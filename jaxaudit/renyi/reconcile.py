@@ -136,7 +136,7 @@ def reconcile_estimate(point: ArrayLike, lower_bounds: ArrayLike) -> ReconciledE
 
 
 @jax.custom_jvp
-def gdp_mu_for_epsilon_core(epsilon: jax.Array, delta: jax.Array) -> jax.Array:
+def _gdp_mu_for_epsilon_core(epsilon: jax.Array, delta: jax.Array) -> jax.Array:
     """The μ with δ_μ(ε) = δ (the GDP parameter whose (ε, δ) curve passes through (ε, δ)).
     Unvalidated, traceable; 0 < δ < 1/2.
 
@@ -150,13 +150,13 @@ def gdp_mu_for_epsilon_core(epsilon: jax.Array, delta: jax.Array) -> jax.Array:
     return lo
 
 
-@gdp_mu_for_epsilon_core.defjvp
+@_gdp_mu_for_epsilon_core.defjvp
 def _gdp_mu_for_epsilon_jvp(primals: tuple, tangents: tuple) -> tuple[jax.Array, jax.Array]:
     """dμ = (dδ + e^ε Φ(b) dε) / φ(a), a = −ε/μ + μ/2, b = a − μ (implicit function theorem on
     δ_μ(ε) = δ: ∂δ_μ/∂ε = −e^ε Φ(b), ∂δ_μ/∂μ = φ(a)); zero where μ = 0."""
     epsilon, delta = primals
     d_eps, d_delta = tangents
-    mu = gdp_mu_for_epsilon_core(epsilon, delta)
+    mu = _gdp_mu_for_epsilon_core(epsilon, delta)
     interior = mu > 0
     mu_s = jnp.where(interior, mu, jnp.ones_like(mu))
     a = -epsilon / mu_s + mu_s / 2.0
@@ -164,7 +164,7 @@ def _gdp_mu_for_epsilon_jvp(primals: tuple, tangents: tuple) -> tuple[jax.Array,
     return mu, jnp.where(interior, d_mu, jnp.zeros_like(d_mu))
 
 
-_gdp_mu_for_epsilon_jit = jax.jit(gdp_mu_for_epsilon_core)
+_gdp_mu_for_epsilon_jit = jax.jit(_gdp_mu_for_epsilon_core)
 
 
 def _check_gdp_inputs(epsilon: ArrayLike, delta: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -203,16 +203,16 @@ def gdp_mu_for_epsilon(epsilon: ArrayLike, delta: ArrayLike) -> np.ndarray | jax
       2.0004
     """
     if is_traced(epsilon, delta):
-        return gdp_mu_for_epsilon_core(*float_arrays(epsilon, delta))
+        return _gdp_mu_for_epsilon_core(*float_arrays(epsilon, delta))
     eps, dlt = _check_gdp_inputs(epsilon, delta)
     with jax.enable_x64(True):
         return np.asarray(_gdp_mu_for_epsilon_jit(jnp.asarray(eps, jnp.float64),
                                                   jnp.asarray(dlt, jnp.float64)))
 
 
-def dp_to_rdp_gaussian_core(epsilon: jax.Array, delta: jax.Array, order: jax.Array) -> jax.Array:
+def _dp_to_rdp_gaussian_core(epsilon: jax.Array, delta: jax.Array, order: jax.Array) -> jax.Array:
     """α μ(ε, δ)²/2 (see :func:`dp_to_rdp_gaussian`). Unvalidated, traceable."""
-    mu = gdp_mu_for_epsilon_core(epsilon, delta)
+    mu = _gdp_mu_for_epsilon_core(epsilon, delta)
     return order * mu * mu / 2.0
 
 
@@ -249,17 +249,17 @@ def dp_to_rdp_gaussian(epsilon: ArrayLike, delta: ArrayLike, order: ArrayLike
       4.002
     """
     if is_traced(epsilon, delta, order):
-        return dp_to_rdp_gaussian_core(*float_arrays(epsilon, delta, order))
+        return _dp_to_rdp_gaussian_core(*float_arrays(epsilon, delta, order))
     eps, dlt = _check_gdp_inputs(epsilon, delta)
     alpha = _check_order(order)
     check_broadcast(epsilon=epsilon, delta=delta, order=order)
     with jax.enable_x64(True):
-        return np.asarray(jax.jit(dp_to_rdp_gaussian_core)(
+        return np.asarray(jax.jit(_dp_to_rdp_gaussian_core)(
             jnp.asarray(eps, jnp.float64), jnp.asarray(dlt, jnp.float64),
             jnp.asarray(alpha, jnp.float64)))
 
 
-def dp_to_rdp_lower_bound_core(epsilon: jax.Array, delta: jax.Array, order: jax.Array
+def _dp_to_rdp_lower_bound_core(epsilon: jax.Array, delta: jax.Array, order: jax.Array
                                ) -> jax.Array:
     """max(0, ε − [log(1/δ) + (α−1) log(α−1) − α log α]/(α−1)). Unvalidated, traceable."""
     alpha = order
@@ -294,7 +294,7 @@ def dp_to_rdp_lower_bound(epsilon: ArrayLike, delta: ArrayLike, order: ArrayLike
       9.873
     """
     if is_traced(epsilon, delta, order):
-        return dp_to_rdp_lower_bound_core(*float_arrays(epsilon, delta, order))
+        return _dp_to_rdp_lower_bound_core(*float_arrays(epsilon, delta, order))
     eps, dlt = _check_gdp_inputs(epsilon, delta)
     alpha = _check_order(order)
     check_broadcast(epsilon=epsilon, delta=delta, order=order)
