@@ -259,8 +259,9 @@ def test_secrets_tiny(tmp_path):
     chunk = load_results(out).chunks["eps_2_seed_0"]
     assert chunk["scores"].shape == chunk["reference_scores"].shape == (3, 10)
     assert "every scoring" in (out / "summary.md").read_text().lower()
-    # the repetitions draw their secrets with unit_key(seed, r)
-    from jaxaudit.attacks import digit_prior, secret_corpus
+    # the repetitions draw their secrets with unit_key(key(seed), r)
+    from jaxaudit.attacks import digit_prior
+    from jaxaudit.attacks.corpus import secret_corpus
 
     for r in range(2):
         import jax

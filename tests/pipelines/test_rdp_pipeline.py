@@ -174,8 +174,8 @@ def test_scores_audit_of_gaussian_scores_is_below_the_truth(tmp_path):
     assert json.loads((folder / "score_bounds.json").read_text()) == json.loads(
         dumps_strict(res.score_bounds))
     assert "Score-based ε lower bounds" in (folder / "summary.md").read_text()
-    assert load_results(folder).config["scores"]["in_sha256"] == res.summary["score_files"][
-        "in_sha256"]
+    assert load_results(folder).config["derived"]["scores"]["in_sha256"] == res.summary[
+        "score_files"]["in_sha256"]
 
 
 # -- the score loader (jaxaudit.dpsgd.scores) -----------------------------------------------
