@@ -157,6 +157,9 @@ def markdown(result: Any) -> str:
                            ("steinke_threshold", "Steinke et al. one-run threshold")):
             if key in r["baselines"]:
                 rows.append((label, f"{r['baselines'][key]} correct"))
+        if "tightest_bound" in r:
+            rows.append(("tightest valid count bound",
+                         f"{r['tightest_bound']} ({_TIGHTEST.get(r['tightest'], r['tightest'])})"))
         title = "Bounds on attack success (Swanberg et al., arXiv:2507.08158)"
     body = "\n".join(f"| {_md(str(k))} | {_md(str(v))} |" for k, v in rows)
     return f"# {title}\n\n| quantity | value |\n|---|---|\n{body}\n"

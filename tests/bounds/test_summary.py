@@ -130,3 +130,17 @@ def test_uniform_over_one_value_is_not_an_mmc_game():
     assert s.tightest_bound == 11
     with pytest.raises(ValueError, match="uniform_support"):
         summarize_bounds(np.ones(10), PrivacyModel(epsilon=1.0), uniform_support=0)
+
+
+def test_report_prints_the_tightest_bound():
+    """What `jaxaudit bounds` prints and the markdown summary show the tightest bound and its
+    method (MMC at n = 200, K = 10, μ = 0.5, as computed by mmc_threshold above)."""
+    from jaxaudit.pipelines import BoundsConfig, run_bounds
+    from jaxaudit.report import bounds as report
+
+    r = run_bounds(BoundsConfig(gdp_mu=0.5, prior="uniform:10", targets=200))
+    mmc = mmc_threshold(200, 200, 10, inverse_blowup_gdp(0.5), 0.05)
+    assert r.summary.tightest == "mmc" and r.summary.tightest_bound == mmc
+    assert f"tightest valid count bound: {mmc}  (MMC)" in report.text(r)
+    assert f"| tightest valid count bound | {mmc} (MMC) |" in report.markdown(r)
+    assert report.as_json(r)["tightest_bound"] == mmc
