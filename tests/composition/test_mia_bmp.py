@@ -380,7 +380,8 @@ def test_cores_hold_no_host_callback():
         "roc_auc": jax.make_jaxpr(mia.roc_auc)(scores, masks),
         "tpr_at_fpr": jax.make_jaxpr(mia.tpr_at_fpr)(scores, masks, 0.1),
         "membership_advantage": jax.make_jaxpr(mia.membership_advantage)(scores > 0, masks),
-        "clopper_pearson_upper": jax.make_jaxpr(stats.clopper_pearson_upper)(counts.fp, counts.n0),
+        "clopper_pearson_upper": jax.make_jaxpr(functools.partial(
+            stats.clopper_pearson_upper, confidence=0.95))(counts.fp, counts.n0),
         "certified_epsilons": jax.make_jaxpr(bmp.certified_epsilons)(counts),
     }
     for name, (fn, args) in REGION.items():
