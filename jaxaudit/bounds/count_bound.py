@@ -224,8 +224,9 @@ def success_count_bound(priors: ArrayLike | Sequence[float], epsilon: ArrayLike,
 
     With probability ≥ 1 − γ fewer than v_γ targets are attacked successfully. Round-off is
     resolved conservatively: a tail within a relative 1e−9 of the budget counts as above it
-    (``poisson_binomial.ISF_LOG_MARGIN``), so v_γ is never one too small. vmaps over ε, δ, γ
-    and priors (enable x64 in the caller, see the module docstring).
+    (``poisson_binomial.ISF_LOG_MARGIN``; in float32 under the caller's ``jit``/``vmap`` a
+    further 16·n ulp), so v_γ is never one too small. vmaps over ε, δ, γ and priors (enable x64
+    in the caller, see the module docstring).
 
     Args:
       priors: (n,) baseline success probabilities.

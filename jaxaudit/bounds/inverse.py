@@ -41,7 +41,14 @@ from jaxaudit._validation import (
     is_traced,
 )
 from jaxaudit.bounds._numerics import Concrete, safe_logit
-from jaxaudit.bounds.poisson_binomial import _METHODS, ISF_LOG_MARGIN, THETA_MAX, _logsf_core, _x64
+from jaxaudit.bounds.poisson_binomial import (
+    _METHODS,
+    ISF_LOG_MARGIN,
+    THETA_MAX,
+    _logsf_core,
+    _rounding_margin,
+    _x64,
+)
 from jaxaudit.bounds.success import _posterior_success
 
 __all__ = ["epsilon_for_success", "epsilon_for_count"]
@@ -50,16 +57,6 @@ __all__ = ["epsilon_for_success", "epsilon_for_count"]
 _STEPS = 64
 #: β(ε, p) = sigmoid(ε + logit p) is within a rounding of 1 for every float64 p > 0 beyond it.
 EPSILON_MAX = THETA_MAX
-
-
-def _rounding_margin(dtype, size: int) -> float:
-    """Extra log margin for a tail computed in a dtype narrower than float64 (inside the caller's
-    ``jit``/``vmap`` with x64 off): 16·n·ulp, above the relative error of β and of the n-step
-    recursion in that dtype, so that the bisection's last passing ε stays below the exact answer
-    ("rounded down" holds in float32 too, at the cost of ≈ 1e−4 relative tightness at n = 100).
-    0 in float64, where :data:`ISF_LOG_MARGIN` covers the round-off."""
-    dtype = jnp.dtype(dtype)
-    return 0.0 if dtype == jnp.float64 else 16.0 * size * float(jnp.finfo(dtype).eps)
 
 
 def _round_down(x):

@@ -652,6 +652,16 @@ def _isf_fft(q, log_gamma):
 # --------------------------------------------------------------------------------------------
 
 
+def _rounding_margin(dtype, size: int) -> float:
+    """Extra log margin for a tail computed in a dtype narrower than float64 (inside the caller's
+    ``jit``/``vmap`` with x64 off): 16·n·ulp, above the relative error of β and of the n-step
+    recursion in that dtype, so that a threshold searched on the computed tail stays on the
+    safe side (v_γ never too small, an inverse ε never too large). 0 in float64, where
+    :data:`ISF_LOG_MARGIN` covers the round-off."""
+    dtype = jnp.dtype(dtype)
+    return 0.0 if dtype == jnp.float64 else 16.0 * size * float(jnp.finfo(dtype).eps)
+
+
 def _choose(method: str, n: int) -> str:
     check_choice("method", method, _METHODS)
     if method == "auto":
@@ -689,7 +699,9 @@ def _isf_core(probs: jax.Array, log_gamma: jax.Array, method: str = "auto") -> j
     log γ = −inf for γ = 0), with no validation (jit/vmap-able)."""
     probs = jnp.asarray(probs)
     n = probs.shape[0]
-    log_gamma = jnp.asarray(log_gamma, dtype=jnp.result_type(probs, float)) - ISF_LOG_MARGIN
+    dtype = jnp.result_type(probs, float)
+    log_gamma = (jnp.asarray(log_gamma, dtype=dtype) - ISF_LOG_MARGIN
+                 - _rounding_margin(dtype, _bucket(n)))
     if _choose(method, n) == "recursion":
         # v_γ = #{v ∈ 0..n : log Pr[S ≥ v] > log γ} (the tail is non-increasing in v)
         logsf = _logsf_recursion(_pad(probs, _bucket(n)))
@@ -828,9 +840,9 @@ def poisson_binomial_isf(probs: ArrayLike | Sequence[float], gamma: ArrayLike, *
                          method: str = "auto") -> int | jax.Array:
     """v_γ = min{v ∈ 0..n : Pr[S ≥ v] ≤ γ}; n + 1 when no v ≤ n qualifies.
 
-    Conservative at ties: the computed tail must be ≤ γ·e^{−1e−9} (``ISF_LOG_MARGIN``), so
-    round-off never gives a v one too small; a γ within a relative 1e−9 of a tail value gives the
-    next v.
+    Conservative at ties: the computed tail must be ≤ γ·e^{−1e−9} (``ISF_LOG_MARGIN``; in
+    float32 under the caller's ``jit``/``vmap``, a further 16·n ulp), so round-off never gives a
+    v one too small; a γ within a relative 1e−9 of a tail value gives the next v.
 
     Args:
       probs: (n,) success probabilities in [0, 1].

@@ -123,3 +123,19 @@ def test_inverse_epsilon_in_float32_under_jit_and_vmap_is_rounded_down(p, n, cou
     assert eager <= root
     assert jitted <= root and float(mapped[0]) <= root
     assert jitted == pytest.approx(float(root), rel=1e-2)  # rounded down, not far
+
+
+@pytest.mark.parametrize("gamma", [0.05, 11 / 1024, 1e-4])
+def test_count_bound_in_float32_under_jit_is_never_below_the_exact_quantile(gamma):
+    """v_γ traced in float32 (x64 off) is never below the exact binomial definition (scipy),
+    also at γ = Pr[Bin(10, 1/2) ≥ 9] = 11/1024, where float32 round-off sits at the tie."""
+    import scipy.stats
+
+    for n, p, eps in ((10, 0.5, 0.0), (100, 0.1, 1.0), (200, 0.5, 0.3), (200, 0.01, 2.0)):
+        beta = math.exp(eps) * p / (1 + math.expm1(eps) * p)
+        tails = scipy.stats.binom.sf(np.arange(n + 1) - 1, n, beta)  # Pr[S ≥ v], v = 0..n
+        below = np.nonzero(tails <= gamma)[0]
+        exact = int(below[0]) if below.size else n + 1
+        traced = int(jax.jit(lambda q, e: success_count_bound(q, e, gamma=gamma))(
+            jnp.full(n, p, jnp.float32), jnp.float32(eps)))
+        assert exact <= traced <= exact + 1
