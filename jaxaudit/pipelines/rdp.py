@@ -176,7 +176,8 @@ class RdpResult(NamedTuple):
         computed).
       violation: some lower bound exceeds the accountant.
       runs_needed_text: how many runs per world would make the DV bound informative (Gaussian
-        model of the scores, :func:`jaxaudit.renyi.runs_needed`).
+        model of the scores, :func:`jaxaudit.renyi.runs_needed`), or "skipped: " and why when
+        the scores do not vary within a world (``summary["skipped"]`` says the same).
       confidence: the coverage of the bounds.
       header, title: the printed header and the plot's title.
       summary: what ``results.json`` holds.
@@ -254,7 +255,7 @@ def audit_scores(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, *,
         epsilon_lower_bounds,
         runs_needed,
     )
-    from jaxaudit.renyi.planning import format_runs_needed
+    from jaxaudit.renyi.planning import format_runs_needed, pooled_sd
 
     significance = 1.0 - confidence  # shown only; exact for confidence in [0.5, 1) (Sterbenz)
     in_s, out_s = np.asarray(in_scores), np.asarray(out_scores)
@@ -271,20 +272,29 @@ def audit_scores(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, *,
     if score_bounds and min(in_s.size, out_s.size) >= SCORE_BOUNDS_MIN:
         bounds = report.score_bounds_rows(epsilon_lower_bounds(
             key, in_s, out_s, delta=delta, confidence=confidence), delta=delta)
-    need = runs_needed(in_s, out_s, orders_arr, confidence=confidence)
+    skipped: dict[str, str] = {}
+    if pooled_sd(in_s, out_s) > 0:
+        runs_text = format_runs_needed(runs_needed(in_s, out_s, orders_arr,
+                                                   confidence=confidence),
+                                       min(in_s.size, out_s.size))
+    else:   # e.g. a deterministic run: every bound above holds; only the model fit needs a spread
+        skipped["runs_needed"] = ("the scores do not vary within a world (pooled standard "
+                                  "deviation 0): the Gaussian model of the scores has nothing "
+                                  "to fit; every other bound is computed")
+        runs_text = "skipped: " + skipped["runs_needed"]
     violation = any(r.violation for r in records)
     summary = {
         **(info or {}), **accountant_params, "accountant": accountant, "delta": delta,
         "confidence": confidence, "significance": float(f"{significance:.15g}"),  # shown
         "num_in_scores": int(in_s.size), "num_out_scores": int(out_s.size),
         "records": [r._asdict() for r in records], "rows": rows, "epsilon_at_delta": eps_rows,
-        "score_bounds": bounds, "violation": violation,
+        "score_bounds": bounds, "violation": violation, "skipped": skipped,
     }
     result = RdpResult(
         in_scores=in_s, out_scores=out_s, noise_multiplier=float(accountant_params[
             "noise_multiplier"]), canary_label=canary_label, records=tuple(records), rows=rows,
         epsilon_at_delta=eps_rows, score_bounds=bounds, violation=violation,
-        runs_needed_text=format_runs_needed(need, min(in_s.size, out_s.size)),
+        runs_needed_text=runs_text,
         confidence=confidence, header=header, title=title, summary=summary)
     if rundir is not None:
         report.write_results(rundir, result, curve=_accountant_curve(orders_arr,

@@ -321,9 +321,7 @@ def runs_needed(
            math.floor(split * n_out)) < 2:
         raise ValueError(f"split={split} leaves fewer than 2 pilot scores in a part")
     mean_in, mean_out = float(in_scores.mean()), float(out_scores.mean())
-    pooled_var = (((n_in - 1) * in_scores.var(ddof=1) + (n_out - 1) * out_scores.var(ddof=1))
-                  / (n_in + n_out - 2))
-    sd = math.sqrt(pooled_var)
+    sd = pooled_sd(in_scores, out_scores)
     if not sd > 0:
         raise ValueError("in_scores and out_scores have zero pooled standard deviation: the "
                          "Gaussian model needs scores that vary within a world")
@@ -377,6 +375,16 @@ def _about(n):
         return int(n)
     step = 10 ** (int(math.log10(n)) - 1)
     return int(math.ceil(n / step) * step)
+
+
+def pooled_sd(in_scores: np.ndarray, out_scores: np.ndarray) -> float:
+    """The pooled standard deviation σ of :func:`runs_needed`'s Gaussian model (denominator
+    n_in + n_out − 2) of concrete 1-D scores; 0 when the scores do not vary within a world
+    (then the model has nothing to fit and :func:`runs_needed` refuses). Host-side numpy."""
+    n_in, n_out = in_scores.size, out_scores.size
+    pooled_var = (((n_in - 1) * np.var(in_scores, ddof=1) + (n_out - 1) * np.var(out_scores, ddof=1))
+                  / (n_in + n_out - 2))
+    return math.sqrt(pooled_var)
 
 
 def format_runs_needed(result: RunsNeeded, n_pilot: int) -> str:
