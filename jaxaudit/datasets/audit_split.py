@@ -13,6 +13,7 @@ from jaxaudit._validation import check_choice, host_seed
 
 __all__ = ["AUDIT_DATASETS", "audit_data"]
 
+#: The data sets of a black-box DP-SGD audit (audit_data).
 AUDIT_DATASETS = ("mnist", "synthetic", "cifar10")
 
 

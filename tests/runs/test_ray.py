@@ -169,7 +169,7 @@ def test_bad_backend_arguments_refused(kwargs, name):
 def test_bmp_shadow_stage_on_ray_equals_serial(cluster, tmp_path):
     from jaxaudit.pipelines import BmpConfig, run_bmp
 
-    config = BmpConfig(dataset="csbm", csbm_nodes=60, num_models=4, epochs=2, model_chunk=2,
+    config = BmpConfig(dataset="csbm", csbm_nodes=60, num_models=4, epochs=2, chunk=2,
                        num_warmup=20, num_samples=20, num_chains=2, node_chunk=64,
                        prior_draws=10, mp_baseline=False)
     # the serial reference: the same models by run_shadow (same key rule; tests/pipelines/
