@@ -116,11 +116,11 @@ def main(argv: list[str] | None = None) -> None:
             t0 = time.time()
             c = have // args.chunk
             n = min(args.chunk, s["runs"] - have)
+            recipe = DpsgdConfig(clip_norm=s["clip"], noise_multiplier=sigma, learning_rate=lr,
+                                 steps=args.steps)
             in_s, out_s = canary_runs(jax.random.fold_in(k_setting, c), model, init, (x, y),
-                                      (canary, 9),
-                                      DpsgdConfig(clip_norm=s["clip"], noise_multiplier=sigma,
-                                                  learning_rate=lr, steps=args.steps),
-                                      num_runs=n, chunk_size=args.vmap_chunk)
+                                      (canary, 9), recipe, num_runs=n,
+                                      chunk_size=args.vmap_chunk)
             seconds = time.time() - t0
             prev = dict(np.load(store)) if store.exists() else {
                 "in": np.zeros(0, np.float32), "out": np.zeros(0, np.float32),
