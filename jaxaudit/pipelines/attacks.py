@@ -348,8 +348,8 @@ def _sweep(kind: str, config: SecretsConfig | MarginalsConfig, levels: str, pref
     plan = [(f"{prefix}_{level_name(v)}_seed_{r}", (float(v), r))
             for r in range(int(config.repetitions)) for v in getattr(config, levels)]
     where = dict(plan)
-    stored = stored_config(config._replace(**{levels: [str(float(v))
-                                                      for v in getattr(config, levels)]}))
+    stored = stored_config(config)
+    stored[levels] = [str(float(v)) for v in getattr(config, levels)]
     with open_run(run_dir, kind, stored) as run:
         chunks = run_chunks(run, [n for n, _ in plan], lambda n: compute(*where[n], run),
                             progress=progress or False, worker=worker, **(sweep or {}))

@@ -299,8 +299,8 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
         concat_nodes,
     )
     from jaxaudit.graph import inclusion_probabilities
-    from jaxaudit.graph.types import node_degrees
     from jaxaudit.graph.shadow_models import gnn_module
+    from jaxaudit.graph.types import node_degrees
     from jaxaudit.mia import ErrorCounts
     from jaxaudit.report import bmp as report
     from jaxaudit.runs import run_chunks, stream_key
