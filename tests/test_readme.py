@@ -20,6 +20,11 @@ def test_readme_api_tour_runs():
     assert np.isfinite(float(namespace["log_tail"])) and float(namespace["log_tail"]) < -50
     assert namespace["counts"].fp.shape == (300,)
     assert namespace["post"].eps_r.shape == (4, 200)
+    # the traceable kernel, jitted and vmapped over two nodes; node 0 has post's counts, so the
+    # two medians of ε_R agree within Monte Carlo error (800 draws each)
+    assert namespace["node_post"].eps_r.shape == (2, 4, 200)
+    np.testing.assert_allclose(np.median(np.asarray(namespace["node_post"].eps_r)[0]),
+                               np.median(np.asarray(namespace["post"].eps_r)), atol=0.3)
     assert float(namespace["est"].lower) <= float(namespace["truth"]) == 1.0
     np.testing.assert_allclose(namespace["accountant"], [100.0])
     # the pipelines: the bounds summary equals the function it wraps; the sweep's shapes
