@@ -37,6 +37,7 @@ bounds are host-side (data-dependent sizes).
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -116,9 +117,12 @@ class ScoreBounds(NamedTuple):
 def _one_run_p_value(m, n_guess, n_correct, eps, delta, length):
     """p(ε) of the one-run audit (module docstring). Unvalidated, traceable (float64 advised).
 
-    ``length`` (static) ≥ max n_guess + 1 is the size of the pmf vector over 0..length−1; the
-    window term max_i P[v − i ≤ X < v]/i is max_{k<v} R(k)/(v − k) with R the upper cumulative
-    sum of the pmf restricted to k < v (summed from the top, so small tails stay accurate).
+    ``length`` (static, :func:`_pmf_length`) is the size of the pmf window k = lo..lo+length−1;
+    the window term max_i P[v − i ≤ X < v]/i is max_{k<v} R(k)/(v − k) with R the upper
+    cumulative sum of the pmf restricted to k < v (summed from the top, so small tails stay
+    accurate). Outside g q ± (20 √g + 2) the pmf is below e^−800 (Hoeffding: P[|X − g q| ≥ t]
+    ≤ 2 e^{−2t²/g}), i.e. exactly 0 in float64, so a window of that width (ending at v at the
+    latest) gives the sum over all k: memory O(√m) per threshold instead of O(m).
     """
     g = jnp.asarray(n_guess)
     v = jnp.asarray(n_correct)
@@ -130,7 +134,9 @@ def _one_run_p_value(m, n_guess, n_correct, eps, delta, length):
     # P[X ≥ v] = I_q(v, g − v + 1) for 1 ≤ v ≤ g; 1 for v = 0.
     tail = jsp_special.betainc(jnp.maximum(vf, 1.0), jnp.maximum(gf - vf + 1.0, 1.0), q)
     beta = jnp.where(v <= 0, jnp.ones_like(tail), tail)
-    k = jnp.arange(length, dtype=dtype)
+    half = jnp.ceil(20.0 * jnp.sqrt(gf)) + 2.0
+    lo = jnp.maximum(jnp.minimum(jnp.floor(gf * q) - half, vf - length), 0.0)
+    k = lo + jnp.arange(length, dtype=dtype)
     log_pmf = (jsp_special.gammaln(gf + 1.0) - jsp_special.gammaln(k + 1.0)
                - jsp_special.gammaln(jnp.maximum(gf - k, 0.0) + 1.0)
                + k * log_q + (gf - k) * log_1mq)
@@ -282,6 +288,19 @@ def _bucket(n: int) -> int:
     return 1 << max(int(n - 1).bit_length(), 0)
 
 
+#: Smallest window of :func:`_one_run_p_value`: every m < 4096 shares one compiled program.
+_MIN_LENGTH = 4096
+
+
+def _pmf_length(m: int) -> int:
+    """Static window length of :func:`_one_run_p_value` for m canaries: the whole support
+    0..m or, when shorter, the width 2 (⌈20 √m⌉ + 2) + 2 that holds every non-zero float64 pmf
+    value of Bin(g, q), g ≤ m; bucketed to a power of two ≥ :data:`_MIN_LENGTH` (one compiled
+    program per bucket; a longer window only adds zeros, so the value is the same)."""
+    need = min(m + 1, 2 * (math.ceil(20.0 * math.sqrt(m)) + 2) + 2)
+    return _bucket(max(need, _MIN_LENGTH))
+
+
 #: Thresholds evaluated per batch of the exact one-run search, and how many (the best by the
 #: δ = 0 bound) the f-DP audit is evaluated at.
 _CHUNK = 16
@@ -347,7 +366,7 @@ def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float, 
     if guesses.size == 0:
         return 0.0, 0.0, 0.0, n_tests
     level = significance / n_tests
-    length = _bucket(int(m) + 1)
+    length = _pmf_length(int(m))
     with jax.enable_x64(True):
         size = _bucket(guesses.size)
         all_idx = np.arange(guesses.size)
