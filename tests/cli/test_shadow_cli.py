@@ -107,8 +107,8 @@ def test_own_graph_file_through_shadow_and_bmp(tmp_path, capsys):
             "--out", str(out), "--quiet"]
     assert main(argv) == 0
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["config"]["dataset"] == "file"
-    assert manifest["config"]["graph_file"]["path"] == str(path.resolve())
+    assert manifest["config"]["graph_file"] == str(path)
+    assert len(manifest["config"]["derived"]["graph_file_sha256"]) == 64
     scores = np.load(next((out / "chunks").glob("*.npz")))["scores"]
     assert scores.shape == (4, n)
     bmp_out = tmp_path / "bmp"
