@@ -193,3 +193,17 @@ def test_every_export_has_a_docstring():
 def test_api_page_is_current(page):
     assert (ROOT / "docs" / page).read_text() == make_api.render(), (
         "docs/api.md is out of date: run `uv run python docs/make_api.py`")
+
+
+def test_no_pipeline_module_imports_another():
+    """Pipelines share through pipelines/common.py only (docs/architecture.md, layer 6)."""
+    bad = []
+    for path in sorted((PACKAGE / "pipelines").glob("*.py")):
+        if path.stem in ("__init__", "common"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                parts = node.module.split(".")
+                if parts[:2] == ["jaxaudit", "pipelines"] and parts[2:] not in ([], ["common"]):
+                    bad.append(f"{path.name}:{node.lineno} imports {node.module}")
+    assert not bad, bad
