@@ -322,14 +322,15 @@ BONFERRONI = ("grid", "all", "hull")
 GRID_POINTS = 40
 
 
-def grid_counts(in_scores: np.ndarray, out_scores: np.ndarray, seed: int = 0):
+def grid_counts(in_scores: np.ndarray, out_scores: np.ndarray, tie_seed: int = 0):
     """(correct, wrong) guesses when guessing "in" for the r top-scored canaries, r over the
     fixed grid unique(round(geomspace(1, m, 40))) — it depends on m only, not on the scores.
-    Ties are broken by a seeded random permutation (never by the labels). Host-side numpy."""
+    Ties are broken by a random permutation seeded by ``tie_seed`` (never by the labels).
+    Host-side numpy."""
     m = in_scores.size + out_scores.size
     scores = np.concatenate([in_scores, out_scores])
     is_in = np.concatenate([np.ones(in_scores.size, bool), np.zeros(out_scores.size, bool)])
-    perm = np.random.default_rng(seed).permutation(m)
+    perm = np.random.default_rng(tie_seed).permutation(m)
     order = perm[np.argsort(-scores[perm], kind="stable")]
     hits = np.concatenate([[0], np.cumsum(is_in[order])])
     r = np.unique(np.round(np.geomspace(1, m, GRID_POINTS)).astype(np.int64))
@@ -337,11 +338,11 @@ def grid_counts(in_scores: np.ndarray, out_scores: np.ndarray, seed: int = 0):
 
 
 def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float, *,
-                   confidence: float, bonferroni: str = "grid", seed: int = 0
+                   confidence: float, bonferroni: str = "grid", tie_seed: int = 0
                    ) -> tuple[float, float, float, int]:
     """(one-run ε, f-DP μ, f-DP ε, K) on concrete validated scores. Host-side driver.
 
-    ``delta`` is DP's δ; ``confidence`` the coverage; ``seed`` the host seed of the grid's
+    ``delta`` is DP's δ; ``confidence`` the coverage; ``tie_seed`` the host seed of the grid's
     tie-breaking permutation. Failure probability (1 − confidence)/K at each threshold: the
     K ≤ 40 guess counts of the fixed grid
     (``"grid"``), or the hull thresholds with K = m + 1 (``"all"``) or K = the number of hull
@@ -355,7 +356,7 @@ def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float, 
     significance = 1.0 - confidence
     m = float(in_scores.size + out_scores.size)
     if bonferroni == "grid":
-        tp, fp = grid_counts(in_scores, out_scores, seed)
+        tp, fp = grid_counts(in_scores, out_scores, tie_seed)
         n_tests = int(tp.size)
     else:
         tp, fp = roc_hull_counts(in_scores, out_scores)
@@ -479,7 +480,7 @@ def epsilon_lower_bounds(key: jax.Array, in_scores: ArrayLike, out_scores: Array
     """
     refuse_traced("epsilon_lower_bounds", key=key, in_scores=in_scores, out_scores=out_scores,
                   delta=delta, confidence=confidence)
-    seed = host_seed(key)
+    tie_seed = host_seed(key)
     in_np = check_score_vector("in_scores", in_scores, minimum=MIN_SCORES)
     out_np = check_score_vector("out_scores", out_scores, minimum=MIN_SCORES)
     delta = float(check_probability("delta", delta, open_low=True, open_high=True))
@@ -491,7 +492,7 @@ def epsilon_lower_bounds(key: jax.Array, in_scores: ArrayLike, out_scores: Array
     cp = clopper_pearson_epsilon_lower_bound(key, in_np, out_np, delta, confidence=confidence)
     gdp = gdp_epsilon_lower_bound(key, in_np, out_np, delta, confidence=confidence)
     one_run, fdp_mu, fdp_eps, n_tests = one_run_bounds(
-        in_np, out_np, delta, confidence=confidence, bonferroni=bonferroni, seed=seed)
+        in_np, out_np, delta, confidence=confidence, bonferroni=bonferroni, tie_seed=tie_seed)
     if include_rdp:
         t_rdp = np.asarray(threshold_renyi_lower_bound(key, in_np, out_np, orders_np,
                                                        confidence=confidence), dtype=np.float64)

@@ -80,7 +80,7 @@ def test_reference_values_jax_privacy(shift, one_run, fdp):
 
 def test_grid_counts_ignore_labels_on_ties():
     """All scores tied: the top-r guesses are a seeded random subset, not the in-world runs."""
-    tp, fp = sb.grid_counts(np.zeros(500), np.zeros(500), seed=1)
+    tp, fp = sb.grid_counts(np.zeros(500), np.zeros(500), tie_seed=1)
     r = tp + fp
     assert np.all(np.abs(tp - r / 2) <= 4 * np.sqrt(r / 4) + 1)
     assert tp[-1] == 500 and r[-1] == 1000 and r[0] == 1

@@ -44,7 +44,7 @@ def test_pipeline_reports_every_bound_and_skips_only_the_model_fit(case):
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:.*holds int64 scores")
-@pytest.mark.parametrize("case", ["constant", "int64_extremes"])
+@pytest.mark.parametrize("case", ["constant", "denormal", "int64_extremes"])
 def test_cli_reports_the_bounds_and_exits_0(case, tmp_path, capsys):
     in_s, out_s = CASES[case]
     if case == "int64_extremes":   # saved as int64, the type a counting score has
