@@ -145,29 +145,40 @@ def run_chunks(
     else:
         bar = progress_bar(len(mine), desc=desc, enabled=bool(progress),
                            initial=sum(n in results for n in mine))
-    with bar:
-        pending = [n for n in mine if n not in results]
-        while pending:
-            held = []
-            for name in pending:
-                if run.has_chunk(name):  # finished by another process meanwhile
-                    results[name] = run.load_chunk(name)
-                    bar.update(1)
-                    continue
-                claim = claim_unit(run, name, lease_s=lease_s)
-                if claim is None:
-                    held.append(name)
-                    continue
-                with claim:
-                    if not run.has_chunk(name):
-                        run.save_chunk(name, dict(compute_fn(name)))
+
+    def attempt(pending: list[str]) -> list[str]:
+        held = []
+        for name in pending:
+            if run.has_chunk(name):  # finished by another process meanwhile
                 results[name] = run.load_chunk(name)
                 bar.update(1)
-            if worker is not None or not held:
-                break
-            time.sleep(poll_s)
-            pending = held
+                continue
+            claim = claim_unit(run, name, lease_s=lease_s)
+            if claim is None:
+                held.append(name)
+                continue
+            with claim:
+                if not run.has_chunk(name):
+                    run.save_chunk(name, dict(compute_fn(name)))
+            results[name] = run.load_chunk(name)
+            bar.update(1)
+        return held
+
+    with bar:
+        _until_done([n for n in mine if n not in results], attempt, worker, poll_s)
     return {n: results[n] for n in names if n in results}
+
+
+def _until_done(pending: list[str], attempt: Callable[[list[str]], list[str]],
+                worker: tuple[int, int] | None, poll_s: float) -> None:
+    """Rounds of ``attempt(pending) -> held`` until no chunk is held by another process, waiting
+    ``poll_s`` between rounds (worker mode: one round; held chunks are left to their holders)."""
+    while pending:
+        held = attempt(pending)
+        if worker is not None or not held:
+            return
+        time.sleep(poll_s)
+        pending = held
 
 
 def _run_chunks_ray(run: RunDir | None, names: list[str], mine: list[str],
@@ -209,17 +220,13 @@ def _run_chunks_ray(run: RunDir | None, names: list[str], mine: list[str],
             return None
         return claim_unit(run, name, lease_s=lease_s)
 
+    def attempt(pending: list[str]) -> list[str]:
+        held = run_units_ray(pending, compute_fn, commit, acquire=None if run is None else acquire,
+                             address=address, workers=workers)
+        return [n for n in held if n not in results]
+
     with bar:
-        pending = [n for n in mine if n not in results]
-        while pending:
-            held = run_units_ray(pending, compute_fn, commit,
-                                 acquire=None if run is None else acquire,
-                                 address=address, workers=workers)
-            held = [n for n in held if n not in results]
-            if worker is not None or not held:
-                break
-            time.sleep(poll_s)
-            pending = held
+        _until_done([n for n in mine if n not in results], attempt, worker, poll_s)
     return {n: results[n] for n in names if n in results}
 
 
@@ -273,43 +280,42 @@ def _run_chunks_lockstep(run: RunDir, names: list[str], mine: set[str],
         bar: Any = _CallbackBar(progress, count, 0)
     else:
         bar = progress_bar(count, desc=desc, enabled=bool(progress) and primary)
+
+    def attempt(pending: list[str]) -> list[str]:
+        held = []
+        for name in pending:
+            claim = None
+            state = b""
+            if primary:
+                if run.has_chunk(name):
+                    state = _DONE
+                elif name not in mine:
+                    state = _SKIP
+                else:
+                    claim = claim_unit(run, name, lease_s=lease_s)
+                    state = _HELD if claim is None else _COMPUTE
+            state = _broadcast_bytes(state if primary else None)
+            if state == _HELD:
+                held.append(name)
+                continue
+            if state == _SKIP:
+                continue
+            if state == _COMPUTE:
+                try:
+                    arrays = dict(compute_fn(name))
+                    if claim is not None and not run.has_chunk(name):
+                        run.save_chunk(name, arrays)
+                finally:
+                    if claim is not None:
+                        claim.release()
+            data = _broadcast_bytes(run._verified_bytes(name) if primary else None)
+            results[name] = load_npz(data, name=f"chunk {name!r} in {run.path}")
+            if name in mine:
+                bar.update(1)
+        return held
+
     with bar:
-        pending = list(names)
-        while pending:
-            held = []
-            for name in pending:
-                claim = None
-                state = b""
-                if primary:
-                    if run.has_chunk(name):
-                        state = _DONE
-                    elif name not in mine:
-                        state = _SKIP
-                    else:
-                        claim = claim_unit(run, name, lease_s=lease_s)
-                        state = _HELD if claim is None else _COMPUTE
-                state = _broadcast_bytes(state if primary else None)
-                if state == _HELD:
-                    held.append(name)
-                    continue
-                if state == _SKIP:
-                    continue
-                if state == _COMPUTE:
-                    try:
-                        arrays = dict(compute_fn(name))
-                        if claim is not None and not run.has_chunk(name):
-                            run.save_chunk(name, arrays)
-                    finally:
-                        if claim is not None:
-                            claim.release()
-                data = _broadcast_bytes(run._verified_bytes(name) if primary else None)
-                results[name] = load_npz(data, name=f"chunk {name!r} in {run.path}")
-                if name in mine:
-                    bar.update(1)
-            if worker is not None or not held:
-                break
-            time.sleep(poll_s)
-            pending = held
+        _until_done(list(names), attempt, worker, poll_s)
     return {n: results[n] for n in names if n in results}
 
 
