@@ -31,7 +31,7 @@ for μ-GDP, ``accounting.rdp`` for RDP → (ε, δ)).
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal, get_args
+from typing import Literal, Self, get_args
 
 import jax
 import jax.numpy as jnp
@@ -83,6 +83,13 @@ class _Base:
         return f"{type(self).__name__}(" + ", ".join(
             f"{f.name}={_plain_value(getattr(self, f.name))!r}" for f in fields) + ")"
 
+    def _doubled(self, field: str) -> Self:
+        """Self if already replace-one, else the replace-one guarantee with ``field`` doubled."""
+        if self.relation == "replace_one":
+            return self
+        return dataclasses.replace(  # type: ignore[type-var]
+            self, **{field: 2.0 * getattr(self, field)}, relation="replace_one")
+
     def _check(self, **checks: tuple) -> None:
         for field, (check, kwargs) in checks.items():
             value = getattr(self, field)
@@ -119,9 +126,7 @@ class PureDP(_Base):
         """Replace-one from add/remove by group privacy (two steps): 2ε (Dwork & Roth, "The
         Algorithmic Foundations of Differential Privacy", Theorem 2.2). Unchanged if already
         replace-one."""
-        if self.relation == "replace_one":
-            return self
-        return PureDP(2.0 * self.epsilon, "replace_one")
+        return self._doubled("epsilon")
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -204,9 +209,7 @@ class GaussianDP(_Base):
     def to_replace_one(self) -> GaussianDP:
         """Replace-one from add/remove: 2μ-GDP (group privacy of GDP for groups of two; Dong,
         Roth, Su, arXiv 1905.02383, Theorem 2.14). Unchanged if already replace-one."""
-        if self.relation == "replace_one":
-            return self
-        return GaussianDP(2.0 * self.mu, "replace_one")
+        return self._doubled("mu")
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
