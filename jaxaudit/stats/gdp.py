@@ -18,6 +18,9 @@ References:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -95,6 +98,15 @@ def _gdp_epsilon_jvp(primals: tuple, tangents: tuple) -> tuple[jax.Array, jax.Ar
 _gdp_epsilon_jit = jax.jit(gdp_epsilon_core)
 
 
+def _check_mu_and(name: str, value: ArrayLike, check: Callable[[str, Any], np.ndarray],
+                  mu: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """μ ≥ 0 and the argument ``name`` (checked by ``check``), broadcast-compatible."""
+    mu_np = check_nonnegative("mu", mu)
+    value_np = check(name, value)
+    check_broadcast(**{"mu": mu, name: value})
+    return mu_np, value_np
+
+
 def gdp_epsilon(mu: ArrayLike, delta: ArrayLike) -> float | np.ndarray | jax.Array:
     """Smallest ε ≥ 0 with δ_μ(ε) ≤ δ for μ-GDP: the (ε, δ) curve of μ-GDP.
 
@@ -118,9 +130,7 @@ def gdp_epsilon(mu: ArrayLike, delta: ArrayLike) -> float | np.ndarray | jax.Arr
     """
     if is_traced(mu, delta):
         return gdp_epsilon_core(*float_arrays(mu, delta))
-    mu_np = check_nonnegative("mu", mu)
-    delta_np = check_probability("delta", delta)
-    check_broadcast(mu=mu, delta=delta)
+    mu_np, delta_np = _check_mu_and("delta", delta, check_probability, mu)
     with jax.enable_x64(True):
         out = np.asarray(_gdp_epsilon_jit(jnp.asarray(mu_np), jnp.asarray(delta_np)))
     return float(out) if out.ndim == 0 else out
@@ -151,9 +161,7 @@ def gdp_to_rdp(mu: ArrayLike, order: ArrayLike) -> np.ndarray | jax.Array:
     """
     if is_traced(mu, order):
         return gdp_to_rdp_core(*float_arrays(mu, order))
-    mu_np = check_nonnegative("mu", mu)
-    order_np = check_order_limits("order", order)
-    check_broadcast(mu=mu, order=order)
+    mu_np, order_np = _check_mu_and("order", order, check_order_limits, mu)
     with np.errstate(invalid="ignore"):
         value = order_np * mu_np**2 / 2.0
     return np.asarray(np.where(mu_np == 0, 0.0, value), dtype=np.float64)
