@@ -348,6 +348,30 @@ def _read_csv(data: bytes) -> tuple[list[str], list[list[str]]]:
     return rows[0], rows[1:]
 
 
+def _json_entry(data: bytes) -> tuple[int, tuple[str, Any]]:
+    """(rows, (what, content)) of a JSON file's section: its tables, else its text ("pre")."""
+    try:
+        obj = parse_json(data, "the file")
+    except ValueError as err:
+        return 0, ("bad", f"unreadable JSON: {err}")
+    found = _json_tables(obj)
+    if found:
+        return len(found[0][2]), ("tables", found)
+    text = json.dumps(obj, indent=2, default=str)
+    if len(text) > _MAX_JSON_CHARS:
+        text = text[:_MAX_JSON_CHARS] + f"\n... ({len(text)} characters in all)"
+    return 0, ("pre", text)
+
+
+def _csv_entry(data: bytes) -> tuple[int, tuple[str, Any]]:
+    """(rows, (what, content)) of a CSV file's section: its one table."""
+    try:
+        table = _read_csv(data)
+    except (csv.Error, UnicodeDecodeError) as err:
+        return 0, ("bad", f"unreadable CSV: {err}")
+    return len(table[1]), ("tables", [("", *table)])
+
+
 def _png_size(data: bytes) -> tuple[int, int]:
     """Width and height from the IHDR chunk of a PNG."""
     return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
@@ -453,35 +477,11 @@ def render_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[st
     # 3. tables, shortest first: (rows, file, (what, content)); the content is the text of a
     # "bad" or "pre" entry, the list of tables of a "tables" entry
     tables: list[tuple[int, Path, tuple[str, Any]]] = []
-    for p in by_kind[".json"]:
-        data = read(p)
-        if isinstance(data, str):
-            tables.append((0, p, ("bad", data)))
-            continue
-        try:
-            obj = parse_json(data, "the file")
-        except ValueError as err:
-            tables.append((0, p, ("bad", f"unreadable JSON: {err}")))
-            continue
-        found = _json_tables(obj)
-        if not found:
-            text = json.dumps(obj, indent=2, default=str)
-            if len(text) > _MAX_JSON_CHARS:
-                text = text[:_MAX_JSON_CHARS] + f"\n... ({len(text)} characters in all)"
-            tables.append((0, p, ("pre", text)))
-        else:
-            tables.append((len(found[0][2]), p, ("tables", found)))
-    for p in by_kind[".csv"]:
-        data = read(p)
-        if isinstance(data, str):
-            tables.append((0, p, ("bad", data)))
-            continue
-        try:
-            table = _read_csv(data)
-        except (csv.Error, UnicodeDecodeError) as err:
-            tables.append((0, p, ("bad", f"unreadable CSV: {err}")))
-            continue
-        tables.append((len(table[1]), p, ("tables", [("", *table)])))
+    for kind, entry in ((".json", _json_entry), (".csv", _csv_entry)):
+        for p in by_kind[kind]:
+            data = read(p)
+            num_rows, content = (0, ("bad", data)) if isinstance(data, str) else entry(data)
+            tables.append((num_rows, p, content))
     if tables:
         rep.heading("Tables")
     for num_rows, p, (what, content) in sorted(tables, key=lambda t: (t[0], rel(t[1]))):
