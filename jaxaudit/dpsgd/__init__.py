@@ -13,6 +13,9 @@
   * :func:`canary_runs`, :func:`train_run` — R runs with and R without the canary, one vmapped
     call, and its traceable unit.
   * :func:`audit_dpsgd`, :class:`OrderAudit` — DV lower bounds next to the accountant and baselines.
+  * :func:`one_run_audit`, :class:`OneRunConfig` — a one-run audit: m canaries (input or Dirac
+    gradient) included by fair coins in ONE training run, every score-based bound beside the
+    accountant (traceable unit: ``one_run.one_run_scores``).
 
 Helpers stay importable from their modules: ``private_aggregate`` (``clip_and_sum``,
 ``noise_stddev``, ``add_gaussian_noise``, ``DPAggregateState``), ``canary_training``
@@ -24,6 +27,7 @@ from jaxaudit.dpsgd.canary import blank_canary, worst_case_label
 from jaxaudit.dpsgd.canary_training import canary_runs, train_run
 from jaxaudit.dpsgd.config import DpsgdConfig
 from jaxaudit.dpsgd.models import MLP, LogisticRegression, SmallCNN, model_by_name
+from jaxaudit.dpsgd.one_run import OneRunConfig, one_run_audit
 from jaxaudit.dpsgd.pretrain import pretrain
 from jaxaudit.dpsgd.private_aggregate import dp_aggregate, dp_noisy_sum, per_example_gradients
 from jaxaudit.dpsgd.private_step import clipped_gradient_sum, dp_gradient_step, make_private_step
@@ -32,6 +36,7 @@ __all__ = [
     "DpsgdConfig",
     "LogisticRegression",
     "MLP",
+    "OneRunConfig",
     "OrderAudit",
     "SmallCNN",
     "audit_dpsgd",
@@ -43,6 +48,7 @@ __all__ = [
     "dp_noisy_sum",
     "make_private_step",
     "model_by_name",
+    "one_run_audit",
     "per_example_gradients",
     "pretrain",
     "train_run",

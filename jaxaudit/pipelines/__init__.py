@@ -12,6 +12,7 @@ from jaxaudit.pipelines.attacks import (
 from jaxaudit.pipelines.bmp import BmpConfig, BmpResult, run_bmp
 from jaxaudit.pipelines.bounds import BoundsConfig, BoundsResult, run_bounds
 from jaxaudit.pipelines.common import ShadowRun, load_shadow
+from jaxaudit.pipelines.one_run import OneRunAuditConfig, run_one_run
 from jaxaudit.pipelines.rdp import (
     RdpConfig,
     RdpResult,
@@ -26,3 +27,4 @@ __all__ += ["BoundsConfig", "BoundsResult", "run_bounds"]
 __all__ += ["ShadowConfig", "ShadowRun", "load_shadow", "run_shadow", "BmpConfig", "BmpResult", "run_bmp"]
 __all__ += ["AttackSweep", "MarginalsConfig", "SecretsConfig", "run_marginals", "run_secrets"]
 __all__ += ["RdpConfig", "RdpResult", "ScoresAuditConfig", "run_rdp", "run_scores_audit"]
+__all__ += ["OneRunAuditConfig", "run_one_run"]

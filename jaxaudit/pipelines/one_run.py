@@ -1,0 +1,174 @@
+"""A one-run audit of DP-SGD on MNIST: one training run with m canaries included by fair coins,
+every score-based bound beside the accountant (:func:`jaxaudit.dpsgd.one_run_audit`; Steinke,
+Nasr, Jagielski, arXiv 2305.08846; Mahloujifar, Melis, Chaudhuri, arXiv 2410.22235).
+
+Keys: seed s is the root ``jax.random.key(s)``; the data's permutation uses
+``fold_in(root, 0)``, the initialisation ``fold_in(root, 1)``, the input canaries' wrong labels
+``fold_in(root, 2)`` and the audit (coins, run, bounds) ``fold_in(root, 3)``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxaudit import dpsgd
+from jaxaudit._validation import (
+    check_choice,
+    check_integer,
+    check_positive_finite,
+    check_probability,
+)
+from jaxaudit.accounting import noise_for_epsilon
+from jaxaudit.datasets.audit_split import audit_data
+from jaxaudit.dpsgd.one_run import KINDS
+from jaxaudit.pipelines.common import bounded, open_run, stored_config
+from jaxaudit.runs import Progress
+
+__all__ = ["OneRunAuditConfig", "OneRunResult", "run_one_run"]
+
+#: The models a configuration names (:func:`jaxaudit.dpsgd.model_by_name`).
+MODELS = ("cnn", "mlp", "logreg")
+#: The published step on the noisy sum, η = 4 over |D| = 30,000 (Annamalai & De Cristofaro).
+LR_ON_SUM = 4.0 / 30_000
+
+
+class OneRunAuditConfig(NamedTuple):
+    """Configuration of :func:`run_one_run`.
+
+    Attributes:
+      dataset: "mnist" (the 10,000-image test split) or "synthetic".
+      model: "cnn" (default), "mlp" or "logreg"; randomly initialised (no pretraining).
+      dataset_size: |D⁻| (default 1000).
+      num_canaries: m ≥ 16 (default 100).
+      kind: "gradient" (default: Dirac gradient canaries in a parameter block the model never
+        reads) or "input" (m further images of the split with wrong labels, scored by −CE).
+      epsilon: target ε at ``delta`` that calibrates σ (RDP accountant; default 10).
+      delta: δ (default 1e-5).
+      clip_norm: C (default 1).
+      steps: T (default 100).
+      learning_rate: η on the mean-gradient scale (None: 4/30000·q|D⁻|, the published step on
+        the noisy sum).
+      sampling_rate: Poisson rate q (default 1: full batch).
+      confidence: coverage of every bound (default 0.95).
+      seed: integer root of the keys (see the module).
+      data_dir: data directory (None: $JAXAUDIT_DATA, else ~/.cache/jaxaudit); not stored.
+    """
+
+    dataset: str = "mnist"
+    model: str = "cnn"
+    dataset_size: int = 1000
+    num_canaries: int = 100
+    kind: str = "gradient"
+    epsilon: float = 10.0
+    delta: float = 1e-5
+    clip_norm: float = 1.0
+    steps: int = 100
+    learning_rate: float | None = None
+    sampling_rate: float = 1.0
+    confidence: float = 0.95
+    seed: int = 0
+    data_dir: str | None = None
+
+
+class OneRunResult(NamedTuple):
+    """Result of :func:`run_one_run`.
+
+    Bounds (each holds with probability ≥ ``confidence``): ``one_run`` (ε, Steinke et al.),
+    ``fdp_one_run_mu`` (μ, Mahloujifar et al.), ``clopper_pearson`` (ε), ``gdp_mu`` (μ) are
+    lower bounds; ``accountant_epsilon`` is the accountant's upper bound (RDP, at δ).
+    Estimates (bounds only if the trade-off curve is exactly Gaussian): ``fdp_one_run`` and
+    ``gdp_epsilon`` (ε of μ-GDP at δ).
+    Also: ``scores`` (m,) and ``included`` (m,) bool, the noise multiplier σ, ``minutes`` of wall
+    time of the run and its bounds, and ``path`` (the run folder or None).
+    """
+
+    scores: np.ndarray
+    included: np.ndarray
+    noise_multiplier: float
+    accountant_epsilon: float
+    one_run: float
+    fdp_one_run_mu: float
+    fdp_one_run: float
+    clopper_pearson: float
+    gdp_mu: float
+    gdp_epsilon: float
+    minutes: float
+    path: Path | None
+
+
+def _check(config: Any) -> OneRunAuditConfig:
+    if not isinstance(config, OneRunAuditConfig):
+        raise ValueError(f"config must be a OneRunAuditConfig, got {type(config).__name__}")
+    check_choice("dataset", config.dataset, ("mnist", "synthetic"))
+    check_choice("model", config.model, MODELS)
+    check_choice("kind", config.kind, KINDS)
+    bounded("dataset_size", config.dataset_size, 1, 10_000)
+    bounded("num_canaries", config.num_canaries, 16, 10_000)
+    if config.kind == "input" and config.dataset_size + config.num_canaries > 10_000:
+        raise ValueError("dataset_size + num_canaries must be at most 10000 with kind='input' "
+                         "(the canaries are further images of the split)")
+    check_positive_finite("epsilon", config.epsilon)
+    check_probability("delta", config.delta, open_low=True, open_high=True)
+    check_positive_finite("clip_norm", config.clip_norm)
+    check_integer("steps", config.steps, minimum=1)
+    if config.learning_rate is not None:
+        check_positive_finite("learning_rate", config.learning_rate)
+    check_probability("sampling_rate", config.sampling_rate, open_low=True)
+    check_probability("confidence", config.confidence, open_low=True, open_high=True)
+    check_integer("seed", config.seed, minimum=0)
+    return config
+
+
+def run_one_run(config: OneRunAuditConfig, run_dir: str | Path | None = None, *,
+                progress: Progress | None = None) -> OneRunResult:
+    """Train once with m canaries and audit (:func:`jaxaudit.dpsgd.one_run_audit`).
+
+    Every field is checked before anything is written. With ``run_dir`` the configuration is
+    stored (a folder of another configuration is refused), the scores and coins are saved as
+    the chunk ``run`` and the result as ``result.json`` (a second call with the same
+    configuration trains again and writes the same numbers).
+    ``progress(done, total)`` is called once the run is trained (total 1).
+    """
+    config = _check(config)
+    root = jax.random.key(config.seed)
+    m, n = config.num_canaries, config.dataset_size
+    extra = m if config.kind == "input" else 0
+    (x, y), _ = audit_data(jax.random.fold_in(root, 0), config.dataset, n + extra, 0,
+                           data_dir=config.data_dir)
+    canaries = None
+    if config.kind == "input":  # further images with a wrong label each
+        shift = jax.random.randint(jax.random.fold_in(root, 2), (m,), 1, 10)
+        canaries = (x[n:], np.asarray((y[n:] + np.asarray(shift)) % 10, np.int32))
+        x, y = x[:n], y[:n]
+    model = dpsgd.model_by_name(config.model)
+    params = model.init(jax.random.fold_in(root, 1), jnp.asarray(x[:1]))
+    sigma = float(noise_for_epsilon(config.epsilon, config.delta, config.steps,
+                                    config.sampling_rate, accountant="rdp"))
+    lr = (LR_ON_SUM * n * config.sampling_rate if config.learning_rate is None
+          else float(config.learning_rate))
+    recipe = dpsgd.DpsgdConfig(config.clip_norm, sigma, lr, steps=config.steps,
+                               sampling_rate=config.sampling_rate)
+    audit = dpsgd.OneRunConfig(m, config.kind, config.delta, config.confidence)
+    with open_run(run_dir, "one_run", stored_config(config, exclude=("data_dir",))) as run:
+        start = time.perf_counter()
+        res = dpsgd.one_run_audit(jax.random.fold_in(root, 3), model, params, (x, y), recipe,
+                                  audit, canaries=canaries)
+        minutes = (time.perf_counter() - start) / 60.0
+        if progress is not None:
+            progress(1, 1)
+        b = res.bounds
+        result = OneRunResult(res.scores, res.included, sigma, res.accountant_epsilon,
+                              float(b.one_run), float(b.fdp_one_run_mu), float(b.fdp_one_run),
+                              float(b.clopper_pearson), float(b.gdp_mu), float(b.gdp_epsilon),
+                              minutes, None if run is None else run.path)
+        if run is not None:
+            run.save_chunk("run", {"scores": res.scores, "included": res.included})
+            run.write_json("result.json", {k: v for k, v in result._asdict().items()
+                                           if k not in ("scores", "included", "path")})
+    return result
