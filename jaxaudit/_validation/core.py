@@ -179,27 +179,39 @@ def check_bool(name: str, value: object) -> bool:
     return bool(value)
 
 
-def check_integer(name: str, value: Any, minimum: int | None = 0) -> int:
-    """A concrete integer ≥ ``minimum`` (NaN, inf, fractions, strings and bools refused).
+INT64_MAX = 2**63 - 1
+
+
+def check_integer(
+    name: str, value: Any, minimum: int | None = 0, maximum: int | None = INT64_MAX
+) -> int:
+    """A concrete integer in ``[minimum, maximum]`` (NaN, inf, fractions, strings and bools refused).
 
     ``minimum=1`` is the positive-integer check (a count of runs, steps, models, epochs).
+    ``maximum`` defaults to the largest 64-bit signed integer, because the value usually goes
+    on into numpy or JAX; pass ``maximum=None`` where an unbounded Python int is meaningful
+    (e.g. the size of a secret space, which may exceed ``2**64``). Python ints are compared
+    exactly, however large.
     """
     if isinstance(value, str | bytes | bool | np.bool_):
         raise ArgumentTypeError(f"{name} must be an integer, got {value!r}")
     bound = "" if minimum is None else f" >= {minimum}"
-    as_float: float
+    exact: int
     if isinstance(value, numbers.Integral):
-        as_float = int(value)
+        exact = int(value)
     else:
         try:
             as_float = float(np.asarray(value).reshape(()))
-        except (TypeError, ValueError) as err:
+        except (TypeError, ValueError, OverflowError) as err:
             raise ValueError(f"{name} must be an integer{bound}, got {plain(value)}") from err
-    if not np.isfinite(as_float) or as_float != int(as_float):
+        if not np.isfinite(as_float) or as_float != int(as_float):
+            raise ValueError(f"{name} must be an integer{bound}, got {plain(value)}")
+        exact = int(as_float)
+    if minimum is not None and exact < minimum:
         raise ValueError(f"{name} must be an integer{bound}, got {plain(value)}")
-    if minimum is not None and as_float < minimum:
-        raise ValueError(f"{name} must be an integer{bound}, got {plain(value)}")
-    return int(as_float)
+    if maximum is not None and exact > maximum:
+        raise ValueError(f"{name} must be an integer <= {maximum}, got {plain(value)}")
+    return exact
 
 
 def check_chunk_size(chunk_size: Any, name: str = "chunk_size") -> int | None:

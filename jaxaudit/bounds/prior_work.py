@@ -351,8 +351,10 @@ def _captures_tracer(fn) -> bool:
 
 
 def _mmc_check(m, c_guesses, alphabet_size, gamma, inverse_blowup=None):
-    for name, val in (("m", m), ("c_guesses", c_guesses), ("alphabet_size", alphabet_size)):
+    for name, val in (("m", m), ("c_guesses", c_guesses)):
         check_integer(name, val, minimum=1)
+    # K may be a 64-bit secret space or larger: the recursion uses it as a float (K − 1)
+    check_integer("alphabet_size", alphabet_size, minimum=1, maximum=2**1000)
     if inverse_blowup is not None and not callable(inverse_blowup):
         raise ValueError(f"inverse_blowup must be a callable y ↦ f̄⁻¹(y), got {inverse_blowup!r}")
     if c_guesses > m:
@@ -408,7 +410,7 @@ def mmc_reject(m: int, c_guesses: int, c_correct: int, alphabet_size: int,
     if check_integer("c_correct", c_correct) > c_guesses:
         raise ValueError(f"c_correct must be an integer in [0, c_guesses], got {plain(c_correct)}")
     with jax.enable_x64(True):
-        return bool(_mmc_reject_core(m, c_guesses, c_correct, alphabet_size, inverse_blowup,
+        return bool(_mmc_reject_core(m, c_guesses, c_correct, float(alphabet_size), inverse_blowup,
                                      gamma))
 
 
@@ -443,5 +445,5 @@ def mmc_threshold(m: int, c_guesses: int, alphabet_size: int,
         return _mmc_threshold_core(m, c_guesses, alphabet_size, inverse_blowup, gamma, steps)
     _mmc_check(m, c_guesses, alphabet_size, gamma, inverse_blowup)
     with jax.enable_x64(True):
-        return int(_mmc_threshold_core(m, c_guesses, alphabet_size, inverse_blowup, gamma,
+        return int(_mmc_threshold_core(m, c_guesses, float(alphabet_size), inverse_blowup, gamma,
                                        (int(c_guesses) + 2).bit_length()))

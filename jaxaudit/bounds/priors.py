@@ -279,8 +279,35 @@ def zipf_prior(exponent: float, support_size: int,
     return np.exp(-s * np.log(r) - math.log(harmonic))
 
 
+def zipf_top_mass(exponent: float, support_size: int, attempts: int = 1) -> float:
+    """Mass H_k(s)/H_N(s) of the k = min(attempts, N) most likely values of a Zipf(s) prior
+    over N values, from Hurwitz zetas (mpmath, 40 digits): nothing of length k or N is
+    allocated, so N = 10^300 or k = 10^10 cost nothing. Exact up to float64 rounding.
+
+    Examples:
+      >>> round(zipf_top_mass(1.0, 3, 2), 6)   # (1 + 1/2) / (1 + 1/2 + 1/3)
+      0.818182
+    """
+    s = float(check_positive_finite("exponent", exponent))
+    n = check_integer("support_size", support_size, minimum=1, maximum=None)
+    k = check_integer("attempts", attempts, minimum=1, maximum=None)
+    if k >= n:
+        return 1.0
+    with mpmath.workdps(40):
+        if s == 1.0:
+            top, total = mpmath.harmonic(k), mpmath.harmonic(n)
+        else:
+            z = mpmath.zeta(s)
+            top, total = z - mpmath.zeta(s, k + 1), z - mpmath.zeta(s, n + 1)
+        return min(1.0, float(top / total))
+
+
 def uniform_prior(alphabet_size: int, attempts: int = 1) -> float:
-    """Uniform prior over K values with k attempts: p = min(1, k/K) (exact).
+    """Uniform prior over K values with k attempts: p = min(1, k/K).
+
+    K may be any Python int up to ``2**1000`` (a 64-bit secret has K = ``2**64``); p is the
+    correctly rounded float64 of the exact ratio k/K (Python's int division), so the only
+    error is the one rounding to float64.
 
     Examples:
       >>> uniform_prior(10)
@@ -288,6 +315,6 @@ def uniform_prior(alphabet_size: int, attempts: int = 1) -> float:
     """
     if is_traced(alphabet_size, attempts):
         return jnp.minimum(1.0, attempts / alphabet_size)  # type: ignore[return-value]  # traced: a jax array
-    alphabet_size = check_integer("alphabet_size", alphabet_size, minimum=1)
-    attempts = check_integer("attempts", attempts, minimum=1)
+    alphabet_size = check_integer("alphabet_size", alphabet_size, minimum=1, maximum=2**1000)
+    attempts = check_integer("attempts", attempts, minimum=1, maximum=None)
     return min(1.0, attempts / alphabet_size)

@@ -7,7 +7,8 @@ success p (i.i.d. secrets), the prior mass of the attacker's ``attempts`` best g
   exact). The one-run baselines that assume a uniform prior (MMC, and Steinke et al. for K = 2)
   apply to it.
 - ``"zipf:S,N"``: a Zipf secret with exponent S over N values, p = H_k(S)/H_N(S), the mass of the
-  k = min(attempts, N) most likely values (:func:`zipf_prior`; exact up to float64 rounding).
+  k = min(attempts, N) most likely values (:func:`zipf_top_mass`, from Hurwitz zetas; exact up
+  to float64 rounding, nothing of length k or N allocated).
 
 Per-target priors that differ are an array (:func:`summarize_bounds`) or a file (the bounds
 pipeline, ``jaxaudit bounds --priors``). A new prior by name is one entry of :data:`PRIORS`: a
@@ -20,10 +21,8 @@ import math
 from collections.abc import Callable
 from typing import NamedTuple
 
-import numpy as np
-
 from jaxaudit._validation import ArgumentTypeError, check_integer
-from jaxaudit.bounds.priors import uniform_prior, zipf_prior
+from jaxaudit.bounds.priors import uniform_prior, zipf_top_mass
 
 __all__ = ["NamedPrior", "PRIORS", "prior_by_name"]
 
@@ -50,7 +49,7 @@ def _uniform(spec: str, params: str, attempts: int) -> NamedPrior:
     except ValueError:
         raise ValueError(f"prior {spec!r} must be uniform:K with K a whole number of values, "
                          f"got {params!r}") from None
-    check_integer(f"K of prior {spec!r}", support, minimum=1)
+    check_integer(f"K of prior {spec!r}", support, minimum=1, maximum=2**1000)
     return NamedPrior(spec, uniform_prior(support, attempts), f"uniform over {support} values",
                       support)
 
@@ -66,11 +65,10 @@ def _zipf(spec: str, params: str, attempts: int) -> NamedPrior:
                          f"got {n_text.strip()!r}")
     support = int(n_float)
     try:
-        masses = zipf_prior(s, support, np.arange(1, min(attempts, support) + 1))
+        mass = zipf_top_mass(s, support, attempts)
     except ValueError as err:
         raise ValueError(f"prior {spec!r}: {err}") from None
-    return NamedPrior(spec, min(1.0, float(masses.sum())), f"Zipf(s={s:g}) over {support} values",
-                      None)
+    return NamedPrior(spec, mass, f"Zipf(s={s:g}) over {support} values", None)
 
 
 #: The priors by name: ``name -> function(spec, parameters, attempts) -> NamedPrior``.

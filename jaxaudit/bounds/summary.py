@@ -223,7 +223,8 @@ def summarize_bounds(priors: ArrayLike, privacy: PrivacyModel | PureDP | ApproxD
         privacy = PrivacyModel.from_guarantee(privacy)
     privacy = privacy._checked()
     if uniform_support is not None:
-        uniform_support = check_integer("uniform_support", uniform_support, minimum=1)
+        uniform_support = check_integer("uniform_support", uniform_support, minimum=1,
+                                        maximum=2**1000)
     with jax.enable_x64(True):
         v_gamma = int(privacy.count_bound(priors, gamma))  # validates priors and gamma
         p = np.asarray(priors, dtype=np.float64).ravel()

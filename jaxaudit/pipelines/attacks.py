@@ -57,6 +57,9 @@ __all__ = ["AttackSweep", "MarginalsConfig", "SecretsConfig", "check_marginals_c
 # Limits refused before any work.
 MAX_REPETITIONS = 1000       # repetitions: one trained model / release per (level, repetition)
 MAX_LEVELS = 100             # values in epsilons / rhos
+#: finite ρ of ρ-zCDP: beyond these the Gaussian noise scale under- or overflows the
+#: attack's score statistics (σ ≈ 1/√(2ρ); inf is still "no noise")
+MIN_RHO, MAX_RHO = 1e-8, 1e8
 MAX_EPSILON = MAX_DPSGD_EPSILON  # finite epsilons (σ calibration; the bound is 1 long before)
 MAX_STEPS = 1_000_000        # steps, pretrain_steps
 MAX_LEARNING_RATE = 1.0      # Adam's step; larger ones diverge
@@ -138,7 +141,8 @@ class MarginalsConfig(NamedTuple):
     """Reconstruction of hidden attributes from noisy marginals (``jaxaudit attack marginals``).
 
     Attributes:
-      rhos: distinct ρ of ρ-zCDP, each > 0 (inf: no noise); at most 100 values.
+      rhos: distinct ρ of ρ-zCDP, each finite one in [1e-8, 1e8] (inf: no noise); at most
+        100 values.
       attributes: released columns of Fair's table (marginals over all ``way``-subsets).
       hidden: columns to reconstruct (a subset of ``attributes``); memory grows as n × H² with
         H their value combinations, and a run needing more than 2 GiB is refused.
@@ -199,9 +203,10 @@ def level_name(value: float) -> str:
     return report.level_text(value).replace(".", "p").replace("-", "m").replace("+", "")
 
 
-def _check_levels(name: str, values: Any, maximum: float | None = None) -> list[float]:
+def _check_levels(name: str, values: Any, maximum: float | None = None,
+                  minimum: float | None = None) -> list[float]:
     """Privacy levels: a non-empty sequence of distinct numbers > 0 (inf allowed, NaN refused),
-    at most :data:`MAX_LEVELS`, finite ones at most ``maximum``."""
+    at most :data:`MAX_LEVELS`, finite ones in [``minimum``, ``maximum``]."""
     if isinstance(values, str | bytes) or not isinstance(values, Sequence | np.ndarray):
         raise ValueError(f"{name} must be a sequence of numbers > 0, got {values!r}")
     try:
@@ -218,6 +223,8 @@ def _check_levels(name: str, values: Any, maximum: float | None = None) -> list[
         if maximum is not None and math.isfinite(v) and v > maximum:
             raise ValueError(f"{name}: finite values must be at most {maximum:g} (use inf for "
                              f"no noise), got {v!r}")
+        if minimum is not None and v < minimum:
+            raise ValueError(f"{name}: every value must be at least {minimum:g}, got {v!r}")
     if len(set(levels)) != len(levels):
         twice = next(v for v in levels if levels.count(v) > 1)
         raise ValueError(f"{name}: {twice!r} is listed twice; give each value once "
@@ -332,7 +339,7 @@ def check_marginals_config(config: MarginalsConfig, run_dir: str | Path | None =
     if not isinstance(config, MarginalsConfig):
         raise ValueError(f"config must be a MarginalsConfig, got {type(config).__name__}")
     _check_common(config, run_dir)
-    _check_levels("rhos", config.rhos)
+    _check_levels("rhos", config.rhos, MAX_RHO, MIN_RHO)
     check_marginals_arguments(load_fair(), attributes=config.attributes, hidden=config.hidden,
                               way=config.way, num_targets=config.num_targets,
                               distance=config.distance)
