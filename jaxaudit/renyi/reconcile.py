@@ -183,6 +183,15 @@ def _check_order(order: ArrayLike) -> np.ndarray:
     return arr
 
 
+def _check_rdp_inputs(epsilon: ArrayLike, delta: ArrayLike, order: ArrayLike
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ε, δ and α of the (ε, δ) → RDP conversions, checked and broadcast-compatible."""
+    eps, dlt = _check_gdp_inputs(epsilon, delta)
+    alpha = _check_order(order)
+    check_broadcast(epsilon=epsilon, delta=delta, order=order)
+    return eps, dlt, alpha
+
+
 def gdp_mu_for_epsilon(epsilon: ArrayLike, delta: ArrayLike) -> np.ndarray | jax.Array:
     """μ such that μ-GDP's (ε, δ) curve passes through (ε, δ): the inverse in μ of
     δ_μ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth, Su, arXiv 1905.02383, Cor. 2.13).
@@ -250,9 +259,7 @@ def dp_to_rdp_gaussian(epsilon: ArrayLike, delta: ArrayLike, order: ArrayLike
     """
     if is_traced(epsilon, delta, order):
         return _dp_to_rdp_gaussian_core(*float_arrays(epsilon, delta, order))
-    eps, dlt = _check_gdp_inputs(epsilon, delta)
-    alpha = _check_order(order)
-    check_broadcast(epsilon=epsilon, delta=delta, order=order)
+    eps, dlt, alpha = _check_rdp_inputs(epsilon, delta, order)
     with jax.enable_x64(True):
         return np.asarray(jax.jit(_dp_to_rdp_gaussian_core)(
             jnp.asarray(eps, jnp.float64), jnp.asarray(dlt, jnp.float64),
@@ -295,9 +302,7 @@ def dp_to_rdp_lower_bound(epsilon: ArrayLike, delta: ArrayLike, order: ArrayLike
     """
     if is_traced(epsilon, delta, order):
         return _dp_to_rdp_lower_bound_core(*float_arrays(epsilon, delta, order))
-    eps, dlt = _check_gdp_inputs(epsilon, delta)
-    alpha = _check_order(order)
-    check_broadcast(epsilon=epsilon, delta=delta, order=order)
+    eps, dlt, alpha = _check_rdp_inputs(epsilon, delta, order)
     with np.errstate(divide="ignore"):
         shift = (-np.log(dlt) + (alpha - 1.0) * np.log(alpha - 1.0) - alpha * np.log(alpha)) / (
             alpha - 1.0)

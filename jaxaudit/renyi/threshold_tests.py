@@ -31,7 +31,8 @@ References:
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -297,49 +298,42 @@ def clopper_pearson_epsilon_lower_bound(key: jax.Array | None, in_scores: ArrayL
     return float(_cp_epsilon(test.tpr_lo, test.fpr_hi, delta))
 
 
-def _binary_renyi(p, q, alpha):
-    """D_α(Ber(p) ‖ Ber(q)) for α ∈ [1, ∞]. Unvalidated, traceable.
+def _binary_renyi_in(xp: Any, xlogy: Callable, p: Any, q: Any, alpha: Any) -> Any:
+    """D_α(Ber(p) ‖ Ber(q)) for α ∈ [1, ∞] in the array module ``xp`` (jnp or np).
 
     α > 1: 1/(α−1) log[p^α q^{1−α} + (1−p)^α (1−q)^{1−α}] in log space (xlogy; a term with
     p = 0 or 1 − p = 0 is 0); α = 1: KL = p log(p/q) + (1−p) log((1−p)/(1−q)); α = ∞:
     log max over the support of Ber(p) of the ratio, max(log(p/q), log((1−p)/(1−q))).
     """
-    is_one, is_inf = alpha == 1, jnp.isinf(alpha)
-    a = jnp.where(is_one | is_inf, jnp.full_like(alpha, 2.0), alpha)
-    t1 = jsp_special.xlogy(a, p) + jsp_special.xlogy(1.0 - a, q)
-    t2 = jsp_special.xlogy(a, 1.0 - p) + jsp_special.xlogy(1.0 - a, 1.0 - q)
-    t1 = jnp.where(p == 0, -jnp.inf, t1)
-    t2 = jnp.where(p == 1, -jnp.inf, t2)
-    general = jnp.logaddexp(t1, t2) / (a - 1.0)
-    kl = (jsp_special.xlogy(p, p) - jsp_special.xlogy(p, q) + jsp_special.xlogy(1.0 - p, 1.0 - p)
-          - jsp_special.xlogy(1.0 - p, 1.0 - q))
-    r1 = jnp.where(p > 0, jnp.log(p) - jnp.log(q), -jnp.inf)
-    r2 = jnp.where(p < 1, jnp.log1p(-p) - jnp.log1p(-q), -jnp.inf)
-    return jnp.where(is_one, kl, jnp.where(is_inf, jnp.maximum(r1, r2), general))
+    is_one, is_inf = alpha == 1, xp.isinf(alpha)
+    a = xp.where(is_one | is_inf, xp.full_like(alpha, 2.0), alpha)
+    t1 = xlogy(a, p) + xlogy(1.0 - a, q)
+    t2 = xlogy(a, 1.0 - p) + xlogy(1.0 - a, 1.0 - q)
+    t1 = xp.where(p == 0, -xp.inf, t1)
+    t2 = xp.where(p == 1, -xp.inf, t2)
+    general = xp.logaddexp(t1, t2) / (a - 1.0)
+    kl = xlogy(p, p) - xlogy(p, q) + xlogy(1.0 - p, 1.0 - p) - xlogy(1.0 - p, 1.0 - q)
+    r1 = xp.where(p > 0, xp.log(p) - xp.log(q), -xp.inf)
+    r2 = xp.where(p < 1, xp.log1p(-p) - xp.log1p(-q), -xp.inf)
+    return xp.where(is_one, kl, xp.where(is_inf, xp.maximum(r1, r2), general))
+
+
+def _binary_renyi(p, q, alpha):
+    """:func:`_binary_renyi_in` in jnp. Unvalidated, traceable."""
+    return _binary_renyi_in(jnp, jsp_special.xlogy, p, q, alpha)
 
 
 def _binary_renyi_np(p, q, alpha) -> np.ndarray:
-    """:func:`_binary_renyi` in float64 numpy on concrete values (host side, no validation).
+    """:func:`_binary_renyi_in` in float64 numpy on concrete values (host side, no validation).
 
-    The same formulas line by line; numpy rather than the jnp core under x64 because the
-    threshold searches call it on arrays of data-dependent sizes, and every new size would
-    compile every jnp primitive again (tests/composition/test_renyi.py checks that they agree).
+    numpy rather than the jnp version under x64 because the threshold searches call it on
+    arrays of data-dependent sizes, and every new size would compile every jnp primitive again
+    (tests/composition/test_renyi.py checks that they agree).
     """
     p, q = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
     alpha = np.asarray(alpha, dtype=np.float64)
-    is_one, is_inf = alpha == 1, np.isinf(alpha)
-    a = np.where(is_one | is_inf, 2.0, alpha)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t1 = special.xlogy(a, p) + special.xlogy(1.0 - a, q)
-        t2 = special.xlogy(a, 1.0 - p) + special.xlogy(1.0 - a, 1.0 - q)
-        t1 = np.where(p == 0, -np.inf, t1)
-        t2 = np.where(p == 1, -np.inf, t2)
-        general = np.logaddexp(t1, t2) / (a - 1.0)
-        kl = (special.xlogy(p, p) - special.xlogy(p, q) + special.xlogy(1.0 - p, 1.0 - p)
-              - special.xlogy(1.0 - p, 1.0 - q))
-        r1 = np.where(p > 0, np.log(p) - np.log(q), -np.inf)
-        r2 = np.where(p < 1, np.log1p(-p) - np.log1p(-q), -np.inf)
-    return np.asarray(np.where(is_one, kl, np.where(is_inf, np.maximum(r1, r2), general)))
+        return np.asarray(_binary_renyi_in(np, special.xlogy, p, q, alpha))
 
 
 def binary_renyi(p: ArrayLike, q: ArrayLike, order: ArrayLike) -> jax.Array | np.ndarray:
