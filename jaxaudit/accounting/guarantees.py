@@ -31,7 +31,8 @@ for μ-GDP, ``accounting.rdp`` for RDP → (ε, δ)).
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal, Self, get_args
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal, Self, get_args
 
 import jax
 import jax.numpy as jnp
@@ -90,11 +91,16 @@ class _Base:
         return dataclasses.replace(  # type: ignore[type-var]
             self, **{field: 2.0 * getattr(self, field)}, relation="replace_one")
 
-    def _check(self, **checks: tuple) -> None:
-        for field, (check, kwargs) in checks.items():
+    #: The check of each numeric field (run by :meth:`validate` on concrete values).
+    _checks: ClassVar[dict[str, Callable[[str, Any], Any]]] = {}
+
+    def validate(self) -> Self:
+        """Self, after checking concrete fields (ValueError naming the field)."""
+        for field, check in self._checks.items():
             value = getattr(self, field)
             if not is_traced(value):
-                check(f"{type(self).__name__}.{field}", value, **kwargs)
+                check(f"{type(self).__name__}.{field}", value)
+        return self
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -112,11 +118,7 @@ class PureDP(_Base):
 
     epsilon: ArrayLike
     relation: Relation
-
-    def validate(self) -> PureDP:
-        """Self, after checking concrete fields (ValueError naming the field)."""
-        self._check(epsilon=(check_nonnegative, {}))
-        return self
+    _checks = {"epsilon": check_nonnegative}
 
     def to_approx(self) -> ApproxDP:
         """ε-DP is (ε, 0)-DP."""
@@ -142,11 +144,7 @@ class ApproxDP(_Base):
     epsilon: ArrayLike
     delta: ArrayLike
     relation: Relation
-
-    def validate(self) -> ApproxDP:
-        """Self, after checking concrete fields (ValueError naming the field)."""
-        self._check(epsilon=(check_nonnegative, {}), delta=(check_probability, {}))
-        return self
+    _checks = {"epsilon": check_nonnegative, "delta": check_probability}
 
     def to_replace_one(self) -> ApproxDP:
         """Replace-one from add/remove by group privacy over the two steps D → D∖{x} → D':
@@ -176,11 +174,7 @@ class GaussianDP(_Base):
 
     mu: ArrayLike
     relation: Relation
-
-    def validate(self) -> GaussianDP:
-        """Self, after checking concrete fields (ValueError naming the field)."""
-        self._check(mu=(check_nonnegative, {}))
-        return self
+    _checks = {"mu": check_nonnegative}
 
     def delta_of_epsilon(self, epsilon: ArrayLike) -> jax.Array:
         """δ_μ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Corollary 2.13;
@@ -225,10 +219,11 @@ class RdpCurve(_Base):
     orders: ArrayLike
     epsilons: ArrayLike
     relation: Relation
+    _checks = {"orders": check_orders, "epsilons": check_nonnegative}
 
-    def validate(self) -> RdpCurve:
+    def validate(self) -> Self:
         """Self, after checking concrete fields (ValueError naming the field)."""
-        self._check(orders=(check_orders, {}), epsilons=(check_nonnegative, {}))
+        super().validate()
         if not is_traced(self.orders, self.epsilons) and (
                 np.shape(self.orders) != np.shape(self.epsilons)):
             raise ValueError(f"RdpCurve.epsilons must have the shape of orders "
@@ -265,13 +260,8 @@ class PldProfile(_Base):
     epsilons: np.ndarray
     deltas: np.ndarray
     relation: Relation
-
-    def validate(self) -> PldProfile:
-        """Self, after checking concrete fields (ValueError naming the field)."""
-        self._check(epsilon=(check_nonnegative, {}), delta=(check_probability, {}),
-                    noise=(check_nonnegative, {}), epsilons=(check_nonnegative, {}),
-                    deltas=(check_probability, {}))
-        return self
+    _checks = {"epsilon": check_nonnegative, "delta": check_probability, "noise": check_nonnegative,
+                "epsilons": check_nonnegative, "deltas": check_probability}
 
     def delta_of_epsilon(self, epsilon: ArrayLike) -> np.ndarray:
         """δ(ε) looked up on the grid, rounding ε *down* to a grid point (δ is decreasing in ε,
