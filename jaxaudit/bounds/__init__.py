@@ -18,6 +18,7 @@ Exported here: the operations a user composes. Helpers stay importable from thei
 ``summary.PerTarget``.
 """
 
+from jaxaudit.bounds import priors
 from jaxaudit.bounds.count_bound import (
     aggregate_gain,
     success_count_bound,
@@ -42,15 +43,7 @@ from jaxaudit.bounds.prior_work import (
     mmc_threshold,
     steinke_threshold,
 )
-from jaxaudit.bounds.priors import (
-    ball_mass,
-    ball_mass_sup,
-    columns_prior,
-    membership_prior,
-    top_k_mass,
-    uniform_prior,
-    zipf_prior,
-)
+from jaxaudit.bounds.priors import *  # noqa: F403  (the prior encodings: priors.__all__)
 from jaxaudit.bounds.success import gain, max_gain, posterior_success
 from jaxaudit.bounds.summary import BoundsSummary, PrivacyModel, summarize_bounds
 
@@ -78,13 +71,7 @@ __all__ = [
     "approx_dp_tradeoff",
     "approx_dp_delta",
     # priors
-    "membership_prior",
-    "top_k_mass",
-    "ball_mass",
-    "ball_mass_sup",
-    "columns_prior",
-    "zipf_prior",
-    "uniform_prior",
+    *priors.__all__,
     # everything side by side (what `jaxaudit bounds` prints)
     "PrivacyModel",
     "BoundsSummary",

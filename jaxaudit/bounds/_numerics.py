@@ -9,12 +9,13 @@ returns the exact logarithm of every positive float, subnormal or not.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeAlias
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 #: Arguments that are never JAX tracers (numpy arrays, Python and numpy scalars, sequences of
 #: floats). The public bounds return a Python int/float when all their array arguments are of
@@ -59,3 +60,21 @@ def logaddexp(a: jax.Array, b: jax.Array) -> jax.Array:
 def safe_logit(p: jax.Array) -> jax.Array:
     """logit p = log p − log(1 − p) with :func:`safe_log` for p (±inf at p = 0, 1)."""
     return safe_log(p) - jnp.log1p(-p)
+
+
+def checked_upper_bound(fn: Callable[..., jax.Array], probability: tuple[str, ArrayLike],
+                        nonnegative: tuple[str, ArrayLike], *, broadcast: bool = False
+                        ) -> jax.Array:
+    """``upper_bound(fn, p, x)`` after checking, by name, that p is a probability and x ≥ 0 (and
+    that they broadcast together): the boundary of the closed forms f(p, x) that the bounds
+    report as upper bounds (β(ε, p), its gain, KGK+, Balle's ReRo). Values pass unchanged, so a
+    traced call just computes."""
+    from jaxaudit._rounding import upper_bound
+    from jaxaudit._validation import check_broadcast, check_nonnegative, check_probability
+
+    (p_name, p), (x_name, x) = probability, nonnegative
+    check_probability(p_name, p)
+    check_nonnegative(x_name, x)
+    if broadcast:
+        check_broadcast(**{p_name: p, x_name: x})
+    return upper_bound(fn, p, x)

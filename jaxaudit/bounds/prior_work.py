@@ -41,6 +41,7 @@ from jaxaudit._validation import (
     is_traced,
     plain,
 )
+from jaxaudit.bounds._numerics import checked_upper_bound
 
 __all__ = [
     "kgk_bound_dp",
@@ -65,9 +66,7 @@ def kgk_bound_gdp(kappa: ArrayLike, mu: ArrayLike) -> jax.Array:
       >>> round(float(kgk_bound_gdp(0.5, 1.0)), 5)
       0.84134
     """
-    check_probability("kappa", kappa)
-    check_nonnegative("mu", mu)
-    return upper_bound(_gauss_shift, kappa, mu)
+    return checked_upper_bound(_gauss_shift, ("kappa", kappa), ("mu", mu))
 
 
 @jax.jit
@@ -132,9 +131,7 @@ def balle_rero_zcdp(kappa: ArrayLike, rho: ArrayLike) -> jax.Array:
       >>> round(float(balle_rero_zcdp(0.01, 1.0)), 6)
       0.268948
     """
-    check_probability("kappa", kappa)
-    check_nonnegative("rho", rho)
-    return upper_bound(_balle_zcdp, kappa, rho)
+    return checked_upper_bound(_balle_zcdp, ("kappa", kappa), ("rho", rho))
 
 
 @jax.jit
@@ -151,9 +148,7 @@ def balle_rero_pure(kappa: ArrayLike, epsilon: ArrayLike) -> jax.Array:
       >>> float(balle_rero_pure(0.5, 1.0))
       1.0
     """
-    check_probability("kappa", kappa)
-    check_nonnegative("epsilon", epsilon)
-    return upper_bound(_balle_pure, kappa, epsilon)
+    return checked_upper_bound(_balle_pure, ("kappa", kappa), ("epsilon", epsilon))
 
 
 @jax.jit

@@ -28,11 +28,9 @@ from jax.typing import ArrayLike
 
 from jaxaudit._rounding import upper_bound
 from jaxaudit._validation import (
-    check_broadcast,
     check_nonnegative,
-    check_probability,
 )
-from jaxaudit.bounds._numerics import safe_logit
+from jaxaudit.bounds._numerics import checked_upper_bound, safe_logit
 
 __all__ = [
     "posterior_success",
@@ -60,12 +58,9 @@ def posterior_success(prior: ArrayLike, epsilon: ArrayLike) -> jax.Array:
       >>> round(float(posterior_success(0.5, 1.0)), 6)   # e/(1 + e)
       0.731059
     """
-    check_probability("prior", prior)
-    check_nonnegative("epsilon", epsilon)
-    check_broadcast(prior=prior, epsilon=epsilon)
     # Concrete inputs are evaluated in float64 and rounded up into the promoted dtype: a float32
     # cast (or flush-to-zero of a subnormal) would turn p = 3e-39 into 0 and β(100, p) ≈ 1 into 0.
-    return upper_bound(_posterior_success, prior, epsilon)
+    return checked_upper_bound(_posterior_success, ("prior", prior), ("epsilon", epsilon), broadcast=True)
 
 
 @jax.custom_jvp
@@ -104,12 +99,9 @@ def gain(prior: ArrayLike, epsilon: ArrayLike) -> jax.Array:
       >>> round(float(gain(0.5, 1.0)), 6)
       0.231059
     """
-    check_probability("prior", prior)
-    check_nonnegative("epsilon", epsilon)
-    check_broadcast(prior=prior, epsilon=epsilon)
     # an upper bound on the gain: evaluated in float64 and rounded up (β − p in float32 would
     # lose the rounding-up of β in the subtraction)
-    return upper_bound(_gain, prior, epsilon)
+    return checked_upper_bound(_gain, ("prior", prior), ("epsilon", epsilon), broadcast=True)
 
 
 @jax.jit
@@ -124,10 +116,7 @@ def gain_ratio(prior: ArrayLike, epsilon: ArrayLike) -> jax.Array:
       >>> round(float(gain_ratio(0.0, 1.0)), 6)
       2.718282
     """
-    check_probability("prior", prior)
-    check_nonnegative("epsilon", epsilon)
-    check_broadcast(prior=prior, epsilon=epsilon)
-    return upper_bound(_gain_ratio, prior, epsilon)
+    return checked_upper_bound(_gain_ratio, ("prior", prior), ("epsilon", epsilon), broadcast=True)
 
 
 @jax.jit

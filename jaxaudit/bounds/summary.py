@@ -28,6 +28,7 @@ from jax.typing import ArrayLike
 
 from jaxaudit._validation import check_integer
 from jaxaudit.accounting.guarantees import ApproxDP, GaussianDP, PureDP
+from jaxaudit.bounds import prior_work
 from jaxaudit.bounds.count_bound import (
     aggregate_gain,
     success_count_bound,
@@ -36,16 +37,6 @@ from jaxaudit.bounds.count_bound import (
     success_tail_fdp,
 )
 from jaxaudit.bounds.fdp import gdp_delta
-from jaxaudit.bounds.prior_work import (
-    balle_rero_pure,
-    balle_rero_zcdp,
-    inverse_blowup_dp,
-    inverse_blowup_gdp,
-    kgk_bound_dp,
-    kgk_bound_gdp,
-    mmc_threshold,
-    steinke_threshold,
-)
 from jaxaudit.bounds.success import gain, gain_ratio, posterior_success
 
 __all__ = ["PrivacyModel", "PerTarget", "BoundsSummary", "summarize_bounds"]
@@ -237,27 +228,27 @@ def summarize_bounds(priors: ArrayLike, privacy: PrivacyModel | PureDP | ApproxD
             per_target = PerTarget(eps, float(posterior_success(kappa, eps)),
                                    float(gain(kappa, eps)), float(gain_ratio(kappa, eps)))
         if mu is not None:
-            kgk = lambda k: kgk_bound_gdp(k, mu)  # noqa: E731
+            kgk = lambda k: prior_work.kgk_bound_gdp(k, mu)  # noqa: E731
             baselines = {"kgk_plus": float(kgk(kappa)),
-                         "balle_rero_zcdp": float(balle_rero_zcdp(kappa, mu**2 / 2.0))}
-            inverse_blowup = inverse_blowup_gdp(mu)
+                         "balle_rero_zcdp": float(prior_work.balle_rero_zcdp(kappa, mu**2 / 2.0))}
+            inverse_blowup = prior_work.inverse_blowup_gdp(mu)
         elif delta:
-            kgk = lambda k: kgk_bound_dp(k, privacy._epsilon(), delta)  # noqa: E731
+            kgk = lambda k: prior_work.kgk_bound_dp(k, privacy._epsilon(), delta)  # noqa: E731
             baselines = {"kgk_plus": float(kgk(kappa))}
-            inverse_blowup = inverse_blowup_dp(privacy._epsilon(), delta)
+            inverse_blowup = prior_work.inverse_blowup_dp(privacy._epsilon(), delta)
         else:
             eps_dp = privacy._epsilon()
-            kgk = lambda k: kgk_bound_dp(k, eps_dp)  # noqa: E731
+            kgk = lambda k: prior_work.kgk_bound_dp(k, eps_dp)  # noqa: E731
             baselines = {"kgk_plus": float(kgk(kappa)),
-                         "balle_rero": float(balle_rero_pure(kappa, eps_dp))}
-            inverse_blowup = inverse_blowup_dp(eps_dp)
+                         "balle_rero": float(prior_work.balle_rero_pure(kappa, eps_dp))}
+            inverse_blowup = prior_work.inverse_blowup_dp(eps_dp)
         baselines["kgk_plus_count"] = _markov_count(np.asarray(kgk(p), dtype=np.float64), gamma)
         if uniform_support is not None and uniform_support >= 2 and attempts == 1:
             # MMC's test is for one guess per target; with several attempts it does not apply
-            baselines["mmc_threshold"] = int(mmc_threshold(n, n, uniform_support, inverse_blowup,
+            baselines["mmc_threshold"] = int(prior_work.mmc_threshold(n, n, uniform_support, inverse_blowup,
                                                            gamma))
         if uniform_support == 2 and mu is None and attempts == 1:
-            baselines["steinke_threshold"] = steinke_threshold(n, n, privacy._epsilon(), delta,
+            baselines["steinke_threshold"] = prior_work.steinke_threshold(n, n, privacy._epsilon(), delta,
                                                                gamma)
         # the valid count bounds, ours first (a tie goes to ours)
         counts = {name: int(v) for name, v in (
