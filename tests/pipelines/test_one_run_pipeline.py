@@ -6,6 +6,8 @@ import json
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow  # two tiny trainings and their score bounds: ~1 min on two cores
+
 from jaxaudit.pipelines import OneRunAuditConfig, run_one_run
 
 TINY = OneRunAuditConfig(dataset="synthetic", model="logreg", dataset_size=32, num_canaries=64,
