@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.slow  # two tiny trainings and their score bounds: ~1 min on two cores
-
 from jaxaudit.pipelines import OneRunAuditConfig, run_one_run
+
+pytestmark = pytest.mark.slow  # two tiny trainings and their score bounds: ~1 min on two cores
 
 TINY = OneRunAuditConfig(dataset="synthetic", model="logreg", dataset_size=32, num_canaries=64,
                          epsilon=4.0, steps=3)
