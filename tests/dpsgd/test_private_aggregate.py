@@ -501,6 +501,7 @@ def test_boolean_and_integer_masks_equal_float_zero_one_masks():
     assert issubclass(ArgumentTypeError, TypeError)
 
 
+@pytest.mark.slow  # 10-37 s of compilation on two cores: the slow suite, which CI also runs
 @pytest.mark.parametrize("method", ["ghost", "vmap"])
 def test_private_step_threads_momentum_like_a_hand_written_loop(method):
     """The optax state threads across steps: chained momentum accumulates, v ← μv + ĝ,

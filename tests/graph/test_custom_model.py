@@ -10,6 +10,7 @@ import pytest
 DOC = Path(__file__).resolve().parents[2] / "docs" / "gnn_mia.md"
 
 
+@pytest.mark.slow  # 10-37 s of compilation on two cores: the slow suite, which CI also runs
 @pytest.mark.needs_data("cora")
 def test_docs_custom_gnn_trains_on_cora_sparse_features():
     text = DOC.read_text()

@@ -207,6 +207,7 @@ def test_auto_clip_switches_to_range_with_many_runs():
     assert _resolve_clip("range", 10) == "range"
 
 
+@pytest.mark.slow  # 10-37 s of compilation on two cores: the slow suite, which CI also runs
 def test_a_legacy_prng_key_draws_what_the_typed_key_draws():
     """jax.random.PRNGKey(0), which the key check accepts, failed deep inside the critic's
     training ("cannot reshape (300, 2) into (30, 10)"); it is the typed key's key data, so it

@@ -27,6 +27,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow  # 10-37 s of compilation on two cores: the slow suite, which CI also runs
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_pipeline_reports_every_bound_and_skips_only_the_model_fit(case):
     in_s, out_s = CASES[case]
