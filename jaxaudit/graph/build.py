@@ -22,7 +22,15 @@ array           shape        meaning
 ============== ============ ==============================================================
 
 It is read without unpickling (``allow_pickle=False``) and with the declared sizes checked
-before anything is decompressed.
+before anything is decompressed. Every constructor then refuses, naming the array: a graph
+without nodes or features, fewer than two classes present (a node's membership score compares its
+true class with the others), a non-integer or non-scalar ``num_classes``, and a graph whose
+training would not fit in memory — at least ``4·[N·F + 8·64·(F + C) + 4·(N + E)·(64 + C)]`` bytes
+for N nodes, F features, C classes and E directed edges, against half the machine's physical
+memory (``jaxaudit._validation.graphs.training_bytes``), so that one label of 10⁹ (10⁹ classes)
+or a width of 6·10⁷ features is refused before anything of that size is allocated. Narrow floats
+(bfloat16) are upcast to float32. The constructors run on the host (numpy); under ``jax.jit``
+they raise a ``TypeError`` saying so.
 """
 
 from __future__ import annotations
@@ -40,6 +48,12 @@ from jaxaudit._validation import (
     check_input_path,
     check_integer,
     check_labels,
+    is_traced,
+)
+from jaxaudit._validation.graphs import (
+    check_graph_size,
+    check_node_count,
+    check_two_classes,
 )
 from jaxaudit.graph.types import Graph
 
@@ -52,7 +66,14 @@ ArrayInput: TypeAlias = Any
 
 
 def _to_numpy(name: str, value: ArrayInput) -> np.ndarray:
-    """numpy view of an array-like (a torch tensor through ``.detach().cpu().numpy()``)."""
+    """numpy view of an array-like (a torch tensor through ``.detach().cpu().numpy()``); a JAX
+    tracer is refused: the constructors run on the host."""
+    if is_traced(value):
+        raise ArgumentTypeError(
+            f"{name} is a traced array: the graph constructors of jaxaudit.graph "
+            "(from_edge_index, from_jraph, from_pyg, from_networkx) run on the host, with numpy "
+            "(they symmetrise, deduplicate and sort the edges); call them outside jax.jit/vmap and "
+            "pass the Graph in")
     if hasattr(value, "detach") and hasattr(value, "cpu"):
         value = value.detach().cpu().numpy()
     if isinstance(value, str | bytes):
@@ -61,6 +82,26 @@ def _to_numpy(name: str, value: ArrayInput) -> np.ndarray:
     if arr.dtype == object:
         raise ArgumentTypeError(f"{name} must be a numeric array, got dtype object")
     return arr
+
+
+def _features(features: ArrayInput) -> np.ndarray:
+    """(N, F) float32 features with N, F >= 1, finite in float32 (bfloat16 and other narrow
+    floats upcast, as the library's other checks do)."""
+    x = _to_numpy("features", features)
+    if x.ndim != 2:
+        raise ValueError(f"features must have shape (N, F), got {x.shape}")
+    if x.dtype.kind == "V" and jnp.issubdtype(x.dtype, jnp.floating):  # bfloat16, float8
+        x = x.astype(np.float32)
+    if x.dtype.kind not in "biuf":
+        raise ArgumentTypeError(f"features must be numeric, got dtype {x.dtype}")
+    check_node_count("features", x.shape)
+    if not np.all(np.isfinite(x)):
+        raise ValueError("features must be finite")
+    with np.errstate(over="ignore"):
+        x32 = x.astype(np.float32, copy=False)
+    if not np.all(np.isfinite(x32)):
+        raise ValueError("features must be finite in float32 (|x| <= 3.4e38), the GNNs' precision")
+    return x32
 
 
 def _mask(name: str, value: ArrayInput | None, num_nodes: int) -> np.ndarray:
@@ -112,8 +153,10 @@ def from_edge_index(features: ArrayInput, labels: ArrayInput, edge_index: ArrayI
       The validated ``Graph`` (float32 features, int32 labels and edges).
 
     Raises:
-      ValueError: a shape that does not fit, a non-finite feature, a label outside
-        [0, num_classes), an edge endpoint outside [0, N).
+      ValueError: a shape that does not fit, no node or no feature, a non-finite feature, a
+        label outside [0, num_classes), fewer than two classes present, an edge endpoint outside
+        [0, N), or a graph whose training would not fit in memory (module docstring).
+      TypeError: a non-numeric array, or a traced one (call this outside ``jax.jit``).
 
     Examples:
       >>> import numpy as np
@@ -121,24 +164,28 @@ def from_edge_index(features: ArrayInput, labels: ArrayInput, edge_index: ArrayI
       >>> g.senders.tolist(), g.receivers.tolist()
       ([0, 1, 1, 2], [1, 0, 2, 1])
     """
-    x = _to_numpy("features", features)
-    if x.ndim != 2:
-        raise ValueError(f"features must have shape (N, F), got {x.shape}")
-    if x.dtype.kind not in "biuf":
-        raise ArgumentTypeError(f"features must be numeric, got dtype {x.dtype}")
-    if not np.all(np.isfinite(x)):
-        raise ValueError("features must be finite")
+    x = _features(features)
     n = x.shape[0]
-    y = check_labels("labels", _to_numpy("labels", labels), num_classes)
-    if y.shape != (n,):
-        raise ValueError(f"labels must have shape ({n},), got {y.shape}")
-    k = (int(y.max()) + 1 if y.size else 1) if num_classes is None else check_integer(
-        "num_classes", num_classes, minimum=1)
+    y_raw = _to_numpy("labels", labels)
+    if y_raw.shape != (n,):
+        raise ValueError(f"labels must have shape ({n},), got {y_raw.shape}")
+    # the memory check (edges counted once they are deduplicated, by check_graph below) before
+    # any array of the class count's size exists: num_classes or one label may be absurd
+    if num_classes is not None:
+        k = check_integer("num_classes", num_classes, minimum=1, maximum=None)
+        check_graph_size(n, x.shape[1], k)
+        y = check_labels("labels", y_raw, k)
+    else:
+        y = check_labels("labels", y_raw)
+        k = int(y.max()) + 1
+        check_graph_size(n, x.shape[1], k,
+                         classes=f"labels: the largest, {k - 1}, implies num_classes")
+    check_two_classes("labels", y)
     if not isinstance(name, str):
         raise ArgumentTypeError(f"name must be a string, got {name!r}")
     senders, receivers = _edges(edge_index, n)
     graph = Graph(
-        features=jnp.asarray(x, dtype=jnp.float32),
+        features=jnp.asarray(x),
         labels=jnp.asarray(y, dtype=jnp.int32),
         senders=jnp.asarray(senders),
         receivers=jnp.asarray(receivers),
@@ -246,6 +293,24 @@ def save_graph_npz(path: str | os.PathLike[str], graph: Graph) -> Path:
     return path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
 
 
+def _name_field(value: np.ndarray) -> str:
+    if value.ndim != 0 or value.dtype.kind != "U":
+        raise ValueError(f"name must be a string (a 0-d unicode array), got dtype {value.dtype} "
+                         f"and shape {value.shape}")
+    return str(value)
+
+
+def _num_classes_field(value: np.ndarray) -> int:
+    """The stored class count: one integer (an integral float accepted), checked by
+    :func:`from_edge_index` (NaN, fractions, arrays and booleans refused by name)."""
+    if value.ndim != 0:
+        raise ValueError(f"num_classes must be one integer (a 0-d array), got an array of shape "
+                         f"{value.shape}")
+    if value.dtype.kind not in "iuf":
+        raise ValueError(f"num_classes must be an integer, got dtype {value.dtype}")
+    return check_integer("num_classes", value.item(), minimum=1, maximum=None)
+
+
 def load_graph_npz(path: str | os.PathLike[str]) -> Graph:
     """A ``Graph`` from an ``.npz`` file in this module's format, read without unpickling and
     validated by :func:`from_edge_index`.
@@ -267,9 +332,10 @@ def load_graph_npz(path: str | os.PathLike[str]) -> Graph:
                                     "test_mask", "num_classes", "name"})
     if unknown:
         raise ValueError(f"graph file {path} has unknown array(s) {', '.join(unknown)}")
-    name = str(arrays["name"]) if "name" in arrays else path.stem
-    num_classes = int(arrays["num_classes"]) if "num_classes" in arrays else None
     try:
+        name = _name_field(arrays["name"]) if "name" in arrays else path.stem
+        num_classes = _num_classes_field(arrays["num_classes"]) if "num_classes" in arrays \
+            else None
         return from_edge_index(
             arrays["features"], arrays["labels"], arrays["edge_index"], num_classes=num_classes,
             train_mask=arrays.get("train_mask"), val_mask=arrays.get("val_mask"),

@@ -122,19 +122,41 @@ def gnn_module(model: str | nn.Module, graph: Graph) -> nn.Module:
 
 def prepare_inputs(graph: Graph, *, normalize_features: bool = True,
                    sparse: bool | None = None) -> Inputs:
-    """Host-side preparation: row-normalised features (PyG ``NormalizeFeatures``), stored sparse
-    when at most 10% of the entries are nonzero (or as forced by ``sparse``)."""
+    """Host-side preparation: row-normalised features, stored sparse when at most 10% of the
+    entries are nonzero (or as forced by ``sparse``).
+
+    Row normalisation divides each row by its L1 norm, ``x_i / sum_f |x_if|`` (all-zero rows
+    stay zero), as ``torch.nn.functional.normalize(x, p=1)`` and
+    ``sklearn.preprocessing.normalize(x, norm="l1")``. For nonnegative features such as the
+    Planetoid bag-of-words this is the row sum that Kipf & Welling (arXiv 1609.02907) and PyG's
+    ``NormalizeFeatures`` divide by, to the bit; for signed features (z-scores, a Gaussian CSBM)
+    it keeps every sign and |x| <= 1, where a signed row sum would flip a row with a negative sum
+    and blow up a row whose sum is near zero ([1, -1, 1e-6] -> [1e6, -1e6, 1]).
+    """
     x = np.asarray(graph.features, np.float32)
     if not np.isfinite(x).all():
         raise ValueError("graph.features must be finite")
     if normalize_features:
-        sums = x.sum(axis=1, keepdims=True)
-        x = np.where(sums != 0, x / np.where(sums == 0, 1.0, sums), x)
+        x = _l1_normalize_rows(x)
     if sparse is None:
         sparse = bool(np.count_nonzero(x) <= 0.1 * x.size)
     nodes = sparse_features(x) if sparse else jnp.asarray(x)
     return Inputs(nodes, jnp.asarray(graph.senders), jnp.asarray(graph.receivers),
                   jnp.asarray(graph.labels, jnp.int32))
+
+
+def _l1_normalize_rows(x: np.ndarray) -> np.ndarray:
+    """``x_i / ||x_i||_1`` per row of a float32 matrix (zero rows unchanged). The norm is summed
+    in float32, exactly as the plain row sum of nonnegative rows; a row whose float32 norm
+    overflows (entries near 3.4e38) is divided in float64 instead."""
+    with np.errstate(over="ignore"):
+        norms = np.abs(x).sum(axis=1, keepdims=True)
+    out = np.where(norms != 0, x / np.where(norms == 0, 1.0, norms), x)
+    big = ~np.isfinite(norms[:, 0])
+    if big.any():
+        wide = x[big].astype(np.float64)
+        out[big] = (wide / np.abs(wide).sum(axis=1, keepdims=True)).astype(np.float32)
+    return out
 
 
 def _graphs_tuple(inputs: Inputs, edge_weight: jax.Array | None) -> jraph.GraphsTuple:

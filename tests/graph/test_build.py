@@ -190,3 +190,150 @@ def test_from_jraph_round_trips_and_the_refusal_names_it():
         from_jraph(np.eye(3), [0, 1, 1])
     with pytest.raises(ValueError, match="labels"):
         from_jraph(one_way, [0, 1])
+
+
+# --- hostile graph files: refused by name before anything large is allocated --------------------
+
+_E = np.array([[0, 1], [1, 2]])
+_X = np.eye(3)
+
+
+@pytest.fixture
+def sixteen_gib(monkeypatch):
+    """The memory limit of a 32 GiB machine, whatever this one has."""
+    import jaxaudit._validation.graphs as graphs
+
+    monkeypatch.setattr(graphs, "memory_limit", lambda: 16 * 2**30)
+
+
+@pytest.mark.parametrize("arrays, match", [
+    (dict(features=np.zeros((0, 3)), labels=np.zeros(0, int), edge_index=np.zeros((2, 0), int)),
+     r"features must hold at least one node"),
+    (dict(features=np.zeros((3, 0)), labels=[0, 1, 1], edge_index=_E),
+     r"features must hold at least one feature"),
+    (dict(features=_X, labels=[0, 1, 10**9], edge_index=_E),
+     r"labels: the largest, 1000000000, implies num_classes = 1000000001: .*needs at least "
+     r"1.91 TiB, over the limit of 16 GiB"),
+    (dict(features=np.zeros((1, 60_000_000), np.float32), labels=[0],
+          edge_index=np.zeros((2, 0), int)),
+     r"features of shape \(1, 60000000\): .*needs at least 115 GiB"),
+    (dict(features=_X, labels=[0, 1, 1], edge_index=_E, num_classes=10**12),
+     r"num_classes = 1000000000000 exceeds the int32 labels' maximum"),
+    (dict(features=_X, labels=[0, 1, 1], edge_index=_E, num_classes=5 * 10**7),
+     r"num_classes = 50000000: .*needs at least .* GiB, over the limit of 16 GiB"),
+    (dict(features=_X, labels=[0, 1, 1], edge_index=_E, num_classes=[2, 3]),
+     r"num_classes must be one integer \(a 0-d array\), got an array of shape \(2,\)"),
+    (dict(features=_X, labels=[0, 1, 1], edge_index=_E, num_classes=3.7),
+     r"num_classes must be an integer >= 1, got 3.7"),
+    (dict(features=_X, labels=[0, 1, 1], edge_index=_E, num_classes=np.nan),
+     r"num_classes must be an integer >= 1, got nan"),
+    (dict(features=_X, labels=[0, 1, 1], edge_index=_E, num_classes=True),
+     r"num_classes must be an integer, got dtype bool"),
+    (dict(features=_X, labels=[0, 0, 0], edge_index=_E),
+     r"labels hold class 0 only: .*at least two classes must be present"),
+    (dict(features=np.ones((1, 3)), labels=[0], edge_index=np.zeros((2, 0), int), num_classes=2),
+     r"labels hold class 0 only"),
+    (dict(features=_X, labels=[0, 1, 1], edge_index=_E, name=np.array(["a", "b"])),
+     r"name must be a string"),
+    (dict(features=np.full((3, 2), 1e300), labels=[0, 1, 1], edge_index=_E),
+     r"features must be finite in float32"),
+    (dict(features=_X, labels=[0, 1, 1e300], edge_index=_E),
+     r"labels must lie in \[0, 2\*\*63\)"),
+])
+def test_hostile_graph_files_are_refused_by_file_and_field(tmp_path, sixteen_gib, arrays, match):
+    """Tiny files declaring degenerate or enormous graphs: a ValueError naming the file and the
+    array, raised before anything of the declared size is allocated (tracemalloc sees numpy's
+    allocations: under 64 MiB where the training would need terabytes)."""
+    import tracemalloc
+
+    path = tmp_path / "hostile.npz"
+    np.savez_compressed(path, **{k: np.asarray(v) for k, v in arrays.items()})
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=rf"graph file .*hostile\.npz: {match}"):
+            load_graph_npz(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20 + 2 * np.asarray(arrays["features"]).size * 8
+
+
+def test_memory_limit_and_estimate():
+    """Half the physical memory, and the estimate's formula with Python integers (no overflow),
+    matching the two allocations the unguarded training attempted (2.1 TB, 123 GB)."""
+    import os
+
+    from jaxaudit._validation.graphs import memory_limit, training_bytes
+
+    assert memory_limit() == os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    assert training_bytes(3, 3, 10**9 + 1) == 4 * (9 + 8 * 64 * (3 + 10**9 + 1)
+                                                     + 4 * 3 * (64 + 10**9 + 1))
+    assert round(training_bytes(3, 3, 10**9 + 1) / 1e12, 1) == 2.1
+    assert round(training_bytes(1, 6 * 10**7, 1) / 1e9) == 123
+    assert training_bytes(10**12, 10**12, 10**12, 10**12) > 2**64
+    # the real data sets are far inside any machine's limit (PubMed: N 19717, F 500, C 3)
+    assert training_bytes(19717, 500, 3, 88648) < 2**30
+
+
+def test_a_graph_object_is_checked_the_same_way(sixteen_gib):
+    """A Graph built directly (not through the constructors) with one class or an absurd class
+    count is refused by the training's check, before the model is built."""
+    import jax.numpy as jnp
+
+    from jaxaudit.graph import Graph
+
+    x, y, edges = _random_graph()
+    graph = from_edge_index(x, y, edges, num_classes=3)
+    for bad, match in ((graph.replace(labels=jnp.zeros(30, jnp.int32)),
+                        "graph.labels hold class 0 only"),
+                       (graph.replace(num_classes=10**8), r"graph.num_classes = 100000000: "),
+                       (graph.replace(num_classes=2**40), "exceeds the int32"),
+                       (Graph(*(jnp.zeros((0, 2)), jnp.zeros(0, jnp.int32),
+                                jnp.zeros(0, jnp.int32), jnp.zeros(0, jnp.int32),
+                                *[jnp.zeros(0, bool)] * 3), num_classes=2),
+                        "graph.features must hold at least one node")):
+        with pytest.raises(ValueError, match=match):
+            train_shadow_models(jax.random.key(0), bad, uniform_sampler(0.5), "gcn", 2,
+                                ShadowTraining(epochs=1))
+
+
+def test_constructors_are_refused_under_jit_and_upcast_bfloat16():
+    """Under jit the constructors say they run on the host (not JAX's
+    TracerArrayConversionError); bfloat16 features are upcast to float32, as elsewhere."""
+    import jax.numpy as jnp
+
+    x, y, edges = _random_graph()
+    with pytest.raises(TypeError, match=r"features is a traced array: .*outside jax.jit"):
+        jax.jit(lambda f: from_edge_index(f, y, edges).features)(x)
+    with pytest.raises(TypeError, match=r"edge_index is a traced array"):
+        jax.jit(lambda e: from_edge_index(x, y, e).features)(edges)
+    g = from_edge_index(jnp.asarray(x, jnp.bfloat16), y, edges)
+    assert g.features.dtype == jnp.float32
+    np.testing.assert_array_equal(g.features, np.asarray(jnp.asarray(x, jnp.bfloat16), np.float32))
+
+
+def test_row_normalisation_is_l1_keeps_signs_and_nonnegative_rows_bit_for_bit():
+    """Signed rows are divided by sum |x| (an fsum reference), keeping signs and |x| <= 1; a
+    signed row sum would map [1, -1, 1e-6] to [1e6, -1e6, 1]. Nonnegative rows (bag-of-words,
+    tf-idf) equal the plain row-sum normalisation to the bit; zero rows stay zero."""
+    import math
+
+    from jaxaudit.graph.shadow_models import prepare_inputs
+
+    signed = np.array([[1, -1, 1e-6], [-1, -2, 0], [3e38, 3e38, -1], [0, 0, 0]], np.float32)
+    g = from_edge_index(signed, [0, 1, 1, 0], [[0, 1], [1, 2]])
+    got = np.asarray(prepare_inputs(g, sparse=False).nodes)
+    for row, out in zip(signed.astype(np.float64), got, strict=True):
+        norm = math.fsum(abs(v) for v in row)
+        ref = row / norm if norm else row
+        np.testing.assert_allclose(out, ref, rtol=1e-6, atol=0)
+    assert np.all(np.sign(got) == np.sign(signed)) and np.abs(got).max() <= 1
+    rng = np.random.default_rng(0)
+    bags = (rng.random((50, 40)) < 0.1).astype(np.float32)
+    tfidf = (rng.random((50, 40)) * (rng.random((50, 40)) < 0.3)).astype(np.float32)
+    for x in (bags, tfidf):
+        y = np.arange(50) % 3
+        dense = np.asarray(prepare_inputs(from_edge_index(x, y, [[0], [1]]), sparse=False).nodes)
+        sums = x.sum(axis=1, keepdims=True)
+        np.testing.assert_array_equal(dense, np.where(sums != 0, x / np.where(sums == 0, 1, sums),
+                                                      x))
