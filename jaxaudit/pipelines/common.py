@@ -7,8 +7,10 @@ The lifecycle of a pipeline with a run folder (:func:`open_run`):
 2. the folder is opened, or resumed when it holds the same configuration (another one is
    refused), with the configuration stored as the ``NamedTuple``'s own fields
    (:func:`stored_config`: ``config._asdict()`` without the fields that change no number, plus
-   the values derived from it under the key ``"derived"``, e.g. the key rule and a file's
-   SHA-256);
+   the values derived from it under the key ``"derived"``, e.g. the key rule, a file's SHA-256
+   and the precision JAX computes in, ``"float32"`` or ``"float64"`` under
+   ``JAX_ENABLE_X64=1``: a folder is never filled by processes of two precisions, whose chunks
+   would hold different models);
 3. the work units are claimed and computed through :func:`jaxaudit.runs.run_chunks`;
 4. when the block fails before any unit is finished, what the call wrote into a folder it
    created is removed (:func:`jaxaudit.runs.rundir.discard_new_run`), so the corrected call can
@@ -38,7 +40,7 @@ from jaxaudit._validation import (
 )
 from jaxaudit.runs import KEY_RULE, Progress, RunDir
 from jaxaudit.runs.files import jsonable
-from jaxaudit.runs.rundir import MANIFEST, discard_new_run
+from jaxaudit.runs.rundir import MANIFEST, discard_new_run, read_manifest
 
 __all__ = ["MAX_CSBM_NODES", "MAX_EPOCHS", "MAX_MODELS", "MAX_RESULT_BYTES", "MODELS",
            "SHADOW_FIELDS", "ShadowRun", "bounded", "check_graph_source", "check_result_size",
@@ -68,9 +70,39 @@ def stored_config(config: NamedTuple, derived: dict | None = None,
                   exclude: tuple[str, ...] = ()) -> dict:
     """The configuration a run folder stores: the fields of ``config`` (without ``exclude``, the
     fields that change no number), as JSON values, and under ``"derived"`` the values derived
-    from them (always the key rule, :data:`jaxaudit.runs.KEY_RULE`)."""
+    from them (always the key rule, :data:`jaxaudit.runs.KEY_RULE`, and this process's
+    :func:`precision`)."""
     fields = {k: v for k, v in config._asdict().items() if k not in exclude}
-    return jsonable(fields) | {"derived": jsonable({"key_rule": KEY_RULE, **(derived or {})})}
+    return jsonable(fields) | {"derived": jsonable(
+        {"key_rule": KEY_RULE, **(derived or {}), "precision": precision()})}
+
+
+def precision() -> str:
+    """The floating-point precision JAX computes in here: ``"float64"`` when x64 is enabled
+    (``JAX_ENABLE_X64=1``, ``jax.config.update("jax_enable_x64", True)`` or inside
+    ``jax.enable_x64()``), else ``"float32"``."""
+    return np.dtype(jax.dtypes.canonicalize_dtype(np.float64)).name
+
+
+def _x64_setting(name: str) -> str:
+    return "JAX_ENABLE_X64=1" if name == "float64" else "JAX_ENABLE_X64=0 (the default)"
+
+
+def _check_precision(run_dir: str | Path, kind: str, stored: dict) -> None:
+    """Refuse to resume a run folder made in another precision, naming both and the remedy."""
+    try:
+        manifest = read_manifest(run_dir)
+    except (FileNotFoundError, ValueError):
+        return  # no run yet, or RunDir.open says what is wrong
+    derived = manifest["config"].get("derived")
+    before = derived.get("precision") if isinstance(derived, dict) else None
+    now = stored["derived"]["precision"]
+    if manifest["kind"] == kind and isinstance(before, str) and before != now:
+        raise ValueError(
+            f"{run_dir} holds a {kind!r} run computed in {before}, but this process computes in "
+            f"{now}: its chunks would mix models of two precisions. Resume it with "
+            f"{_x64_setting(before)} (as every process that fills it), or choose another "
+            "output folder")
 
 
 @contextlib.contextmanager
@@ -83,6 +115,8 @@ def open_run(run_dir: str | Path | None, kind: str, stored: dict) -> Iterator[Ru
         return
     check_output_dir("run_dir", run_dir)
     existed, had_folder = (Path(run_dir) / MANIFEST).exists(), Path(run_dir).exists()
+    if existed:
+        _check_precision(run_dir, kind, stored)
     run = RunDir.open(run_dir, kind=kind, config=stored)
     try:
         yield run

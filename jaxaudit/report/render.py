@@ -4,7 +4,7 @@ The report is generic over run kinds (bounds, shadow, bmp, rdp, ...) and is laid
 reading it top to bottom — what was found first, how it was configured last:
 
 1. **Findings**: every ``*.md`` summary the run wrote (its markdown tables become HTML tables;
-   in the markdown report as written, with raw HTML and link syntax neutralised);
+   in the markdown report as written, with raw HTML, link syntax and bare URLs neutralised);
 2. **Figures**: every ``*.png``, embedded in the HTML as a base64 ``data:`` URI (no server and no
    other file is needed to view it) and referenced by relative path in the markdown;
 3. **Tables**: every ``*.json`` table and every ``*.csv``, shortest first (e.g. a run's top-20
@@ -20,11 +20,14 @@ reading it top to bottom — what was found first, how it was configured last:
 
 Hostile run folders: the manifest is read through :func:`jaxaudit.runs.rundir.read_manifest` (a
 non-object, deeply nested or hand-edited manifest is a ``ValueError`` naming it); no symbolic
-link inside the folder is followed and only regular files are read (what was skipped is listed
-at the top); every text is escaped in the HTML (which also carries a Content-Security-Policy
-allowing no script and no remote resource) and in the markdown (raw HTML, link and image syntax
-neutralised); links are relative paths with every segment percent-encoded (no scheme, e.g.
-``javascript:``, can appear).
+link inside the folder is followed and only regular files are read, a file whose name is not
+valid UTF-8 is skipped (what was skipped is listed at the top, such a name with its bytes
+escaped, ``bad\\xff.json``); a chunk is checksummed in blocks and only its headers are read (a
+chunk of any size is described in constant memory); every text is escaped in the HTML (which
+also carries a Content-Security-Policy allowing no script and no remote resource) and in the
+markdown (raw HTML, link and image syntax neutralised, a bare URL or e-mail address shown in a
+code span so that no renderer links it); links are relative paths with every segment
+percent-encoded (no scheme, e.g. ``javascript:``, can appear).
 
 The report files are written atomically (``report.html`` and ``report.md`` in the run folder by
 default) and are themselves skipped when the report is rendered again.
@@ -46,8 +49,13 @@ from urllib.parse import quote
 
 import numpy as np
 
-from jaxaudit.runs.arrays import describe_npz
-from jaxaudit.runs.files import atomic_write_bytes, parse_json, read_regular, scan_run_folder
+from jaxaudit.runs.files import (
+    atomic_write_bytes,
+    parse_json,
+    printable_name,
+    read_regular,
+    scan_run_folder,
+)
 from jaxaudit.runs.rundir import MANIFEST, RunDir, read_manifest
 
 __all__ = ["render_report"]
@@ -86,12 +94,29 @@ img { max-width: 100%; height: auto; border: 1px solid #eee; }
 
 # -- escaping -----------------------------------------------------------------------------------
 _MD_INLINE = re.compile(r"([\\`\[\]])")
+#: What a GFM renderer turns into a link without any link syntax (its "extended autolinks"): a
+#: URL with a scheme, ``www.``, an e-mail address.
+_BARE_LINK = re.compile(
+    r"(?i)\b(?:[a-z][a-z0-9+.-]*://|mailto:|xmpp:|www\.)[^\s<>|`]+"
+    r"|[a-z0-9._+-]+@[a-z0-9_-]+(?:\.[a-z0-9_-]+)+")
 
 
 def _md_neutral(text: str) -> str:
-    """Markdown with raw HTML (``<script>``, ``<img onerror>``), autolinks, link/image syntax and
-    code spans neutralised: ``& < >`` as entities, ``\\ ` [ ]`` backslash-escaped. Headings,
-    tables and emphasis still render."""
+    """Markdown with raw HTML (``<script>``, ``<img onerror>``), autolinks (``<https://…>`` and
+    the bare URLs, ``www.`` names and e-mail addresses a GFM renderer links), link/image syntax
+    and code spans neutralised: ``& < >`` as entities, ``\\ ` [ ]`` backslash-escaped, a bare
+    URL shown in a code span (literal text, never a link). Headings, tables and emphasis still
+    render."""
+    out, start = [], 0
+    for m in _BARE_LINK.finditer(text):
+        link = m.group().rstrip(".,:;!?*_~'\")")  # trailing punctuation: the sentence's
+        out += [_md_escape(text[start:m.start()]), f"`{link}`"]
+        start = m.start() + len(link)
+    return "".join([*out, _md_escape(text[start:])])
+
+
+def _md_escape(text: str) -> str:
+    """``& < >`` as entities, ``\\ ` [ ]`` backslash-escaped."""
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MD_INLINE.sub(r"\\\1", text)
 
@@ -322,19 +347,19 @@ class _Report:
 
 
 def _chunk_rows(run: RunDir) -> list[list[str]]:
-    """(name, arrays from the headers, status) per chunk; no array is loaded."""
+    """(name, arrays from the headers, status) per chunk; no array is loaded, and a chunk's
+    checksum is computed in blocks (a chunk of any size is checked in constant memory)."""
     rows: list[list[str]] = []
     for name in run.chunk_names():
-        data, reason = run._checked_bytes(run._chunk_path(name))
-        if data is None:
-            status = ("checksum mismatch (not used)" if "SHA-256" in reason
-                      else f"not used: {reason}")
-            rows.append([name, "", status])
-            continue
         try:
-            arrays = describe_npz(data, name="the chunk")
+            arrays = run.describe_chunk(name)
         except ValueError as err:
-            rows.append([name, "", f"not used: {err}"])
+            reason = str(err).removeprefix(f"chunk {name!r} is not usable: ")
+            if "SHA-256" in reason:
+                status = "checksum mismatch (not used)"
+            else:
+                status = f"not used: {reason.replace(f'chunk {name!r} in {run.path}', 'the chunk')}"
+            rows.append([name, "", status])
             continue
         desc = ", ".join(f"{k} {dtype}{list(shape)}" for k, (shape, dtype) in arrays.items())
         rows.append([name, desc, "ok"])
@@ -477,8 +502,8 @@ def render_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[st
     # 3. tables, shortest first: (rows, file, (what, content)); the content is the text of a
     # "bad" or "pre" entry, the list of tables of a "tables" entry
     tables: list[tuple[int, Path, tuple[str, Any]]] = []
-    for kind, entry in ((".json", _json_entry), (".csv", _csv_entry)):
-        for p in by_kind[kind]:
+    for suffix, entry in ((".json", _json_entry), (".csv", _csv_entry)):
+        for p in by_kind[suffix]:
             data = read(p)
             num_rows, content = (0, ("bad", data)) if isinstance(data, str) else entry(data)
             tables.append((num_rows, p, content))
@@ -512,7 +537,7 @@ def render_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[st
         ["version", version],
         ["created", manifest.get("created", "")],
         ["config hash", manifest["config_hash"]],
-        ["folder", str(run_dir.resolve())],
+        ["folder", printable_name(str(run_dir.resolve()))],
     ]
     if planned:
         meta.append(["chunks finished", f"{len(planned) - len(missing)} of {len(planned)}"])
@@ -538,6 +563,8 @@ def render_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[st
         + "\n".join(rep.html)
         + "\n</body>\n</html>\n"
     )
-    atomic_write_bytes(html_path, page.encode("utf-8"))
-    atomic_write_bytes(md_path, ("\n\n".join(rep.md) + "\n").encode("utf-8"))
+    # a lone surrogate (a JSON "\\udcff" in a table or the configuration) cannot be UTF-8:
+    # written as its escape
+    atomic_write_bytes(html_path, page.encode("utf-8", "backslashreplace"))
+    atomic_write_bytes(md_path, ("\n\n".join(rep.md) + "\n").encode("utf-8", "backslashreplace"))
     return html_path, md_path

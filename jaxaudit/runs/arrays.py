@@ -28,7 +28,7 @@ import zipfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, TypeAlias, TypeVar
+from typing import IO, TypeAlias, TypeVar, cast
 
 import numpy as np
 import numpy.lib.format as npformat
@@ -44,8 +44,9 @@ _NPY_MAGIC = b"\x93NUMPY"
 _ZIP_MAGIC = b"PK\x03\x04"
 _EMPTY_ZIP = b"PK\x05\x06"
 
-#: Where arrays are read from: a path, or the file's content as bytes.
-Source: TypeAlias = str | os.PathLike[str] | bytes | bytearray | memoryview
+#: Where arrays are read from: a path, the file's content as bytes, or a binary file open for
+#: reading (read from its start; closed after reading).
+Source: TypeAlias = str | os.PathLike[str] | bytes | bytearray | memoryview | io.BufferedIOBase
 _T = TypeVar("_T")
 
 
@@ -54,6 +55,8 @@ def _label(source: Source, name: str | None) -> str:
         return name
     if isinstance(source, bytes | bytearray | memoryview):
         return "the array data"
+    if isinstance(source, io.BufferedIOBase):
+        return str(getattr(source, "name", "the array file"))
     return str(source)
 
 
@@ -107,6 +110,11 @@ def _open(source: Source) -> tuple[IO[bytes], int]:
     if isinstance(source, bytes | bytearray | memoryview):
         data = bytes(source)
         return io.BytesIO(data), len(data)
+    if isinstance(source, io.BufferedIOBase):  # an open binary file
+        f = cast(IO[bytes], source)
+        size = f.seek(0, io.SEEK_END)
+        f.seek(0)
+        return f, size
     path = Path(source)
     if path.is_dir():
         raise ValueError(f"{path} is a folder, not an array file")
@@ -224,6 +232,10 @@ def load_arrays(source: Source, *, name: str | None = None, max_bytes: int | Non
     label = _label(source, name)
     if isinstance(source, bytes | bytearray | memoryview):
         head = bytes(source[:4])
+    elif isinstance(source, io.BufferedIOBase):
+        source.seek(0)
+        head = source.read(4)
+        source.seek(0)
     else:
         with open(source, "rb") as f:
             head = f.read(4)

@@ -6,7 +6,9 @@
   anything recurses into it.
 * Reads: :func:`read_regular` reads a regular file only, never through a symbolic link, so a link
   to a file elsewhere (credentials) or a FIFO/device is not read; :func:`scan_run_folder` lists a
-  folder's regular files and what it skipped.
+  folder's regular files and what it skipped (a name that is not valid UTF-8 among them, shown
+  with its bytes escaped: :func:`printable_name`); :func:`open_regular` and :func:`sha256_file`
+  checksum a file of any size in blocks.
 * Writes: :func:`atomic_write_bytes` writes a temporary file in the same folder (with the
   permissions the umask gives a new file) and renames it into place, so an interrupted run
   leaves no half-written file; :func:`create_exclusive` creates a file only if it does not
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import io
 import json
 import math
 import os
@@ -30,8 +33,9 @@ from typing import Any
 import numpy as np
 
 __all__ = ["MAX_JSON_DEPTH", "atomic_write_bytes", "config_hash", "create_exclusive",
-           "dumps_strict", "jax_process", "jsonable", "parse_json", "read_regular",
-           "scan_run_folder", "sha256_hex", "symlink_below"]
+           "dumps_strict", "jax_process", "jsonable", "open_regular", "parse_json",
+           "printable_name", "read_regular", "scan_run_folder", "sha256_file", "sha256_hex",
+           "symlink_below"]
 
 #: Deepest nesting of lists/objects accepted in a manifest or a JSON table (a deeper one is
 #: refused before anything recurses into it).
@@ -103,9 +107,10 @@ def parse_json(data: bytes, what: object) -> Any:
     return obj
 
 
-def read_regular(path: Path, max_bytes: int | None = None) -> bytes:
-    """The bytes of ``path`` when it is a regular file and not a symbolic link (a FIFO, a device
-    or a link is refused with ``ValueError`` without being read or followed)."""
+def open_regular(path: Path) -> io.BufferedReader:
+    """``path`` opened for binary reading when it is a regular file and not a symbolic link (a
+    FIFO, a device or a link is refused with ``ValueError`` without being read or followed); the
+    caller closes it."""
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
     except OSError as err:
@@ -113,14 +118,52 @@ def read_regular(path: Path, max_bytes: int | None = None) -> bytes:
                                         not isinstance(err, FileNotFoundError)):
             raise ValueError(f"{path} is a symbolic link; not followed") from None
         raise
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{path} is not a regular file; not read")
-        if max_bytes is not None and st.st_size > max_bytes:
-            raise ValueError(f"{path} holds {st.st_size:,} bytes, more than {max_bytes:,}; "
-                             "not read")
+    f = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        f.close()
+        raise ValueError(f"{path} is not a regular file; not read")
+    return f
+
+
+def read_regular(path: Path, max_bytes: int | None = None) -> bytes:
+    """The bytes of ``path`` when it is a regular file and not a symbolic link (a FIFO, a device
+    or a link is refused with ``ValueError`` without being read or followed), and holds at most
+    ``max_bytes`` (a larger file is a ``ValueError`` naming it and its size, and is not read)."""
+    with open_regular(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        if max_bytes is not None and size > max_bytes:
+            raise ValueError(f"{path} holds {size:,} bytes, more than {max_bytes:,}; not read")
         return f.read()
+
+
+#: Bytes read at a time by :func:`sha256_file`.
+_BLOCK = 1 << 20
+
+
+def sha256_file(f: io.BufferedIOBase, keep: bool = False) -> tuple[str, bytes | None]:
+    """The SHA-256 (hexadecimal) of what remains of the open binary file ``f``, read in blocks of
+    1 MiB (a file of any size is checksummed in constant memory), and, with ``keep``, the bytes
+    read (the very bytes hashed)."""
+    h, kept = hashlib.sha256(), []
+    while block := f.read(_BLOCK):
+        h.update(block)
+        if keep:
+            kept.append(block)
+    return h.hexdigest(), (b"".join(kept) if keep else None)
+
+
+def printable_name(name: str) -> str:
+    """``name`` as a valid UTF-8 text: a file name's bytes that are not UTF-8 (kept by Python as
+    lone surrogates) written as ``\\xNN`` escapes, e.g. ``bad\\xff.json``."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+def _undecodable(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def symlink_below(root: Path, path: Path) -> Path | None:
@@ -139,12 +182,14 @@ def scan_run_folder(path: str | Path) -> tuple[list[str], list[tuple[str, str]]]
     """The regular files of a run folder, without following any symbolic link.
 
     Hidden names (starting with ``.``: temporary files) are ignored. Symbolic links (to files or
-    folders, inside or outside the folder), FIFOs, sockets, devices and unreadable folders are
-    not read and not descended into.
+    folders, inside or outside the folder), FIFOs, sockets, devices, unreadable folders and names
+    that are not valid UTF-8 (``bad\\xff.json``: no report could name them) are not read and not
+    descended into.
 
     Returns:
       ``(files, skipped)``: the files' paths relative to ``path`` (POSIX, sorted) and
-      ``(relative path, reason)`` for everything skipped.
+      ``(relative path, reason)`` for everything skipped (a path that is not UTF-8 with its bytes
+      escaped, :func:`printable_name`).
     """
     root = Path(path)
     files, skipped = [], []
@@ -152,8 +197,9 @@ def scan_run_folder(path: str | Path) -> tuple[list[str], list[tuple[str, str]]]
     def onerror(err: OSError) -> None:
         where = Path(err.filename) if err.filename else root
         rel = where.relative_to(root).as_posix() if where != root else "."
-        skipped.append((rel, f"cannot be read ({err.strerror or err})"))
+        skipped.append((printable_name(rel), f"cannot be read ({err.strerror or err})"))
 
+    not_utf8 = "file name is not valid UTF-8 (not read)"
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=onerror):
         here = Path(dirpath)
         rel_dir = here.relative_to(root)
@@ -161,7 +207,9 @@ def scan_run_folder(path: str | Path) -> tuple[list[str], list[tuple[str, str]]]
         for d in sorted(dirnames):
             if d.startswith("."):
                 continue
-            if (here / d).is_symlink():
+            if _undecodable(d):
+                skipped.append((printable_name((rel_dir / d).as_posix()), not_utf8))
+            elif (here / d).is_symlink():
                 skipped.append(((rel_dir / d).as_posix(), "symbolic link (not followed)"))
             else:
                 keep.append(d)
@@ -170,6 +218,9 @@ def scan_run_folder(path: str | Path) -> tuple[list[str], list[tuple[str, str]]]
             if name.startswith("."):
                 continue
             rel = (rel_dir / name).as_posix()
+            if _undecodable(name):
+                skipped.append((printable_name(rel), not_utf8))
+                continue
             try:
                 mode = os.lstat(here / name).st_mode
             except OSError as err:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -11,11 +12,13 @@ from tqdm.auto import tqdm
 
 from jaxaudit._validation import check_integer
 from jaxaudit.runs.arrays import load_npz
-from jaxaudit.runs.claims import DEFAULT_LEASE_S, claim_unit
+from jaxaudit.runs.claims import DEFAULT_LEASE_S, claim_holder, claim_unit
 from jaxaudit.runs.files import jax_process
 from jaxaudit.runs.rundir import RunDir
 
 __all__ = ["Progress", "ProgressBar", "progress_bar", "run_chunks"]
+
+_log = logging.getLogger("jaxaudit.runs")
 
 #: A progress callback: ``progress(done, total)``, called once before the first unit with the
 #: units already finished, then after every unit. Pipelines take one (``progress=``); the CLI
@@ -49,6 +52,12 @@ class ProgressBar:
         else:
             self._bar.total = total
             self._bar.update(done - self._bar.n)
+
+    def describe(self, text: str) -> None:
+        """Show ``text`` as the bar's description (``""``: its label again), e.g. the unit the
+        run waits for."""
+        if self._bar is not None:
+            self._bar.set_description_str(text or self.desc)
 
     def close(self) -> None:
         if self._bar is not None:
@@ -165,20 +174,58 @@ def run_chunks(
         return held
 
     with bar:
-        _until_done([n for n in mine if n not in results], attempt, worker, poll_s)
+        _until_done([n for n in mine if n not in results], attempt, worker, poll_s,
+                    _waiting_notice(run, bar, desc, lease_s))
     return {n: results[n] for n in names if n in results}
 
 
+def _waiting_notice(run: RunDir, bar: Any, desc: str, lease_s: float
+                    ) -> Callable[[list[str]], None]:
+    """What the plain run shows while it waits for units other processes hold: the bar's
+    description names the first unit waited for, and a message (logger ``jaxaudit.runs``, once
+    per unit and holder) names the unit, its holder and when its claim is taken over
+    (``held == []``: the wait is over, the bar's label is restored)."""
+    told: set[tuple[str, str]] = set()
+
+    def notice(held: list[str]) -> None:
+        if not held:
+            _describe(bar, desc)
+            return
+        owner, sentence = claim_holder(run, held[0], lease_s=lease_s)
+        more = f" (and {len(held) - 1} more)" if len(held) > 1 else ""
+        _describe(bar, f"waiting for {held[0]}{more}")
+        if sentence and (held[0], owner) not in told:
+            told.add((held[0], owner))
+            _log.warning("waiting: %s%s", sentence, more)
+
+    return notice
+
+
+def _describe(bar: Any, text: str) -> None:
+    if hasattr(bar, "set_description_str"):  # a tqdm bar
+        bar.set_description_str(text)
+    elif callable(getattr(bar, "describe", None)):
+        bar.describe(text)
+
+
 def _until_done(pending: list[str], attempt: Callable[[list[str]], list[str]],
-                worker: tuple[int, int] | None, poll_s: float) -> None:
+                worker: tuple[int, int] | None, poll_s: float,
+                waiting: Callable[[list[str]], None] | None = None) -> None:
     """Rounds of ``attempt(pending) -> held`` until no chunk is held by another process, waiting
-    ``poll_s`` between rounds (worker mode: one round; held chunks are left to their holders)."""
+    ``poll_s`` between rounds (worker mode: one round; held chunks are left to their holders);
+    ``waiting(held)`` is told what each wait is for, and ``waiting([])`` when it is over."""
+    waited = False
     while pending:
         held = attempt(pending)
         if worker is not None or not held:
-            return
+            break
+        if waiting is not None:
+            waiting(held)
+            waited = True
         time.sleep(poll_s)
         pending = held
+    if waited and waiting is not None:
+        waiting([])
 
 
 def _run_chunks_ray(run: RunDir | None, names: list[str], mine: list[str],
@@ -226,7 +273,8 @@ def _run_chunks_ray(run: RunDir | None, names: list[str], mine: list[str],
         return [n for n in held if n not in results]
 
     with bar:
-        _until_done([n for n in mine if n not in results], attempt, worker, poll_s)
+        _until_done([n for n in mine if n not in results], attempt, worker, poll_s,
+                    None if run is None else _waiting_notice(run, bar, desc, lease_s))
     return {n: results[n] for n in names if n in results}
 
 
@@ -320,11 +368,17 @@ def _run_chunks_lockstep(run: RunDir, names: list[str], mine: set[str],
 
 
 class _CallbackBar:
-    """The part of a tqdm bar that run_chunks uses, reporting to a Progress callback."""
+    """The part of a tqdm bar that run_chunks uses, reporting to a Progress callback (and its
+    ``describe(text)``, when it has one: :meth:`ProgressBar.describe`)."""
 
     def __init__(self, callback: Progress, total: int, initial: int) -> None:
         self.callback, self.total, self.n = callback, total, initial
         callback(initial, total)
+
+    def describe(self, text: str) -> None:
+        describe = getattr(self.callback, "describe", None)
+        if callable(describe):
+            describe(text)
 
     def update(self, k: int = 1) -> None:
         self.n += k

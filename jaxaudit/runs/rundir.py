@@ -32,12 +32,15 @@ Integrity (what is refused, never silently used):
   allocated or decompressed; never unpickled).
 * reading never follows a symbolic link inside the run folder and reads only regular files
   (:func:`jaxaudit.runs.files.scan_run_folder` lists what it skipped).
+* checksums are computed in blocks: verifying a chunk never holds it in memory; loading one
+  larger than :data:`MAX_LOAD_BYTES` is refused with a ``ValueError`` naming the file.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import io
 import os
 import re
 import warnings
@@ -55,19 +58,25 @@ from jaxaudit.runs.files import (
     dumps_strict,
     jax_process,
     jsonable,
+    open_regular,
     parse_json,
     read_regular,
+    sha256_file,
     sha256_hex,
     symlink_below,
 )
 
-__all__ = ["LAYOUT", "MANIFEST", "RunDir", "discard_new_run", "read_manifest"]
+__all__ = ["LAYOUT", "MANIFEST", "MAX_LOAD_BYTES", "RunDir", "discard_new_run", "read_manifest"]
 
 CHUNK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 MANIFEST = "manifest.json"
 #: The run-folder layout this version writes and reads (stored in the manifest).
 LAYOUT = 2
 _MAX_MANIFEST_BYTES = 64 << 20
+#: Largest chunk (or saved file) loaded into memory; a larger one is refused naming it. Checksums
+#: are computed in blocks, so a chunk of any size is verified (``has_chunk``, the report)
+#: without being loaded.
+MAX_LOAD_BYTES = 4 << 30
 
 
 def _manifest_digest(manifest: dict[str, Any]) -> str:
@@ -146,6 +155,7 @@ class RunDir:
     def __init__(self, path: Path, manifest: dict[str, Any]) -> None:
         self.path = Path(path)
         self.manifest = manifest
+        self._warned: set[tuple[str, str]] = set()  # (chunk, reason) already warned about
 
     @property
     def kind(self) -> str:
@@ -235,7 +245,7 @@ class RunDir:
     def missing_chunks(self) -> list[str]:
         """Planned chunks not (validly) finished, in plan order."""
         return [n for n in self.manifest.get("planned_chunks", [])
-                if self._verified_bytes(n) is None]
+                if self._verify(self._chunk_path(n))]
 
     # -- checksummed files --------------------------------------------------------------------
     def _record(self, path: Path, data: bytes) -> bytes:
@@ -244,30 +254,70 @@ class RunDir:
         return (f"{sha256_hex(data)}  {path.name}\n"
                 f"run {self.manifest['config_hash']}\n").encode()
 
-    def _checked_bytes(self, path: Path) -> tuple[bytes | None, str]:
-        """``(bytes, "")`` when ``path`` and its checksum record ``path.sha256`` are regular files
-        inside the folder (no symbolic link on the way) and the record holds the file's SHA-256,
-        its name and this run's ``config_hash``; ``(None, reason)`` otherwise."""
+    def _checked_file(self, path: Path, keep: bool = False
+                      ) -> tuple[io.BufferedReader | None, bytes | None, str]:
+        """``(file, data, "")`` when ``path`` and its checksum record ``path.sha256`` are regular
+        files inside the folder (no symbolic link on the way) and the record holds the file's
+        SHA-256 (computed in blocks), its name and this run's ``config_hash``: ``file`` is the
+        open file, at its start, for the caller to close, and ``data`` the bytes hashed when
+        ``keep`` (else None). ``(None, None, reason)`` otherwise.
+
+        Raises:
+          ValueError: ``keep`` and the file holds more than :data:`MAX_LOAD_BYTES` (named, with
+            its size; nothing is read).
+        """
         sidecar = path.with_name(path.name + ".sha256")
         link = symlink_below(self.path, path)
         if link is not None:
-            return None, f"{link} is a symbolic link (not followed)"
+            return None, None, f"{link} is a symbolic link (not followed)"
         try:
-            data = read_regular(path)
             text = read_regular(sidecar, 1 << 16).decode("ascii")
+            f = open_regular(path)
         except FileNotFoundError as err:
-            return None, f"{Path(err.filename).name if err.filename else path.name} is missing"
+            missing = Path(err.filename).name if err.filename else path.name
+            return None, None, f"{missing} is missing"
         except (OSError, ValueError) as err:  # a link, a FIFO, not ASCII, unreadable
-            return None, str(err)
+            return None, None, str(err)
+        try:
+            size = os.fstat(f.fileno()).st_size
+            if keep and size > MAX_LOAD_BYTES:
+                raise ValueError(
+                    f"{path} holds {size:,} bytes, more than the {MAX_LOAD_BYTES:,} that are "
+                    "loaded into memory; not loaded (rerun with a smaller chunk)")
+            digest, data = sha256_file(f, keep)
+            f.seek(0)
+        except BaseException:
+            f.close()
+            raise
         lines = [line.split() for line in text.splitlines() if line.strip()]
-        if not lines or sha256_hex(data) != lines[0][0]:
-            return None, "its SHA-256 does not match its checksum record (corrupt)"
-        if len(lines[0]) > 1 and lines[0][1:] != [path.name]:
-            return None, f"its checksum record names {' '.join(lines[0][1:])!r} (moved or swapped)"
-        if lines[1:] != [["run", self.manifest["config_hash"]]]:
-            return None, ("its checksum record does not bind it to this run (copied from another "
-                          "run, e.g. another seed)")
-        return data, ""
+        reason = ""
+        if not lines or digest != lines[0][0]:
+            reason = "its SHA-256 does not match its checksum record (corrupt)"
+        elif len(lines[0]) > 1 and lines[0][1:] != [path.name]:
+            reason = f"its checksum record names {' '.join(lines[0][1:])!r} (moved or swapped)"
+        elif lines[1:] != [["run", self.manifest["config_hash"]]]:
+            reason = ("its checksum record does not bind it to this run (copied from another "
+                      "run, e.g. another seed)")
+        if reason:
+            f.close()
+            return None, None, reason
+        return f, data, ""
+
+    def _checked_bytes(self, path: Path) -> tuple[bytes | None, str]:
+        """``(bytes, "")`` of a file whose run-bound checksum record matches
+        (:meth:`_checked_file`); ``(None, reason)`` otherwise."""
+        f, data, reason = self._checked_file(path, keep=True)
+        if f is not None:
+            f.close()
+        return data, reason
+
+    def _verify(self, path: Path) -> str:
+        """``""`` when the file matches its run-bound checksum record (checked in blocks, nothing
+        kept in memory), else why not."""
+        f, _, reason = self._checked_file(path)
+        if f is not None:
+            f.close()
+        return reason
 
     def save_file(self, relpath: str, data: bytes) -> Path:
         """Write ``data`` to ``relpath`` with a checksum record bound to this run
@@ -322,22 +372,26 @@ class RunDir:
         from another run) reads as not finished, with a warning, and is overwritten when it is
         computed again (it is not removed here: another process may be writing it)."""
         path = self._chunk_path(name)
-        data, reason = self._checked_bytes(path)
-        if data is not None:
+        reason = self._verify(path)
+        if not reason:
             return True
         if symlink_below(self.path, path) is not None:
             raise ValueError(f"{self.path}: {reason}; refusing to write through it")
-        if os.path.lexists(path):
-            warnings.warn(f"chunk {name!r} in {self.path} is not usable ({reason}); it will be "
-                          "recomputed", stacklevel=2)
+        if os.path.lexists(path) and (name, reason) not in self._warned:
+            self._warned.add((name, reason))
+            # once per chunk and reason, and shown without a line of jaxaudit's source (a
+            # "<...>" file name is never looked up)
+            warnings.warn_explicit(f"chunk {name!r} in {self.path} is not usable ({reason}); "
+                                   "it will be recomputed", UserWarning, "<jaxaudit run folder>",
+                                   0, module="jaxaudit.runs.rundir")
         return False
 
     def load_chunk(self, name: str) -> dict[str, np.ndarray]:
         """Load a verified chunk (sizes checked before loading, see :mod:`jaxaudit.runs.arrays`).
 
         Raises:
-          ValueError: the chunk is missing, corrupt, moved, copied from another run, or not a
-            safe ``.npz`` (the message says which).
+          ValueError: the chunk is missing, corrupt, moved, copied from another run, larger
+            than :data:`MAX_LOAD_BYTES`, or not a safe ``.npz`` (the message says which).
         """
         path = self._chunk_path(name)
         data, reason = self._checked_bytes(path)
@@ -353,10 +407,11 @@ class RunDir:
           ValueError: as :meth:`load_chunk`.
         """
         path = self._chunk_path(name)
-        data, reason = self._checked_bytes(path)
-        if data is None:
+        f, _, reason = self._checked_file(path)
+        if f is None:
             raise ValueError(f"chunk {name!r} is not usable: {reason}")
-        return describe_npz(data, name=f"chunk {name!r} in {self.path}")
+        with f:
+            return describe_npz(f, name=f"chunk {name!r} in {self.path}")
 
     def chunk_names(self) -> list[str]:
         """Names of the chunks present (not yet verified), sorted; a checksum file whose chunk

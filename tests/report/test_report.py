@@ -560,3 +560,75 @@ def test_unwritable_out_is_a_one_line_error(tmp_path, monkeypatch, capsys):
     assert main(["report", str(folder), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "report.html" in err and "No space left" in err
+
+
+def test_undecodable_file_name_is_skipped_and_named(tmp_path):
+    """One file named b'bad\\xff.json' (not UTF-8) made the whole report fail with a
+    UnicodeEncodeError, naming no file. Now it is skipped, named with its byte escaped."""
+    folder = _rdp_run(tmp_path)
+    bad = os.fsencode(folder) + b"/bad\xff.json"
+    with open(bad, "wb") as f:
+        f.write(b'{"secret": "NOT-READ"}')
+    os.mkdir(os.fsencode(folder) + b"/dir\xfe")
+    html_path, md_path = render_report(folder)
+    text = html_path.read_text(encoding="utf-8")
+    assert "NOT-READ" not in text
+    page = _Page()
+    page.feed(text)
+    skipped = _table_after(page, "Skipped", text)
+    assert skipped[1:] == [["bad\\xff.json", "file name is not valid UTF-8 (not read)"],
+                           ["dir\\xfe", "file name is not valid UTF-8 (not read)"]]
+    assert "bad\\\\xff.json" in md_path.read_text(encoding="utf-8")   # markdown-escaped
+    provenance = dict(map(tuple, _table_after(page, "Provenance", text.replace(
+        "<h2>Provenance</h2>", "<h3>Provenance</h3>"))[1:]))
+    assert provenance["kind"] == "rdp"        # not the suffix of the last table kind read
+    with pytest.warns(UserWarning) as caught:
+        jaxaudit.runs.load_results(folder)
+    assert sorted(str(w.message).split("/")[-1] for w in caught) == [
+        "bad\\xff.json skipped: file name is not valid UTF-8 (not read)",
+        "dir\\xfe skipped: file name is not valid UTF-8 (not read)"]
+
+
+def test_bare_urls_are_not_clickable_in_the_markdown(tmp_path):
+    """report.md neutralised link syntax and <autolinks>, but a bare https:// URL, a www. name
+    or an e-mail address in a summary, a table or the configuration stayed clickable on GitHub
+    (its "extended autolinks"). Each is shown in a code span: literal text, never a link."""
+    run = RunDir.open(tmp_path / "r", kind="bounds",
+                      config={"home": "https://config.example/x?a=1&b=2"})
+    run.write_text("summary.md", "# Audit\n\nSee https://evil.example/login and "
+                   "www.evil.example, or mail phish@evil.example; key: value, e.g. x.\n")
+    run.write_json("table.json", [{"url": "http://table.example/p"}])
+    _, md_path = render_report(run.path)
+    md = md_path.read_text()
+    for url in ("https://evil.example/login", "www.evil.example", "phish@evil.example",
+                "http://table.example/p", "https://config.example/x?a=1&b=2"):
+        assert f"`{url}`" in md, url
+    outside_code = re.sub(r"`[^`]*`", "", md)
+    assert "://" not in outside_code and "www." not in outside_code and "@" not in outside_code
+    assert "key: value, e.g. x." in md                         # ordinary text untouched
+    rendered = _md_to_html(md)
+    assert "<code>https://evil.example/login</code>" in rendered
+    assert "<a " not in rendered.split("<h2>Configuration</h2>")[0]
+
+
+def test_report_of_a_large_chunk_reads_it_in_blocks(tmp_path):
+    """report on a folder with a 7 GiB chunk failed with MemoryError: the chunk was read whole
+    (twice) for its checksum. The checksum is now computed in blocks, and only the headers are
+    read."""
+    import tracemalloc
+
+    run = RunDir.open(tmp_path / "r", kind="bmp", config={"a": 1})
+    run.save_chunk("big", {"scores": np.zeros(64 << 17)})     # 64 MiB
+    run.plan(["big"])
+    tracemalloc.start()
+    try:
+        html_path, _ = render_report(run.path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, peak
+    page = _Page()
+    text = html_path.read_text()
+    page.feed(text)
+    assert _table_after(page, "Result chunks", text)[1] == ["big", f"scores float64[{64 << 17}]",
+                                                            "ok"]

@@ -135,3 +135,130 @@ def test_claim_of_a_dead_process_on_this_host_is_stale_at_once(tmp_path):
     assert claim_state(run, NAMES[0]) == "stale"
     claim.path.write_text(json.dumps({"owner": f"{socket.gethostname()}:{os.getppid()}:x"}))
     assert claim_state(run, NAMES[0]) == "live"      # a live process keeps its claim
+
+
+# -- hostile claims ----------------------------------------------------------------------------
+def _fake_claim(run, name, content):
+    path = run.path / "claims" / f"{name}.claim"
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(content)
+    return path
+
+
+def test_claims_folder_that_is_a_symbolic_link_is_refused(tmp_path):
+    """A claims/ link was followed: claims were created, overwritten and removed in its target,
+    outside the run folder. Now refused, like a chunks/ link; the target is left alone."""
+    import json
+
+    run = RunDir.open(tmp_path / "run", kind="test", config=CONFIG)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    precious = outside / f"{NAMES[0]}.claim"
+    precious.write_text(json.dumps({"owner": "elsewhere:1:x"}))
+    old = time.time() - 10_000                                  # stale: would be overwritten
+    os.utime(precious, (old, old))
+    (run.path / "claims").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(ValueError, match="claims is a symbolic link"):
+        run_chunks(run, NAMES, _compute)
+    with pytest.raises(ValueError, match="symbolic link"):
+        claim_unit(run, NAMES[1])
+    with pytest.raises(ValueError, match="symbolic link"):
+        claim_state(run, NAMES[0])
+    assert sorted(p.name for p in outside.iterdir()) == [precious.name]
+    assert json.loads(precious.read_text()) == {"owner": "elsewhere:1:x"}
+
+
+def test_claim_with_this_process_pid_that_it_does_not_hold_is_stale(tmp_path):
+    """After a restart (a container) the new process can get the PID of the one that left the
+    claim: the plain run waited the whole lease (600 s) for itself."""
+    import json
+    import socket
+
+    run = RunDir.open(tmp_path / "run", kind="test", config=CONFIG)
+    _fake_claim(run, NAMES[1], json.dumps(
+        {"owner": f"{socket.gethostname()}:{os.getpid()}:before-restart",
+         "time": time.time()}).encode())
+    assert claim_state(run, NAMES[1]) == "stale"
+    held = claim_unit(run, NAMES[2])                             # one this process does hold
+    try:
+        assert claim_state(run, NAMES[2]) == "live"
+    finally:
+        held.release()
+    computed = []
+    start = time.monotonic()
+    run_chunks(run, NAMES, lambda n: computed.append(n) or _compute(n), poll_s=0.05)
+    assert computed == NAMES and time.monotonic() - start < 30
+
+
+def test_non_json_claim_is_corrupt_and_reclaimed_saying_so(tmp_path):
+    run = RunDir.open(tmp_path / "run", kind="test", config=CONFIG)
+    _fake_claim(run, NAMES[3], b"\x00not a claim{")
+    assert claim_state(run, NAMES[3]) == "stale"
+    computed = []
+    with pytest.warns(UserWarning, match=r"claim on chunk_00003 .* is corrupt"):
+        run_chunks(run, NAMES, lambda n: computed.append(n) or _compute(n), poll_s=0.05)
+    assert computed == NAMES
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="process start times: Linux")
+def test_claim_whose_pid_now_belongs_to_a_younger_process_is_stale(tmp_path):
+    """A live PID that belongs to an unrelated process (started after the claim was made: the
+    PID was reused) does not hold the claim."""
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    run = RunDir.open(tmp_path / "run", kind="test", config=CONFIG)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        path = _fake_claim(run, NAMES[0], json.dumps(
+            {"owner": f"{socket.gethostname()}:{other.pid}:x",
+             "time": time.time() - 3600}).encode())              # made an hour before it started
+        assert claim_state(run, NAMES[0]) == "stale"
+        path.write_text(json.dumps({"owner": f"{socket.gethostname()}:{other.pid}:x",
+                                    "time": time.time()}))
+        assert claim_state(run, NAMES[0]) == "live"              # made by it: it holds it
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_plain_run_shows_what_it_waits_for(tmp_path, caplog):
+    """The plain run waited silently, its progress bar frozen: now the bar's description and a
+    message name the unit and its holder; the label comes back when the wait is over."""
+    import logging
+    import socket
+
+    run = RunDir.open(tmp_path / "run", kind="test", config=CONFIG)
+    other = claim_unit(run, NAMES[2], lease_s=5.0)
+
+    class Bar:
+        def __init__(self):
+            self.texts, self.counts = [], []
+
+        def __call__(self, done, total):
+            self.counts.append(done)
+
+        def describe(self, text):
+            self.texts.append(text)
+
+    def finish_elsewhere():
+        time.sleep(0.5)
+        run.save_chunk(NAMES[2], _compute(NAMES[2]))
+        other.release()
+
+    thread = threading.Thread(target=finish_elsewhere)
+    thread.start()
+    bar = Bar()
+    with caplog.at_level(logging.WARNING, logger="jaxaudit.runs"):
+        run_chunks(run, NAMES, lambda n: _never(n) if n == NAMES[2] else _compute(n),
+                   progress=bar, lease_s=5.0, poll_s=0.05)
+    thread.join()
+    assert bar.texts[0] == f"waiting for {NAMES[2]}" and bar.texts[-1] == ""
+    waits = [r.getMessage() for r in caplog.records if "waiting" in r.getMessage()]
+    assert len(waits) == 1                                       # once, not at every poll
+    assert waits[0].startswith(f"waiting: {NAMES[2]} is held by process {os.getpid()} on "
+                               f"{socket.gethostname()}")
+    assert "taken over if not renewed for 5 s" in waits[0]
+    assert bar.counts[-1] == len(NAMES)

@@ -550,3 +550,55 @@ def test_save_file_and_load_file_bind_a_cache_to_the_run(tmp_path):
     assert a.load_file("pretrained_seed_0.msgpack") is None  # corrupt
     with pytest.raises(ValueError, match="relpath"):
         a.save_file("../outside", blob)
+
+
+def test_corrupt_chunk_warns_once_without_a_source_line(tmp_path):
+    """Each corrupt-chunk warning printed two or three times (once per check of the chunk), each
+    with a line of jaxaudit's source under it."""
+    import linecache
+    import warnings
+
+    run = RunDir.open(tmp_path / "r", kind="test", config={})
+    run_chunks(run, NAMES, compute)
+    (tmp_path / "r" / "chunks" / "chunk02.npz").write_bytes(b"garbage")
+    run = RunDir.open(tmp_path / "r", kind="test", config={})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run_chunks(run, NAMES, compute)
+    about = [w for w in caught if "chunk02" in str(w.message)]
+    assert len(about) == 1 and "corrupt" in str(about[0].message)
+    assert linecache.getline(about[0].filename, about[0].lineno) == ""
+
+
+def _big_chunk(tmp_path, megabytes=64):
+    run = RunDir.open(tmp_path / "r", kind="test", config={})
+    run.save_chunk("big", {"x": np.zeros(megabytes << 17)})  # float64: 8 bytes each
+    return RunDir.open(tmp_path / "r", kind="test", config={})
+
+
+def test_chunks_are_verified_in_constant_memory(tmp_path):
+    """Checking a chunk read it whole for its checksum (a 7 GiB chunk: MemoryError); the
+    SHA-256 is now computed in blocks."""
+    import tracemalloc
+
+    run = _big_chunk(tmp_path)
+    run.plan(["big"])
+    tracemalloc.start()
+    try:
+        assert run.has_chunk("big") and run.missing_chunks() == []
+        assert run.describe_chunk("big")["x"][0] == (64 << 17,)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, peak                                # the chunk is 64 MiB
+
+
+def test_chunk_larger_than_the_load_limit_is_refused_naming_it(tmp_path, monkeypatch):
+    from jaxaudit.runs import rundir
+
+    run = _big_chunk(tmp_path, megabytes=2)
+    monkeypatch.setattr(rundir, "MAX_LOAD_BYTES", 1 << 20)
+    assert run.has_chunk("big")                                 # verified, not loaded
+    with pytest.raises(ValueError, match=r"chunks/big\.npz holds 2,097,[0-9,]+ bytes, more than "
+                                         r"the 1,048,576 that are loaded"):
+        run.load_chunk("big")
