@@ -332,7 +332,11 @@ class RunDir:
     def load_file(self, relpath: str) -> bytes | None:
         """The bytes written by :meth:`save_file` when they still match their run-bound
         checksum record; None when the file is absent, corrupt, a symbolic link, or was copied
-        from another run (then recompute it and :meth:`save_file` it again)."""
+        from another run (then recompute it and :meth:`save_file` it again).
+
+        Raises:
+          ValueError: the file holds more than :data:`MAX_LOAD_BYTES` (named, not read).
+        """
         data, _ = self._checked_bytes(self.path / _safe_relpath(relpath))
         return data
 
@@ -368,9 +372,10 @@ class RunDir:
         return self._checked_bytes(self._chunk_path(name))[0]
 
     def has_chunk(self, name: str) -> bool:
-        """True when the chunk exists and its checksum record matches. A corrupt chunk (or one
-        from another run) reads as not finished, with a warning, and is overwritten when it is
-        computed again (it is not removed here: another process may be writing it)."""
+        """True when the chunk exists and its checksum record matches (checked in blocks: the
+        chunk is not loaded). A corrupt chunk (or one from another run) reads as not finished,
+        with a warning (once per chunk and reason for this ``RunDir``), and is overwritten when
+        it is computed again (it is not removed here: another process may be writing it)."""
         path = self._chunk_path(name)
         reason = self._verify(path)
         if not reason:
