@@ -119,28 +119,30 @@ def check_probability(name: str, value: Any, *, open_low: bool = False, open_hig
     return arr
 
 
-def check_nonnegative(name: str, value: Any) -> np.ndarray:
-    """Refuse negative values, NaN and -inf; +inf is allowed (a vacuous ε, μ, ρ or ε_α).
-    Skipped when traced."""
+def check_at_least(name: str, value: Any, lower: float, *, strict: bool = False,
+                   note: str = "") -> np.ndarray:
+    """Refuse NaN and values below ``lower`` (with ``strict``, also ``lower`` itself); +inf is
+    allowed. ``note`` follows the bound in the message. Skipped when traced."""
     if is_traced(value):
         return value
     arr = _as_array(name, value)
-    bad = np.isnan(arr) | (arr < 0)
+    bad = np.isnan(arr) | ((arr <= lower) if strict else (arr < lower))
     if bad.any():
-        raise ValueError(f"{name} must be >= 0, got {_describe(arr, bad)}")
+        relation = ">" if strict else ">="
+        raise ValueError(f"{name} must be {relation} {lower}{note}, got {_describe(arr, bad)}")
     return arr
+
+
+def check_nonnegative(name: str, value: Any) -> np.ndarray:
+    """Refuse negative values, NaN and -inf; +inf is allowed (a vacuous ε, μ, ρ or ε_α).
+    Skipped when traced."""
+    return check_at_least(name, value, 0)
 
 
 def check_positive(name: str, value: Any) -> np.ndarray:
     """Refuse values <= 0 and NaN (+inf allowed; use :func:`check_positive_finite` for a
     hyperparameter). Skipped when traced."""
-    if is_traced(value):
-        return value
-    arr = _as_array(name, value)
-    bad = np.isnan(arr) | (arr <= 0)
-    if bad.any():
-        raise ValueError(f"{name} must be > 0, got {_describe(arr, bad)}")
-    return arr
+    return check_at_least(name, value, 0, strict=True)
 
 
 def check_positive_finite(name: str, value: Any) -> np.ndarray:
@@ -170,6 +172,16 @@ def check_choice(name: str, value: object, choices: Collection[Any]) -> None:
         ok = False
     if not ok:
         raise ValueError(f"{name} must be one of {sorted(choices)!r}, got {value!r}")
+
+
+def check_instance(name: str, value: object, cls: type[_T]) -> _T:
+    """``value``, refused unless it is a ``cls`` (a configuration NamedTuple, a result); the
+    message names the class by its public home (``jaxaudit.<package>.<Name>``)."""
+    if not isinstance(value, cls):
+        home = ".".join(cls.__module__.split(".")[:2])
+        raise ArgumentTypeError(f"{name} must be a {home}.{cls.__qualname__}, got "
+                                f"{type(value).__name__}")
+    return value
 
 
 def check_bool(name: str, value: object) -> bool:

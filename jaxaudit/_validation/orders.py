@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxaudit._validation.core import _as_array, _describe, check_finite, is_traced
+from jaxaudit._validation.core import check_at_least, check_finite, is_traced
 
 
 def check_orders(name: str, orders: Any) -> np.ndarray:
@@ -24,10 +24,4 @@ def check_orders(name: str, orders: Any) -> np.ndarray:
 def check_order_limits(name: str, value: Any) -> np.ndarray:
     """Rényi order(s) α ∈ [1, ∞] for a closed form that has the limits (α = 1: KL, α = ∞: the
     max-divergence): NaN and α < 1 refused, +inf allowed; any shape. Skipped when traced."""
-    if is_traced(value):
-        return value
-    arr = _as_array(name, value)
-    bad = np.isnan(arr) | (arr < 1)
-    if bad.any():
-        raise ValueError(f"{name} must be >= 1 (1 and inf are the limits), got {_describe(arr, bad)}")
-    return arr
+    return check_at_least(name, value, 1, note=" (1 and inf are the limits)")
