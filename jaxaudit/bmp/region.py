@@ -19,9 +19,11 @@ The first two constraints bound the region below the diagonal α + β = 1 (the u
 last two are their mirror images above it (the complemented tests).
 
 Every public function checks concrete arguments (error rates and priors in [0, 1], ε ≥ 0 with
-+inf allowed, no NaN: ``ValueError`` naming the argument), then calls its unvalidated
-``jax.numpy`` core ``_<name>``; inside ``jax.jit``/``jax.vmap``/``jax.grad`` the checks are
-skipped and the core just computes.
++inf allowed, no NaN: ``ValueError`` naming the argument), then computes in ``jax.numpy``; inside
+``jax.jit``/``jax.vmap``/``jax.grad`` the checks are skipped. Three maps that
+:mod:`jaxaudit.bmp.composition` and :mod:`jaxaudit.bmp.jeffreys` apply to values they computed
+themselves also have an unvalidated core ``_<name>`` (region_contains, epsilons_from_errors,
+finite_mechanism_epsilons).
 
 References:
   Yıldırım & Khosla, "Bayesian Membership Privacy for Graph Neural Networks", arXiv 2606.04069.
@@ -166,12 +168,6 @@ def region_area(eps_l: ArrayLike, eps_r: ArrayLike, *, side: str = "both") -> ja
     _check_side(side)
     check_nonnegative("eps_l", eps_l)
     check_nonnegative("eps_r", eps_r)
-    return _region_area(eps_l, eps_r, side=side)
-
-
-def _region_area(eps_l: ArrayLike, eps_r: ArrayLike, *, side: str = "both") -> jax.Array:
-    """Unvalidated, traceable core of :func:`region_area`."""
-    _check_side(side)
     eps_l, eps_r = jnp.asarray(eps_l), jnp.asarray(eps_r)
     if side == "right":
         return -jnp.expm1(-eps_r)
@@ -194,12 +190,6 @@ def region_corner(eps_l: ArrayLike, eps_r: ArrayLike, *, null: str = "non-member
     _check_null(null)
     check_nonnegative("eps_l", eps_l)
     check_nonnegative("eps_r", eps_r)
-    return _region_corner(eps_l, eps_r, null=null)
-
-
-def _region_corner(eps_l: ArrayLike, eps_r: ArrayLike, *, null: str = "non-member"
-                  ) -> tuple[jax.Array, jax.Array]:
-    """Unvalidated, traceable core of :func:`region_corner`."""
     eps_l, eps_r = jnp.asarray(eps_l), jnp.asarray(eps_r)
     den = -jnp.expm1(-(eps_l + eps_r))  # 1 − e^{−ε_L−ε_R}
     a = _safe_ratio(jnp.exp(-eps_r) * -jnp.expm1(-eps_l), den, 0.5)
@@ -215,11 +205,6 @@ def tradeoff_curve(alpha: ArrayLike, eps_l: ArrayLike, eps_r: ArrayLike) -> jax.
     _check_rate("alpha", alpha)
     check_nonnegative("eps_l", eps_l)
     check_nonnegative("eps_r", eps_r)
-    return _tradeoff_curve(alpha, eps_l, eps_r)
-
-
-def _tradeoff_curve(alpha: ArrayLike, eps_l: ArrayLike, eps_r: ArrayLike) -> jax.Array:
-    """Unvalidated, traceable core of :func:`tradeoff_curve`."""
     alpha = jnp.asarray(alpha)
     return jnp.maximum(jnp.maximum(1 - jnp.exp(eps_r) * alpha,
                                    (1 - alpha) * jnp.exp(-jnp.asarray(eps_l))), 0.0)
@@ -262,12 +247,6 @@ def epsilons_from_roc(fpr: ArrayLike, fnr: ArrayLike, *, null: str = "non-member
     _check_null(null)
     _check_rate("fpr", fpr)
     _check_rate("fnr", fnr)
-    return _epsilons_from_roc(fpr, fnr, null=null)
-
-
-def _epsilons_from_roc(fpr: ArrayLike, fnr: ArrayLike, *, null: str = "non-member"
-                      ) -> tuple[jax.Array, jax.Array]:
-    """Unvalidated, traceable core of :func:`epsilons_from_roc`."""
     eps_l, eps_r = _epsilons_from_errors(fpr, fnr, null=null)
     return jnp.max(eps_l, axis=-1), jnp.max(eps_r, axis=-1)
 
@@ -278,11 +257,6 @@ def mp_epsilon(alpha: ArrayLike, beta: ArrayLike, *, null: str = "non-member") -
     _check_null(null)
     _check_rate("alpha", alpha)
     _check_rate("beta", beta)
-    return _mp_epsilon(alpha, beta, null=null)
-
-
-def _mp_epsilon(alpha: ArrayLike, beta: ArrayLike, *, null: str = "non-member") -> jax.Array:
-    """Unvalidated, traceable core of :func:`mp_epsilon`."""
     eps_l, eps_r = _epsilons_from_errors(alpha, beta, null=null)
     return jnp.maximum(eps_l, eps_r)
 
@@ -290,11 +264,6 @@ def _mp_epsilon(alpha: ArrayLike, beta: ArrayLike, *, null: str = "non-member") 
 def mp_region_area(epsilon: ArrayLike) -> jax.Array:
     """Area of the symmetric region R(ε, ε): (e^ε − 1)/(e^ε + 1) = tanh(ε/2)."""
     check_nonnegative("epsilon", epsilon)
-    return _mp_region_area(epsilon)
-
-
-def _mp_region_area(epsilon: ArrayLike) -> jax.Array:
-    """Unvalidated, traceable core of :func:`mp_region_area`."""
     return jnp.tanh(jnp.asarray(epsilon) / 2)
 
 
@@ -308,12 +277,6 @@ def posterior_interval(eta: ArrayLike, eps_l: ArrayLike, eps_r: ArrayLike
     _check_rate("eta", eta)
     check_nonnegative("eps_l", eps_l)
     check_nonnegative("eps_r", eps_r)
-    return _posterior_interval(eta, eps_l, eps_r)
-
-
-def _posterior_interval(eta: ArrayLike, eps_l: ArrayLike, eps_r: ArrayLike
-                       ) -> tuple[jax.Array, jax.Array]:
-    """Unvalidated, traceable core of :func:`posterior_interval`."""
     logit_eta = jnp.log(eta) - jnp.log1p(-jnp.asarray(eta))
     return sigmoid(logit_eta - eps_l), sigmoid(logit_eta + eps_r)
 
@@ -322,24 +285,14 @@ def precision_bound(eta: ArrayLike, eps_r: ArrayLike) -> jax.Array:
     """BMP-R in posterior coordinates: precision ≤ η e^{ε_R}/(1 − η + η e^{ε_R})."""
     _check_rate("eta", eta)
     check_nonnegative("eps_r", eps_r)
-    return _precision_bound(eta, eps_r)
-
-
-def _precision_bound(eta: ArrayLike, eps_r: ArrayLike) -> jax.Array:
-    """Unvalidated, traceable core of :func:`precision_bound`."""
-    return _posterior_interval(eta, 0.0, eps_r)[1]
+    return posterior_interval(eta, 0.0, eps_r)[1]
 
 
 def npv_bound(eta: ArrayLike, eps_l: ArrayLike) -> jax.Array:
     """BMP-L in posterior coordinates: NPV ≤ (1 − η) e^{ε_L}/((1 − η) e^{ε_L} + η)."""
     _check_rate("eta", eta)
     check_nonnegative("eps_l", eps_l)
-    return _npv_bound(eta, eps_l)
-
-
-def _npv_bound(eta: ArrayLike, eps_l: ArrayLike) -> jax.Array:
-    """Unvalidated, traceable core of :func:`npv_bound`."""
-    return _posterior_interval(1 - jnp.asarray(eta), 0.0, eps_l)[1]
+    return posterior_interval(1 - jnp.asarray(eta), 0.0, eps_l)[1]
 
 
 def to_joint(alpha: ArrayLike, beta: ArrayLike, eta: ArrayLike) -> tuple[jax.Array, jax.Array]:
@@ -348,11 +301,6 @@ def to_joint(alpha: ArrayLike, beta: ArrayLike, eta: ArrayLike) -> tuple[jax.Arr
     _check_rate("alpha", alpha)
     _check_rate("beta", beta)
     _check_rate("eta", eta)
-    return _to_joint(alpha, beta, eta)
-
-
-def _to_joint(alpha: ArrayLike, beta: ArrayLike, eta: ArrayLike) -> tuple[jax.Array, jax.Array]:
-    """Unvalidated, traceable core of :func:`to_joint`."""
     return (1 - jnp.asarray(eta)) * alpha, jnp.asarray(eta) * beta
 
 
@@ -361,11 +309,6 @@ def from_joint(a: ArrayLike, b: ArrayLike, eta: ArrayLike) -> tuple[jax.Array, j
     _check_rate("a", a)
     _check_rate("b", b)
     _check_rate("eta", eta)
-    return _from_joint(a, b, eta)
-
-
-def _from_joint(a: ArrayLike, b: ArrayLike, eta: ArrayLike) -> tuple[jax.Array, jax.Array]:
-    """Unvalidated, traceable core of :func:`from_joint`."""
     return jnp.asarray(a) / (1 - jnp.asarray(eta)), jnp.asarray(b) / jnp.asarray(eta)
 
 
@@ -378,12 +321,6 @@ def to_posterior_coordinates(alpha: ArrayLike, beta: ArrayLike, eta: ArrayLike
     _check_rate("alpha", alpha)
     _check_rate("beta", beta)
     _check_rate("eta", eta)
-    return _to_posterior_coordinates(alpha, beta, eta)
-
-
-def _to_posterior_coordinates(alpha: ArrayLike, beta: ArrayLike, eta: ArrayLike
-                             ) -> tuple[jax.Array, jax.Array]:
-    """Unvalidated, traceable core of :func:`to_posterior_coordinates`."""
     eta = jnp.asarray(eta)
     tp, fp = eta * (1 - beta), (1 - eta) * alpha
     fn, tn = eta * beta, (1 - eta) * (1 - alpha)
@@ -398,12 +335,6 @@ def compose(eps_l1: ArrayLike, eps_r1: ArrayLike, eps_l2: ArrayLike, eps_r2: Arr
     check_nonnegative("eps_r1", eps_r1)
     check_nonnegative("eps_l2", eps_l2)
     check_nonnegative("eps_r2", eps_r2)
-    return _compose(eps_l1, eps_r1, eps_l2, eps_r2)
-
-
-def _compose(eps_l1: ArrayLike, eps_r1: ArrayLike, eps_l2: ArrayLike, eps_r2: ArrayLike
-            ) -> tuple[jax.Array, jax.Array]:
-    """Unvalidated, traceable core of :func:`compose`."""
     return jnp.asarray(eps_l1) + eps_l2, jnp.asarray(eps_r1) + eps_r2
 
 
@@ -417,12 +348,6 @@ def compose_with_sampling(eps_l_phi: ArrayLike, eps_r_phi: ArrayLike, c_l: Array
     check_nonnegative("eps_r_phi", eps_r_phi)
     check_nonnegative("c_l", c_l)
     check_nonnegative("c_r", c_r)
-    return _compose_with_sampling(eps_l_phi, eps_r_phi, c_l, c_r)
-
-
-def _compose_with_sampling(eps_l_phi: ArrayLike, eps_r_phi: ArrayLike, c_l: ArrayLike,
-                           c_r: ArrayLike) -> tuple[jax.Array, jax.Array]:
-    """Unvalidated, traceable core of :func:`compose_with_sampling`."""
     return jnp.asarray(eps_l_phi) + c_l, jnp.asarray(eps_r_phi) + c_r
 
 
@@ -459,12 +384,6 @@ def bayes_optimal_errors(p0: ArrayLike, p1: ArrayLike, eta: ArrayLike
     _check_rate("p0", p0)
     _check_rate("p1", p1)
     _check_rate("eta", eta)
-    return _bayes_optimal_errors(p0, p1, eta)
-
-
-def _bayes_optimal_errors(p0: ArrayLike, p1: ArrayLike, eta: ArrayLike
-                         ) -> tuple[jax.Array, jax.Array]:
-    """Unvalidated, traceable core of :func:`bayes_optimal_errors`."""
     p0, p1 = jnp.asarray(p0), jnp.asarray(p1)
     eta = jnp.expand_dims(jnp.asarray(eta), -1)
     member = eta * p1 > (1 - eta) * p0
