@@ -32,6 +32,20 @@ _MAX_EXPONENT = 40
 _SCALED_VAR_FLOOR = 2.0 ** -38
 
 
+def _checked(scores: ArrayLike, masks: ArrayLike, *, min_models: int) -> tuple[ArrayLike, ArrayLike]:
+    """``scores`` and ``masks`` checked (matching (R, N) shapes, R >= ``min_models``, finite
+    scores: one inf score would reach every node's column through the pooled variance), as
+    arrays; traced inputs pass through."""
+    check_scores_and_masks(scores, masks)
+    if jnp.shape(scores)[0] < min_models:
+        raise ValueError(f"scores needs at least {min_models} models (R >= {min_models}), "
+                         f"got {jnp.shape(scores)[0]}")
+    if is_traced(scores, masks):
+        return scores, masks
+    check_finite("scores", scores)
+    return jnp.asarray(scores), jnp.asarray(masks, bool)
+
+
 def _loo_moments(x: jax.Array, w: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Leave-one-out count, mean and (unbiased) variance over axis 0 of the entries with w = 1."""
     n = jnp.sum(w, 0) - w
@@ -122,13 +136,7 @@ def lira_loo(scores: ArrayLike, masks: ArrayLike, *, fix_variance: bool = False)
       >>> bool((lira_loo(scores, masks) > 0)[masks].mean() > 0.9)
       True
     """
-    check_scores_and_masks(scores, masks)
-    if jnp.shape(scores)[0] < 2:
-        raise ValueError(f"scores needs at least 2 models (R >= 2), got {jnp.shape(scores)[0]}")
-    if not is_traced(scores, masks):
-        # one inf score would reach every node's column through the pooled variance
-        check_finite("scores", scores)
-        scores, masks = jnp.asarray(scores), jnp.asarray(masks, bool)
+    scores, masks = _checked(scores, masks, min_models=2)
     return _lira_loo(scores, masks, bool(fix_variance))
 
 
@@ -267,10 +275,5 @@ def lira_offline(scores: ArrayLike, masks: ArrayLike, *, fix_variance: bool = Fa
     Returns:
       (R, N) float32 log-likelihood ratios (higher = more likely a member).
     """
-    check_scores_and_masks(scores, masks)
-    if jnp.shape(scores)[0] < 3:
-        raise ValueError(f"scores needs at least 3 models (R >= 3), got {jnp.shape(scores)[0]}")
-    if not is_traced(scores, masks):
-        check_finite("scores", scores)
-        scores, masks = jnp.asarray(scores), jnp.asarray(masks, bool)
+    scores, masks = _checked(scores, masks, min_models=3)
     return _lira_offline(scores, masks, bool(fix_variance))
