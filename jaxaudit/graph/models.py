@@ -130,6 +130,16 @@ class GATConv(nn.Module):
 
 
 class _TwoLayer(nn.Module):
+    """Two message-passing layers with an activation and dropout between them.
+
+    Attributes:
+      num_classes: outputs per node; hidden: width of the hidden layer; dropout: its rate.
+    """
+
+    num_classes: int
+    hidden: int = 64
+    dropout: float = 0.5
+
     def layers(self) -> _Layers:
         raise AttributeError("subclasses define layers()")
 
@@ -157,20 +167,12 @@ class GCN(_TwoLayer):
       (3, 2)
     """
 
-    num_classes: int
-    hidden: int = 64
-    dropout: float = 0.5
-
     def layers(self) -> _Layers:
         return GCNConv(self.hidden), GCNConv(self.num_classes), nn.relu
 
 
 class GraphSAGE(_TwoLayer):
     """Two-layer GraphSAGE (mean aggregator): ReLU and dropout between the layers."""
-
-    num_classes: int
-    hidden: int = 64
-    dropout: float = 0.5
 
     def layers(self) -> _Layers:
         return SAGEConv(self.hidden), SAGEConv(self.num_classes), nn.relu
@@ -181,10 +183,8 @@ class GAT(_TwoLayer):
     dropout, then one head with ``num_classes`` outputs; dropout 0.6 on the hidden layer and on
     the attention coefficients as in Veličković et al."""
 
-    num_classes: int
-    hidden: int = 64
-    heads: int = 8
     dropout: float = 0.6
+    heads: int = 8
     attention_dropout: float = 0.6
 
     def layers(self) -> _Layers:
