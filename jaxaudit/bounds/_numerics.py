@@ -8,19 +8,22 @@ returns the exact logarithm of every positive float, subnormal or not.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from collections.abc import Callable, Sequence
-from typing import TypeAlias
+from typing import ParamSpec, TypeAlias
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.typing import ArrayLike
 
 #: Arguments that are never JAX tracers (numpy arrays, Python and numpy scalars, sequences of
 #: floats). The public bounds return a Python int/float when all their array arguments are of
 #: this kind; any ``jax.Array`` argument may be a tracer, and then they return a JAX array.
 Concrete: TypeAlias = np.ndarray | np.number | float | Sequence[float]
+
+_P = ParamSpec("_P")
 
 _BITS = {jnp.dtype(jnp.float64): (jnp.int64, 1074), jnp.dtype(jnp.float32): (jnp.int32, 149)}
 
@@ -62,19 +65,37 @@ def safe_logit(p: jax.Array) -> jax.Array:
     return safe_log(p) - jnp.log1p(-p)
 
 
-def checked_upper_bound(fn: Callable[..., jax.Array], probability: tuple[str, ArrayLike],
-                        nonnegative: tuple[str, ArrayLike], *, broadcast: bool = False
-                        ) -> jax.Array:
-    """``upper_bound(fn, p, x)`` after checking, by name, that p is a probability and x ≥ 0 (and
-    that they broadcast together): the boundary of the closed forms f(p, x) that the bounds
-    report as upper bounds (β(ε, p), its gain, KGK+, Balle's ReRo). Values pass unchanged, so a
-    traced call just computes."""
+def checked_upper_bound(*, broadcast: bool = False, positive: tuple[str, ...] = ()
+                        ) -> Callable[[Callable[_P, jax.Array]], Callable[_P, jax.Array]]:
+    """Decorator of a closed form f(p, x, ...) that the bounds report as an upper bound (β(ε, p),
+    its gain, KGK+, Balle's ReRo, Hayes et al.'s Gaussian bound): the decorated function checks,
+    by the names of f's parameters, that p is a probability and every other argument is ≥ 0
+    (> 0 for those named in ``positive``; with ``broadcast``, that all broadcast together), then
+    evaluates f (jitted) by :func:`jaxaudit._rounding.upper_bound`: concrete inputs in float64,
+    rounded up into their dtype. Traced inputs pass unchecked, so a traced call just computes."""
     from jaxaudit._rounding import upper_bound
-    from jaxaudit._validation import check_broadcast, check_nonnegative, check_probability
+    from jaxaudit._validation import (
+        check_broadcast,
+        check_nonnegative,
+        check_positive,
+        check_probability,
+    )
 
-    (p_name, p), (x_name, x) = probability, nonnegative
-    check_probability(p_name, p)
-    check_nonnegative(x_name, x)
-    if broadcast:
-        check_broadcast(**{p_name: p, x_name: x})
-    return upper_bound(fn, p, x)
+    def decorate(fn: Callable[_P, jax.Array]) -> Callable[_P, jax.Array]:
+        signature = inspect.signature(fn)
+        p_name, *x_names = signature.parameters
+        core = jax.jit(fn)
+
+        @functools.wraps(fn)
+        def bound(*args: _P.args, **kwargs: _P.kwargs) -> jax.Array:
+            p, *xs = signature.bind(*args, **kwargs).args
+            check_probability(p_name, p)
+            for name, x in zip(x_names, xs):
+                (check_positive if name in positive else check_nonnegative)(name, x)
+            if broadcast:
+                check_broadcast(**dict(zip([p_name, *x_names], [p, *xs])))
+            return upper_bound(core, p, *xs)
+
+        return bound
+
+    return decorate

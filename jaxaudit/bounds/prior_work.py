@@ -25,7 +25,6 @@ from typing import overload
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.scipy.special import gammaln, logsumexp
 from jax.scipy.stats import norm
 from jax.typing import ArrayLike
@@ -33,10 +32,9 @@ from jax.typing import ArrayLike
 from jaxaudit._rounding import upper_bound
 from jaxaudit._validation import (
     as_scalar,
+    check_at_least,
     check_integer,
     check_nonnegative,
-    check_numeric,
-    check_positive,
     check_probability,
     is_traced,
     plain,
@@ -59,6 +57,7 @@ __all__ = [
 ]
 
 
+@checked_upper_bound()
 def kgk_bound_gdp(kappa: ArrayLike, mu: ArrayLike) -> jax.Array:
     """KGK+ under μ-GDP: 1 − f(κ) = Φ(Φ⁻¹(κ) + μ).
 
@@ -66,7 +65,7 @@ def kgk_bound_gdp(kappa: ArrayLike, mu: ArrayLike) -> jax.Array:
       >>> round(float(kgk_bound_gdp(0.5, 1.0)), 5)
       0.84134
     """
-    return checked_upper_bound(_gauss_shift, ("kappa", kappa), ("mu", mu))
+    return _gauss_shift(kappa, mu)
 
 
 @jax.jit
@@ -110,10 +109,7 @@ def balle_rero_rdp(kappa: ArrayLike, order: ArrayLike, epsilon: ArrayLike) -> ja
     """
     check_probability("kappa", kappa)
     check_nonnegative("epsilon", epsilon)
-    if not is_traced(order):
-        a = check_numeric("order", order)
-        if np.isnan(a).any() or (a <= 1).any():
-            raise ValueError(f"order must be > 1, got {plain(order)}")
+    check_at_least("order", order, 1, strict=True)
     return upper_bound(_balle_rdp, kappa, order, epsilon)
 
 
@@ -124,6 +120,7 @@ def _balle_rdp(kappa, order, eps):
     return jnp.minimum(1.0, jnp.exp((1.0 - 1.0 / order) * log_term))
 
 
+@checked_upper_bound()
 def balle_rero_zcdp(kappa: ArrayLike, rho: ArrayLike) -> jax.Array:
     """Reconstruction robustness under ρ-zCDP: exp(−(sqrt(ln 1/κ) − sqrt ρ)²) if ρ < ln(1/κ), else 1.
 
@@ -131,16 +128,12 @@ def balle_rero_zcdp(kappa: ArrayLike, rho: ArrayLike) -> jax.Array:
       >>> round(float(balle_rero_zcdp(0.01, 1.0)), 6)
       0.268948
     """
-    return checked_upper_bound(_balle_zcdp, ("kappa", kappa), ("rho", rho))
-
-
-@jax.jit
-def _balle_zcdp(kappa, rho):
     log_inv = -jnp.log(kappa)
     value = jnp.exp(-jnp.square(jnp.sqrt(log_inv) - jnp.sqrt(rho)))
     return jnp.where(rho < log_inv, value, 1.0)
 
 
+@checked_upper_bound()
 def balle_rero_pure(kappa: ArrayLike, epsilon: ArrayLike) -> jax.Array:
     """Reconstruction robustness under ε-DP: min(1, e^ε κ).
 
@@ -148,14 +141,10 @@ def balle_rero_pure(kappa: ArrayLike, epsilon: ArrayLike) -> jax.Array:
       >>> float(balle_rero_pure(0.5, 1.0))
       1.0
     """
-    return checked_upper_bound(_balle_pure, ("kappa", kappa), ("epsilon", epsilon))
+    return jnp.minimum(1.0, _scaled(kappa, epsilon))
 
 
-@jax.jit
-def _balle_pure(kappa, eps):
-    return jnp.minimum(1.0, _scaled(kappa, eps))
-
-
+@checked_upper_bound(positive=("sigma",))
 def hayes_gaussian(kappa: ArrayLike, sensitivity: ArrayLike, sigma: ArrayLike) -> jax.Array:
     """Hayes–Mahloujifar–Balle bound for the Gaussian mechanism: Φ(Φ⁻¹(κ) + Δ/σ).
 
@@ -163,16 +152,7 @@ def hayes_gaussian(kappa: ArrayLike, sensitivity: ArrayLike, sigma: ArrayLike) -
       >>> round(float(hayes_gaussian(0.5, 1.0, 1.0)), 5)
       0.84134
     """
-    check_probability("kappa", kappa)
-    check_nonnegative("sensitivity", sensitivity)
-    if not is_traced(sigma):
-        check_positive("sigma", sigma)
-    return upper_bound(_hayes, kappa, sensitivity, sigma)
-
-
-@jax.jit
-def _hayes(kappa, sens, sigma):
-    return _gauss_shift(kappa, sens / sigma)
+    return _gauss_shift(kappa, sensitivity / sigma)
 
 
 def _log_binom_pmf(r: int, epsilon):

@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 
+@checked_upper_bound(broadcast=True)
 def posterior_success(prior: ArrayLike, epsilon: ArrayLike) -> jax.Array:
     """β(ε, p) = sigmoid(ε + logit p): the largest posterior success of a guess with prior p.
 
@@ -60,7 +61,7 @@ def posterior_success(prior: ArrayLike, epsilon: ArrayLike) -> jax.Array:
     """
     # Concrete inputs are evaluated in float64 and rounded up into the promoted dtype: a float32
     # cast (or flush-to-zero of a subnormal) would turn p = 3e-39 into 0 and β(100, p) ≈ 1 into 0.
-    return checked_upper_bound(_posterior_success, ("prior", prior), ("epsilon", epsilon), broadcast=True)
+    return _beta(prior, epsilon)
 
 
 @jax.custom_jvp
@@ -90,6 +91,7 @@ def _beta_jvp(primals, tangents):
 _posterior_success = jax.jit(_beta)
 
 
+@checked_upper_bound(broadcast=True)
 def gain(prior: ArrayLike, epsilon: ArrayLike) -> jax.Array:
     """Per-target gain β(ε, p) − p: how much the output can raise the success probability.
 
@@ -101,14 +103,10 @@ def gain(prior: ArrayLike, epsilon: ArrayLike) -> jax.Array:
     """
     # an upper bound on the gain: evaluated in float64 and rounded up (β − p in float32 would
     # lose the rounding-up of β in the subtraction)
-    return checked_upper_bound(_gain, ("prior", prior), ("epsilon", epsilon), broadcast=True)
+    return _posterior_success(prior, epsilon) - prior
 
 
-@jax.jit
-def _gain(p, eps):
-    return _posterior_success(p, eps) - p
-
-
+@checked_upper_bound(broadcast=True)
 def gain_ratio(prior: ArrayLike, epsilon: ArrayLike) -> jax.Array:
     """β(ε, p)/p = e^ε/(1 + (e^ε − 1)p), with the limit e^ε at p = 0.
 
@@ -116,12 +114,8 @@ def gain_ratio(prior: ArrayLike, epsilon: ArrayLike) -> jax.Array:
       >>> round(float(gain_ratio(0.0, 1.0)), 6)
       2.718282
     """
-    return checked_upper_bound(_gain_ratio, ("prior", prior), ("epsilon", epsilon), broadcast=True)
-
-
-@jax.jit
-def _gain_ratio(p, eps):
     # 1/(p + e^{−ε}(1 − p)): no overflow for large ε, 1/p at ε = ∞, e^ε at p = 0.
+    p, eps = jnp.asarray(prior), jnp.asarray(epsilon)
     return 1.0 / (p + jnp.exp(-eps) * (1.0 - p))
 
 
