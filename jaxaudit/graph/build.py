@@ -124,10 +124,10 @@ def _edges(edge_index: ArrayInput, num_nodes: int) -> tuple[np.ndarray, np.ndarr
         if edges.dtype.kind != "f" or not np.all(np.isfinite(edges)) or np.any(
                 edges != np.round(edges)):
             raise ValueError(f"edge_index must hold integer node indices, got dtype {edges.dtype}")
-    edges = edges.astype(np.int64)
-    if edges.size and (edges.min() < 0 or edges.max() >= num_nodes):
-        bad = edges[(edges < 0) | (edges >= num_nodes)][0]
+    if edges.size and (edges.min() < 0 or edges.max() >= num_nodes):  # before the int64 cast,
+        bad = edges[(edges < 0) | (edges >= num_nodes)][0]              # which wraps 2**64 - 1
         raise ValueError(f"edge_index must lie in [0, N={num_nodes}), got {int(bad)}")
+    edges = edges.astype(np.int64)
     both = np.concatenate([edges, edges[::-1]], axis=1)
     both = both[:, both[0] != both[1]]
     both = np.unique(both, axis=1) if both.size else both.reshape(2, 0)

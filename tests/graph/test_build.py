@@ -61,6 +61,9 @@ def test_masks_and_defaults():
 
 @pytest.mark.parametrize("kwargs, match", [
     (dict(edge_index=[[0, 1], [1, 30]]), "edge_index must lie in"),
+    (dict(edge_index=np.array([[0, 2**64 - 1], [1, 2]], np.uint64)),
+     r"edge_index must lie in \[0, N=30\), got 18446744073709551615"),
+    (dict(edge_index=[[0, 1e300], [1, 2]]), r"edge_index must lie in \[0, N=30\), got 1\d{300}"),
     (dict(edge_index=[[0, 1, 2]]), r"edge_index must have shape \(2, E\)"),
     (dict(edge_index=[[0.5, 1.0], [1.0, 2.0]]), "edge_index must hold integer"),
     (dict(labels=np.full(30, 5), num_classes=3), "labels must lie in"),
