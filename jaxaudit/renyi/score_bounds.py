@@ -148,20 +148,27 @@ def _one_run_p_value(m, n_guess, n_correct, eps, delta, length):
     return jnp.minimum(beta + 2.0 * m * delta * alpha, 1.0)
 
 
-def _largest_rejected(reject, cap, dtype):
-    """The largest x in [0, cap] with ``reject(x)`` (rejected below a root), by ``_STEPS``
-    bisection steps: the lower end of the final bracket, so never above the root; ``cap`` when
-    even it is rejected, 0 when nothing is. Traceable."""
+def _bisect(reject, cap, dtype):
+    """The final bracket (lo, hi) of ``_STEPS`` bisection steps on [0, cap] for the point where
+    ``reject`` stops holding: lo only moves to rejected points, hi only to accepted ones (the
+    ends 0 and cap are not evaluated; the callers decide them). Traceable."""
     def step(_, bracket):
         lo, hi = bracket
         mid = (lo + hi) / 2.0
         ok = reject(mid)
         return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid)
 
-    lo0, hi0 = jnp.zeros((), dtype), jnp.asarray(cap, dtype)
-    lo, _ = jax.lax.fori_loop(0, _STEPS, step, (lo0, hi0))
-    lo = jnp.where(reject(hi0), hi0, lo)
-    return jnp.where(reject(lo0), lo, jnp.zeros_like(lo))
+    return jax.lax.fori_loop(0, _STEPS, step, (jnp.zeros((), dtype), jnp.asarray(cap, dtype)))
+
+
+def _largest_rejected(reject, cap, dtype):
+    """The largest x in [0, cap] with ``reject(x)`` (rejected below a root), by ``_STEPS``
+    bisection steps: the lower end of the final bracket, so never above the root; ``cap`` when
+    even it is rejected, 0 when nothing is. Traceable."""
+    lo, _ = _bisect(reject, cap, dtype)
+    cap = jnp.asarray(cap, dtype)
+    lo = jnp.where(reject(cap), cap, lo)
+    return jnp.where(reject(jnp.zeros((), dtype)), lo, jnp.zeros_like(lo))
 
 
 def _one_run_epsilon(m, n_guess, n_correct, significance, delta, length):
@@ -223,15 +230,9 @@ def _one_run_tail_epsilon(n_guess, n_correct, significance):
         jsp_special.betainc(jnp.maximum(v, 1.0), jnp.maximum(g - v + 1.0, 1.0),
                             jax.nn.sigmoid(e)) <= significance)
 
-    def step(_, bracket):
-        lo, hi = bracket
-        mid = (lo + hi) / 2.0
-        ok = reject(mid)
-        return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid)
-
-    lo0, hi0 = jnp.zeros((), dtype), jnp.asarray(_EPS_CAP, dtype)
-    lo, hi = jax.lax.fori_loop(0, _STEPS, step, (lo0, hi0))
-    return jnp.where(reject(hi0), hi0, jnp.where(reject(lo0), hi, jnp.zeros_like(hi)))
+    _, hi = _bisect(reject, _EPS_CAP, dtype)
+    cap = jnp.asarray(_EPS_CAP, dtype)
+    return jnp.where(reject(cap), cap, jnp.where(reject(jnp.zeros((), dtype)), hi, jnp.zeros_like(hi)))
 
 
 @jax.jit
