@@ -42,7 +42,7 @@ from flax.typing import VariableDict
 from jax.typing import ArrayLike
 
 from jaxaudit._validation import (
-    ArgumentTypeError,
+    check_instance,
     check_integer,
     check_nonnegative_finite,
     check_positive_finite,
@@ -100,9 +100,7 @@ def check_lm_config(config: Any, name: str = "config") -> LmConfig:
       TypeError: ``config`` is not an :class:`LmConfig`.
       ValueError: a bad field, named.
     """
-    if not isinstance(config, LmConfig):
-        raise ArgumentTypeError(f"{name} must be a jaxaudit.attacks.LmConfig, got "
-                                f"{type(config).__name__}")
+    check_instance(name, config, LmConfig)
     ints = {f: check_integer(f"{name}.{f}", getattr(config, f), minimum=m)
             for f, m in (("num_secrets", 1), ("num_filler", 0), ("record_length", 1),
                          ("records_per_user", 1), ("hidden_dim", 1), ("steps", 1),

@@ -30,9 +30,9 @@ from blackjax.adaptation.base import get_filter_adapt_info_fn
 from jax.typing import ArrayLike
 
 from jaxaudit._validation import (
-    ArgumentTypeError,
     check_chunk_size,
     check_finite,
+    check_instance,
     check_integer,
     check_key,
     check_positive,
@@ -274,8 +274,7 @@ class NutsConfig(NamedTuple):
 
 
 def _check_nuts_config(config: object) -> NutsConfig:
-    if not isinstance(config, NutsConfig):
-        raise ArgumentTypeError(f"config must be a NutsConfig, got {type(config).__name__}")
+    config = check_instance("config", config, NutsConfig)
     for name in ("num_warmup", "num_samples"):
         check_integer(name, getattr(config, name), minimum=1)
     check_integer("num_chains", config.num_chains, minimum=2)  # R-hat needs several chains

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from jaxaudit._validation import (
-    ArgumentTypeError,
     check_choice,
+    check_instance,
     check_integer,
     check_nonnegative_finite,
     check_positive_finite,
@@ -69,9 +69,7 @@ def check_dpsgd_config(config: Any, name: str = "config") -> DpsgdConfig:
       TypeError: ``config`` is not a :class:`DpsgdConfig`.
       ValueError: a bad field, named.
     """
-    if not isinstance(config, DpsgdConfig):
-        raise ArgumentTypeError(f"{name} must be a jaxaudit.dpsgd.DpsgdConfig, got "
-                                f"{type(config).__name__}")
+    check_instance(name, config, DpsgdConfig)
     check_positive_finite(f"{name}.clip_norm", config.clip_norm)
     check_nonnegative_finite(f"{name}.noise_multiplier", config.noise_multiplier)
     check_nonnegative_finite(f"{name}.learning_rate", config.learning_rate)

@@ -40,6 +40,7 @@ import numpy as np
 
 from jaxaudit._validation import (
     check_choice,
+    check_instance,
     check_integer,
     check_output_dir,
     check_positive_finite,
@@ -260,8 +261,7 @@ def check_secrets_config(config: SecretsConfig, run_dir: str | Path | None = Non
     from jaxaudit.attacks import digit_prior, name_prior, password_prior
     from jaxaudit.attacks.corpus import filler_sentences, secret_field, secret_prefix
 
-    if not isinstance(config, SecretsConfig):
-        raise ValueError(f"config must be a SecretsConfig, got {type(config).__name__}")
+    check_instance("config", config, SecretsConfig)
     _check_common(config, run_dir)
     _check_levels("epsilons", config.epsilons, MAX_EPSILON)
     check_choice("prior", config.prior, PRIORS)
@@ -336,8 +336,7 @@ def check_marginals_config(config: MarginalsConfig, run_dir: str | Path | None =
     from jaxaudit.attacks import load_fair
     from jaxaudit.attacks.marginals import check_marginals_arguments
 
-    if not isinstance(config, MarginalsConfig):
-        raise ValueError(f"config must be a MarginalsConfig, got {type(config).__name__}")
+    check_instance("config", config, MarginalsConfig)
     _check_common(config, run_dir)
     _check_levels("rhos", config.rhos, MAX_RHO, MIN_RHO)
     check_marginals_arguments(load_fair(), attributes=config.attributes, hidden=config.hidden,

@@ -33,6 +33,7 @@ import numpy as np
 from jaxaudit._validation import (
     ArgumentTypeError,
     check_bool,
+    check_instance,
     check_integer,
     check_output_dir,
     check_positive_finite,
@@ -202,8 +203,7 @@ def _stored_config(config: BmpConfig, run_dir: str | Path | None, model: Any, gr
     configuration's, and ``derived`` holds its digest, folder and size."""
     from jaxaudit.runs.files import config_hash
 
-    if not isinstance(config, BmpConfig):
-        raise ArgumentTypeError(f"config must be a BmpConfig, got {type(config).__name__}")
+    check_instance("config", config, BmpConfig)
     if run_dir is not None:
         check_output_dir("run_dir", run_dir)
     check_integer("seed", config.seed, minimum=0)

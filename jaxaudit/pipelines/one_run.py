@@ -20,6 +20,7 @@ import numpy as np
 from jaxaudit import dpsgd
 from jaxaudit._validation import (
     check_choice,
+    check_instance,
     check_integer,
     check_positive_finite,
     check_probability,
@@ -103,8 +104,7 @@ class OneRunResult(NamedTuple):
 
 
 def _check(config: Any) -> OneRunAuditConfig:
-    if not isinstance(config, OneRunAuditConfig):
-        raise ValueError(f"config must be a OneRunAuditConfig, got {type(config).__name__}")
+    check_instance("config", config, OneRunAuditConfig)
     check_choice("dataset", config.dataset, ("mnist", "synthetic"))
     check_choice("model", config.model, MODELS)
     check_choice("kind", config.kind, KINDS)

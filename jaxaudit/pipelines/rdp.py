@@ -31,6 +31,7 @@ from jax.typing import ArrayLike
 from jaxaudit import dpsgd
 from jaxaudit._validation import (
     check_choice,
+    check_instance,
     check_integer,
     check_orders,
     check_output_dir,
@@ -336,8 +337,7 @@ def _noise_multiplier(config: Any) -> float:
 
 def _resolve(config: RdpConfig) -> RdpConfig:
     """``config`` checked (ValueError naming the field) with its defaults filled in."""
-    if not isinstance(config, RdpConfig):
-        raise ValueError(f"config must be an RdpConfig, got {type(config).__name__}")
+    check_instance("config", config, RdpConfig)
     if config.epsilon is None and config.noise_multiplier is None:
         config = config._replace(epsilon=10.0)
     config = _check_common(config)
@@ -536,8 +536,7 @@ def run_scores_audit(config: ScoresAuditConfig, run_dir: str | Path | None = Non
     Returns:
       :class:`RdpResult` (``canary_label`` None).
     """
-    if not isinstance(config, ScoresAuditConfig):
-        raise ValueError(f"config must be a ScoresAuditConfig, got {type(config).__name__}")
+    check_instance("config", config, ScoresAuditConfig)
     missing = [name for name in ("steps", "sampling_rate") if getattr(config, name) is None]
     if config.noise_multiplier is None and config.epsilon is None:
         missing.append("noise_multiplier (or epsilon with delta)")

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from jaxaudit._validation import ArgumentTypeError, check_output_dir
+from jaxaudit._validation import check_instance, check_output_dir
 from jaxaudit.pipelines.common import (
     ShadowRun,
     check_result_size,
@@ -116,8 +116,7 @@ def run_shadow(config: ShadowConfig, run_dir: str | Path | None = None, *,
     from jaxaudit.graph.shadow_models import gnn_module
     from jaxaudit.report import shadow as report
 
-    if not isinstance(config, ShadowConfig):
-        raise ArgumentTypeError(f"config must be a ShadowConfig, got {type(config).__name__}")
+    check_instance("config", config, ShadowConfig)
     if run_dir is not None:
         check_output_dir("run_dir", run_dir)
     check_training(config, model, graph)

@@ -28,6 +28,7 @@ from jax.typing import ArrayLike
 from jaxaudit._validation import (
     check_choice,
     check_chunk_size,
+    check_instance,
     check_integer,
     check_nonnegative,
     check_positive,
@@ -151,8 +152,7 @@ SELECTIONS = ("penalised", "objective", "bound")
 
 def check_config(config: Any) -> CriticConfig:
     """Validate a :class:`CriticConfig` (ValueError naming the field); returns it normalised."""
-    if not isinstance(config, CriticConfig):
-        raise ValueError(f"config must be a CriticConfig, got {type(config).__name__}")
+    check_instance("config", config, CriticConfig)
     hidden = tuple(int(h) for h in config.hidden)
     if any(h < 1 for h in hidden):
         raise ValueError(f"config.hidden widths must be >= 1, got {config.hidden!r}")
