@@ -132,3 +132,63 @@ def test_no_epsilon_message_blames_the_cause():
     # Pr[Bin(10, 1/2) ≥ 5] = 0.623 > γ at ε = 0
     r = run_bounds(BoundsConfig(max_count=5, prior="uniform:2", targets=10))
     assert r.epsilon == -math.inf and "even at ε = 0" in report.text(r)
+
+
+# --------------------------------------------------------------------------------------------
+# Derivatives: the implicit function theorem (count) and the closed form (success)
+# --------------------------------------------------------------------------------------------
+
+_GRAD_PRIORS = np.array([0.2, 0.3, 0.1, 0.25, 0.15, 0.05, 0.1, 0.2, 0.3, 0.1])
+
+
+@pytest.mark.parametrize("count", [5, 6])
+def test_epsilon_for_count_gradient_matches_finite_differences(count):
+    """grad ε*(p) by the implicit function theorem equals central differences of the concrete
+    (float64) bisection, for every prior entry and for γ and δ (it used to be silently 0)."""
+    h = 1e-6
+    with jax.enable_x64(True):
+        grad_p = np.asarray(jax.grad(lambda q: epsilon_for_count(q, count))(
+            jnp.asarray(_GRAD_PRIORS)))
+        fd = np.empty(_GRAD_PRIORS.size)
+        for i in range(_GRAD_PRIORS.size):
+            e = np.zeros(_GRAD_PRIORS.size)
+            e[i] = h
+            fd[i] = (epsilon_for_count(_GRAD_PRIORS + e, count)
+                     - epsilon_for_count(_GRAD_PRIORS - e, count)) / (2 * h)
+        assert np.all(fd < 0)
+        np.testing.assert_allclose(grad_p, fd, rtol=1e-6)
+        grad_gamma = float(jax.grad(lambda g: epsilon_for_count(
+            jnp.asarray(_GRAD_PRIORS), count, gamma=g))(0.05))
+        fd_gamma = (epsilon_for_count(_GRAD_PRIORS, count, gamma=0.05 + h)
+                    - epsilon_for_count(_GRAD_PRIORS, count, gamma=0.05 - h)) / (2 * h)
+        assert grad_gamma == pytest.approx(fd_gamma, rel=1e-6)
+        grad_delta = float(jax.grad(lambda d: epsilon_for_count(
+            jnp.asarray(_GRAD_PRIORS), count, delta=d))(1e-3))
+        fd_delta = (epsilon_for_count(_GRAD_PRIORS, count, delta=1e-3 + h)
+                    - epsilon_for_count(_GRAD_PRIORS, count, delta=1e-3 - h)) / (2 * h)
+        assert grad_delta == pytest.approx(fd_delta, rel=1e-6)
+
+
+def test_epsilon_for_count_gradient_float32_jit_and_infinite_ends():
+    """float32 under jit agrees with the float64 derivative; ±inf answers have derivative 0."""
+    grad = jax.jit(jax.grad(lambda q: epsilon_for_count(q, 5)))
+    g32 = np.asarray(grad(jnp.asarray(_GRAD_PRIORS, jnp.float32)))
+    with jax.enable_x64(True):
+        g64 = np.asarray(jax.grad(lambda q: epsilon_for_count(q, 5))(jnp.asarray(_GRAD_PRIORS)))
+        for count in (0, _GRAD_PRIORS.size + 1):   # no ε protects / every ε protects
+            g = np.asarray(jax.grad(lambda q, c=count: epsilon_for_count(q, c))(
+                jnp.asarray(_GRAD_PRIORS)))
+            assert np.all(g == 0.0)
+    np.testing.assert_allclose(g32, g64, rtol=1e-3)
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_epsilon_for_success_gradient_closed_form(x64):
+    """ε = logit S − logit max p: dε/dS = 1/(S(1 − S)) and dε/dp_max = −1/(p(1 − p)) (the
+    one-ulp rounding down passes the tangent through; ``nextafter`` has no rule of its own)."""
+    with jax.enable_x64(x64):
+        priors = jnp.array([0.2, 0.1])
+        d_s = float(jax.grad(lambda s: epsilon_for_success(priors, s))(0.6))
+        d_p = np.asarray(jax.grad(lambda q: epsilon_for_success(q, 0.6))(priors))
+    assert d_s == pytest.approx(1 / (0.6 * 0.4), rel=1e-5)
+    np.testing.assert_allclose(d_p, [-1 / (0.2 * 0.8), 0.0], rtol=1e-5)
