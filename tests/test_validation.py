@@ -1,5 +1,4 @@
-"""The validation layer at the public boundary under hostile input (issue 16, hostile 10, 11,
-12, 14): strings, complex numbers, shapes that do not broadcast, non-keys and truthy strings for
+"""The validation layer at the public boundary under hostile input: strings, complex numbers, shapes that do not broadcast, non-keys and truthy strings for
 flags are refused naming the argument; messages print plain numbers."""
 
 import jax
@@ -8,7 +7,13 @@ import numpy as np
 import pytest
 
 from jaxaudit import bounds
-from jaxaudit._validation import check_integer, check_nonnegative, plain
+from jaxaudit._validation import (
+    check_at_least,
+    check_instance,
+    check_integer,
+    check_nonnegative,
+    plain,
+)
 
 
 @pytest.mark.parametrize(("call", "name"), [
@@ -97,3 +102,25 @@ def test_validation_is_skipped_under_jit_as_documented():
     assert not np.isfinite(float(out)) or not 0.0 <= float(out) <= 1.0
     with pytest.raises(ValueError, match="prior"):
         bounds.posterior_success(1.5, 1.0)
+
+
+def test_check_at_least_bounds_nan_and_tracers():
+    """One lower-bound check behind check_nonnegative, check_positive and check_order_limits:
+    NaN and values below the bound are refused (the bound itself too when strict), +inf passes,
+    a tracer passes unchecked."""
+    np.testing.assert_array_equal(check_at_least("x", [1.0, np.inf], 1), [1.0, np.inf])
+    with pytest.raises(ValueError, match=r"x must be > 1, got 1.0"):
+        check_at_least("x", 1.0, 1, strict=True)
+    with pytest.raises(ValueError, match=r"x must be >= 0 \(why\), got"):
+        check_at_least("x", [0.5, np.nan], 0, note=" (why)")
+    assert float(jax.jit(lambda v: check_at_least("x", v, 1) * 2)(-3.0)) == -6.0
+
+
+def test_check_instance_names_the_public_home():
+    from jaxaudit.dpsgd import DpsgdConfig
+    config = DpsgdConfig(1.0, 1.0, 0.1)
+    assert check_instance("config", config, DpsgdConfig) is config
+    with pytest.raises(TypeError, match=r"config must be a jaxaudit\.dpsgd\.DpsgdConfig, got dict"):
+        check_instance("config", {}, DpsgdConfig)
+    with pytest.raises(ValueError):  # also a ValueError, as every argument error
+        check_instance("config", {}, DpsgdConfig)

@@ -231,3 +231,23 @@ def test_balle_rero_rdp_takes_the_order_and_its_epsilon():
     assert new == pytest.approx((0.01 * math.e) ** 0.5, rel=1e-6)  # float32, rounded up
     with pytest.raises(ValueError, match="order"):
         balle_rero_rdp(0.01, 1.0, 1.0)
+
+
+@pytest.mark.parametrize(("fn", "kwargs"), [
+    (posterior_success, dict(prior=0.3, epsilon=1.0)),
+    (gain_ratio, dict(prior=0.3, epsilon=1.0)),
+    (hayes_gaussian, dict(kappa=0.3, sensitivity=1.0, sigma=2.0)),
+    (balle_rero_pure, dict(kappa=0.3, epsilon=1.0)),
+])
+def test_checked_closed_forms_keep_their_signature(fn, kwargs):
+    """The closed forms written under ``checked_upper_bound`` keep their names, parameters,
+    keyword calls and checks (Hayes: σ > 0, Δ ≥ 0)."""
+    import inspect
+    assert list(inspect.signature(fn).parameters) == list(kwargs)
+    assert float(fn(**kwargs)) == float(fn(*kwargs.values()))
+    assert float(jax.jit(fn)(**kwargs)) == pytest.approx(float(fn(**kwargs)), rel=1e-6)
+    if fn is hayes_gaussian:
+        with pytest.raises(ValueError, match="sigma must be > 0"):
+            fn(0.3, 1.0, 0.0)
+        with pytest.raises(ValueError, match="sensitivity must be >= 0"):
+            fn(0.3, -1.0, 1.0)
