@@ -43,13 +43,38 @@ class NamedPrior(NamedTuple):
     uniform_support: int | None
 
 
+class PriorSpecError(ValueError):
+    """Malformed parameters of a prior by name (a ValueError).
+
+    Attributes:
+      name: the prior's name, ``"uniform"`` or ``"zipf"``.
+      params: the text after the colon, as given.
+      form: what the parameters must be, e.g. ``"S,N"``.
+      example: well-formed parameters, e.g. ``"0.9,10000000"``.
+      detail: what is wrong with them ("" when they do not parse).
+    """
+
+    def __init__(self, name: str, params: str, form: str, example: str, detail: str = ""):
+        self.name, self.params, self.form, self.example, self.detail = (
+            name, params, form, example, detail)
+        super().__init__(f"prior must be {name}:{form} (e.g. '{name}:{example}'), got "
+                         f"{name + ':' + params!r}" + (f": {detail}" if detail else ""))
+
+    def for_flag(self, flag: str) -> str:
+        """The message for a command-line flag that takes the parameters alone (``--zipf 1``)."""
+        return (f"{flag} must be {self.form} (e.g. {flag} {self.example}), got {self.params!r}"
+                + (f": {self.detail}" if self.detail else ""))
+
+
 def _uniform(spec: str, params: str, attempts: int) -> NamedPrior:
     try:
         support = int(params)
     except ValueError:
-        raise ValueError(f"prior {spec!r} must be uniform:K with K a whole number of values, "
-                         f"got {params!r}") from None
-    check_integer(f"K of prior {spec!r}", support, minimum=1, maximum=2**1000)
+        raise PriorSpecError("uniform", params, "K", "10",
+                             "K must be a whole number of values") from None
+    if not 1 <= support <= 2**1000:
+        raise PriorSpecError("uniform", params, "K", "10", "K must be a whole number of values "
+                             "in 1..2**1000")
     return NamedPrior(spec, uniform_prior(support, attempts), f"uniform over {support} values",
                       support)
 
@@ -59,15 +84,15 @@ def _zipf(spec: str, params: str, attempts: int) -> NamedPrior:
         s_text, n_text = params.split(",")
         s, n_float = float(s_text), float(n_text)
     except ValueError:
-        raise ValueError(f"prior {spec!r} must be zipf:S,N (e.g. zipf:0.9,10000000)") from None
+        raise PriorSpecError("zipf", params, "S,N", "0.9,10000000") from None
     if not (math.isfinite(n_float) and n_float == int(n_float) and n_float >= 1):
-        raise ValueError(f"prior {spec!r}: N must be a whole number of values >= 1, "
-                         f"got {n_text.strip()!r}")
+        raise PriorSpecError("zipf", params, "S,N", "0.9,10000000",
+                             f"N must be a whole number of values >= 1, got {n_text.strip()!r}")
     support = int(n_float)
     try:
         mass = zipf_top_mass(s, support, attempts)
     except ValueError as err:
-        raise ValueError(f"prior {spec!r}: {err}") from None
+        raise PriorSpecError("zipf", params, "S,N", "0.9,10000000", str(err)) from None
     return NamedPrior(spec, mass, f"Zipf(s={s:g}) over {support} values", None)
 
 
@@ -81,7 +106,8 @@ def prior_by_name(spec: str, *, attempts: int = 1) -> NamedPrior:
     arXiv:2507.08158, Sec. 3).
 
     Raises:
-      ValueError: an unknown name, malformed parameters (naming ``prior``), attempts < 1.
+      ValueError: an unknown name, attempts < 1; :class:`PriorSpecError` (a ValueError):
+        malformed parameters (naming ``prior``).
 
     Examples:
       >>> prior_by_name("uniform:10").baseline

@@ -63,6 +63,7 @@ def config(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from jaxaudit.bounds.registry import PriorSpecError
     from jaxaudit.pipelines import run_bounds
     from jaxaudit.report import bounds as report
 
@@ -77,7 +78,10 @@ def run(args: argparse.Namespace) -> int:
                   max_success="--max-success", max_count="--max-count", tail_curve="--plot",
                   gdp_mu="--gdp-mu", epsilon="--epsilon", delta="--delta", gamma="--gamma",
                   targets="--targets", attempts="--attempts"):
-        result = run_bounds(config(args))
+        try:
+            result = run_bounds(config(args))
+        except PriorSpecError as err:  # the flag takes the parameters alone: quote those
+            raise ValueError(err.for_flag(prior_flag)) from None
     print(report.text(result, quiet=args.quiet))
     if args.json:
         report.write_json(args.json, result)

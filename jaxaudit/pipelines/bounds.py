@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from pathlib import Path
 from typing import NamedTuple
 
@@ -199,7 +200,10 @@ def _read_priors_file(name: str, path_text: str, targets: int | None) -> np.ndar
         values = load_npy(path, name=f"{name} {path}")
     else:
         try:
-            values = np.loadtxt(path, ndmin=1, encoding="utf-8-sig")  # a BOM is fine
+            with warnings.catch_warnings():  # an empty file: our error below, not numpy's warning
+                warnings.filterwarnings("ignore", "loadtxt: input contained no data",
+                                        UserWarning)
+                values = np.loadtxt(path, ndmin=1, encoding="utf-8-sig")  # a BOM is fine
         except ValueError as err:
             raise ValueError(f"{name} {path} is not a text file of numbers ({err})") from None
     values = np.asarray(values)

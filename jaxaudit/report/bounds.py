@@ -4,13 +4,15 @@
 The functions take the result duck-typed (``config``, ``prior``, ``priors``, ``summary``,
 ``epsilon``, ``tail_v``, ``tail``), so this module imports no numerics. Numbers are shown to 6
 significant digits as computed (the bounds are already rounded outward by the library where it
-matters: v_γ is an integer, the inverse ε is rounded down).
+matters: v_γ is an integer, the inverse ε is rounded down, and printed rounded down too, so that
+the printed ε still meets its target).
 """
 
 from __future__ import annotations
 
 import io
 import math
+from decimal import ROUND_FLOOR, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,17 @@ def _inverse_question(result: Any) -> str:
     dp = f"(ε, {c.delta:g})-DP" if c.delta else "ε-DP"
     return (f"count bound v_γ ≤ {c.max_count} under {dp} (γ = {c.gamma:g}: with probability "
             f"≥ {1 - c.gamma:g} fewer than {c.max_count} targets attacked)")
+
+
+def _rounded_down(x: float, digits: int = 6) -> str:
+    """x to ``digits`` significant digits, rounded toward −∞ (``f"{x:.6g}"`` rounds to nearest):
+    a printed largest protecting ε is never above the computed one, so it still meets the
+    target it is printed for."""
+    if not math.isfinite(x) or x == 0:
+        return f"{x:.{digits}g}"
+    exact = Decimal(x)  # the float's exact binary value
+    step = Decimal(1).scaleb(exact.adjusted() - digits + 1)
+    return f"{float(exact.quantize(step, rounding=ROUND_FLOOR)):.{digits}g}"
 
 
 def _why_no_epsilon(result: Any) -> str:
@@ -115,9 +128,9 @@ def text(result: Any, *, quiet: bool = False) -> str:
     if result.summary is None:
         eps = result.epsilon
         if quiet:
-            return f"{eps:.6g}"
+            return _rounded_down(eps)
         lines = [f"jaxaudit bounds: {result.prior}; n = {result.priors.size} targets",
-                 f"  largest ε with {_inverse_question(result)}: {eps:.6g}"]
+                 f"  largest ε with {_inverse_question(result)}: {_rounded_down(eps)}"]
         if eps == -math.inf:
             lines.append(f"  ({_why_no_epsilon(result)})")
         elif eps == math.inf:
@@ -136,7 +149,7 @@ def markdown(result: Any) -> str:
     """A markdown summary: the bounds (or the inverse ε) as a two-column table."""
     if result.summary is None:
         rows = [("prior", result.prior), ("targets", result.priors.size),
-                (f"largest ε with {_inverse_question(result)}", f"{result.epsilon:.6g}")]
+                (f"largest ε with {_inverse_question(result)}", _rounded_down(result.epsilon))]
         title = "Bounds: the largest ε"
     else:
         r = as_json(result)

@@ -187,3 +187,54 @@ def test_flag_names_not_substituted_inside_paths(tmp_path, capsys):
     np.savetxt(path, [0.1, 0.2, 0.3])
     assert main(["bounds", "--epsilon", "1", "--priors", str(path), "--targets", "5"]) == 2
     assert f"--targets is 5 but --priors {path} holds 3 values" in capsys.readouterr().err
+
+
+def test_printed_inverse_epsilon_is_rounded_down(capsys):
+    """ε = 3.64118545… printed to 6 digits is 3.64118, not 3.64119: at 3.64119 the count bound
+    is already 3 > 2, so a rounded-up print would not meet the target it is printed for."""
+    from jaxaudit.bounds import epsilon_for_count, success_count_bound
+
+    priors = np.full(10, 1e-3)
+    exact = epsilon_for_count(priors, 2)
+    assert success_count_bound(priors, float(f"{exact:.6g}")) > 2  # the old print failed it
+    for quiet in ([], ["--quiet"]):
+        assert main(["bounds", "--uniform", "1000", "--targets", "10", "--max-count", "2",
+                     *quiet]) == 0
+        out = capsys.readouterr().out
+        printed = float(out.split(":")[-1]) if not quiet else float(out)
+        assert printed == 3.64118 and "3.64119" not in out
+        assert printed <= exact and success_count_bound(priors, printed) <= 2
+
+
+def test_empty_priors_file_one_line_error(tmp_path, capsys):
+    """An empty --priors text file: only our one-line error, no numpy loadtxt warning."""
+    import warnings
+
+    path = tmp_path / "empty.txt"
+    path.write_text("")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's UserWarning would surface as an error
+        assert main(["bounds", "--epsilon", "1", "--priors", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [f"jaxaudit bounds: error: --priors {path} holds no values"]
+
+
+@pytest.mark.parametrize(("argv", "message", "internal"), [
+    (["--zipf", "1"], "--zipf must be S,N (e.g. --zipf 0.9,10000000), got '1'", "zipf:1"),
+    (["--zipf", "1,x"], "--zipf must be S,N (e.g. --zipf 0.9,10000000), got '1,x'", "zipf:"),
+    (["--zipf", "0,5"], "got '0,5': exponent must be > 0", "zipf:"),
+    (["--uniform", "0"], "--uniform must be K (e.g. --uniform 10), got '0'", "uniform:"),
+])
+def test_prior_flag_errors_quote_the_flag_and_its_text(argv, message, internal, capsys):
+    assert main(["bounds", "--epsilon", "1", "--targets", "20", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and internal not in err and "Traceback" not in err
+
+
+def test_prior_by_name_errors_name_prior():
+    from jaxaudit.bounds.registry import PriorSpecError, prior_by_name
+
+    with pytest.raises(PriorSpecError, match=r"prior must be zipf:S,N .*got 'zipf:1'$"):
+        prior_by_name("zipf:1")
+    with pytest.raises(ValueError, match=r"prior must be uniform:K .*got 'uniform:0': K must"):
+        prior_by_name("uniform:0")
