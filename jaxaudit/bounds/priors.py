@@ -39,6 +39,7 @@ from jaxaudit._validation import (
     is_traced,
     plain,
 )
+from jaxaudit._validation.paths import available_memory
 from jaxaudit.bounds.poisson_binomial import poisson_binomial_tail
 
 __all__ = [
@@ -242,6 +243,26 @@ def columns_prior(column_probs: Sequence[ArrayLike], threshold: int) -> float:
     return float(poisson_binomial_tail(modes_np, threshold, method="recursion"))
 
 
+#: Bytes per value of :func:`zipf_prior`'s full support (int64 ranks, their float64 logarithms
+#: and masses).
+_ZIPF_BYTES_PER_VALUE = 24
+
+
+def _check_full_support(n: int) -> None:
+    """Refuse, before allocating, all N masses of a Zipf prior that the memory available now
+    (``MemAvailable``, else the physical memory) does not hold."""
+    available = available_memory()
+    if available is None:
+        return
+    limit = available // _ZIPF_BYTES_PER_VALUE
+    if n > limit:
+        raise ValueError(
+            f"support_size {n} is too large for all the masses of zipf_prior (ranks=None): "
+            f"{n * _ZIPF_BYTES_PER_VALUE / 2**30:.3g} GiB, the memory available now holds at "
+            f"most support_size {limit}; pass ranks= (the ranks you need), or use "
+            "zipf_top_mass for the mass of the k most likely values")
+
+
 def zipf_prior(exponent: float, support_size: int,
                ranks: ArrayLike | None = None) -> np.ndarray:
     """Zipf prior masses r^{−s}/H_N(s) of the given ranks (1 = most likely).
@@ -252,7 +273,9 @@ def zipf_prior(exponent: float, support_size: int,
     Args:
       exponent: s > 0.
       support_size: N ≥ 1.
-      ranks: ranks to return (default: all N, only sensible for small N).
+      ranks: ranks to return (default: all N, only sensible for small N: refused, with a
+        ValueError naming ``support_size``, beyond what the memory available now holds at
+        24 bytes per value).
 
     Returns:
       float64 masses.
@@ -271,6 +294,8 @@ def zipf_prior(exponent: float, support_size: int,
             harmonic = float(mpmath.harmonic(n))
         else:
             harmonic = float(mpmath.zeta(s) - mpmath.zeta(s, n + 1))
+    if ranks is None:
+        _check_full_support(n)
     r = np.arange(1, n + 1) if ranks is None else check_finite("ranks", ranks)
     if is_traced(r):
         return jnp.exp(-s * jnp.log(r) - math.log(harmonic))  # type: ignore[return-value]  # traced: a jax array
