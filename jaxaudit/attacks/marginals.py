@@ -47,7 +47,14 @@ import jax
 import numpy as np
 from jax.typing import ArrayLike
 
-from jaxaudit._validation import check_integer, check_positive, check_probability
+from jaxaudit._validation import (
+    ArgumentTypeError,
+    as_scalar,
+    check_integer,
+    check_nonnegative_finite,
+    check_positive,
+    check_probability,
+)
 from jaxaudit.accounting import gaussian_marginals_privacy
 from jaxaudit.attacks.result import AttackResult, attack_result
 from jaxaudit.attacks.tabular import Table, check_table, load_fair
@@ -126,6 +133,15 @@ def marginals_memory(sizes, num_hidden: int, way: int, num_targets: int,
             + big_h**2 * (int(num_hidden) + 16))
 
 
+def _check_names(**names: Sequence[str]) -> None:
+    """Refuse a bare string where a sequence of column names is expected ("age" is not the
+    columns "a", "g", "e")."""
+    for name, value in names.items():
+        if isinstance(value, str | bytes):
+            raise ArgumentTypeError(f"{name} must be a sequence of column names, not a string: "
+                                    f"got {value!r} (write [{value!r}] for one column)")
+
+
 def check_marginals_arguments(table: Table, *, attributes: Sequence[str], hidden: Sequence[str],
                               way: int = 2,
                               num_targets: int = 100, distance: int = 0) -> None:
@@ -134,12 +150,11 @@ def check_marginals_arguments(table: Table, *, attributes: Sequence[str], hidden
     ``distance`` and the working memory (:func:`marginals_memory` ≤ :data:`MAX_MEMORY_BYTES`).
 
     Raises:
-      TypeError: ``table`` is not a :class:`Table`.
+      TypeError: ``table`` is not a :class:`Table`; ``attributes`` or ``hidden`` is a string.
       ValueError: naming the argument (for the table: the column and the bad code).
     """
     check_table(table)
-    if isinstance(attributes, str) or isinstance(hidden, str):
-        raise ValueError("attributes and hidden must be sequences of column names, not strings")
+    _check_names(attributes=attributes, hidden=hidden)
     attributes, hidden = list(attributes), list(hidden)
     for name in attributes:
         if name not in table.columns:
@@ -187,6 +202,7 @@ def marginals_game(key: jax.Array, table: Table, *, attributes: Sequence[str],
     Returns:
       :class:`MarginalsGame`.
     """
+    _check_names(attributes=attributes, hidden=hidden)
     attributes, hidden = list(attributes), list(hidden)
     check_marginals_arguments(table, attributes=attributes, hidden=hidden, way=way,
                               num_targets=num_targets)
@@ -252,7 +268,13 @@ def marginals_game(key: jax.Array, table: Table, *, attributes: Sequence[str],
 
 def release_marginals(key: jax.Array, game: MarginalsGame, sigma: float) -> np.ndarray:
     """The noisy release: exact marginals of rest + targets (with their true hidden values) plus
-    N(0, σ²) per cell. Returns a (release_size,) float64 vector."""
+    N(0, σ²) per cell. Returns a (release_size,) float64 vector.
+
+    Raises:
+      ValueError: ``sigma`` negative, NaN or infinite (TypeError: not a number).
+    """
+    sigma = as_scalar("sigma", sigma)
+    check_nonnegative_finite("sigma", sigma)
     n = game.truth.shape[0]
     cells = game.target_cells[np.arange(n), game.truth]  # (n, m)
     counts = game.rest_counts + np.bincount(cells.ravel(), minlength=game.release_size)
@@ -265,7 +287,12 @@ def marginals_posterior(game: MarginalsGame, release: ArrayLike, sigma: float) -
     """log π_i(h), normalised, for every target and hidden value: (n, H) (see module docstring).
 
     σ = 0 (no noise) is evaluated as the limit σ → 0 (σ² = 1e−12).
+
+    Raises:
+      ValueError: ``sigma`` negative, NaN or infinite (TypeError: not a number).
     """
+    sigma = as_scalar("sigma", sigma)
+    check_nonnegative_finite("sigma", sigma)
     sigma2 = max(float(sigma) ** 2, 1e-12)
     y = np.asarray(release, dtype=np.float64)
     prior = np.exp(game.log_prior)  # (n, H)

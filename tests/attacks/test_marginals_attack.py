@@ -233,3 +233,32 @@ def test_table_is_checked():
         marginals_game(jax.random.key(0), fair._replace(levels=fair.levels[:3]), **kw)
     game = marginals_game(jax.random.key(0), fair, **kw)  # the real table passes
     assert game.truth.shape == (5,)
+
+
+@pytest.mark.parametrize(("sigma", "error"), [
+    (float("nan"), ValueError), (float("inf"), ValueError), (-1.0, ValueError), ("1", TypeError),
+])
+def test_release_and_posterior_refuse_a_bad_sigma(sigma, error):
+    """σ NaN gave an all-NaN release, ∞ ±inf, −1 and the string "1" a release."""
+    game = marginals_game(jax.random.key(0), _tiny_table(np.random.default_rng(0)),
+                          attributes=["q", "h1", "h2"], hidden=["h1"], num_targets=2)
+    with pytest.raises(error, match="sigma"):
+        release_marginals(jax.random.key(1), game, sigma)
+    y = release_marginals(jax.random.key(1), game, 0.0)  # σ = 0: the exact marginals
+    n = game.truth.shape[0]
+    want = game.rest_counts + np.bincount(
+        game.target_cells[np.arange(n), game.truth].ravel(), minlength=game.release_size)
+    np.testing.assert_array_equal(y, want)
+    with pytest.raises(error, match="sigma"):
+        marginals_posterior(game, y, sigma)
+
+
+@pytest.mark.parametrize("field", ["attributes", "hidden"])
+def test_a_bare_string_is_not_a_list_of_columns(field):
+    """attributes="abc" was split into the columns "a", "b", "c"."""
+    table = Table(("a", "b", "c"), np.random.default_rng(0).integers(0, 2, (12, 3)).astype(
+        np.int32), ((0, 1),) * 3)
+    kw = dict(attributes=["a", "b", "c"], hidden=["c"])
+    kw[field] = "abc" if field == "attributes" else "c"
+    with pytest.raises(TypeError, match=f"{field} must be a sequence of column names"):
+        marginals_game(jax.random.key(0), table, num_targets=5, **kw)
