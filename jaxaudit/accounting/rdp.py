@@ -59,6 +59,24 @@ DEFAULT_ORDERS: tuple[float, ...] = (
 #: Largest finite order a concrete call accepts (the series then holds 2^17 terms per order).
 MAX_ORDER = 100_000.0
 
+#: Smallest noise multiplier a concrete call accepts: below it α T / (2σ²) leaves float64
+#: (ε_α would be ∞ or NaN); ∞ is allowed (no privacy loss).
+MIN_NOISE = 1e-100
+
+#: Largest ε the PLD accountant is asked for (:func:`pld_epsilon`, ``noise_for_epsilon(...,
+#: accountant="pld")``): its grid holds about ε / 10⁻³ privacy losses, so an ε of 10⁹ (σ = 10⁻³⁰⁰
+#: or T = 10¹⁵) would need TiBs; an audit against such an ε is vacuous anyway.
+MAX_PLD_EPSILON = 1000.0
+
+#: Most steps the PLD accountant composes (10⁷ steps take 160 s on a 2-core AMD EPYC; its
+#: grid grows with T: 10¹⁵ steps would need 221 TiB).
+MAX_PLD_STEPS = 10_000_000
+
+#: Noise multiplier above which the PLD accountant is evaluated at this σ instead (ε is
+#: non-increasing in σ, so the ε returned stays an upper bound; dp_accounting overflows on σ²
+#: near 10¹⁶⁰ and gives ε = 0 from here on).
+MAX_PLD_NOISE = 1e12
+
 
 @contextlib.contextmanager
 def _quiet_absl():
@@ -77,6 +95,9 @@ def _quiet_absl():
 def _check_mechanism(noise_multiplier, sampling_rate, steps):
     """Concrete σ > 0 (∞ allowed), q ∈ (0, 1], integer T ≥ 1; traced values pass through."""
     sigma = check_positive("noise_multiplier", as_scalar("noise_multiplier", noise_multiplier))
+    if not is_traced(sigma) and float(sigma) < MIN_NOISE:
+        raise ValueError(f"noise_multiplier must be at least {MIN_NOISE:g} (below it ε_α = "
+                         f"α·T/(2σ²) overflows float64), got {float(sigma)!r}")
     q = check_probability("sampling_rate", as_scalar("sampling_rate", sampling_rate),
                           open_low=True)
     steps = steps if is_traced(steps) else check_integer("steps", steps, minimum=1)
@@ -228,6 +249,48 @@ def epsilon_for_delta(*, noise_multiplier: float, sampling_rate: float, steps: i
         return float(eps)
 
 
+def _check_pld_steps(steps: int) -> None:
+    if int(steps) > MAX_PLD_STEPS:
+        raise ValueError(f"steps={int(steps)} is above {MAX_PLD_STEPS}, the most the PLD "
+                         "accountant composes (its grid grows with the steps); use the RDP "
+                         "accountant")
+
+
+def pld_epsilon(*, noise_multiplier: float, sampling_rate: float, steps: int,
+                delta: float) -> float:
+    """(ε, δ)-DP guarantee by dp_accounting's privacy-loss-distribution accountant (value
+    discretisation 10⁻³, nearly tight; host only).
+
+    The RDP guarantee (:func:`epsilon_for_delta`, an upper bound on the PLD one) is computed first:
+    above :data:`MAX_PLD_EPSILON` the PLD grid would not fit in memory and a ValueError says so.
+    σ above :data:`MAX_PLD_NOISE` is evaluated at that σ (an upper bound; ε is 0 there).
+
+    Raises:
+      ValueError: bad arguments, or an RDP ε above :data:`MAX_PLD_EPSILON`.
+
+    Example:
+      >>> round(pld_epsilon(noise_multiplier=5.0, sampling_rate=1.0, steps=100, delta=1e-5), 1)
+      10.0
+    """
+    sigma, q, steps = _check_mechanism(noise_multiplier, sampling_rate, steps)
+    _check_pld_steps(steps)
+    upper = epsilon_for_delta(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta)
+    if not upper <= MAX_PLD_EPSILON:
+        raise ValueError(
+            f"the PLD accountant cannot hold this mechanism (noise_multiplier={float(sigma)!r}, "
+            f"sampling_rate={float(q)!r}, steps={int(steps)}): its RDP epsilon at delta={delta!r} "
+            f"is {upper:.4g}, above {MAX_PLD_EPSILON:g} (the PLD grid would not fit in memory); "
+            "use the RDP accountant, or more noise or fewer steps")
+    import dp_accounting
+
+    gaussian = dp_accounting.GaussianDpEvent(min(float(sigma), MAX_PLD_NOISE))
+    step = gaussian if float(q) == 1.0 else dp_accounting.PoissonSampledDpEvent(float(q), gaussian)
+    pld = dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-3)
+    with _quiet_absl():
+        pld.compose(dp_accounting.SelfComposedDpEvent(step, int(steps)))
+        return float(pld.get_epsilon(float(delta)))
+
+
 ACCOUNTANTS = ("rdp", "pld")
 
 #: Bracket of the ``accountant="rdp"`` calibration: σ ∈ [1e−3, 1e6], bisected in log σ.
@@ -310,8 +373,8 @@ def noise_for_epsilon(epsilon: ArrayLike, delta: ArrayLike, steps: int, sampling
       (ε, δ) (``"pld"``: up to dp_accounting's calibration tolerance).
 
     Raises:
-      ValueError: bad arguments, an unknown accountant, ``"pld"`` under a JAX transform, or a
-        target no σ ≤ 1e6 reaches.
+      ValueError: bad arguments, an unknown accountant, ``"pld"`` under a JAX transform or with
+        ε above :data:`MAX_PLD_EPSILON`, or a target no σ ≤ 1e6 reaches.
 
     Example:
       >>> round(noise_for_epsilon(10.0, 1e-5, 100, 1.0, accountant="pld"), 2)
@@ -340,9 +403,21 @@ def noise_for_epsilon(epsilon: ArrayLike, delta: ArrayLike, steps: int, sampling
     if traced:
         raise ValueError("accountant='pld' runs dp_accounting on the host and cannot be traced "
                          "(jit/vmap/grad); use accountant='rdp' or call it outside the transform")
+    if float(epsilon) > MAX_PLD_EPSILON:
+        raise ValueError(f"epsilon={float(epsilon)!r} is above {MAX_PLD_EPSILON:g}, the largest "
+                         "the PLD accountant calibrates (its grid would not fit in memory); use "
+                         "accountant='rdp'")
+    _check_pld_steps(steps)
     import dp_accounting
 
     steps, q = int(steps), float(q)
+    # dp_accounting searches upwards from σ = 1; where σ = 1 is far from the target (T = 10¹⁵)
+    # its PLD would not fit in memory, so the search starts at the RDP calibration instead (PLD
+    # is tighter: its σ is at most that one).
+    guess = 1.0
+    if epsilon_for_delta(noise_multiplier=1.0, sampling_rate=q, steps=steps,
+                         delta=float(delta)) > MAX_PLD_EPSILON:
+        guess = noise_for_epsilon(epsilon, delta, steps, q, orders=orders)
 
     def event(sigma: float) -> dp_accounting.DpEvent:
         gaussian = dp_accounting.GaussianDpEvent(sigma)
@@ -357,6 +432,6 @@ def noise_for_epsilon(epsilon: ArrayLike, delta: ArrayLike, steps: int, sampling
                 event,
                 float(epsilon),
                 float(delta),
-                bracket_interval=dp_accounting.LowerEndpointAndGuess(0.2, 1.0),
+                bracket_interval=dp_accounting.LowerEndpointAndGuess(min(0.2, guess / 2), guess),
             )
         )

@@ -210,17 +210,10 @@ def accountant_epsilon(*, noise_multiplier: float, sampling_rate: float, steps: 
     finite ε (strict JSON writes it as null).
     """
     from jaxaudit.accounting import epsilon_for_delta
+    from jaxaudit.accounting.rdp import pld_epsilon
 
     check_choice("accountant", accountant, ("rdp", "pld"))
     check_probability("delta", delta, open_low=True, open_high=True)
-    if accountant == "rdp":
-        return float(epsilon_for_delta(noise_multiplier=noise_multiplier,
-                                       sampling_rate=sampling_rate, steps=steps, delta=delta))
-    import dp_accounting
-
-    gaussian = dp_accounting.GaussianDpEvent(float(noise_multiplier))
-    step = (gaussian if sampling_rate == 1.0
-            else dp_accounting.PoissonSampledDpEvent(float(sampling_rate), gaussian))
-    pld = dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-3)
-    pld.compose(dp_accounting.SelfComposedDpEvent(step, int(steps)))
-    return float(pld.get_epsilon(float(delta)))
+    account = epsilon_for_delta if accountant == "rdp" else pld_epsilon
+    return float(account(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate,
+                         steps=steps, delta=delta))
