@@ -15,6 +15,7 @@ whatever code its clients send: keep it on a trusted network (docs/scaling.md, "
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,6 +25,10 @@ __all__ = ["DEFAULT_MAX_RETRIES", "import_ray", "run_units_ray"]
 
 #: How often a task whose worker died (a lost node, a killed process) is started again.
 DEFAULT_MAX_RETRIES = 3
+
+#: Seconds a cluster address is given to accept a TCP connection before ``ray.init`` (which
+#: would otherwise retry for minutes on an address where nothing listens).
+CONNECT_TIMEOUT = 5.0
 
 
 def import_ray() -> Any:
@@ -35,7 +40,40 @@ def import_ray() -> Any:
         import ray
     except ImportError as err:
         raise ImportError('backend="ray" needs Ray: pip install "jaxaudit[ray]"') from err
+    _messages_to_stderr(ray)
     return ray
+
+
+def _messages_to_stderr(ray: Any) -> None:
+    """Ray prints the raylet's error messages (retries, dead nodes; in ANSI colours) to stdout
+    from a background thread of the driver; send them to stderr, so that stdout holds only
+    what the command prints (a JSON summary stays parseable)."""
+    worker: Any = getattr(getattr(ray, "_private", None), "worker", None)
+    original = getattr(worker, "print_to_stdstream", None)
+    if original is None or getattr(original, "to_stderr", False):
+        return
+
+    def to_stderr(data: dict[str, Any], ignore_prefix: bool) -> None:
+        original({**data, "is_err": True}, ignore_prefix)
+
+    to_stderr.to_stderr = True  # type: ignore[attr-defined]
+    worker.print_to_stdstream = to_stderr
+
+
+def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """An OSError naming ``address`` (``host:port`` or ``ray://host:port``) unless a TCP
+    connection to it opens within ``timeout`` seconds; an address without a port (``auto``)
+    is left to Ray."""
+    host, sep, port = address.split("://", 1)[-1].rstrip("/").rpartition(":")
+    if not sep or not port.isdigit():
+        return
+    try:
+        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout):
+            pass
+    except OSError as err:
+        raise ConnectionError(f"no Ray cluster answers at {address} (TCP connect within "
+                              f"{timeout:g} s: {err.strerror or err}); start one with "
+                              "`ray start --head` or check the address") from None
 
 
 def _start(ray: Any, address: str | None, workers: int | None) -> bool:
@@ -48,6 +86,7 @@ def _start(ray: Any, address: str | None, workers: int | None) -> bool:
         ray.init(address="local", num_cpus=workers or os.cpu_count() or 1,
                  _node_ip_address="127.0.0.1", **common)
     else:
+        check_reachable(address)
         ray.init(address=address, **common)
     return True
 
