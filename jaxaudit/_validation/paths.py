@@ -42,10 +42,43 @@ def check_output_dir(name: str, path: str | os.PathLike[str]) -> Path:
     return path
 
 
-def check_input_path(name: str, path: str | os.PathLike[str], *, folder: bool = False) -> Path:
-    """An existing file (or folder with ``folder=True``); FileNotFoundError naming ``name``."""
+def available_memory() -> int | None:
+    """Bytes of memory available now (``MemAvailable`` of /proc/meminfo, else physical memory),
+    or None where neither can be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def check_read_size(name: str, path: str | os.PathLike[str], *,
+                    bytes_per_byte: float = 1.0) -> Path:
+    """A file that fits in memory when read whole: its size (``os.stat``, nothing is read)
+    times ``bytes_per_byte`` (the memory reading one byte of it takes: 1 for a raw array, more
+    for text or a converted copy) must not exceed :func:`available_memory`. A ValueError naming
+    ``name`` otherwise, before any reading, instead of a MemoryError after minutes."""
+    path = Path(path)
+    size, available = path.stat().st_size, available_memory()
+    if available is not None and size * bytes_per_byte > available:
+        raise ValueError(f"{name} {path} is {size / 2**30:.3g} GiB; reading it needs about "
+                         f"{size * bytes_per_byte / 2**30:.3g} GiB, more than the "
+                         f"{available / 2**30:.3g} GiB of memory available")
+    return path
+
+
+def check_input_path(name: str, path: str | os.PathLike[str], *, folder: bool = False,
+                     bytes_per_byte: float = 1.0) -> Path:
+    """An existing file (or folder with ``folder=True``); FileNotFoundError naming ``name``.
+    A file is read whole by its callers: :func:`check_read_size` with ``bytes_per_byte``."""
     path = Path(path)
     if not (path.is_dir() if folder else path.is_file()):
         what = "folder" if folder else "file"
         raise FileNotFoundError(f"{name} {what} not found: {path}")
-    return path
+    return path if folder else check_read_size(name, path, bytes_per_byte=bytes_per_byte)

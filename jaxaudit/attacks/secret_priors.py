@@ -199,8 +199,13 @@ def load_name_weights() -> dict[str, dict[str, float]]:
     version = getattr(faker, "VERSION", None)
     if version != FAKER_VERSION:
         raise ValueError(f"faker {version} is installed; {_NAME_HINT}")
-    tables = {"female": dict(Provider.first_names_female), "male": dict(Provider.first_names_male),
-              "last": dict(Provider.last_names)}
+    try:
+        tables = {"female": dict(Provider.first_names_female),
+                  "male": dict(Provider.first_names_male), "last": dict(Provider.last_names)}
+    except (TypeError, ValueError) as err:  # a changed layout: not {name: weight} tables
+        raise ValueError(f"faker's en_US name tables (Provider.first_names_female, "
+                         f"first_names_male, last_names) are not the expected {{name: weight}} "
+                         f"mappings of faker {FAKER_VERSION} ({err}); {_NAME_HINT}") from None
     digest = _name_tables_digest(tables)
     if digest != FAKER_NAMES_SHA256:
         raise ValueError(f"faker's en_US name tables have SHA-256 {digest}, expected "

@@ -50,8 +50,9 @@ def flags(names: dict[str, str]) -> Iterator[None]:
 
 def add_shadow_options(p: argparse.ArgumentParser, *, ratio_type: Any = float) -> None:
     """The options of the shadow models, shared by ``jaxaudit shadow`` and ``jaxaudit bmp``."""
-    p.add_argument("--dataset", choices=DATASETS, default="cora", help="graph: a Planetoid data set or the generated CSBM")
-    p.add_argument("--graph", default=None, metavar="FILE.npz", help="your own graph instead of --dataset: an .npz with features (N, F), labels (N,), edge_index (2, E) and optional masks (jaxaudit.graph.save_graph_npz writes one) (default: none, use --dataset)")
+    graph = p.add_mutually_exclusive_group()  # --graph with --dataset is refused, not ignored
+    graph.add_argument("--dataset", choices=DATASETS, default=None, help="graph: a Planetoid data set or the generated CSBM (default: cora)")
+    graph.add_argument("--graph", default=None, metavar="FILE.npz", help="your own graph instead of --dataset: an .npz with features (N, F), labels (N,), edge_index (2, E) and optional masks (jaxaudit.graph.save_graph_npz writes one) (default: none, use --dataset)")
     p.add_argument("--model", choices=MODELS, default="gcn", help="shadow GNN architecture (2 layers, hidden 64)")
     p.add_argument("--sampler", choices=SAMPLERS, default="uniform", help="how each shadow model's training nodes are drawn")
     p.add_argument("--ratio", type=ratio_type, default=0.5, help="sampling ratio in (0, 1] (Poisson: inclusion probability q)")
@@ -68,7 +69,8 @@ def add_shadow_options(p: argparse.ArgumentParser, *, ratio_type: Any = float) -
 
 def shadow_fields(args: argparse.Namespace) -> dict:
     """The configuration fields that the shadow options give."""
-    return dict(dataset=args.dataset, graph_file=args.graph, model=args.model,
+    dataset = "cora" if args.dataset is None else args.dataset  # the default, unless --graph
+    return dict(dataset=dataset, graph_file=args.graph, model=args.model,
                 sampler=args.sampler, ratio=args.ratio, snowball_edges=args.snowball_edges,
                 num_models=args.models, epochs=args.epochs, edge_access=args.edge_access,
                 seed=args.seed, csbm_nodes=args.csbm_nodes, data_dir=args.data_dir)
@@ -95,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = ShadowConfig(**shadow_fields(args), learning_rate=args.learning_rate,
                           weight_decay=args.weight_decay, chunk=args.chunk)
-    with flags(FLAGS), ProgressBar(f"shadow {args.dataset}/{args.model}",
+    with flags(FLAGS), ProgressBar(f"shadow {config.dataset}/{args.model}",
                                         enabled=not args.quiet) as bar:
         result = run_shadow(config, args.out, progress=bar, **sweep_kwargs(args))
     if not args.quiet:

@@ -270,3 +270,18 @@ def write_results(rundir: Any, result: Any, *, curve: tuple[Any, Any]) -> None:
         rundir.write_text("score_bounds.json", dumps_strict(result.score_bounds, indent=2))
     rundir.write_text("summary.md", markdown(result))
     plot_audit(result.rows, Path(rundir.path) / "rdp_audit.png", curve=curve, title=result.title)
+
+
+def one_run_text(result: Any) -> str:
+    """A one-run audit (:func:`jaxaudit.pipelines.run_one_run`) as text: the accountant's ε
+    beside every bound and estimate (the fields of ``OneRunResult``; docs/renyi.md)."""
+    r = result
+    rows = (("accountant ε at δ (RDP, upper bound)", r.accountant_epsilon),
+            ("one-run ε (lower bound)", r.one_run),
+            ("f-DP one-run μ (lower bound)", r.fdp_one_run_mu),
+            ("f-DP one-run ε (estimate)", r.fdp_one_run),
+            ("Clopper–Pearson ε (lower bound)", r.clopper_pearson),
+            ("GDP μ (lower bound)", r.gdp_mu), ("GDP ε (estimate)", r.gdp_epsilon))
+    head = (f"one-run audit: m = {r.included.size} canaries ({int(r.included.sum())} included), "
+            f"σ = {r.noise_multiplier:.4g}, {r.minutes:.2f} min")
+    return "\n".join([head, *(f"  {label:<38} {value:.4g}" for label, value in rows)])
