@@ -109,15 +109,17 @@ def _success_tail_core(priors, epsilon, v, delta=0.0, method: str = "auto") -> j
 @partial(jax.jit, static_argnames="method")
 def _success_count_bound_core(priors, epsilon, delta=0.0, gamma=0.05,
                              method: str = "auto") -> jax.Array:
-    """v_γ = min{v : Pr[PoiBin(β(ε, p)) ≥ v] + n·δ ≤ γ} (int32; n + 1 when none; no
-    validation)."""
+    """v_γ = min{v : Pr[PoiBin(β(ε, p)) ≥ v] + n·δ ≤ γ} (int32; n + 1 when none, and for
+    out-of-domain input, where β is NaN; no validation)."""
     priors = jnp.asarray(priors)
     n = priors.shape[0]
     beta = _posterior_success(priors, epsilon)
     budget = gamma - n * delta
     log_budget = jnp.log(jnp.maximum(budget, jnp.finfo(beta.dtype).tiny))
     v = _isf_core(beta, log_budget, method=method)
-    return jnp.where(budget > 0, v, n + 1).astype(jnp.int32)
+    # a NaN β (traced ε < 0 or NaN, p outside [0, 1] or NaN) claims nothing: the vacuous n + 1
+    valid = (budget > 0) & ~jnp.any(jnp.isnan(beta))
+    return jnp.where(valid, v, n + 1).astype(jnp.int32)
 
 
 def _over_grid(fn, epsilons, deltas, method: str, size: int):

@@ -71,7 +71,10 @@ def _beta(p, eps):
     beta = jax.nn.sigmoid(eps + logit_p)
     # p = 0 read from the logit (−inf): ``p == 0`` holds for a subnormal p when XLA flushes it
     is_zero, is_one = logit_p == -jnp.inf, p == 1
-    return jnp.where(is_zero, jnp.zeros_like(beta), jnp.where(is_one, jnp.ones_like(beta), beta))
+    beta = jnp.where(is_zero, jnp.zeros_like(beta), jnp.where(is_one, jnp.ones_like(beta), beta))
+    # out of the domain (reachable only traced: concrete calls are checked): NaN, as for p > 1,
+    # not a β below the prior (ε < 0) or 0 (p < 0, whose logit is read as −inf)
+    return jnp.where((p < 0) | (eps < 0), jnp.full_like(beta, jnp.nan), beta)
 
 
 @_beta.defjvp
