@@ -165,8 +165,9 @@ def run_one_run(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     mode = "--scores" if args.scores is not None else "--one-run" if args.one_run else None
-    if args.scores is not None and args.one_run:
-        raise ValueError("--scores and --one-run are two different audits; give one")
+    if args.one_run and (args.scores is not None or args.noise_multiplier is not None):
+        raise ValueError("--one-run calibrates σ from --epsilon; it takes no --scores or "
+                         "--noise-multiplier")
     sweep = [flag for flag, given in (("--worker", args.worker), ("--ray-address", args.ray_address),
                                       ("--backend ray", args.backend == "ray")) if given]
     if mode and sweep:  # refused, not ignored

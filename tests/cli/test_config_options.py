@@ -28,6 +28,9 @@ _OUTPUT_ONLY = {
     "ray_address": "which Ray cluster runs the units",
     "worker": "which share of the units this process computes; the final run holds them all",
 }
+#: The one-run mode's options, in the other rdp modes.
+_NOT_ONE_RUN = {"one_run": "None outside the one-run mode (it selects it, checked separately)",
+                "canaries": "--one-run only", "canary_kind": "--one-run only"}
 CHANGES_NO_NUMBER = {
     ("rdp", "training"): {
         **_OUTPUT_ONLY,
@@ -38,6 +41,7 @@ CHANGES_NO_NUMBER = {
         "unroll": "lax.scan unrolling of the same step sequence (compilation, not arithmetic "
         "order of a step)",
         "scores": "None in training mode (it selects the scores mode, checked separately)",
+        **_NOT_ONE_RUN,
     },
     ("rdp", "scores"): {
         **_OUTPUT_ONLY,
@@ -46,6 +50,19 @@ CHANGES_NO_NUMBER = {
             "dataset", "model", "dataset_size", "public_size", "pretrain_epochs",
             "pretrain_optimizer", "pretrain_lr", "pretrain_batch", "canary_label", "clip",
             "learning_rate", "runs", "chunk", "vmap_chunk", "unroll", "data_dir")},
+        **_NOT_ONE_RUN,
+    },
+    ("rdp", "one_run"): {
+        **_OUTPUT_ONLY,
+        "one_run": "selects the one-run mode",
+        "data_dir": "where the data files live (checksum-verified)",
+        "scores": "None in the one-run mode",
+        # options of the many-run audit the one-run mode ignores (its σ is always calibrated
+        # by the RDP accountant; --noise-multiplier is refused)
+        **{name: "many-run only, ignored with --one-run" for name in (
+            "public_size", "pretrain_epochs", "pretrain_optimizer", "pretrain_lr",
+            "pretrain_batch", "canary_label", "accountant", "noise_multiplier", "runs", "chunk",
+            "orders", "vmap_chunk", "unroll")},
     },
     ("shadow",): {
         **_OUTPUT_ONLY,
@@ -67,6 +84,8 @@ STORED_AS = {
     # the rdp pipelines' configuration names (RdpConfig, ScoresAuditConfig)
     ("rdp", "training"): {"clip": "clip_norm", "runs": "num_runs", "significance": "confidence"},
     ("rdp", "scores"): {"significance": "confidence"},
+    ("rdp", "one_run"): {"clip": "clip_norm", "significance": "confidence",
+                         "canaries": "num_canaries", "canary_kind": "kind"},
     ("bmp",): {"no_mp": "mp_baseline", "graph": "graph_file", "models": "num_models",
                "model_chunk": "chunk"},
     ("shadow",): {"graph": "graph_file", "models": "num_models"},
@@ -129,6 +148,8 @@ def _invocations(tmp_path):
         ("rdp", "training"): [["rdp", "--dataset", "synthetic", "--model", "logreg", "--out", out]],
         ("rdp", "scores"): [["rdp", "--scores", str(in_path), str(out_path), "--noise-multiplier",
                              "1", "--sampling-rate", "1", "--steps", "2", "--out", out]],
+        ("rdp", "one_run"): [["rdp", "--one-run", "--dataset", "synthetic", "--model", "logreg",
+                              "--dataset-size", "32", "--canaries", "16", "--out", out]],
         ("shadow",): [["shadow", *csbm, "--sampler", "snowball", "--out", out],
                       ["shadow", *csbm, "--out", out],
                       ["shadow", "--graph", graph, "--models", "2", "--out", out]],

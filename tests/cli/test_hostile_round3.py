@@ -121,7 +121,9 @@ def test_one_run_refuses_conflicts_and_names_its_flags(tmp_path, capsys):
     in_path, out_path = _scores(tmp_path)
     out = str(tmp_path / "r")
     err = _err(capsys, ["rdp", "--one-run", "--scores", in_path, out_path, "--out", out])
-    assert "--scores and --one-run" in err
+    assert "it takes no --scores or --noise-multiplier" in err
+    err = _err(capsys, ["rdp", "--one-run", "--noise-multiplier", "1", "--out", out])
+    assert "it takes no --scores or --noise-multiplier" in err
     err = _err(capsys, ["rdp", "--one-run", "--worker", "0/2", "--out", out])
     assert "--worker does not apply to --one-run" in err
     err = _err(capsys, ["rdp", "--one-run", "--canaries", "5", "--out", out])
