@@ -340,3 +340,17 @@ def test_row_normalisation_is_l1_keeps_signs_and_nonnegative_rows_bit_for_bit():
         sums = x.sum(axis=1, keepdims=True)
         np.testing.assert_array_equal(dense, np.where(sums != 0, x / np.where(sums == 0, 1, sums),
                                                       x))
+
+
+def test_the_shadow_pipeline_refuses_a_hostile_file_before_writing(tmp_path):
+    """What `jaxaudit shadow --graph FILE` runs: the refusal names the file and the field, and
+    no run folder is created (a one-class graph used to train and end in 'diverged')."""
+    from jaxaudit.pipelines import ShadowConfig, run_shadow
+
+    path = tmp_path / "one_class.npz"
+    np.savez_compressed(path, features=np.eye(3), labels=np.zeros(3, int), edge_index=_E)
+    out = tmp_path / "run"
+    with pytest.raises(ValueError, match=r"graph_file: graph file .*one_class\.npz: labels hold "
+                                         r"class 0 only"):
+        run_shadow(ShadowConfig(graph_file=str(path), num_models=2, epochs=1, chunk=2), out)
+    assert not out.exists()
