@@ -18,7 +18,6 @@ Example::
 from __future__ import annotations
 
 import hashlib
-import os
 import warnings
 from pathlib import Path
 from typing import NamedTuple
@@ -36,6 +35,7 @@ from jaxaudit._validation import (
     check_positive,
     check_probability,
 )
+from jaxaudit._validation.paths import available_memory
 from jaxaudit.bounds import (
     BoundsSummary,
     PrivacyModel,
@@ -58,26 +58,10 @@ MAX_TARGETS = 10**8
 BYTES_PER_TARGET = 400
 
 
-def _available_memory() -> int | None:
-    """Bytes of memory available now (``MemAvailable`` of /proc/meminfo, else physical
-    memory), or None where neither can be read."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (AttributeError, OSError, ValueError):
-        return None
-
-
 def max_targets() -> int:
     """The most targets this machine holds now: available memory / :data:`BYTES_PER_TARGET`,
     at most :data:`MAX_TARGETS`."""
-    available = _available_memory()
+    available = available_memory()
     return MAX_TARGETS if available is None else max(1, min(MAX_TARGETS,
                                                             available // BYTES_PER_TARGET))
 

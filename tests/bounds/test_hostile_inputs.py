@@ -146,7 +146,7 @@ def test_zipf_top_mass_needs_no_range_of_length_attempts():
 def test_too_many_targets_refused_before_allocating(monkeypatch):
     from jaxaudit.pipelines import bounds as pipeline
 
-    monkeypatch.setattr(pipeline, "_available_memory", lambda: 4000 * pipeline.BYTES_PER_TARGET)
+    monkeypatch.setattr(pipeline, "available_memory", lambda: 4000 * pipeline.BYTES_PER_TARGET)
     assert pipeline.max_targets() == 4000
     with pytest.raises(ValueError, match=r"targets must lie in \[1, 4000\] \(available memory"):
         pipeline.run_bounds(pipeline.BoundsConfig(epsilon=1.0, prior="uniform:10", targets=4001))
