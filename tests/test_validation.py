@@ -124,3 +124,19 @@ def test_check_instance_names_the_public_home():
         check_instance("config", {}, DpsgdConfig)
     with pytest.raises(ValueError):  # also a ValueError, as every argument error
         check_instance("config", {}, DpsgdConfig)
+
+
+def test_paths_of_the_wrong_kind_and_empty_paths_are_named(tmp_path):
+    from jaxaudit._validation import check_input_path, check_output_dir, check_output_file
+
+    a_file = tmp_path / "f.txt"
+    a_file.write_text("1")
+    with pytest.raises(IsADirectoryError, match=r"--priors .* is a folder, not a file"):
+        check_input_path("--priors", tmp_path)
+    with pytest.raises(NotADirectoryError, match=r"DIR .* is a file, not a folder"):
+        check_input_path("DIR", a_file, folder=True)
+    with pytest.raises(FileNotFoundError, match=r"--graph file not found"):
+        check_input_path("--graph", tmp_path / "missing.npz")
+    for check in (check_input_path, check_output_dir, check_output_file):
+        with pytest.raises(ValueError, match=r"--out must not be empty"):
+            check("--out", "")

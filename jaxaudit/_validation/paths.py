@@ -6,6 +6,14 @@ import os
 from pathlib import Path
 
 
+def _nonempty(name: str, path: str | os.PathLike[str]) -> Path:
+    """``path`` as a Path; a ValueError naming ``name`` for the empty string, which Path would
+    silently read as the current folder."""
+    if not os.fspath(path):
+        raise ValueError(f"{name} must not be empty")
+    return Path(path)
+
+
 def _writable_ancestor(path: Path) -> Path:
     """The nearest existing ancestor of ``path`` (where a missing folder would be created)."""
     for parent in path.parents:
@@ -17,7 +25,7 @@ def _writable_ancestor(path: Path) -> Path:
 def check_output_file(name: str, path: str | os.PathLike[str]) -> Path:
     """A file that can be written: not an existing folder, its folder creatable and writable.
     Checked before any work, so a bad path fails at once and not after the computation."""
-    path = Path(path)
+    path = _nonempty(name, path)
     if path.is_dir():
         raise ValueError(f"{name} {path} is a folder; give a file name")
     folder = path.parent if path.parent.exists() else _writable_ancestor(path)
@@ -31,7 +39,7 @@ def check_output_file(name: str, path: str | os.PathLike[str]) -> Path:
 def check_output_dir(name: str, path: str | os.PathLike[str]) -> Path:
     """A folder that can be written: not an existing file, creatable and writable. Checked
     before any work."""
-    path = Path(path)
+    path = _nonempty(name, path)
     if path.exists() and not path.is_dir():
         raise ValueError(f"{name} {path} is a file, not a folder")
     target = path if path.exists() else _writable_ancestor(path)
@@ -77,8 +85,12 @@ def check_input_path(name: str, path: str | os.PathLike[str], *, folder: bool = 
                      bytes_per_byte: float = 1.0) -> Path:
     """An existing file (or folder with ``folder=True``); FileNotFoundError naming ``name``.
     A file is read whole by its callers: :func:`check_read_size` with ``bytes_per_byte``."""
-    path = Path(path)
+    path = _nonempty(name, path)
     if not (path.is_dir() if folder else path.is_file()):
         what = "folder" if folder else "file"
+        if folder and path.exists():  # there, but of the other kind
+            raise NotADirectoryError(f"{name} {path} is a file, not a folder")
+        if path.exists():
+            raise IsADirectoryError(f"{name} {path} is a folder, not a file")
         raise FileNotFoundError(f"{name} {what} not found: {path}")
     return path if folder else check_read_size(name, path, bytes_per_byte=bytes_per_byte)

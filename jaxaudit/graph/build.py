@@ -255,6 +255,13 @@ def from_jraph(graphs_tuple: Any, labels: ArrayInput, *, num_classes: int | None
     if senders.ndim != 1 or receivers.shape != senders.shape:
         raise ValueError(f"graphs_tuple.senders and receivers must be (E,) arrays of one shape, "
                          f"got {senders.shape} and {receivers.shape}")
+    n_node = getattr(graphs_tuple, "n_node", None)
+    rows = np.shape(nodes)[0] if np.ndim(nodes) else None
+    if n_node is not None and rows is not None:
+        total = int(np.sum(_to_numpy("graphs_tuple.n_node", n_node)))
+        if total != rows:
+            raise ValueError(f"graphs_tuple.n_node sums to {total} but graphs_tuple.nodes has "
+                             f"{rows} rows")
     return from_edge_index(nodes, labels, np.stack([senders, receivers]),
                            num_classes=num_classes, train_mask=train_mask, val_mask=val_mask,
                            test_mask=test_mask, name=name)

@@ -298,6 +298,10 @@ def check_secrets_config(config: SecretsConfig, run_dir: str | Path | None = Non
             prior = name_prior(config.candidates)
     except ValueError as err:
         raise ValueError(f"{field}={value!r}: {err}") from err
+    if config.guesses >= len(prior.candidates):
+        raise ValueError(f"guesses must be fewer than the {len(prior.candidates)} candidate "
+                         f"secrets (with {config.guesses} guesses every secret is found), got "
+                         f"{config.guesses}")
     pairs = num_secrets * len(prior.candidates)
     if pairs * SCORE_BYTES_PER_PAIR > MAX_SCORE_BYTES:
         raise ValueError(

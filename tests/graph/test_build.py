@@ -354,3 +354,16 @@ def test_the_shadow_pipeline_refuses_a_hostile_file_before_writing(tmp_path):
                                          r"class 0 only"):
         run_shadow(ShadowConfig(graph_file=str(path), num_models=2, epochs=1, chunk=2), out)
     assert not out.exists()
+
+
+def test_from_jraph_refuses_an_n_node_that_contradicts_the_nodes():
+    import jraph
+
+    from jaxaudit.graph import from_jraph
+
+    gt = jraph.GraphsTuple(nodes=np.eye(6, 3), edges=None, senders=np.array([0, 1]),
+                           receivers=np.array([1, 2]), globals=None, n_node=np.array([7]),
+                           n_edge=np.array([2]))
+    with pytest.raises(ValueError, match=r"n_node sums to 7 but graphs_tuple.nodes has 6 rows"):
+        from_jraph(gt, [0, 1, 1, 0, 1, 0])
+    assert from_jraph(gt._replace(n_node=np.array([4, 2])), [0, 1, 1, 0, 1, 0]).num_nodes == 6

@@ -285,3 +285,10 @@ def test_secrets_user_level_accounting(monkeypatch):
                         lambda **kw: seen.append(kw["sampling_rate"]) or real(**kw))
     check_secrets_config(TINY_SECRETS._replace(records_per_user=2, num_filler=5))
     assert seen == [pytest.approx(4 / (3 + 3))]
+
+
+def test_as_many_guesses_as_candidates_is_refused_before_training(tmp_path):
+    # digits=1: 10 candidate secrets; 10 guesses would find every secret whatever the model
+    with pytest.raises(ValueError, match=r"guesses must be fewer than the 10 candidate"):
+        run_secrets(TINY_SECRETS._replace(guesses=10), tmp_path / "s")
+    assert not (tmp_path / "s").exists()
