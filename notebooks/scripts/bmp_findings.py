@@ -128,6 +128,29 @@ def refresh_auc(folder: Path, target: Path) -> None:
     tmp.rename(target)
 
 
+def _owner_dead(lock: Path) -> bool:
+    """True when ``lock`` was written on this host by another process that no longer exists; a
+    lock of unknown form, another host's or this process's own is left alone."""
+    import json
+    import os
+    import socket
+
+    try:
+        host, pid_text, _ = json.loads(lock.read_bytes())["owner"].rsplit(":", 2)
+        pid = int(pid_text)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+    if host != socket.gethostname() or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists, owned by another user
+        return False
+    return False
+
+
 def _take_lock(lock: Path) -> bool:
     """Create ``lock`` (owner ``host:pid:tag``, as the run folders' claims write it) unless another
     live process holds it; a lock whose process on this host no longer exists (an audit that was
@@ -135,8 +158,6 @@ def _take_lock(lock: Path) -> bool:
     import json
     import os
     import socket
-
-    from jaxaudit.runs.claims import _owner_dead
 
     record = json.dumps({"owner": f"{socket.gethostname()}:{os.getpid()}:audit"})
     for _ in range(2):
