@@ -48,6 +48,7 @@ COMMAND = """
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("platforms", [None, "cpu"])
 def test_command_uses_one_device_per_core(platforms):
     env = {} if platforms is None else {"JAX_PLATFORMS": platforms}

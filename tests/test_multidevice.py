@@ -88,6 +88,7 @@ def test_sharded_posterior_matches_single_device():
     assert result["max_z"] <= 4.0
 
 
+@pytest.mark.slow
 def test_sharded_results_live_on_the_mesh_and_come_to_the_host():
     """docs/scaling.md, "Where the results live": a vmap_chunked result stays sharded over the
     mesh's devices, so arithmetic with a result committed to one device is refused ("incompatible

@@ -19,6 +19,7 @@ def item(key, scale):
     return {"sum": jnp.sum(x) * scale, "vec": jnp.tanh(x)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk_size", [None, 1, 3, 10, 64])
 def test_vmap_chunked_equals_vmap(chunk_size):
     keys = jax.random.split(jax.random.key(0), 10)
@@ -35,6 +36,7 @@ def test_bad_arguments():
         vmap_chunked(lambda x: x)({"a": jnp.zeros(3), "b": jnp.zeros(4)})
 
 
+@pytest.mark.slow
 def test_eight_forced_host_devices_match_one_device():
     script = textwrap.dedent(
         """

@@ -126,6 +126,7 @@ def test_replace_one_accounting_lives_in_accounting():
     assert float(off.delta_of_epsilon(5.0)) == 1.0
 
 
+@pytest.mark.slow
 def test_privacy_model_is_the_bounds_view_of_the_guarantees():
     priors = [0.1] * 500
     for model, guarantee in ((bounds.PrivacyModel(epsilon=1.0), PureDP(1.0, "replace_one")),

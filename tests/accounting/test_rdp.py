@@ -70,6 +70,7 @@ def test_epsilon_for_delta_uses_the_kl_shortcut_only_when_it_applies():
     assert ours == pytest.approx(expected, rel=1e-12) and ours > 0
 
 
+@pytest.mark.slow
 def test_noise_for_epsilon_round_trip():
     sigma = noise_for_epsilon(2.0, 1e-5, 200, 0.05)
     eps = epsilon_for_delta(noise_multiplier=sigma, sampling_rate=0.05, steps=200, delta=1e-5)

@@ -70,6 +70,7 @@ def _x64():
         yield
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("q", Q)
 @pytest.mark.parametrize("sigma", SIGMA)
 def test_equals_mpmath_quadrature(q, sigma):
@@ -124,6 +125,7 @@ def test_the_reported_opacus_numbers():
     assert ours[3] == pytest.approx(theirs[3], rel=1e-10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("q", [0.01, 0.1, 0.5, 0.9])
 @pytest.mark.parametrize("sigma", [0.8, 2.0, 2.62, 10.0])
 def test_monotone_in_order(q, sigma):

@@ -43,6 +43,7 @@ def _objective(game, release, sigma, guess, prior=True):
     return ((release - counts) ** 2).sum() / (2 * sigma**2) - lp
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_recovers_identifiable_table_exactly_without_noise(seed):
     table = _identifiable_table(np.random.default_rng(seed))
@@ -61,6 +62,7 @@ def test_recovers_identifiable_table_exactly_without_noise(seed):
         np.testing.assert_array_equal(counts, y)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed,sigma", [(0, 0.5), (1, 1.0), (2, 0.0)])
 def test_reaches_the_enumerated_global_optimum(seed, sigma):
     """n = 3 targets, H = 6 hidden values: the best of all 216 integer tables (exact
@@ -78,6 +80,7 @@ def test_reaches_the_enumerated_global_optimum(seed, sigma):
     assert got == pytest.approx(best, rel=1e-5, abs=1e-3)
 
 
+@pytest.mark.slow
 def test_better_than_chance_under_moderate_noise():
     """σ = 1 per cell on an identifiable table (each target's two cells are its own): the
     per-target exact-match probability of the best single-target test is well above both
@@ -104,6 +107,7 @@ def test_no_worse_than_the_prior_when_the_noise_swamps_the_release():
     np.testing.assert_array_equal(np.asarray(r.guess), np.argmax(game.log_prior, axis=1))
 
 
+@pytest.mark.slow
 def test_jit_matches_eager_and_confidence_is_a_fraction():
     table = _shared_table(np.random.default_rng(7), n_rows=20)
     game = marginals_game(jax.random.key(7), table, attributes=["q", "h1", "h2"],

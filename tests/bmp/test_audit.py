@@ -132,6 +132,7 @@ def _runs(seed=0, models=24, nodes=40):
     return scores.astype(np.float32), masks, rng.uniform(0.2, 0.8, nodes)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", ["lira", "lira_offline", "rmia"])
 def test_attack_stage_against_direct_counts_and_tpr(attack):
     """audit_attack: the Bayes decisions "member iff Λ + logit η > 0" counted directly in numpy

@@ -32,6 +32,7 @@ def _truth_grid():
     return np.array(pts)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n0,n1", [(10, 10), (20, 30), (40, 40)])
 def test_exact_coverage_by_enumeration(n0, n1):
     """Pr over every (X, Y) ∈ {0..N0} × {0..N1} that ε⁻ ≤ the tightest ε the true operating point
@@ -62,6 +63,7 @@ def test_exact_coverage_by_enumeration(n0, n1):
     assert worst_plug < CONFIDENCE  # the enumeration does catch a bound that is not certified
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [100, 1000])
 def test_simulated_coverage_optimal_attack(n):
     """2000 seeded repetitions per true (ε_L, ε_R) of an optimal attack (the region's corner):
@@ -129,6 +131,7 @@ def test_clopper_pearson_traced_float64_matches_scipy():
                                                                                    confidence=level)))
 
 
+@pytest.mark.slow
 def test_clopper_pearson_traced_float32_stays_conservative():
     """Under jax.jit in float32 the bisection keeps the margin over float32 betainc's error: the
     limit is never below scipy's exact quantile, and loose by at most 1e-4 up to n = 1000."""

@@ -116,6 +116,7 @@ def test_split_chains_halves():
                                   [[0, 1, 2], [7, 8, 9], [3, 4, 5], [10, 11, 12]])
 
 
+@pytest.mark.slow
 def test_bulk_ess_and_rhat_are_the_fields_of_diagnose():
     x = _ar1(jax.random.key(9), 0.3, 3, 64)
     d = _diagnose(x)
@@ -143,6 +144,7 @@ def test_median_mcse_iid_matches_the_closed_form():
     assert float(diagnostics.median_mcse(x)) == float(diagnostics.quantile_mcse(x, 0.5))
 
 
+@pytest.mark.slow
 def test_median_mcse_matches_the_spread_over_independent_runs():
     """AR(1) chains with ρ = 0.9, 4 × 1000, 400 independent runs: the sd of their medians
     (Monte Carlo, relative se 3.5%) and the mean reported MCSE agree within 15%, and both match

@@ -111,6 +111,7 @@ def _brute_force_leakage(masks, probs, statistic):
     return out  # rows c_L, c_R
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("use_statistic", [False, True])
 @pytest.mark.parametrize("use_probs", [False, True])
 def test_sampling_leakage_matches_brute_force(use_probs, use_statistic):

@@ -75,6 +75,7 @@ def lml_values():
     return np.asarray(vals)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_log_marginal_likelihood_matches_brute_force(lml_values, case):
     counts, eps_l, eps_r, s = CASES[case]
@@ -165,6 +166,7 @@ def test_noncentered_map_integrates_to_marginal_likelihood():
     np.testing.assert_allclose(quad, exact, rtol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_corner_joint_jacobian(seed):
     """The optimal-attack density on (a, b) = the model in (ε_L, ε_R) — half-normals and the
@@ -189,6 +191,7 @@ def test_corner_joint_jacobian(seed):
     np.testing.assert_allclose(lp - log_det, want, rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_delta_link_is_an_argument():
     """The centered density under δ = e^z equals the softplus one at the same (α, β, ε, s) up to
     the change of variables z ↦ z' = softplus⁻¹(e^z): log p_exp(z) = log p_softplus(z') + z −

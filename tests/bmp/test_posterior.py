@@ -202,6 +202,7 @@ def test_optimal_prior_covers_optimal_attacks(optimal_prior_nuts):
     assert np.all(np.asarray(post.rhat) <= 1.05) and int(np.sum(post.divergences)) == 0
 
 
+@pytest.mark.slow
 def test_jeffreys_estimate_is_centred_on_the_operating_point():
     counts = mia.ErrorCounts(np.array([10.0, 300.0]), np.array([100.0, 1000.0]),
                              np.array([30.0, 200.0]), np.array([100.0, 1000.0]))

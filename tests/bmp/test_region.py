@@ -59,6 +59,7 @@ def _random_mechanisms(seed, num=200, outputs=6):
     return p0, p1, rng
 
 
+@pytest.mark.slow
 def test_bayes_optimal_roc_inside_region_and_tight():
     with jax.enable_x64(True):
         _check_bayes_optimal_roc()

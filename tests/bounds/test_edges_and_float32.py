@@ -40,6 +40,7 @@ def _pmf_without(q, i, k):
     return _tail_by_enumeration(rest, k) - _tail_by_enumeration(rest, k + 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
 def test_tail_gradient_where_probabilities_are_zero_or_one(dtype):
     with jax.enable_x64(dtype == jnp.float64):
@@ -113,6 +114,7 @@ def _epsilon_root(p, n, count, gamma=0.05):
     (0.1, 100, 20), (0.5, 10, 9), (0.5, 100, 62),
     pytest.param(0.1, 1000, 120, marks=pytest.mark.slow),  # the FFT path in float32
 ])
+@pytest.mark.slow
 def test_inverse_epsilon_in_float32_under_jit_and_vmap_is_rounded_down(p, n, count):
     root = _epsilon_root(p, n, count)
     priors = jnp.full(n, p, jnp.float32)
@@ -125,6 +127,7 @@ def test_inverse_epsilon_in_float32_under_jit_and_vmap_is_rounded_down(p, n, cou
     assert jitted == pytest.approx(float(root), rel=1e-2)  # rounded down, not far
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gamma", [0.05, 11 / 1024, 1e-4])
 def test_count_bound_in_float32_under_jit_is_never_below_the_exact_quantile(gamma):
     """v_γ traced in float32 (x64 off) is never below the exact binomial definition (scipy),

@@ -52,6 +52,7 @@ def test_zipf_prior_refuses_string_ranks():
         zipf_prior(1.0, 5, ["1"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["recursion", "fft"])
 def test_subnormal_probabilities_are_not_flushed(method):
     n = 200 if method == "recursion" else 300
@@ -116,6 +117,7 @@ def test_uniform_prior_over_64_bit_secrets():
         uniform_prior(2**1001)
 
 
+@pytest.mark.slow
 def test_bounds_over_a_64_bit_uniform_secret(tmp_path):
     from jaxaudit.pipelines.bounds import BoundsConfig, run_bounds
 
@@ -143,6 +145,7 @@ def test_zipf_top_mass_needs_no_range_of_length_attempts():
         assert zipf_top_mass(s, n, k) == pytest.approx(explicit, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_too_many_targets_refused_before_allocating(monkeypatch):
     from jaxaudit.pipelines import bounds as pipeline
 

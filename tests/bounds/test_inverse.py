@@ -55,6 +55,7 @@ def test_success_edges():
     assert epsilon_for_success(0.5, 0.5) == 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("alphabet_size", "count"), [(2, 755), (10, 255), (10, 300), (100, 36)])
 def test_count_inverse_of_the_binomial_count_bound(alphabet_size, count):
     """Uniform-K prior: v_γ(ε) = scipy's binomial quantile + 1 at β = e^ε/(e^ε + K − 1); ε* is
@@ -141,6 +142,7 @@ def test_no_epsilon_message_blames_the_cause():
 _GRAD_PRIORS = np.array([0.2, 0.3, 0.1, 0.25, 0.15, 0.05, 0.1, 0.2, 0.3, 0.1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("count", [5, 6])
 def test_epsilon_for_count_gradient_matches_finite_differences(count):
     """grad ε*(p) by the implicit function theorem equals central differences of the concrete

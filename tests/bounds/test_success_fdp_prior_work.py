@@ -181,6 +181,7 @@ def test_scipy_consistency_of_kgk_gdp():
                                rtol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("n", "eps", "delta"), [(1000, 1.0, 0.0), (50, 0.3, 0.0), (200, 2.0, 1e-5),
                                                  (10, 1000.0, 0.0)])
 def test_steinke_threshold_is_first_v_the_one_run_test_rejects(n, eps, delta):

@@ -9,6 +9,7 @@ from jaxaudit.cli.main import main
 from jaxaudit.runs import load_results
 
 
+@pytest.mark.slow
 def test_attack_marginals_runs_resumes_and_reports(tmp_path, capsys):
     out = tmp_path / "marg"
     argv = ["attack", "marginals", "--rhos", "0.1,1", "--seeds", "2", "--num-targets", "20",

@@ -9,6 +9,7 @@ import scipy.stats
 from jaxaudit.cli.main import main
 
 
+@pytest.mark.slow
 def test_uniform_pure_dp_json_and_plot(tmp_path, capsys):
     out, png = tmp_path / "b.json", tmp_path / "b.png"
     rc = main(["bounds", "--epsilon", "1", "--uniform", "10", "--targets", "1000",

@@ -79,6 +79,7 @@ def test_check_input_path_refuses_a_file_larger_than_memory(tmp_path, one_gib_fr
     (["--noise-multiplier", "1e-300"], "--noise-multiplier"),
     (["--noise-multiplier", "1", "--steps", "1000000000000000"], "--steps"),
 ])
+@pytest.mark.slow
 def test_accountant_extremes_name_the_flag(tmp_path, capsys, flags, named):
     # before: OverflowError inside dp_accounting; a 221 TiB allocation
     in_path, out_path = _scores(tmp_path)

@@ -45,6 +45,7 @@ def test_rdp_cli_end_to_end_and_resume(tmp_path, capsys):
     assert "different" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_rdp_cli_bad_input(tmp_path, capsys):
     bad = list(ARGS)
     bad[bad.index("--orders") + 1] = "1.0,2"

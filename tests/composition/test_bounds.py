@@ -77,6 +77,7 @@ def test_success_in_prior_and_max_gain():
     lambda mu: bounds.balle_rero_rdp(0.01, 2.0, mu), lambda mu: bounds.approx_dp_delta(0.5, mu, 1e-6),
     lambda mu: bounds.approx_dp_tradeoff(0.1, mu, 1e-6),
 ])
+@pytest.mark.slow
 def test_fdp_and_prior_work_in_their_parameter(fn):
     mus = np.array([0.5, 1.0, 2.0])
     np.testing.assert_allclose(jax.vmap(fn)(jnp.asarray(mus)), [float(fn(m)) for m in mus],

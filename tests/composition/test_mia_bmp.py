@@ -55,6 +55,7 @@ def _central_difference(f, x, h):
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fix_variance", [False, True])
 def test_lira_jit_vmap_over_experiments(fix_variance):
     lira = functools.partial(mia.lira_loo, fix_variance=fix_variance)
@@ -235,6 +236,7 @@ def test_region_table_covers_every_public_region_function():
     assert covered == set(region.__all__)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(REGION))
 def test_region_jit_and_vmap(name):
     fn, args = REGION[name]

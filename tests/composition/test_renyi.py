@@ -212,6 +212,7 @@ def test_gdp_epsilon_composes():
     _no_callback(stats.gdp_to_rdp, 1.5, 2.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fn", [clopper_pearson_upper, clopper_pearson_lower])
 def test_clopper_pearson_composes(fn):
     k = jnp.array([0.0, 1.0, 7.0, 250.0, 999.0, 1000.0])

@@ -20,6 +20,7 @@ def _central_difference(fn, x, h):
     return (float(fn(x + h)) - float(fn(x - h))) / (2 * h)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fn,side", [(stats.clopper_pearson_upper, 1.0),
                                      (stats.clopper_pearson_lower, -1.0)])
 def test_clopper_pearson_jit_vmap(fn, side):
@@ -63,6 +64,7 @@ def test_radii_jit_vmap_grad(fn, args, wrt):
     assert not host_callbacks(fn, *args)
 
 
+@pytest.mark.slow
 def test_gdp_epsilon_jit_vmap_grad():
     mus = jnp.array([0.5, 1.0, 2.0])
     eager = stats.gdp_epsilon(np.asarray(mus), 1e-5)

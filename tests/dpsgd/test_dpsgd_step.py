@@ -98,6 +98,7 @@ def test_each_clipped_gradient_within_clip_norm(block_size):
                                 rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_noise_standard_deviation_is_sigma_times_clip():
     model = LogisticRegression(num_classes=4)
     x, y = _data(jax.random.key(4), 5, (6,), classes=4)
@@ -163,6 +164,7 @@ def test_full_batch_noiseless_run_equals_plain_clipped_gd():
         np.testing.assert_allclose(got, ref_score, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_poisson_sampling_masks_rows():
     """q < 1: each step uses the rows of an independent Bernoulli(q) mask (reference loop)."""
     model = LogisticRegression(num_classes=3)

@@ -14,6 +14,7 @@ def _conv_by_xla(x, kernel):
                                         dimension_numbers=("NHWC", "HWIO", "NHWC"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape,kh,kw", [((3, 12, 12, 16), 4, 4), ((2, 28, 28, 1), 5, 5),
                                          ((1, 7, 9, 3), 3, 2)])
 def test_patches_times_kernel_is_the_convolution(shape, kh, kw):
@@ -25,6 +26,7 @@ def test_patches_times_kernel_is_the_convolution(shape, kh, kw):
     np.testing.assert_allclose(got, _conv_by_xla(x, kernel), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_col2im_is_the_adjoint_under_jit_and_vmap():
     kx, kg = jax.random.split(jax.random.key(1))
     x = jax.random.normal(kx, (4, 2, 10, 10, 3))  # a leading axis to vmap over

@@ -27,6 +27,7 @@ def _gdp_epsilon(mu: float, delta: float) -> float:
     return float(optimize.brentq(gap, 0.0, 100.0))
 
 
+@pytest.mark.slow
 def test_gradient_canaries_without_noise_are_the_dirac_sum_and_give_a_large_bound():
     lr, steps, clip = 0.5, 4, 2.0
     config = DpsgdConfig(clip, 0.0, lr, steps=steps)
@@ -44,6 +45,7 @@ def test_gradient_canaries_without_noise_are_the_dirac_sum_and_give_a_large_boun
     assert float(again.fdp_one_run) == float(res.bounds.fdp_one_run)
 
 
+@pytest.mark.slow
 def test_gradient_canaries_under_huge_noise_give_a_bound_near_zero():
     config = DpsgdConfig(1.0, 1000.0, 0.5, steps=4)
     res = one_run_audit(jax.random.key(4), MODEL, PARAMS, (X, Y), config, OneRunConfig(200))
@@ -51,6 +53,7 @@ def test_gradient_canaries_under_huge_noise_give_a_bound_near_zero():
     assert 0.0 < res.accountant_epsilon < 0.1
 
 
+@pytest.mark.slow
 def test_input_canaries_one_run_in_the_batch():
     m = 32
     cx = jax.random.normal(jax.random.key(5), (m, 3))
@@ -69,6 +72,7 @@ def test_input_canaries_one_run_in_the_batch():
                       OneRunConfig(m, kind="label"))
 
 
+@pytest.mark.slow
 def test_one_run_scores_traces_under_jit_and_vmap():
     def scores(key, sigma):
         return one_run_scores(key, MODEL, PARAMS, (X, Y), DpsgdConfig(1.0, sigma, 0.5, steps=2),

@@ -261,6 +261,7 @@ def _noise_samples(relation, sigma, clip, num_keys):
     return _np_rows(out) * normalizer
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("relation, sensitivity", [("add_remove", 1.0), ("replace_one", 2.0)])
 def test_noise_standard_deviation_is_sigma_times_sensitivity(relation, sensitivity):
     sigma, clip, num_keys = 0.8, 0.6, 3000
@@ -306,6 +307,7 @@ def test_composes_with_optax_optimisers(optimizer):
     assert int(state[0].count) == 3
 
 
+@pytest.mark.slow
 def test_key_in_state_split_per_update_and_noise_key_override():
     grads, _ = _tree(jax.random.key(44), 4)
     params = _params_like(grads)
@@ -331,6 +333,7 @@ def test_key_in_state_split_per_update_and_noise_key_override():
         keyless.update(grads, keyless.init(None), params)
 
 
+@pytest.mark.slow
 def test_dp_noisy_sum_is_the_noise_stage_of_dp_aggregate():
     grads, _ = _tree(jax.random.key(47), 5)
     mask = jnp.array([1, 0, 1, 1, 1], jnp.float32)
@@ -435,6 +438,7 @@ def test_normalizer_is_required():
         dp_noisy_sum(1.0, 1.0, key=jax.random.key(0))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("momentum", [None, 0.9])
 def test_chained_with_sgd_at_sigma_zero_equals_optax_contrib_dpsgd(momentum):
     """With normalizer = B (the batch size), chain(dp_aggregate(C, 0), sgd(η)) is optax's own

@@ -18,6 +18,7 @@ def test_bits_per_draw():
     assert bits_per_draw(1.0) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("keep", [0.5, 0.25, 0.4375, 0.4, 0.1])
 def test_bernoulli_keep_rate_within_monte_carlo_error(keep):
     # 2e6 draws: the sample mean has sd sqrt(keep(1-keep)/n) <= 3.6e-4; allow 5 sd, plus the

@@ -31,6 +31,7 @@ def _tuple(graph, edges=None, senders=None, receivers=None):
                              n_edge=jnp.asarray([s.shape[0]]))
 
 
+@pytest.mark.slow
 def test_gcn_conv_matches_dense_normalised_adjacency(small):
     conv = GCNConv(5)
     x = small.features

@@ -28,6 +28,7 @@ def _dense_reference(h, senders, receivers, weight):
     return (a @ np.asarray(h, np.float64).reshape(n, -1)).reshape(h.shape)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [64, 5])  # the CSR path and the segment_sum path
 @pytest.mark.parametrize("models", [1, 3])
 def test_propagate_equals_segment_sum_under_vmap(width, models):
@@ -52,6 +53,7 @@ def test_propagate_equals_segment_sum_under_vmap(width, models):
         assert np.abs(np.asarray(want)).max() > 0.1  # a gradient that is not trivially zero
 
 
+@pytest.mark.slow
 def test_propagate_multi_head_and_unbatched():
     rng, n, e, senders, receivers = _graph(1)
     h = jnp.asarray(rng.normal(size=(n, 8, 8)), jnp.float32)  # 64 features in (heads, F)

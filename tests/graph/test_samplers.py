@@ -97,6 +97,7 @@ def test_snowball_growth_on_cora(cora):
                           np.asarray(induced_edges(cora, induced.node_mask[0])))
 
 
+@pytest.mark.slow
 def test_snowball_stops_at_the_seeds_components():
     # component A: path 0-1-2-3-4-5 (class 0); nodes 6..19 isolated (class 1).
     # One seed per class; with a cap of 2 (the path's max degree) A is reached entirely, plus one

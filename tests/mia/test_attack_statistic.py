@@ -39,6 +39,7 @@ def test_lira_is_lira_loo(fix_variance):
     np.testing.assert_array_equal(attack_statistic(scores, masks), lira_loo(scores, masks))
 
 
+@pytest.mark.slow
 def test_other_attacks_are_their_functions():
     scores, masks = _planted(jax.random.key(1), 7, 9, 1.0)
     np.testing.assert_array_equal(attack_statistic(scores, masks, attack="lira_offline"),
@@ -73,6 +74,7 @@ def _offline_reference(scores, masks, fix_variance):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fix_variance", [False, True])
 def test_lira_offline_matches_numpy_loops(fix_variance):
     # every node keeps >= 2 OUT references whichever two models are left out
@@ -109,6 +111,7 @@ def test_row_r_never_uses_model_r_membership(attack):
             rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", ATTACKS)
 def test_bayes_decision_beats_chance_on_planted_leak(attack):
     # per node IN ~ N(d + 1.5, 1), OUT ~ N(d, 1): the Bayes error at η = ½ is Φ(−0.75) = 0.23;
@@ -120,6 +123,7 @@ def test_bayes_decision_beats_chance_on_planted_leak(attack):
     assert float(roc_auc(stat, masks)) > 0.75
 
 
+@pytest.mark.slow
 def test_jit_and_vmap():
     scores, masks = _planted(jax.random.key(7), 7, 9, 1.0)
     f = jax.jit(lambda s, m: attack_statistic(s, m, attack="lira_offline"))

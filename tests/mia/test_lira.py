@@ -33,6 +33,7 @@ def test_loo_fit_matches_brute_force():
             assert llr[r, i] == pytest.approx(ref, rel=1e-3, abs=1e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fix_variance", [False, True])
 def test_auc_matches_analytic_equal_variance(fix_variance):
     # IN ~ N(mu, 1), OUT ~ N(0, 1): the LR test is monotone in s, AUC = Phi(mu / sqrt(2)).
@@ -86,6 +87,7 @@ def test_infinite_score_refused_not_spread():
         lira_loo(scores, masks)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("magnitude", [1e19, 1e30, 1e37])
 def test_huge_finite_scores_give_the_rescaled_llr(magnitude):
     """Hostile: scores >= 1e19 (float32) overflowed the squared moments (inf / NaN Λ). Λ is

@@ -123,6 +123,7 @@ def test_row_r_does_not_use_model_r_membership(a, calibration):
     np.testing.assert_array_equal(np.asarray(rmia_score(scores, flipped, a=a))[3], raw[3])
 
 
+@pytest.mark.slow
 def test_beats_chance_on_planted_leak():
     scores, masks = _planted(jax.random.key(3), 32, 200, 1.0)
     # per node, IN ~ N(d + 1, 1) vs OUT ~ N(d, 1): the best test has AUC Φ(1/√2) = 0.760 and
@@ -139,12 +140,14 @@ def test_beats_chance_on_planted_leak():
     assert abs(float(roc_auc(null, masks)) - 0.5) < 0.03
 
 
+@pytest.mark.slow
 def test_offline_and_subset_population_beat_chance():
     scores, masks = _planted(jax.random.key(5), 32, 200, 1.0)
     for kw in ({"a": 0.3}, {"population": 40, "population_key": jax.random.key(1)}):
         assert float(roc_auc(rmia(scores, masks, **kw), masks)) > 0.70, kw
 
 
+@pytest.mark.slow
 def test_population_subset_is_fixed_by_seed():
     scores, masks = _planted(jax.random.key(6), 5, 30, 1.0)
     one = rmia_score(scores, masks, population=10, population_key=jax.random.key(7))

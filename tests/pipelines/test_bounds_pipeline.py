@@ -22,6 +22,7 @@ def _binomial_count_bound(n, beta, gamma):
     return int(np.nonzero(tails <= gamma)[0][0])
 
 
+@pytest.mark.slow
 def test_uniform_prior_against_scipy_and_closed_forms():
     result = run_bounds(UNIFORM)
     s = result.summary
@@ -79,6 +80,7 @@ def test_priors_file_text_npy_and_one_value_repeated(tmp_path):
     assert c.summary.count_bound == 255 and c.priors.shape == (1000,)
 
 
+@pytest.mark.slow
 def test_inverse_questions_against_closed_form_and_scipy():
     r = run_bounds(BoundsConfig(max_success=0.5, prior="uniform:10", targets=3))
     assert r.inverse and r.summary is None

@@ -24,6 +24,7 @@ def _renyi_quad(logpdf_q, logpdf_p, alpha, breakpoints):
     return float(mpmath.log(mpmath.quad(f, points)) / (alpha - 1))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alpha,shift,scale", [(1.5, 0.5, 1.0), (2.0, 1.0, 1.0), (3.0, 2.0, 0.7),
                                                 (10.0, 1.0, 2.0)])
 def test_laplace_closed_form_by_quadrature(alpha, shift, scale):
@@ -89,6 +90,7 @@ def test_held_out_bound_is_below_point_and_never_nan():
     assert np.isfinite(float(lower))
 
 
+@pytest.mark.slow
 def test_held_out_bound_coverage_for_a_fixed_critic():
     """Fixed g, Gaussian pair: the bound exceeds the population J_α(g) (≤ D_α) in ≤ δ + 3 sd."""
     alpha, shift, delta, n, reps = 2.0, 1.0, 0.1, 300, 2000

@@ -64,6 +64,7 @@ def test_paper_config_ema_is_active_on_minibatches():
     assert max(jax.tree.leaves(diffs)) > 1e-6
 
 
+@pytest.mark.slow
 def test_default_config_is_full_batch_without_ema():
     # Rate 1 on the full batch: each logged average is the plain log-mean-exp, so the logged
     # objective is exactly α/(α−1)·lme((α−1)g_q) − lme(α g_p) of those rows.

@@ -153,6 +153,7 @@ def test_theory_mode_is_valid_and_vacuous_at_small_n():
     np.testing.assert_array_equal(est.per_direction.lower, np.maximum(raw, 0.0))
 
 
+@pytest.mark.slow
 def test_train_critic_history_and_fit():
     k1, k2, k3 = jax.random.split(jax.random.key(15), 3)
     x_q = 1.0 + jax.random.normal(k1, (2000,))

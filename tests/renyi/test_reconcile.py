@@ -153,6 +153,7 @@ def test_assumption_free_conversion_closed_form_and_clip():
     assert float(dp_to_rdp_lower_bound(10.0, 1e-5, 2.0)) == 0.0  # vacuous at audit δ
 
 
+@pytest.mark.slow
 def test_conversions_jit_vmap_grad():
     eps = jnp.array([2.0, 10.0])
     eager = dp_to_rdp_gaussian(np.asarray(eps), 1e-5, 2.0)

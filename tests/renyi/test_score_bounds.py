@@ -28,6 +28,7 @@ def _p_value_naive(m, n_guess, n_correct, eps, delta):
     return min(beta + 2 * m * delta * window, 1.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("m,g,v", [(20, 10, 9), (50, 30, 20), (100, 7, 7), (40, 12, 1)])
 @pytest.mark.parametrize("eps,delta", [(0.0, 0.0), (0.7, 1e-3), (2.0, 1e-2), (1.3, 0.0)])
 def test_p_value_matches_scipy(m, g, v, eps, delta):
@@ -37,6 +38,7 @@ def test_p_value_matches_scipy(m, g, v, eps, delta):
     assert p == pytest.approx(_p_value_naive(m, g, v, eps, delta), rel=1e-10, abs=1e-14)
 
 
+@pytest.mark.slow
 def test_one_run_epsilon_is_the_root_and_jits_and_vmaps():
     m, level, delta = 400.0, 0.01, 1e-4
     g = jnp.asarray([50, 80, 120])
@@ -86,6 +88,7 @@ def test_grid_counts_ignore_labels_on_ties():
     assert tp[-1] == 500 and r[-1] == 1000 and r[0] == 1
 
 
+@pytest.mark.slow
 def test_identical_worlds_give_zero():
     rng = np.random.default_rng(3)
     x = rng.normal(size=300)

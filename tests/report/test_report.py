@@ -337,6 +337,7 @@ def _chromium() -> str | None:
     return None
 
 
+@pytest.mark.slow
 def test_figures_load_in_headless_chromium(runs, tmp_path):
     """Open the report from file:// in headless Chromium and read the images' natural sizes."""
     browser = _chromium()

@@ -54,6 +54,7 @@ def test_limits_solve_the_exact_binomial_equations():
         assert float(sf) == pytest.approx(1 - c, rel=1e-8)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [12, 30])
 def test_exact_coverage_by_enumeration(n):
     """Σ_k Pr[Bin(n, p) = k]·[p ≤ p⁺(k)] ≥ c at every p of a fine grid (and for p⁻ likewise);
