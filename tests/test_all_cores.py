@@ -72,6 +72,7 @@ def test_command_respects_the_users_choice():
     assert result["flags"] is None and "devices" not in result
 
 
+@pytest.mark.slow
 def test_main_called_from_python_leaves_the_environment_alone():
     result = _run("""
         import json, os

@@ -97,6 +97,7 @@ def test_better_than_chance_under_moderate_noise():
     assert hits >= 40
 
 
+@pytest.mark.slow
 def test_no_worse_than_the_prior_when_the_noise_swamps_the_release():
     """σ = 1e4: the release carries no information and the attack is the prior's MAP."""
     table = _shared_table(np.random.default_rng(3), n_rows=40)

@@ -62,6 +62,7 @@ def test_vacuous_is_n_plus_one_never_zero():
     assert success_count_bound([0.0] * 5, 5.0, gamma=0.05) == 1  # abstentions: 0 successes
 
 
+@pytest.mark.slow
 def test_count_bound_monotone_in_eps_and_prior():
     p = np.linspace(0.001, 0.2, 300)
     eps_values = [0.0, 0.5, 1.0, 2.0, 4.0, 8.0]

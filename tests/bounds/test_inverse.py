@@ -171,6 +171,7 @@ def test_epsilon_for_count_gradient_matches_finite_differences(count):
         assert grad_delta == pytest.approx(fd_delta, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_epsilon_for_count_gradient_float32_jit_and_infinite_ends():
     """float32 under jit agrees with the float64 derivative; ±inf answers have derivative 0."""
     grad = jax.jit(jax.grad(lambda q: epsilon_for_count(q, 5)))

@@ -26,6 +26,7 @@ def test_uniform_pure_dp_json_and_plot(tmp_path, capsys):
     assert png.stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_membership_steinke_and_gdp(tmp_path):
     out = tmp_path / "mi.json"
     assert main(["bounds", "--epsilon", "1", "--uniform", "2", "--targets", "1000",

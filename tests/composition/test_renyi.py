@@ -60,6 +60,7 @@ def test_closed_forms_compose(fn, args):
     _no_callback(fn, *args, 2.0)
 
 
+@pytest.mark.slow
 def test_binary_renyi_composes():
     p, q = 0.7, 0.2
     eager = renyi.binary_renyi(p, q, np.asarray(ORDERS))   # float64

@@ -492,6 +492,7 @@ def test_fractional_masks_are_refused(value):
                          normalizer=4.0, mask=mask)
 
 
+@pytest.mark.slow
 def test_boolean_and_integer_masks_equal_float_zero_one_masks():
     grads, _ = _tree(jax.random.key(62), 4)
     params = _params_like(grads)

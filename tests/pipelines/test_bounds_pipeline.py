@@ -66,6 +66,7 @@ def test_zipf_prior_by_name_is_the_top_k_mass():
     assert prior_by_name("uniform:4", attempts=10).baseline == 1.0  # min(1, k/K)
 
 
+@pytest.mark.slow
 def test_priors_file_text_npy_and_one_value_repeated(tmp_path):
     values = np.random.default_rng(0).uniform(0.0, 0.3, size=25)
     np.savetxt(tmp_path / "p.txt", values)

@@ -100,6 +100,7 @@ def test_identical_worlds_give_zero():
     assert float(res.one_run) < 0.3 and float(res.clopper_pearson) < 0.3
 
 
+@pytest.mark.slow
 def test_fields_and_rdp_switch():
     rng = np.random.default_rng(4)
     inn, out = rng.normal(3.0, 1.0, 200), rng.normal(0.0, 1.0, 200)
@@ -168,6 +169,7 @@ def test_orders_must_be_numbers_above_one(orders):
                                    delta=1e-5, orders=orders)
 
 
+@pytest.mark.slow
 def test_a_legacy_key_splits_as_the_typed_key():
     rng = np.random.default_rng(3)
     inn, out = rng.normal(1.0, 1.0, 200), rng.normal(0.0, 1.0, 200)

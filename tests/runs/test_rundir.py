@@ -103,6 +103,7 @@ def test_missing_folder_is_a_file_not_found_error(tmp_path):
         load_results(tmp_path / "nothing")
 
 
+@pytest.mark.slow
 def test_killed_subprocess_loses_at_most_the_chunk_in_flight(tmp_path):
     script = textwrap.dedent(
         f"""
