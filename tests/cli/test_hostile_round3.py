@@ -148,7 +148,7 @@ def test_one_run_command_trains_once_and_prints_the_bounds(tmp_path, capsys):
     assert main(argv) == 0
     printed = capsys.readouterr().out
     result = json.loads((out / "result.json").read_text())
-    assert "m = 16 gradient canaries" in printed and "one-run ε (lower bound)" in printed
+    assert "m = 16 canaries (" in printed and "one-run ε (lower bound)" in printed
     assert result["accountant_epsilon"] <= 4.0 + 1e-9  # the calibration meets the target
     assert 0.0 <= result["one_run"] <= result["accountant_epsilon"] + 1e-9
 
