@@ -15,7 +15,7 @@ configuration the ``jaxaudit`` command uses), and jaxaudit is timed once per ent
 in this one process, side by side with PyG.
 
 Run:
-    JAXAUDIT_DATA=../shared/data python benchmarks/bench_shadow_training.py \
+    JAXAUDIT_DATA=/path/to/data python benchmarks/bench_shadow_training.py \
         --models 1 8 32 128 --repeats 3 --pyg-models 5 [--torch-threads 1] [--device-counts 1,2]
 """
 

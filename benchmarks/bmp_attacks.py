@@ -8,7 +8,7 @@ FPR (:func:`jaxaudit.mia.roc_auc`, :func:`jaxaudit.mia.tpr_at_fpr`), leave-one-o
 the target, the others its shadows), plus the error of the Bayes decision at the run's mean
 inclusion probability (what the BMP audit counts) and the seconds the statistic took.
 
-    export JAXAUDIT_DATA=../shared/data
+    export JAXAUDIT_DATA=/path/to/data   # filled by `jaxaudit data download`
     nice -n 19 jaxaudit shadow --dataset cora --sampler uniform --ratio 0.5 --models 64 \\
         --epochs 200 --edge-access inductive --seed 0 --out runs/rmia/cora_gcn_m64_s0
     python benchmarks/bmp_attacks.py --shadow runs/rmia/cora_gcn_m64_s0

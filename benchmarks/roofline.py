@@ -19,7 +19,7 @@ The machine may be shared: CPU time of this process (``time.process_time``) is r
 wall time, and it is the steadier of the two under load (it still includes cache and memory
 contention). Usage::
 
-    JAXAUDIT_DATA=../shared/data python benchmarks/roofline.py [--steps 10] [--runs 8]
+    JAXAUDIT_DATA=/path/to/data python benchmarks/roofline.py [--steps 10] [--runs 8]
         [--repeats 3] [--gcn] [--json out.json]
     PYTHONPATH=<older checkout> python benchmarks/roofline.py --gcn-only --gcn-label before
 """

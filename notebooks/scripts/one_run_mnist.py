@@ -7,7 +7,7 @@ m ∈ {100, 1000} × ε ∈ {1, 4, 10} × kind ∈ {gradient, input}, through
 skipped, so the script resumes; ``--only`` runs a subset (e.g. ``--only gradient:100:10``).
 Writes ``table.md`` in ``--out`` with the minutes each row took.
 
-    JAXAUDIT_DATA=../shared/data nice -n 19 python notebooks/scripts/one_run_mnist.py \\
+    JAXAUDIT_DATA=/path/to/data nice -n 19 python notebooks/scripts/one_run_mnist.py \\
         --out runs/one_run --only gradient:100:10
 """
 

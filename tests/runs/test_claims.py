@@ -69,17 +69,24 @@ def test_worker_skips_units_held_by_a_live_claim(tmp_path):
         other.release()
 
 
+def _finish_elsewhere(run, claim):
+    """A started thread that, half a second later, saves the claimed chunk and releases it (as
+    another worker would)."""
+    def finish():
+        time.sleep(0.5)
+        run.save_chunk(NAMES[2], _compute(NAMES[2]))
+        claim.release()
+
+    thread = threading.Thread(target=finish)
+    thread.start()
+    return thread
+
+
 def test_plain_run_waits_for_a_live_claim(tmp_path):
     run = RunDir.open(tmp_path / "run", kind="test", config=CONFIG)
     other = claim_unit(run, NAMES[2], lease_s=5.0)
 
-    def finish_elsewhere():
-        time.sleep(0.5)
-        run.save_chunk(NAMES[2], _compute(NAMES[2]))
-        other.release()
-
-    thread = threading.Thread(target=finish_elsewhere)
-    thread.start()
+    thread = _finish_elsewhere(run, other)
     out = run_chunks(run, NAMES, lambda n: _never(n) if n == NAMES[2] else _compute(n),
                      lease_s=5.0, poll_s=0.05)
     thread.join()
@@ -243,13 +250,7 @@ def test_plain_run_shows_what_it_waits_for(tmp_path, caplog):
         def describe(self, text):
             self.texts.append(text)
 
-    def finish_elsewhere():
-        time.sleep(0.5)
-        run.save_chunk(NAMES[2], _compute(NAMES[2]))
-        other.release()
-
-    thread = threading.Thread(target=finish_elsewhere)
-    thread.start()
+    thread = _finish_elsewhere(run, other)
     bar = Bar()
     with caplog.at_level(logging.WARNING, logger="jaxaudit.runs"):
         run_chunks(run, NAMES, lambda n: _never(n) if n == NAMES[2] else _compute(n),
