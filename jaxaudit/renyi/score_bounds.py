@@ -31,8 +31,10 @@ hull, as google-deepmind/jax_privacy's ``CanaryScoreAuditor`` does, with K = m +
 valid) or K = the number of hull vertices (``"hull"``, jax_privacy's default, which reproduces
 its published numbers). The traceable cores
 (:func:`_one_run_p_value`, :func:`_one_run_epsilon`, :func:`_fdp_one_run_objective`,
-:func:`_fdp_one_run_mu`) work under jit/vmap in float64; the hull and the threshold-side
-bounds are host-side (data-dependent sizes).
+:func:`_fdp_one_run_mu`) work under jit/vmap in float64. The driver
+(:func:`epsilon_lower_bounds`) is host-side (the hull and the threshold-side bounds have
+data-dependent sizes) and evaluates the same formulas in float64 numpy/scipy
+(``_*_host`` twins of the cores, checked against them), so it compiles nothing per size.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ import numpy as np
 from jax.scipy import special as jsp_special
 from jax.scipy.stats import norm
 from jax.typing import ArrayLike
-from scipy import stats as sp_stats
+from scipy import special as sp_special
 
 from jaxaudit._validation import (
     check_choice,
@@ -64,7 +66,7 @@ from jaxaudit.renyi.threshold_tests import (
     refuse_traced,
     threshold_renyi_lower_bound,
 )
-from jaxaudit.stats.gdp import gdp_epsilon_core
+from jaxaudit.stats.gdp import gdp_epsilon_host
 
 __all__ = ["ScoreBounds", "epsilon_lower_bounds", "warn_if_reversed"]
 
@@ -235,50 +237,67 @@ def _one_run_tail_epsilon(n_guess, n_correct, significance):
     return jnp.where(reject(cap), cap, jnp.where(reject(jnp.zeros((), dtype)), hi, jnp.zeros_like(hi)))
 
 
-@jax.jit
-def _tail_epsilons(n_guess, n_correct, significance):
-    return jax.vmap(lambda g, v: _one_run_tail_epsilon(g, v, significance))(n_guess, n_correct)
-
-
-@jax.jit
-def _fdp_mus(m, n_guess, n_correct, significance):
-    return jax.vmap(lambda g, v: _fdp_one_run_mu(m, g, v, significance))(n_guess, n_correct)
-
-
-@jax.jit
-def _gdp_epsilon_jit(mu, delta):
-    return gdp_epsilon_core(mu, delta)
-
-
-def _one_run_epsilons(m, n_guess, n_correct, significance, delta, length):
-    return jax.vmap(lambda g, v: _one_run_epsilon(m, g, v, significance, delta, length))(
-        n_guess, n_correct)
-
-
-_one_run_epsilons_jit = jax.jit(_one_run_epsilons, static_argnums=5)
-
-
 # ----------------------------------------------------------------------------- host side
+#
+# The driver runs on concrete scores, so it evaluates the formulas of the cores above in float64
+# numpy/scipy (scipy's betainc, gammaln, ndtr, ndtri): nothing is compiled, so a first call, and a
+# call with numbers of scores never seen before, costs what a later one does (the jitted batches
+# this replaces compiled for 18-30 s per new size bucket). The cores stay the traceable
+# definition; tests/renyi/test_score_bounds_host.py checks the two against each other.
+
+
+def _upper_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Ascending indices of the strict vertices of the upper concave hull of integer points
+    sorted by x (ties by y ascending); the first and last points are always vertices, collinear
+    and lower points are not (the set Andrew's monotone chain keeps).
+
+    Vectorised QuickHull in exact integer arithmetic: a point can only be a strict vertex if it
+    turns strictly clockwise against its two neighbours (one pass over all points); then, per
+    level, each chord between two known vertices takes the point strictly above it that is
+    farthest from it (the first of equals) as a new vertex, and points on or below their chord
+    are dropped. cross(a, b, j) = (x_b − x_a)(y_j − y_a) − (y_b − y_a)(x_j − x_a) > 0 means j
+    lies strictly above the chord a–b.
+    """
+    n = x.size
+    if n <= 2:
+        return np.arange(n)
+    x, y = x.astype(np.int64), y.astype(np.int64)
+    dx0, dy0 = x[1:-1] - x[:-2], y[1:-1] - y[:-2]
+    dx1, dy1 = x[2:] - x[:-2], y[2:] - y[:-2]
+    convex = dx1 * dy0 - dy1 * dx0 > 0          # strictly above the chord of its neighbours
+    idx = np.flatnonzero(convex) + 1
+    a = np.zeros(idx.size, np.int64)
+    b = np.full(idx.size, n - 1, np.int64)
+    vertex = np.zeros(n, bool)
+    vertex[[0, n - 1]] = True
+    while idx.size:
+        cross = (x[b] - x[a]) * (y[idx] - y[a]) - (y[b] - y[a]) * (x[idx] - x[a])
+        above = cross > 0
+        idx, a, b, cross = idx[above], a[above], b[above], cross[above]
+        if not idx.size:
+            break
+        starts = np.flatnonzero(np.concatenate([[True], a[1:] != a[:-1]]))   # one per chord
+        chord = np.repeat(np.arange(starts.size), np.diff(np.append(starts, idx.size)))
+        at_max = np.flatnonzero(cross == np.maximum.reduceat(cross, starts)[chord])
+        first = at_max[np.concatenate([[True], chord[at_max[1:]] != chord[at_max[:-1]]])]
+        new = idx[first][chord]
+        vertex[idx[first]] = True
+        left, right = idx < new, idx > new
+        a, b = np.where(right, new, a), np.where(left, new, b)
+        keep = left | right
+        idx, a, b = idx[keep], a[keep], b[keep]
+    return np.flatnonzero(vertex)
 
 
 def roc_hull_counts(in_scores: np.ndarray, out_scores: np.ndarray):
     """(true-positive, false-positive) counts of the "score ≥ t" tests at the vertices of the
     concave hull of the ROC staircase (t over the distinct scores and +∞); collinear and
-    dominated points dropped (Andrew's monotone chain). Host-side numpy."""
+    dominated points dropped (:func:`_upper_hull`, the vertices Andrew's monotone chain keeps).
+    Host-side numpy, no Python loop over the scores."""
     thresholds = np.concatenate([np.union1d(in_scores, out_scores), [np.inf]])
     fn = np.searchsorted(np.sort(in_scores), thresholds, side="left")
     tn = np.searchsorted(np.sort(out_scores), thresholds, side="left")
-    hull: list[int] = []
-    for j in range(thresholds.size):
-        while len(hull) >= 2:
-            a, b = hull[-2], hull[-1]
-            cross = (fn[b] - fn[a]) * (tn[j] - tn[a]) - (tn[b] - tn[a]) * (fn[j] - fn[a])
-            if cross >= 0:  # b on or below the chord a–j: not a strict upper-hull vertex
-                hull.pop()
-            else:
-                break
-        hull.append(j)
-    idx = np.asarray(hull)
+    idx = _upper_hull(fn, tn)
     tp = in_scores.size - fn[idx]
     fp = out_scores.size - tn[idx]
     return tp, fp
@@ -302,15 +321,97 @@ def _pmf_length(m: int) -> int:
     return _bucket(max(need, _MIN_LENGTH))
 
 
-#: Thresholds evaluated per batch of the exact one-run search, and how many (the best by the
-#: δ = 0 bound) the f-DP audit is evaluated at.
+#: How many thresholds (the best by the δ = 0 bound) the f-DP audit is evaluated at.
 _CHUNK = 16
 
 
-def _take(a: np.ndarray, idx: np.ndarray, size: int) -> np.ndarray:
-    """a[idx] padded to ``size`` by repeating its first entry (a maximum is unchanged)."""
-    out = a[idx]
-    return np.concatenate([out, np.full(size - out.size, out[0])])
+def _one_run_p_value_host(m: float, g: int, v: int, eps: float, delta: float) -> float:
+    """:func:`_one_run_p_value` in float64 numpy/scipy for one threshold (1 ≤ v ≤ g).
+
+    The same terms: the tail I_q(v, g − v + 1) and the window max_{k<v} R(k)/(v − k), R the
+    upper cumulative sum of the pmf over k < v; the pmf is summed over
+    [g q − (⌈20 √g⌉ + 2), g q + (⌈20 √g⌉ + 2)] ∩ [0, v), outside which it is exactly 0 in float64
+    (the core's window, not padded to a static length).
+    """
+    log_q, log_1mq = -np.logaddexp(0.0, -eps), -np.logaddexp(0.0, eps)
+    q = math.exp(log_q)
+    beta = float(sp_special.betainc(v, g - v + 1.0, q))
+    half = math.ceil(20.0 * math.sqrt(g)) + 2.0
+    center = math.floor(g * q)
+    lo, hi = max(center - half, 0.0), min(float(v), center + half + 1.0)
+    alpha = 0.0
+    if lo < hi:
+        k = np.arange(lo, hi)
+        log_pmf = (sp_special.gammaln(g + 1.0) - sp_special.gammaln(k + 1.0)
+                   - sp_special.gammaln(g - k + 1.0) + k * log_q + (g - k) * log_1mq)
+        upper = np.cumsum(np.exp(log_pmf)[::-1])[::-1]
+        alpha = float(np.max(upper / (v - k)))
+    return min(beta + 2.0 * m * delta * alpha, 1.0)
+
+
+def _largest_rejected_host(reject, cap: float, known: float | None = None) -> float:
+    """:func:`_largest_rejected` on the host for one monotone predicate: the same 64 bisection
+    steps on [0, cap] and the same ends, with ``reject`` not evaluated at points ≤ ``known``
+    when the caller has found ``known`` rejected (the predicate holds below a root, so the
+    bisection takes the path it would take evaluating them)."""
+    test = lambda x: (known is not None and x <= known) or reject(x)
+    lo, hi = 0.0, cap
+    for _ in range(_STEPS):
+        mid = (lo + hi) / 2.0
+        if test(mid):
+            lo = mid
+        else:
+            hi = mid
+    if test(cap):
+        lo = cap
+    return lo if test(0.0) else 0.0
+
+
+def _one_run_tail_epsilons_host(n_guess: np.ndarray, n_correct: np.ndarray,
+                                level: float) -> np.ndarray:
+    """The δ = 0 one-run bound at each threshold, raised by a rounding margin: an upper bound of
+    the δ > 0 bound, used to order and prune the thresholds.
+
+    P[Bin(g, q) ≥ v] = I_q(v, g − v + 1) increases in q, so the largest ε with
+    P[Bin(g, σ(ε)) ≥ v] ≤ level is logit(I⁻¹(level; v, g − v + 1)) in closed form (scipy's
+    betaincinv), clipped to [0, 100]; the margin ε (1 + 10⁻⁹) + 10⁻⁹ keeps it above the bound
+    whatever the rounding of the two incomplete-beta routines (v ≥ 1).
+    """
+    q = sp_special.betaincinv(n_correct.astype(np.float64),
+                              (n_guess - n_correct).astype(np.float64) + 1.0, level)
+    with np.errstate(divide="ignore"):
+        eps = np.log(q) - np.log1p(-q)
+    return np.clip(eps * (1.0 + 1e-9) + 1e-9, 0.0, _EPS_CAP)
+
+
+def _fdp_one_run_objective_host(m: float, g: int, v: int, level: float, mu: float) -> float:
+    """:func:`_fdp_one_run_objective` for one threshold in float64 scalars (scipy's ndtr and
+    ndtri): the same recursion, stopping once h no longer moves (a few hundred steps near the
+    root, one far above it; about 4 µs a step, where a numpy vector step costs over 50)."""
+    r, h = level * v / m, level * (g - v) / m
+    for i in range(v - 1, -1, -1):
+        h_new = max(h, sp_special.ndtr(sp_special.ndtri(r) - mu))
+        if h_new == h:
+            break
+        r = min(r + i / max(g - i, 1) * (h_new - h), 1.0)
+        h = h_new
+    return float(r + h - g / m)
+
+
+def _fdp_one_run_mu_host(m: float, n_guess: np.ndarray, n_correct: np.ndarray,
+                         level: float) -> float:
+    """max over the thresholds of :func:`_fdp_one_run_mu` (64 bisection steps on [0, 40], the
+    lower end of the final bracket; 40 when even 40 is rejected, 0 when 0 is not). A threshold
+    whose statistic does not reject the best μ so far cannot beat it (rejection holds below a
+    root) and costs one evaluation."""
+    best = 0.0
+    for g, v in zip(n_guess.tolist(), n_correct.tolist(), strict=True):
+        reject = lambda mu, g=g, v=v: _fdp_one_run_objective_host(m, g, v, level, mu) > 0.0
+        if best > 0.0 and not reject(best):
+            continue
+        known = best if best > 0.0 else None
+        best = max(best, _largest_rejected_host(reject, _MU_CAP, known=known))
+    return best
 
 
 #: Thresholds and Bonferroni counts of the one-run audits: a fixed grid of guess counts
@@ -341,7 +442,8 @@ def grid_counts(in_scores: np.ndarray, out_scores: np.ndarray, tie_seed: int = 0
 def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float, *,
                    confidence: float, bonferroni: str = "grid", tie_seed: int = 0
                    ) -> tuple[float, float, float, int]:
-    """(one-run ε, f-DP μ, f-DP ε, K) on concrete validated scores. Host-side driver.
+    """(one-run ε, f-DP μ, f-DP ε, K) on concrete validated scores. Host-side driver (float64
+    numpy/scipy; compiles nothing).
 
     ``delta`` is DP's δ; ``confidence`` the coverage; ``tie_seed`` the host seed of the grid's
     tie-breaking permutation. Failure probability (1 − confidence)/K at each threshold: the
@@ -349,7 +451,9 @@ def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float, 
     (``"grid"``), or the hull thresholds with K = m + 1 (``"all"``) or K = the number of hull
     vertices (``"hull"``). The one-run maximum is exact:
     thresholds are visited in decreasing order of their δ = 0 bound (an upper bound of the
-    δ > 0 one) until that bound is below the best so far. The f-DP audit is evaluated at the
+    δ > 0 one) until that bound is below the best so far; a threshold whose p-value at the best
+    ε so far exceeds the level cannot beat it (p increases with ε) and costs one evaluation.
+    The f-DP audit is evaluated (searched the same way) at the
     16 thresholds with the largest δ = 0 bounds only: a maximum over fewer thresholds at the
     same Bonferroni level, so never above the full one (sound; it reproduced jax_privacy's
     values, whose search prunes too).
@@ -368,29 +472,21 @@ def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float, 
     if guesses.size == 0:
         return 0.0, 0.0, 0.0, n_tests
     level = significance / n_tests
-    length = _pmf_length(int(m))
-    with jax.enable_x64(True):
-        size = _bucket(guesses.size)
-        all_idx = np.arange(guesses.size)
-        tail = np.asarray(_tail_epsilons(jnp.asarray(_take(guesses, all_idx, size)),
-                                         jnp.asarray(_take(correct, all_idx, size)),
-                                         jnp.asarray(level)))[: guesses.size]
-        order = np.argsort(-tail, kind="stable")
-        best = 0.0
-        for start in range(0, order.size, _CHUNK):
-            idx = order[start:start + _CHUNK]
-            if tail[idx[0]] <= best:
-                break
-            eps = _one_run_epsilons_jit(jnp.asarray(m), jnp.asarray(_take(guesses, idx, _CHUNK)),
-                                        jnp.asarray(_take(correct, idx, _CHUNK)),
-                                        jnp.asarray(level), jnp.asarray(delta), length)
-            best = max(best, float(jnp.max(eps)))
-        idx = order[:_CHUNK]
-        mus = _fdp_mus(jnp.asarray(m), jnp.asarray(_take(guesses, idx, _CHUNK)),
-                       jnp.asarray(_take(correct, idx, _CHUNK)), jnp.asarray(level))
-        mu = float(jnp.max(mus))
-        fdp_eps = float(_gdp_epsilon_jit(jnp.asarray(mu), jnp.asarray(delta)))
-    return best, mu, fdp_eps, n_tests
+    tail = _one_run_tail_epsilons_host(guesses, correct, level)
+    order = np.argsort(-tail, kind="stable")
+    best = 0.0
+    for j in order:
+        if tail[j] <= best:
+            break
+        g, v = int(guesses[j]), int(correct[j])
+        reject = lambda e, g=g, v=v: _one_run_p_value_host(m, g, v, e, delta) <= level
+        if best > 0.0 and not reject(best):
+            continue
+        known = best if best > 0.0 else None
+        best = max(best, _largest_rejected_host(reject, _EPS_CAP, known=known))
+    idx = order[:_CHUNK]
+    mu = _fdp_one_run_mu_host(m, guesses[idx], correct[idx], level)
+    return best, mu, gdp_epsilon_host(mu, delta), n_tests
 
 
 #: How many null standard errors below 1/2 the AUC of the scores may fall before
@@ -406,11 +502,14 @@ def warn_if_reversed(in_scores: np.ndarray, out_scores: np.ndarray, function: st
     probability that an in-world score exceeds an out-world one. Under the null of identical
     score laws it has mean 1/2 and standard error sqrt((n_in + n_out + 1)/(12 n_in n_out))
     (Mann & Whitney, Ann. Math. Statist. 1947); the warning fires at AUC < 1/2 −
-    :data:`REVERSED_SE` standard errors. Host-side numpy on concrete 1-D scores.
+    :data:`REVERSED_SE` standard errors. U is counted exactly in integers from the sorted
+    out-world scores (no ranking of the pooled scores). Host-side numpy on concrete 1-D scores.
     """
     n_in, n_out = in_scores.size, out_scores.size
-    ranks = sp_stats.rankdata(np.concatenate([in_scores, out_scores]))
-    auc = (ranks[:n_in].sum() - n_in * (n_in + 1) / 2.0) / (n_in * n_out)
+    out_sorted = np.sort(out_scores)
+    below = np.searchsorted(out_sorted, in_scores, side="left")     # out-world scores < x
+    tied = np.searchsorted(out_sorted, in_scores, side="right") - below
+    auc = (2 * int(below.sum()) + int(tied.sum())) / (2.0 * n_in * n_out)
     se = np.sqrt((n_in + n_out + 1) / (12.0 * n_in * n_out))
     if auc < 0.5 - REVERSED_SE * se:
         warnings.warn(

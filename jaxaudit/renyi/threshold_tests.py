@@ -53,7 +53,7 @@ from jaxaudit._validation import (
     is_traced,
 )
 from jaxaudit.stats.binomial import cp_lower_host, cp_upper_host
-from jaxaudit.stats.gdp import gdp_epsilon
+from jaxaudit.stats.gdp import gdp_epsilon_host
 from jaxaudit.stats.numerics import float_arrays
 
 __all__ = [
@@ -251,7 +251,7 @@ def gdp_epsilon_lower_bound(key: jax.Array | None, in_scores: ArrayLike, out_sco
     test = _threshold_test(in_scores, out_scores, failure, _mu_from_rates,
                            selection_fraction, seed, selection)
     mu = float(_mu_from_rates(test.tpr_lo, test.fpr_hi))
-    return GdpLowerBound(float(gdp_epsilon(mu, delta)), mu, test)
+    return GdpLowerBound(gdp_epsilon_host(mu, delta), mu, test)
 
 
 def _cp_epsilon(tpr_lo, fpr_hi, delta):

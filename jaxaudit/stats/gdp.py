@@ -18,6 +18,7 @@ References:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,7 @@ import numpy as np
 from jax.scipy import special as jsp_special
 from jax.scipy.stats import norm
 from jax.typing import ArrayLike
+from scipy import special
 
 from jaxaudit._validation import (
     check_broadcast,
@@ -35,7 +37,7 @@ from jaxaudit._validation import (
     check_probability,
     is_traced,
 )
-from jaxaudit.stats.numerics import bisect, float_arrays
+from jaxaudit.stats.numerics import BISECTION_STEPS, bisect, float_arrays
 
 __all__ = ["gdp_epsilon", "gdp_to_rdp"]
 
@@ -134,6 +136,39 @@ def gdp_epsilon(mu: ArrayLike, delta: ArrayLike) -> float | np.ndarray | jax.Arr
     with jax.enable_x64(True):
         out = np.asarray(_gdp_epsilon_jit(jnp.asarray(mu_np), jnp.asarray(delta_np)))
     return float(out) if out.ndim == 0 else out
+
+
+def gdp_epsilon_host(mu: float, delta: float) -> float:
+    """:func:`gdp_epsilon_core` in float64 Python/scipy scalars for host-side drivers (no
+    validation): the same δ_μ(ε) (scipy's ``log_ndtr``), bracket, 128 bisection steps and limits.
+
+    The host-side threshold searches of ``renyi`` call it once per call on a concrete μ: the
+    jitted core costs about 1 s of tracing and compilation on a process's first call, this about
+    1 ms, and a first call should not cost more than a later one (as ``cp_upper_host`` beside the
+    Clopper–Pearson core).
+    """
+    mu, delta = float(mu), float(delta)
+    if not (mu > 0 and math.isfinite(mu) and delta > 0):
+        infinite = delta < 1 and (mu == math.inf or (delta <= 0 and mu > 0))
+        return math.inf if infinite else 0.0
+
+    def delta_at(epsilon: float) -> float:
+        a = -epsilon / mu + mu / 2.0
+        log_phi_a = float(special.log_ndtr(a))
+        if log_phi_a == -math.inf:
+            return 0.0
+        value = math.exp(log_phi_a) * -math.expm1(
+            epsilon + float(special.log_ndtr(a - mu)) - log_phi_a)
+        return min(max(value, 0.0), 1.0)
+
+    lo, hi = 0.0, max(mu * mu / 2.0 - mu * float(special.ndtri(delta)), 0.0)
+    for _ in range(BISECTION_STEPS):
+        mid = lo + 0.5 * (hi - lo)
+        if delta_at(mid) <= delta:
+            hi = mid
+        else:
+            lo = mid
+    return lo
 
 
 def gdp_to_rdp_core(mu: jax.Array, order: jax.Array) -> jax.Array:

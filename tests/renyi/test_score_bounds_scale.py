@@ -1,6 +1,7 @@
 """``epsilon_lower_bounds`` at scale: memory O(m) with a small constant (the one-run p-value
 sums the binomial pmf over a window of width O(√m), not over 0..m for 16 thresholds at once),
-and new numbers of scores reuse the compiled programs of their size bucket.
+and new numbers of scores compile nothing (the driver is host-side numpy/scipy; the traceable
+core's static pmf windows are bucketed).
 
 References: scipy's binomial pmf/sf for the windowed p-value (summed over the whole support),
 and the peak resident memory of a fresh interpreter for the memory cap.
@@ -58,11 +59,14 @@ def test_a_new_size_in_the_same_bucket_compiles_nothing():
         if event == "/jax/core/compile/backend_compile_duration" else None)
     rng = np.random.default_rng(0)
     epsilon_lower_bounds(jax.random.key(0), rng.normal(1, 1, 300), rng.normal(0, 1, 300),
-                         delta=1e-5)                      # warm: compiles
+                         delta=1e-5)                      # warm: compiles (gdp_epsilon only)
     compiles.clear()
-    for n_in, n_out in ((310, 290), (1000, 1500)):        # new sizes, the same buckets
+    # new sizes, in the first call's window bucket and beyond it (m > 4096 had its own
+    # program), with both Bonferroni modes
+    for n_in, n_out, mode in ((310, 290, "grid"), (1000, 1500, "hull"), (5000, 3000, "hull"),
+                              (3000, 2500, "grid")):
         epsilon_lower_bounds(jax.random.key(1), rng.normal(1, 1, n_in),
-                             rng.normal(0, 1, n_out), delta=1e-5)
+                             rng.normal(0, 1, n_out), delta=1e-5, bonferroni=mode)
     assert compiles == []
 
 
