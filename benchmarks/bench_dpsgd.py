@@ -102,6 +102,8 @@ def opacus_run(x, y, steps, sigma, clip, lr):
 
 
 def torchfunc_run(x, y, steps, sigma, clip, lr):
+    """T steps θ ← θ − lr (Σ_i clip_C(∇ℓ_i) + N(0, σ²C²I)): ``lr`` is η/n̄, as Opacus's with
+    ``loss_reduction="sum"``."""
     import torch
     from torch.func import functional_call, grad, vmap
 
@@ -117,8 +119,8 @@ def torchfunc_run(x, y, steps, sigma, clip, lr):
         g = per_example(params, x, y)
         norms = torch.sqrt(sum(v.reshape(n, -1).pow(2).sum(1) for v in g.values()))
         f = 1.0 / torch.clamp(norms / clip, min=1.0)
-        params = {k: params[k] - lr / n * (torch.einsum("n,n...->...", f, g[k])
-                                           + sigma * clip * torch.randn_like(params[k]))
+        params = {k: params[k] - lr * (torch.einsum("n,n...->...", f, g[k])
+                                       + sigma * clip * torch.randn_like(params[k]))
                   for k in params}
     with torch.no_grad():
         return float(-torch.nn.functional.cross_entropy(functional_call(net, params, (x[-1:],)), y[-1:]))
@@ -539,11 +541,11 @@ def main(argv=None):
             return best
 
         t_opacus, threads = best_of_thread_counts(
-            lambda steps: opacus_run(xt, yt, steps, sigma, clip, lr / 100))
+            lambda steps: opacus_run(xt, yt, steps, sigma, clip, lr / x.shape[0]))
         rows.append(("Opacus 1.6 (sequential)", 1, t_opacus))
         print(f"opacus: {t_opacus:.3f} s/run (torch threads {threads})", flush=True)
         t_func, threads = best_of_thread_counts(
-            lambda steps: torchfunc_run(xt, yt, steps, sigma, clip, lr))
+            lambda steps: torchfunc_run(xt, yt, steps, sigma, clip, lr / x.shape[0]))
         rows.append(("torch.func vmap(grad) (sequential)", 1, t_func))
         print(f"torch.func: {t_func:.3f} s/run (torch threads {threads})", flush=True)
 
