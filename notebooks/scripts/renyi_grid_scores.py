@@ -14,7 +14,9 @@ Settings run smallest first, so a partial sweep has whole configurations.
 Resumable and small: each configuration keeps its scores in ``OUT/<setting>.npz`` (``in``,
 ``out``, ``sigma``, ``seconds``), rewritten atomically after every chunk of ``--chunk`` runs per
 world (chunk c of a setting uses the key ``fold_in(fold_in(key(seed), crc32(setting)), c)``);
-the pretrained parameters of each |D⁻| are cached in ``OUT/pretrained_<size>.msgpack``. A repeated
+the pretrained parameters of each |D⁻| are cached in ``OUT/pretrained_<size>.msgpack``. The runs
+are spread over one JAX device per core (``sharding.use_all_cpu_cores``); chunks run before that
+change ran on one device (the same key per run, the same law of the scores). A repeated
 call continues where the last one stopped; ``--status`` prints what is done.
 
     JAXAUDIT_DATA=... nice -n 19 python notebooks/scripts/renyi_grid_scores.py --out DIR
@@ -77,6 +79,10 @@ def main(argv: list[str] | None = None) -> None:
         return
 
     import jax
+
+    from jaxaudit.sharding import use_all_cpu_cores
+
+    use_all_cpu_cores()  # one JAX device per core: canary_runs shards its runs over them
     import numpy as np
     from flax import serialization
 
