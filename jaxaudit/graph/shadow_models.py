@@ -123,7 +123,8 @@ def gnn_module(model: str | nn.Module, graph: Graph) -> nn.Module:
 def prepare_inputs(graph: Graph, *, normalize_features: bool = True,
                    sparse: bool | None = None) -> Inputs:
     """Host-side preparation: row-normalised features, stored sparse when at most 10% of the
-    entries are nonzero (or as forced by ``sparse``).
+    entries are nonzero (or as forced by ``sparse``; the shadow engine forces ``False`` for a
+    module of the user's own, see ``_module_inputs``).
 
     Row normalisation divides each row by its L1 norm, ``x_i / sum_f |x_if|`` (all-zero rows
     stay zero), as ``torch.nn.functional.normalize(x, p=1)`` and
@@ -143,6 +144,20 @@ def prepare_inputs(graph: Graph, *, normalize_features: bool = True,
     nodes = sparse_features(x) if sparse else jnp.asarray(x)
     return Inputs(nodes, jnp.asarray(graph.senders), jnp.asarray(graph.receivers),
                   jnp.asarray(graph.labels, jnp.int32))
+
+
+def _accepts_sparse(module: nn.Module) -> bool:
+    """Whether ``module`` takes :class:`SparseFeatures` nodes: the built-in GCN, GraphSAGE and
+    GAT do (their first layer multiplies through :func:`jaxaudit.graph.propagation.linear`); a
+    module of the user's own is given dense features, which any flax layer takes."""
+    return isinstance(module, GCN | GraphSAGE | GAT)
+
+
+def _module_inputs(module: nn.Module, graph: Graph) -> Inputs:
+    """:func:`prepare_inputs` for ``module``: features stored sparse (when at most 10% nonzero)
+    only for a module that ``_accepts_sparse``; dense (N, F) for any other, so a graph that
+    arrives dense reaches a custom ``nn.Dense`` GNN dense (Cora's 2708 x 1433 is 15 MB)."""
+    return prepare_inputs(graph, sparse=None if _accepts_sparse(module) else False)
 
 
 def _l1_normalize_rows(x: np.ndarray) -> np.ndarray:
@@ -321,7 +336,8 @@ def train_shadow_models(key: jax.Array, graph: Graph, sampler: Sampler, model: s
       graph: the graph (all N nodes are scored).
       sampler: ``(key, graph) -> Sample`` (e.g. :func:`uniform_sampler`).
       model: "gcn" | "sage" | "gat" (2 layers, hidden 64, GAT 8 heads) or a flax module taking
-        ``(graphs_tuple, training=...)`` with edge weights in ``graphs_tuple.edges``.
+        ``(graphs_tuple, training=...)`` with edge weights in ``graphs_tuple.edges`` and dense
+        (N, F) features in ``graphs_tuple.nodes`` (the built-in models take sparse ones).
       num_models: R.
       config: the training recipe, a :class:`ShadowTraining` (epochs, learning rate, weight
         decay, edge access).
@@ -348,7 +364,7 @@ def train_shadow_models(key: jax.Array, graph: Graph, sampler: Sampler, model: s
         raise ValueError(f"key holds {key.shape[0]} keys, one per model; num_models is "
                          f"{num_models}")
     module = gnn_module(model, graph)
-    inputs = prepare_inputs(graph)
+    inputs = _module_inputs(module, graph)
     if chunk_size is None and jax.default_backend() == "cpu":
         chunk_size = 1
     trainer = _batched_trainer(sampler, module, int(epochs), float(learning_rate),
@@ -373,7 +389,7 @@ def train_shadow_model(key: jax.Array, graph: Graph, sampler: Sampler, model: st
     module = gnn_module(model, graph)
     fn = _single_trainer(sampler, module, int(epochs), float(learning_rate), float(weight_decay),
                          edge_access)
-    mask, score = fn(key, graph, prepare_inputs(graph))
+    mask, score = fn(key, graph, _module_inputs(module, graph))
     _check_trained(score[None], learning_rate, weight_decay)
     return ShadowModels(mask[None], score[None])
 
@@ -397,13 +413,13 @@ def train_gnn(key: jax.Array, graph: Graph, model: str | nn.Module, node_mask: j
     module = gnn_module(model, graph)
     weight = jnp.ones((e,), jnp.float32) if edge_mask is None else jnp.asarray(edge_mask, jnp.float32)
     fit = _compiled_fit(module, int(epochs), float(learning_rate), float(weight_decay))
-    params = fit(key, prepare_inputs(graph), jnp.asarray(node_mask, bool), weight)
+    params = fit(key, _module_inputs(module, graph), jnp.asarray(node_mask, bool), weight)
     return module, params
 
 
 def gnn_logits(module: nn.Module, params: Any, graph: Graph,
                edge_mask: jax.Array | None = None) -> jax.Array:
     """(N, C) logits of a trained GNN on ``graph`` with the edges of ``edge_mask`` (None: all)."""
-    inputs = prepare_inputs(graph)
+    inputs = _module_inputs(module, graph)
     weight = None if edge_mask is None else jnp.asarray(edge_mask, jnp.float32)
     return _compiled_apply(module)(params, _graphs_tuple(inputs, weight))
