@@ -168,6 +168,7 @@ def run_one_run(config: OneRunAuditConfig, run_dir: str | Path | None = None, *,
                               float(b.clopper_pearson), float(b.gdp_mu), float(b.gdp_epsilon),
                               minutes, None if run is None else run.path)
         if run is not None:
+            run.plan(["run"])
             run.save_chunk("run", {"scores": res.scores, "included": res.included})
             run.write_json("result.json", {k: v for k, v in result._asdict().items()
                                            if k not in ("scores", "included", "path")})

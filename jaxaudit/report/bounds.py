@@ -10,12 +10,12 @@ the printed ε still meets its target).
 
 from __future__ import annotations
 
-import io
 import math
 from decimal import ROUND_FLOOR, Decimal
 from pathlib import Path
 from typing import Any
 
+from jaxaudit.report.figures import save_figure
 from jaxaudit.runs.files import atomic_write_bytes, dumps_strict
 
 __all__ = ["as_json", "markdown", "plot_tail", "text", "write_json"]
@@ -203,9 +203,6 @@ def plot_tail(path: str | Path, result: Any) -> Path:
     ax.set_title(f"{s.privacy}; {result.prior}", fontsize=9)
     ax.legend()
     fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=120)
+    path = save_figure(fig, path, dpi=120)
     plt.close(fig)
-    path = Path(path)
-    atomic_write_bytes(path, buffer.getvalue())
     return path

@@ -3,6 +3,9 @@
 The report is generic over run kinds (bounds, shadow, bmp, rdp, ...) and is laid out for a person
 reading it top to bottom — what was found first, how it was configured last:
 
+0. **What cannot be trusted**, before any result: chunks that are corrupt, moved, copied from
+   another run or missing, result files edited or missing (each also a
+   :class:`~jaxaudit.runs.rundir.RunFolderWarning`), a partial run, files no checksum covers;
 1. **Findings**: every ``*.md`` summary the run wrote (its markdown tables become HTML tables;
    in the markdown report as written, with raw HTML, link syntax and bare URLs neutralised);
 2. **Figures**: every ``*.png``, embedded in the HTML as a base64 ``data:`` URI (no server and no
@@ -15,8 +18,8 @@ reading it top to bottom — what was found first, how it was configured last:
    ``max_rows`` shows its first rows, a note, and a link to the file itself (the full table);
 4. **Configuration and provenance**: the configuration as a key/value table (nested keys joined
    with dots), the run's kind, library version, creation time, configuration hash and folder,
-   the result chunks (array names, shapes, dtypes, read from their headers) with their checksum
-   status, other files, and what was skipped.
+   the result files and chunks (array names, shapes, dtypes, read from their headers) with
+   their checksum status, other files, and what was skipped.
 
 Hostile run folders: the manifest is read through :func:`jaxaudit.runs.rundir.read_manifest` (a
 non-object, deeply nested or hand-edited manifest is a ``ValueError`` naming it); no symbolic
@@ -42,6 +45,7 @@ import io
 import json
 import os
 import re
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -56,7 +60,14 @@ from jaxaudit.runs.files import (
     read_regular,
     scan_run_folder,
 )
-from jaxaudit.runs.rundir import MANIFEST, RunDir, read_manifest
+from jaxaudit.runs.rundir import (
+    MANIFEST,
+    NOT_COVERED,
+    RESULT_SUFFIXES,
+    RunDir,
+    RunFolderWarning,
+    read_manifest,
+)
 
 __all__ = ["render_report"]
 
@@ -419,6 +430,12 @@ def render_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[st
       ValueError: ``max_rows`` < 1, or a manifest that is unreadable, not a JSON object, nested
         too deeply, or does not match its hashes (edited by hand); the message names the file.
       OSError: the report cannot be written (the message names the file and the reason).
+
+    Warns:
+      RunFolderWarning: once per problem that makes the folder unusable as it is (a corrupt,
+        moved or copied chunk, a chunk missing beside written results, a result file edited or
+        missing: what :func:`jaxaudit.runs.load_results` refuses); the report is written all
+        the same, with the problems said at its top, before any result.
     """
     if isinstance(max_rows, bool) or int(max_rows) != max_rows or max_rows < 1:
         raise ValueError(f"max_rows must be an integer >= 1, got {max_rows!r}")
@@ -436,18 +453,50 @@ def render_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[st
     rep.heading(title, 1)
     planned = list(manifest.get("planned_chunks", []))
     missing = run.missing_chunks() if planned else []
+    chunk_rows = _chunk_rows(run)
+    names, skipped = scan_run_folder(run_dir)
+    files = [
+        run_dir / rel for rel in names
+        if rel != MANIFEST and rel.split("/")[0] != "chunks" and not rel.endswith(".sha256")
+        and (run_dir / rel).resolve() not in report_files
+    ]
+
+    def rel(p: Path) -> str:
+        return p.relative_to(run_dir).as_posix()
+
+    status = run.output_status([rel(p) for p in files] + [
+        n for n in names if n.endswith(".sha256") and n.split("/")[0] != "chunks"])
+    # what makes the folder unusable (load_results refuses it), said first and warned about
+    problems = [f"chunk {r[0]!r}: {r[2]}" for r in chunk_rows if r[2] != "ok"]
+    problems += [f"result file {f}: {why}" for f, why in status.items()
+                 if why and why != NOT_COVERED]
+    written = [f for f, why in status.items() if not why and f.endswith(RESULT_SUFFIXES)]
+    if missing and written:  # a run writes its results once its chunks are finished
+        problems += [f"chunk {n!r}: missing, although the run's results were written"
+                     for n in missing if n not in {r[0] for r in chunk_rows}]
+    for problem in problems:
+        warnings.warn(f"run folder {run_dir}: {problem}", RunFolderWarning, stacklevel=2)
+    if problems:
+        rep.note(f"This run folder is not usable as it is ({len(problems)} problem"
+                 f"{'s' if len(problems) > 1 else ''}: {'; '.join(problems[:5])}"
+                 f"{'; …' if len(problems) > 5 else ''}). What is shown below may not be what the "
+                 "run computed; jaxaudit.load_results refuses this folder. Repeat the run's "
+                 "command to recompute what is not usable.", bad=True)
     if missing:
         shown = ", ".join(missing[:5]) + (", …" if len(missing) > 5 else "")
         rep.note(f"Partial run: {len(planned) - len(missing)} of {len(planned)} planned chunks "
                  f"finished (missing: {shown}); everything below uses the finished ones.",
                  bad=True)
-
-    names, skipped = scan_run_folder(run_dir)
-    files = [
-        run_dir / rel for rel in names
-        if rel != MANIFEST and rel.split("/")[0] != "chunks"
-        and (run_dir / rel).resolve() not in report_files
-    ]
+    verified = [f for f, why in status.items() if not why]
+    unverified = [f for f, why in status.items() if why == NOT_COVERED]
+    if not verified and not problems:
+        rep.note("This run folder holds no result file covered by its checksums (no result was "
+                 "written yet, or the result files were removed).", bad=True)
+    if unverified:
+        shown = ", ".join(unverified[:5]) + (", …" if len(unverified) > 5 else "")
+        rep.note(f"{len(unverified)} file{'s are' if len(unverified) > 1 else ' is'} not covered "
+                 f"by a checksum (not written by this run, or the record was removed; nothing "
+                 f"says they hold what the run computed): {shown}.", bad=True)
     if skipped:
         shown = ", ".join(rel for rel, _ in skipped[:5]) + (", …" if len(skipped) > 5 else "")
         rep.note(f"{len(skipped)} entries of the run folder were skipped, not read (symbolic "
@@ -457,9 +506,6 @@ def render_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[st
     others: list[Path] = []
     for p in files:
         by_kind.get(p.suffix.lower(), others).append(p)
-
-    def rel(p: Path) -> str:
-        return p.relative_to(run_dir).as_posix()
 
     def read(p: Path) -> bytes | str:
         """The file's bytes, or why it is not read (a str)."""
@@ -542,7 +588,9 @@ def render_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[st
     if planned:
         meta.append(["chunks finished", f"{len(planned) - len(missing)} of {len(planned)}"])
     rep.table(["run", ""], meta, whole=True)
-    chunk_rows = _chunk_rows(run)
+    if status:
+        rep.heading("Result files", 3)
+        rep.table(["file", "checksum"], [[f, why or "ok"] for f, why in status.items()])
     if chunk_rows:
         rep.heading("Result chunks", 3)
         bad = sum(r[2] != "ok" for r in chunk_rows)

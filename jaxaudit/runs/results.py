@@ -10,7 +10,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from jaxaudit.runs.files import parse_json, read_regular, scan_run_folder
-from jaxaudit.runs.rundir import MANIFEST, RunDir, read_manifest
+from jaxaudit.runs.rundir import (
+    MANIFEST,
+    NOT_COVERED,
+    RESULT_SUFFIXES,
+    RunDir,
+    RunFolderWarning,
+    read_manifest,
+)
 
 __all__ = ["RunResults", "load_results"]
 
@@ -27,6 +34,8 @@ class RunResults(NamedTuple):
       missing: planned chunks not finished (the run is partial when this is not empty).
       tables: ``{relative path: parsed JSON}`` for every other ``*.json``.
       files: every file's relative path.
+      unverified: the files (outside ``chunks/``) that no checksum record covers: not written
+        by the run, so nothing says they hold what the run computed (each is warned about).
     """
 
     kind: str
@@ -37,6 +46,7 @@ class RunResults(NamedTuple):
     missing: list[str]
     tables: dict[str, Any]
     files: list[str]
+    unverified: tuple[str, ...] = ()
 
     def concat(self, array: str, names: Sequence[str] | None = None) -> np.ndarray:
         """One array of every chunk, concatenated along axis 0 in chunk order.
@@ -73,11 +83,15 @@ def load_results(path: str | Path) -> RunResults:
 
     Raises:
       FileNotFoundError: no manifest in ``path``.
-      ValueError: a folder written in an older layout; a corrupt, hand-edited or deeply nested manifest; a chunk whose checksum
-        record does not match, names another chunk or another run; a checksum file whose chunk
-        was deleted; a chunk whose arrays are unsafe to load (sizes that do not add up, a
-        possible zip bomb, pickled objects); a corrupt or deeply nested JSON table (corrupt
-        results are never returned).
+      ValueError: a folder written in an older layout; a corrupt, hand-edited or deeply nested
+        manifest; a chunk whose checksum record does not match, names another chunk or another
+        run; a checksum file whose chunk was deleted; a chunk whose arrays are unsafe to load
+        (sizes that do not add up, a possible zip bomb, pickled objects); a result file (e.g.
+        ``result.json``) that does not match its checksum record (edited by hand) or was
+        deleted while its record is there; a planned chunk missing beside written results; a
+        corrupt or deeply nested JSON table (corrupt results are never returned). A file no
+        checksum covers is loaded with a :class:`~jaxaudit.runs.rundir.RunFolderWarning` and
+        listed in ``unverified``.
     """
     path = Path(path)
     manifest = read_manifest(path)
@@ -88,6 +102,24 @@ def load_results(path: str | Path) -> RunResults:
     files, skipped = scan_run_folder(path)
     for rel, reason in skipped:
         warnings.warn(f"{path / rel} skipped: {reason}", stacklevel=2)
+    status = run.output_status(files)
+    bad = {rel: why for rel, why in status.items() if why and why != NOT_COVERED}
+    if bad:
+        rel, why = next(iter(bad.items()))
+        more = f" (and {len(bad) - 1} more: {', '.join(list(bad)[1:4])})" if len(bad) > 1 else ""
+        raise ValueError(f"run folder {path} is inconsistent: result file {rel} is not usable: "
+                         f"{why}{more}. Its results cannot be trusted to be what the run "
+                         "computed; repeat the run's command to write it again")
+    written = [rel for rel, why in status.items() if not why and rel.endswith(RESULT_SUFFIXES)]
+    if missing and written:
+        raise ValueError(f"run folder {path} is inconsistent: planned chunks {missing[:5]} are "
+                         f"missing although its results ({', '.join(written[:3])}) were written "
+                         "once every chunk was finished (removed by hand?); repeat the run's "
+                         "command to recompute them")
+    unverified = tuple(rel for rel, why in status.items() if why == NOT_COVERED)
+    for rel in unverified:
+        warnings.warn(f"{path / rel} is {NOT_COVERED}: nothing says it holds what the run "
+                      "computed", RunFolderWarning, stacklevel=2)
     tables = {}
     for rel in files:
         if rel.endswith(".json") and rel != MANIFEST:
@@ -98,4 +130,5 @@ def load_results(path: str | Path) -> RunResults:
                 raise ValueError(f"{p} cannot be read ({err.strerror or err})") from err
             tables[rel] = parse_json(raw, p)
     return RunResults(kind=manifest["kind"], config=manifest["config"], manifest=manifest,
-                      chunks=chunks, planned=planned, missing=missing, tables=tables, files=files)
+                      chunks=chunks, planned=planned, missing=missing, tables=tables, files=files,
+                      unverified=unverified)

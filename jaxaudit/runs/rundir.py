@@ -28,6 +28,12 @@ Integrity (what is refused, never silently used):
   (e.g. another seed) are refused; :meth:`RunDir.has_chunk` removes them so they are recomputed.
   :meth:`RunDir.save_file` / :meth:`RunDir.load_file` give any other reusable file (a cached
   model) the same run-bound checksum.
+* every result file a pipeline writes through :meth:`RunDir.write_json`,
+  :meth:`RunDir.write_text` or :meth:`RunDir.write_bytes` (tables, summaries, figures) gets the
+  same run-bound record beside it (``<name>.sha256``): :meth:`RunDir.output_status` says for each
+  file whether it matches, was edited, is missing (its record is there) or is not covered by a
+  checksum at all (a file the run did not write), so an edited ``result.json`` is refused like
+  an edited manifest (:func:`jaxaudit.runs.load_results`) and reported (``jaxaudit report``).
 * arrays are read through :mod:`jaxaudit.runs.arrays` (sizes checked before anything is
   allocated or decompressed; never unpickled).
 * reading never follows a symbolic link inside the run folder and reads only regular files
@@ -66,7 +72,8 @@ from jaxaudit.runs.files import (
     symlink_below,
 )
 
-__all__ = ["LAYOUT", "MANIFEST", "MAX_LOAD_BYTES", "RunDir", "discard_new_run", "read_manifest"]
+__all__ = ["LAYOUT", "MANIFEST", "MAX_LOAD_BYTES", "NOT_COVERED", "RESULT_SUFFIXES", "RunDir", "RunFolderWarning",
+           "discard_new_run", "read_manifest"]
 
 CHUNK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 MANIFEST = "manifest.json"
@@ -77,6 +84,17 @@ _MAX_MANIFEST_BYTES = 64 << 20
 #: are computed in blocks, so a chunk of any size is verified (``has_chunk``, the report)
 #: without being loaded.
 MAX_LOAD_BYTES = 4 << 30
+#: :meth:`RunDir.output_status` of a file with no checksum record (not written by the run).
+NOT_COVERED = "not covered by a checksum (not written by this run, or its record was removed)"
+_RECORD = ".sha256"
+#: What a run writes once its planned chunks are finished (tables, summaries, figures): such a
+#: file beside a missing planned chunk means the chunk was removed.
+RESULT_SUFFIXES = (".json", ".md", ".csv", ".png")
+
+
+class RunFolderWarning(UserWarning):
+    """A run folder holds something that cannot be used as it is: a corrupt, moved or copied
+    chunk, or a result file that was edited or is missing."""
 
 
 def _manifest_digest(manifest: dict[str, Any]) -> str:
@@ -290,11 +308,14 @@ class RunDir:
             f.close()
             raise
         lines = [line.split() for line in text.splitlines() if line.strip()]
+        # "<digest>  <name>": the name may hold spaces
+        first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+        named = first[len(lines[0][0]):].strip() if lines else ""
         reason = ""
         if not lines or digest != lines[0][0]:
             reason = "its SHA-256 does not match its checksum record (corrupt)"
-        elif len(lines[0]) > 1 and lines[0][1:] != [path.name]:
-            reason = f"its checksum record names {' '.join(lines[0][1:])!r} (moved or swapped)"
+        elif named and named != path.name.strip():
+            reason = f"its checksum record names {named!r} (moved or swapped)"
         elif lines[1:] != [["run", self.manifest["config_hash"]]]:
             reason = ("its checksum record does not bind it to this run (copied from another "
                       "run, e.g. another seed)")
@@ -387,7 +408,8 @@ class RunDir:
             # once per chunk and reason, and shown without a line of jaxaudit's source (a
             # "<...>" file name is never looked up)
             warnings.warn_explicit(f"chunk {name!r} in {self.path} is not usable ({reason}); "
-                                   "it will be recomputed", UserWarning, "<jaxaudit run folder>",
+                                   "it will be recomputed", RunFolderWarning,
+                                   "<jaxaudit run folder>",
                                    0, module="jaxaudit.runs.rundir")
         return False
 
@@ -433,18 +455,59 @@ class RunDir:
         return sorted(names)
 
     # -- other outputs ------------------------------------------------------------------------
+    def write_bytes(self, relpath: str, data: bytes) -> Path:
+        """Write a result file (``data``) atomically, then its run-bound checksum record
+        (``relpath + ".sha256"``; when the record cannot be written the file is removed, and a
+        crash in between leaves a file that does not pass); :meth:`output_status` checks it."""
+        path = self.path / _safe_relpath(relpath)
+        atomic_write_bytes(path, data)
+        try:
+            atomic_write_bytes(path.with_name(path.name + _RECORD), self._record(path, data))
+        except BaseException:  # no result left that its record does not cover
+            path.unlink(missing_ok=True)
+            raise
+        return path
+
     def write_json(self, relpath: str, obj: Any) -> Path:
         """Write ``obj`` as strict JSON (non-finite numbers as ``null``, see
-        :func:`dumps_strict`)."""
-        path = self.path / _safe_relpath(relpath)
-        atomic_write_bytes(path, dumps_strict(obj, indent=2).encode())
-        return path
+        :func:`dumps_strict`), with its checksum record (:meth:`write_bytes`)."""
+        return self.write_bytes(relpath, dumps_strict(obj, indent=2).encode())
 
     def write_text(self, relpath: str, text: str) -> Path:
-        path = self.path / _safe_relpath(relpath)
-        atomic_write_bytes(path, text.encode())
-        return path
+        """Write ``text`` (UTF-8), with its checksum record (:meth:`write_bytes`)."""
+        return self.write_bytes(relpath, text.encode())
 
+    def output_status(self, relpaths: Sequence[str]) -> dict[str, str]:
+        """Whether each result file can be trusted, checked in blocks (nothing kept in memory).
+
+        Args:
+          relpaths: files of the folder outside ``chunks/`` (relative, POSIX), e.g. the files of
+            :func:`jaxaudit.runs.files.scan_run_folder`; checksum records (``*.sha256``) and the
+            manifest among them are left out of the answer.
+
+        Returns:
+          ``{relative path: status}`` for each of ``relpaths`` and for each file whose checksum
+          record is there but the file is not (status ``"<name> is missing"``): ``""`` when the
+          file matches its run-bound record, :data:`NOT_COVERED` when it has no record, else why
+          it does not match (edited, moved, or copied from another run).
+        """
+        out: dict[str, str] = {}
+        names = set(relpaths)
+        for rel in sorted(names):
+            if rel == MANIFEST or rel.endswith(_RECORD) or rel.split("/")[0] == "chunks":
+                continue
+            path = self.path / _safe_relpath(rel)
+            if not os.path.lexists(path.with_name(path.name + _RECORD)):
+                out[rel] = NOT_COVERED
+                continue
+            reason = self._verify(path)
+            out[rel] = reason.replace("(corrupt)", "(edited or corrupt)")
+        for rel in sorted(names):
+            target = rel[: -len(_RECORD)]
+            if rel.endswith(_RECORD) and rel.split("/")[0] != "chunks" and target \
+                    and target not in names:
+                out[target] = f"{Path(target).name} is missing (its checksum record is there)"
+        return out
 
 def _describe_diff(old: dict[str, Any], new: dict[str, Any]) -> str:
     keys = sorted(set(old) | set(new))

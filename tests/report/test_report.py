@@ -585,7 +585,8 @@ def test_undecodable_file_name_is_skipped_and_named(tmp_path):
     assert provenance["kind"] == "rdp"        # not the suffix of the last table kind read
     with pytest.warns(UserWarning) as caught:
         jaxaudit.runs.load_results(folder)
-    assert sorted(str(w.message).split("/")[-1] for w in caught) == [
+    assert sorted(str(w.message).split("/")[-1] for w in caught
+                  if "not covered by a checksum" not in str(w.message)) == [
         "bad\\xff.json skipped: file name is not valid UTF-8 (not read)",
         "dir\\xfe skipped: file name is not valid UTF-8 (not read)"]
 
@@ -633,3 +634,47 @@ def test_report_of_a_large_chunk_reads_it_in_blocks(tmp_path):
     page.feed(text)
     assert _table_after(page, "Result chunks", text)[1] == ["big", f"scores float64[{64 << 17}]",
                                                             "ok"]
+
+
+def _one_run_folder(root: Path) -> Path:
+    run = RunDir.open(root / "one", kind="one_run", config={"seed": 0})
+    run.plan(["run"])
+    run.save_chunk("run", {"scores": np.arange(4.0), "included": np.arange(4) % 2 == 0})
+    run.write_json("result.json", {"noise_multiplier": 1.185, "one_run": 2.3})
+    return run.path
+
+
+@pytest.mark.parametrize("damage", ["edit_result", "delete_result", "corrupt_chunk",
+                                    "delete_chunk", "delete_chunk_and_record"])
+def test_unusable_folder_exits_nonzero_and_says_so_before_the_results(tmp_path, capsys, damage):
+    """`jaxaudit report` exited 0 with nothing on stderr on a corrupt or missing one-run chunk
+    (load_results refuses), showed the result table before the note, and said nothing when
+    result.json was deleted."""
+    folder = _one_run_folder(tmp_path)
+    assert main(["report", str(folder)]) == 0
+    assert capsys.readouterr().err == ""
+    result, chunk = folder / "result.json", folder / "chunks" / "run.npz"
+    if damage == "edit_result":
+        result.write_text(result.read_text().replace("1.185", "3.370"))
+    elif damage == "delete_result":
+        result.unlink()
+    elif damage == "corrupt_chunk":
+        chunk.write_bytes(b"junk")
+    else:
+        chunk.unlink()
+        if damage == "delete_chunk_and_record":
+            (folder / "chunks" / "run.npz.sha256").unlink()
+    with pytest.raises(ValueError):
+        jaxaudit.runs.load_results(folder)
+    assert main(["report", str(folder)]) == 1
+    err = capsys.readouterr().err
+    expected = {"edit_result": "result.json: its SHA-256 does not match",
+                "delete_result": "result.json is missing",
+                "corrupt_chunk": "chunk 'run': checksum mismatch",
+                "delete_chunk": "chunk 'run': not used: run.npz is missing",
+                "delete_chunk_and_record": "chunk 'run': missing, although"}[damage]
+    assert err.startswith("jaxaudit report: error: ") and expected in err
+    md = (folder / "report.md").read_text()
+    assert "not usable as it is" in md and expected in md
+    if damage != "delete_result":  # the note comes before the result's table
+        assert md.index("not usable as it is") < md.index("| noise")

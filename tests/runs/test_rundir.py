@@ -271,7 +271,7 @@ def test_results_are_a_typed_tuple_with_concat_and_dict_access(tmp_path):
     run_chunks(run, NAMES[:3], compute)
     res = load_results(tmp_path / "r")
     assert res._fields == ("kind", "config", "manifest", "chunks", "planned", "missing",
-                           "tables", "files")
+                           "tables", "files", "unverified")
     expected = reference()
     for array in expected[NAMES[0]]:
         np.testing.assert_array_equal(
@@ -603,3 +603,33 @@ def test_chunk_larger_than_the_load_limit_is_refused_naming_it(tmp_path, monkeyp
     with pytest.raises(ValueError, match=r"chunks/big\.npz holds 2,097,[0-9,]+ bytes, more than "
                                          r"the 1,048,576 that are loaded"):
         run.load_chunk("big")
+
+
+def test_edited_or_deleted_result_file_is_refused(tmp_path):
+    """Editing noise_multiplier in a one-run folder's result.json (1.185 -> 3.370) was loaded
+    silently while a manifest edit was refused: every result file now has a run-bound record."""
+    run = RunDir.open(tmp_path / "r", kind="one_run", config={"seed": 0})
+    run.plan(["run"])
+    run.save_chunk("run", {"scores": np.arange(4.0)})
+    run.write_json("result.json", {"noise_multiplier": 1.185})
+    run.write_text("summary.md", "# result\n")
+    assert load_results(tmp_path / "r").tables["result.json"] == {"noise_multiplier": 1.185}
+    result = tmp_path / "r" / "result.json"
+    result.write_text(result.read_text().replace("1.185", "3.370"))
+    with pytest.raises(ValueError, match=r"result file result.json is not usable: its SHA-256 "
+                                         r"does not match .*edited"):
+        load_results(tmp_path / "r")
+    result.unlink()
+    with pytest.raises(ValueError, match="result.json is missing"):
+        load_results(tmp_path / "r")
+    run.write_json("result.json", {"noise_multiplier": 1.185})  # rewritten: usable again
+    (tmp_path / "r" / "chunks" / "run.npz").unlink()
+    (tmp_path / "r" / "chunks" / "run.npz.sha256").unlink()
+    with pytest.raises(ValueError, match=r"planned chunks \['run'\] are missing although"):
+        load_results(tmp_path / "r")
+    # a file the run did not write is loaded, with a warning and listed as unverified
+    run.save_chunk("run", {"scores": np.arange(4.0)})
+    (tmp_path / "r" / "notes.json").write_text('{"x": 1}')
+    with pytest.warns(UserWarning, match="notes.json is not covered by a checksum"):
+        loaded = load_results(tmp_path / "r")
+    assert loaded.unverified == ("notes.json",) and loaded.tables["notes.json"] == {"x": 1}
