@@ -185,9 +185,11 @@ def bmdp_epsilons(masks: ArrayLike, probs: ArrayLike, output_probs: ArrayLike, *
     """Exact (tight) BMDP parameters (ε_L^i, ε_R^i) of every node of an enumerated mechanism.
 
     BMDP conditions on every other node's membership: for every m_{−i} with
-    0 < Pr(M_i = 1 | M_{−i} = m_{−i}) < 1,
+    0 < Pr(M_i = 1 | M_{−i} = m_{−i}) < 1::
+
         e^{−ε_L} ≤ Pr(W = w | M_i = 1, M_{−i} = m_{−i}) / Pr(W = w | M_i = 0, M_{−i} = m_{−i})
                  = p(w | m_{−i} ∪ {i}) / p(w | m_{−i}) ≤ e^{ε_R},
+
     so ε_R^i = max over such pairs of samples and outputs of log p(w | s ∪ {i})/p(w | s), ε_L^i the
     mirror (definition: arXiv 2606.04069, BMDP). Only the sampler's support matters.
 

@@ -4,7 +4,7 @@
   * :class:`SmallCNN`, :class:`MLP`, :class:`LogisticRegression`, :func:`model_by_name` — the
     audited models.
   * :func:`dp_aggregate`, :func:`dp_noisy_sum` — DP-SGD's clip, sum, noise σΔ and normalisation
-    as optax ``GradientTransformation``s (the one copy of the noisy clipped sum), with
+    as optax ``GradientTransformation`` objects (the one copy of the noisy clipped sum), with
     :func:`per_example_gradients`.
   * :func:`clipped_gradient_sum`, :func:`make_private_step`, :func:`dp_gradient_step` —
     per-example clipping (ghost norms over im2col layers, or vmap(grad)), sum, Gaussian noise,

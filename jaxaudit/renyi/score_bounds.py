@@ -89,11 +89,12 @@ class ScoreBounds(NamedTuple):
       gdp_mu: μ lower bound of the GDP parameter (Nasr et al.'s threshold method).
       fdp_one_run_mu: μ lower bound of the GDP parameter from the f-DP one-run audit.
       threshold_rdp, binned_rdp: ε_α lower bounds (RDP units) at ``orders`` (NaN-free; empty
-        arrays when ``include_rdp=False``).
+      arrays when ``include_rdp=False``).
 
     Estimates (bounds only if the mechanism's trade-off curve is exactly Gaussian, e.g. the
     Gaussian mechanism or full-batch DP-GD; otherwise an (ε, δ)-DP mechanism can be far from
     μ-GDP and these can exceed its true ε):
+
       gdp_epsilon: ε at δ of μ-GDP with μ = ``gdp_mu``.
       fdp_one_run: ε at δ of μ-GDP with μ = ``fdp_one_run_mu``.
 
