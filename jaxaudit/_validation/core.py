@@ -272,6 +272,23 @@ def check_key(name: str, key: Any) -> None:
     raise ArgumentTypeError(f"{name} must be a JAX PRNG key (jax.random.key(seed)), got {plain(key)}")
 
 
+def check_one_key(name: str, key: Any) -> None:
+    """:func:`check_key` for a function that draws from one key: a batch of keys
+    (``jax.random.split(key, n)``) is refused too, naming ``name``. Tracers pass (under
+    ``jax.vmap`` a batched key arrives as one key per item)."""
+    check_key(name, key)
+    if is_traced(key):
+        return
+    import jax
+    import jax.numpy as jnp
+
+    typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+    batch = tuple(key.shape) if typed else tuple(np.shape(key)[:-1])
+    if batch:
+        raise ValueError(f"{name} must be one PRNG key, got a batch of keys of shape {batch} "
+                         f"(jax.vmap over it, or pass one of them)")
+
+
 def typed_key(key: Any) -> Any:
     """A typed PRNG key: legacy uint32 key data (``jax.random.PRNGKey(s)``, shape (..., 2)) is
     wrapped, so it draws what ``jax.random.key(s)`` draws; a typed key passes unchanged.

@@ -55,6 +55,7 @@ from jaxaudit._validation import (
     check_positive,
     check_probability,
 )
+from jaxaudit._validation.core import check_one_key
 from jaxaudit.accounting import gaussian_marginals_privacy
 from jaxaudit.attacks.result import AttackResult, attack_result
 from jaxaudit.attacks.tabular import Table, check_table, load_fair
@@ -369,6 +370,7 @@ def marginals_reconstruction(key: jax.Array, *, rho: float, attributes: Sequence
       >>> bool(r.successes <= 20)
       True
     """
+    check_one_key("key", key)
     check_positive("rho", rho)
     check_probability("delta", delta, open_low=True, open_high=True)
     check_probability("gamma", gamma, open_low=True, open_high=True)

@@ -39,6 +39,7 @@ from jaxaudit._validation import (
     check_positive,
     check_probability,
 )
+from jaxaudit._validation.core import check_one_key
 from jaxaudit.graph.types import Graph
 
 _ROW_BLOCK = 512
@@ -115,8 +116,7 @@ def make_csbm(
     References:
       Deshpande, Montanari, Mossel, Sen, "Contextual Stochastic Block Models", NeurIPS 2018.
     """
-    if not isinstance(key, jax.Array):
-        raise ValueError(f"key must be a PRNG key (jax.random.key(seed)), got {type(key).__name__}")
+    check_one_key("key", key)
     num_nodes = check_integer("num_nodes", num_nodes, 2)
     num_classes = check_integer("num_classes", num_classes, 1)
     num_features = check_integer("num_features", num_features, 1)

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxaudit._validation import as_scalar, check_choice, check_positive, check_probability, plain
+from jaxaudit._validation.core import check_one_key
 from jaxaudit.graph.types import Graph
 
 __all__ = [
@@ -95,6 +96,7 @@ class PoissonSampler:
     q: float
 
     def __call__(self, key: jax.Array, graph: Graph) -> Sample:
+        check_one_key("key", key)
         node_mask = jax.random.uniform(key, (graph.num_nodes,)) < self.q
         return Sample(node_mask, induced_edges(graph, node_mask))
 
@@ -109,6 +111,7 @@ class UniformSampler:
     ratio: float
 
     def __call__(self, key: jax.Array, graph: Graph) -> Sample:
+        check_one_key("key", key)
         n = _target_size(self.ratio, graph.num_nodes)
         ranks = jnp.argsort(jnp.argsort(jax.random.uniform(key, (graph.num_nodes,))))
         node_mask = ranks < n
@@ -153,6 +156,7 @@ class SnowballSampler:
     edges: str = "discovered"
 
     def __call__(self, key: jax.Array, graph: Graph) -> Sample:
+        check_one_key("key", key)
         n_nodes, n_edges = graph.num_nodes, graph.num_edges
         target = _target_size(self.ratio, n_nodes)
         k_seed, k_sub, k_loop = jax.random.split(key, 3)
@@ -211,6 +215,7 @@ class RandomWalkSampler:
     max_stall: int = 100
 
     def __call__(self, key: jax.Array, graph: Graph) -> Sample:
+        check_one_key("key", key)
         n_nodes = graph.num_nodes
         target = _target_size(self.ratio, n_nodes)
         order = jnp.argsort(graph.senders)

@@ -262,3 +262,18 @@ def test_a_bare_string_is_not_a_list_of_columns(field):
     kw[field] = "abc" if field == "attributes" else "c"
     with pytest.raises(TypeError, match=f"{field} must be a sequence of column names"):
         marginals_game(jax.random.key(0), table, num_targets=5, **kw)
+
+
+@pytest.mark.parametrize("bad", [0, "key", np.array([1, 2, 3], np.uint32)])
+def test_a_non_key_gets_the_library_key_message(bad):
+    """A seed, a string or malformed key data: the library's TypeError naming ``key``, not JAX's
+    "invalid PRNG key data"."""
+    with pytest.raises(TypeError, match=r"key must be a JAX PRNG key"):
+        marginals_reconstruction(bad, rho=1.0, attributes=["age", "educ"], hidden=["educ"],
+                                 num_targets=5)
+
+
+def test_a_batch_of_keys_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"key must be one PRNG key"):
+        marginals_reconstruction(jax.random.split(jax.random.key(0), 2), rho=1.0,
+                                 attributes=["age", "educ"], hidden=["educ"], num_targets=5)

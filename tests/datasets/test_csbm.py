@@ -127,3 +127,12 @@ def test_bad_arguments(kwargs, match):
 def test_key_must_be_a_prng_key():
     with pytest.raises(ValueError, match="key"):
         make_csbm(0)
+
+
+@pytest.mark.parametrize("bad", [0, "0", np.uint32(7)])
+def test_a_seed_in_place_of_a_key_is_a_type_error(bad):
+    """The README's key rule: a TypeError (the library's ArgumentTypeError, also a ValueError)
+    naming ``key`` for an integer or a string where a PRNG key belongs, as every key-taking
+    function gives."""
+    with pytest.raises(TypeError, match=r"key must be a JAX PRNG key"):
+        make_csbm(bad, num_nodes=60, num_classes=2, **SMALL)

@@ -151,3 +151,22 @@ def test_bad_sampler_arguments():
         snowball_sampler(0.5, edges="all")
     with pytest.raises(ValueError, match="restart"):
         random_walk_sampler(0.5, restart=1.0)
+
+
+@pytest.mark.parametrize("sampler", [uniform_sampler(0.5), poisson_sampler(0.5),
+                                     snowball_sampler(0.5), random_walk_sampler(0.5)])
+def test_a_non_key_gets_the_library_key_message(sampler):
+    """A seed or malformed key data in place of the key: the library's TypeError naming ``key``
+    (not JAX's "invalid PRNG key data"); a batch of keys: a ValueError naming it; under vmap the
+    batch is one key per draw, as before."""
+    graph = Graph(features=jnp.ones((4, 1)), labels=jnp.array([0, 1, 0, 1]),
+                  senders=jnp.array([0, 1]), receivers=jnp.array([1, 0]),
+                  train_mask=jnp.zeros(4, bool), val_mask=jnp.zeros(4, bool),
+                  test_mask=jnp.zeros(4, bool), num_classes=2)
+    for bad in (0, np.array([1, 2, 3], np.uint32)):
+        with pytest.raises(TypeError, match=r"key must be a JAX PRNG key"):
+            sampler(bad, graph)
+    keys = jax.random.split(jax.random.key(0), 2)
+    with pytest.raises(ValueError, match=r"key must be one PRNG key"):
+        sampler(keys, graph)
+    assert jax.vmap(lambda k: sampler(k, graph).node_mask)(keys).shape == (2, 4)
