@@ -260,7 +260,7 @@ def one_run_audit(key: jax.Array, model: nn.Module, init_params: Any,
                          f"need at least {_MIN_PER_WORLD} in each world; raise num_canaries")
     bounds = epsilon_lower_bounds(k_bounds, scores[included], scores[~included],
                                   delta=audit.delta, confidence=audit.confidence,
-                                  bonferroni=audit.bonferroni)
+                                  bonferroni=audit.bonferroni, inclusion="coin")
     eps = (float("inf") if config.noise_multiplier == 0.0 else accountant_epsilon(
         noise_multiplier=config.noise_multiplier, sampling_rate=config.sampling_rate,
         steps=config.steps, delta=audit.delta))

@@ -99,7 +99,10 @@ class ScoreBounds(NamedTuple):
       fdp_one_run: ε at δ of μ-GDP with μ = ``fdp_one_run_mu``.
 
     Also: orders (the Rényi orders of the RDP fields), n_tests (K: the one-run audits take the
-    best of their thresholds, each at level (1 − confidence)/K; see ``bonferroni``).
+    best of their thresholds, each at level (1 − confidence)/K; see ``bonferroni``),
+    one_run_canaries (m, the number of scores the one-run audits count as canaries, each taken
+    as included by an independent fair coin: 2 min(n_in, n_out) for ``inclusion="fixed"``,
+    n_in + n_out for ``inclusion="coin"``).
     """
 
     clopper_pearson: np.ndarray
@@ -112,6 +115,7 @@ class ScoreBounds(NamedTuple):
     threshold_rdp: np.ndarray
     binned_rdp: np.ndarray
     n_tests: np.ndarray
+    one_run_canaries: np.ndarray
 
 
 # ----------------------------------------------------------------------------- traceable cores
@@ -511,6 +515,33 @@ def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float, 
     return best, mu, gdp_epsilon_host(mu, delta), n_tests
 
 
+#: How each score's world was decided (``inclusion=``): fixed numbers of runs per world, or an
+#: independent fair coin per canary.
+INCLUSION = ("fixed", "coin")
+
+
+def equal_worlds(in_scores: np.ndarray, out_scores: np.ndarray, seed: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The two worlds cut to n = min(n_in, n_out) scores each: the larger world subsampled
+    without replacement by a permutation from ``seed`` (never looking at the scores), the
+    smaller one whole. Both worlds are unchanged when their sizes are equal.
+
+    The one-run theorems (Steinke, Nasr, Jagielski, arXiv 2305.08846, Thm 3.1; Mahloujifar,
+    Melis, Chaudhuri, arXiv 2410.22235) take the baseline of a guess "in" to be 1/2: each
+    canary included by a fair coin. Scores of runs drawn i.i.d. within each world stay i.i.d.
+    under a score-blind subsample, so equal worlds are what an experimenter who had run n of
+    each would hold; unequal ones would credit the base rate n_in/(n_in + n_out) ≠ 1/2 of a
+    blind guess to leakage. Host-side numpy.
+    """
+    n = min(in_scores.size, out_scores.size)
+    rng = np.random.default_rng([seed, 1])   # a stream of its own: the ties use seed alone
+
+    def cut(x: np.ndarray) -> np.ndarray:
+        return x if x.size == n else x[np.sort(rng.permutation(x.size)[:n])]
+
+    return cut(in_scores), cut(out_scores)
+
+
 #: How many null standard errors below 1/2 the AUC of the scores may fall before
 #: :func:`warn_if_reversed` warns (a one-sided test at about 0.13% false alarms).
 REVERSED_SE = 3.0
@@ -545,7 +576,7 @@ def warn_if_reversed(in_scores: np.ndarray, out_scores: np.ndarray, function: st
 def epsilon_lower_bounds(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, *,
                          delta: float, confidence: float = 0.95, include_rdp: bool = False,
                          orders: ArrayLike | Sequence[float] = (2.0, 4.0, 8.0, 16.0, 32.0),
-                         bonferroni: str = "grid") -> ScoreBounds:
+                         bonferroni: str = "grid", inclusion: str = "fixed") -> ScoreBounds:
     """What ε do these canary scores show? Every score-based lower bound side by side.
 
     Fields and whether each is a bound or an estimate: :class:`ScoreBounds`. Each bound holds
@@ -587,6 +618,19 @@ def epsilon_lower_bounds(key: jax.Array, in_scores: ArrayLike, out_scores: Array
         (1 − confidence)/K, K the number of hull vertices, as jax_privacy's
         ``CanaryScoreAuditor`` (reproduces its published numbers; K is data-dependent, so this
         level is not guaranteed).
+      inclusion: how each score's world was decided, which the one-run audits need (their
+        theorems assume each canary included by an independent fair coin, so that guessing "in"
+        succeeds half the time without leakage). "fixed" (default): the scores come from runs
+        whose numbers per world were fixed in advance (many-run audits, ``jaxaudit rdp
+        --scores``); when the worlds differ in size, the larger one is subsampled without
+        replacement to the size of the smaller (drawn from ``key``, independently of the
+        scores), so the one-run audits see n = min(n_in, n_out) scores per world — with 1,000
+        in-world scores against 50 out-world ones, guessing "in" alone would be right 95% of
+        the time and read as leakage. "coin": each score's world was drawn by an independent
+        fair coin (one training run with m canaries, :func:`jaxaudit.dpsgd.one_run_audit`):
+        all scores are used. ``one_run_canaries`` reports the m the audits counted. The
+        threshold, GDP and RDP bounds estimate each world's rates separately and use every
+        score in both cases.
 
     Returns:
       :class:`ScoreBounds`. Host-side (the threshold selections and the hull have
@@ -610,11 +654,14 @@ def epsilon_lower_bounds(key: jax.Array, in_scores: ArrayLike, out_scores: Array
                                          open_high=True))
     orders_np = check_orders("orders", orders)
     check_choice("bonferroni", bonferroni, BONFERRONI)
+    check_choice("inclusion", inclusion, INCLUSION)
     warn_if_reversed(in_np, out_np, "epsilon_lower_bounds")
     cp = clopper_pearson_epsilon_lower_bound(key, in_np, out_np, delta, confidence=confidence)
     gdp = gdp_epsilon_lower_bound(key, in_np, out_np, delta, confidence=confidence)
+    run_in, run_out = ((in_np, out_np) if inclusion == "coin"
+                       else equal_worlds(in_np, out_np, tie_seed))
     one_run, fdp_mu, fdp_eps, n_tests = one_run_bounds(
-        in_np, out_np, delta, confidence=confidence, bonferroni=bonferroni, tie_seed=tie_seed)
+        run_in, run_out, delta, confidence=confidence, bonferroni=bonferroni, tie_seed=tie_seed)
     if include_rdp:
         t_rdp = np.asarray(threshold_renyi_lower_bound(key, in_np, out_np, orders_np,
                                                        confidence=confidence), dtype=np.float64)
@@ -624,4 +671,5 @@ def epsilon_lower_bounds(key: jax.Array, in_scores: ArrayLike, out_scores: Array
         orders_np = t_rdp = b_rdp = np.zeros((0,), np.float64)
     f = lambda x: np.asarray(x, dtype=np.float64)
     return ScoreBounds(f(cp), f(one_run), f(gdp.mu), f(gdp.epsilon), f(fdp_mu), f(fdp_eps),
-                       orders_np, t_rdp, b_rdp, np.asarray(n_tests))
+                       orders_np, t_rdp, b_rdp, np.asarray(n_tests),
+                       np.asarray(run_in.size + run_out.size))

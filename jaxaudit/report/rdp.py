@@ -88,6 +88,7 @@ def score_bounds_rows(bounds: Any, *, delta: float) -> list[dict]:
     ``reference``.
     """
     k = int(bounds.n_tests)
+    m = int(bounds.one_run_canaries)   # equal worlds: 2 min(n_in, n_out) of many-run scores
     f = float
     return [
         {"method": "Clopper-Pearson threshold test", "epsilon": f(bounds.clopper_pearson),
@@ -97,7 +98,7 @@ def score_bounds_rows(bounds: Any, *, delta: float) -> list[dict]:
          "mu": f(bounds.gdp_mu), "kind": "estimate (μ: bound)", "tests": 1, "delta": delta,
          "reference": "Nasr et al., arXiv 2302.07956"},
         {"method": "one-run audit", "epsilon": f(bounds.one_run), "mu": None,
-         "kind": "bound (fair-coin canaries assumed)", "tests": k, "delta": delta,
+         "kind": f"bound (m = {m} fair-coin canaries)", "tests": k, "delta": delta,
          "reference": "Steinke, Nasr, Jagielski, arXiv 2305.08846"},
         {"method": "f-DP one-run audit", "epsilon": f(bounds.fdp_one_run),
          "mu": f(bounds.fdp_one_run_mu), "kind": "estimate (μ: bound)", "tests": k,
