@@ -169,7 +169,10 @@ def claim_state(run: RunDir, name: str, *, lease_s: float = DEFAULT_LEASE_S) -> 
 
 def claim_holder(run: RunDir, name: str, *, lease_s: float = DEFAULT_LEASE_S) -> tuple[str, str]:
     """``(owner, description)`` of the claim on unit ``name``: who holds it (``host:pid:token``)
-    and a sentence saying so, for a process that waits for it (``("", "")`` when free)."""
+    and a sentence saying so, for a process that waits for it (``("", "")`` when free). A live
+    claim is judged by its PID alone, so the sentence names the holder's command (on this host)
+    and says that the claim may be stale and which file to delete to take the unit over now: a
+    PID reused by an unrelated process would otherwise be waited for until the lease ends."""
     path = _claim_path(run, name)
     try:
         age = time.time() - os.lstat(path).st_mtime
@@ -179,8 +182,23 @@ def claim_holder(run: RunDir, name: str, *, lease_s: float = DEFAULT_LEASE_S) ->
     if owner is None:
         return "?", f"{name} is held by a corrupt claim ({path})"
     host, pid = (owner.rsplit(":", 2) + ["", ""])[:2]
-    return owner, (f"{name} is held by process {pid} on {host} (claim renewed {age:.0f} s ago; "
-                   f"taken over if not renewed for {lease_s:.0f} s)")
+    here = host == socket.gethostname()
+    command = _command_of(pid) if here else ""
+    running = f"command {command}; " if command else ""
+    return owner, (
+        f"{name} is held by process {pid} on {host} ({running}claim renewed {age:.0f} s ago; "
+        f"taken over if not renewed for {lease_s:.0f} s). The claim may be stale: if process "
+        f"{pid} is not a jaxaudit run on this folder (a PID reused after a crash or a restart), "
+        f"delete {path} to take the unit over now")
+
+
+def _command_of(pid: str) -> str:
+    """The command name of process ``pid`` on this host (``/proc/<pid>/comm``, Linux; ``""``
+    when it cannot be read), so that a waiting process can tell an unrelated holder."""
+    try:
+        return Path(f"/proc/{int(pid)}/comm").read_text().strip()[:64]
+    except (OSError, ValueError):
+        return ""
 
 
 def claim_unit(run: RunDir, name: str, *, lease_s: float = DEFAULT_LEASE_S) -> Claim | None:

@@ -263,3 +263,44 @@ def test_plain_run_shows_what_it_waits_for(tmp_path, caplog):
                                f"{socket.gethostname()}")
     assert "taken over if not renewed for 5 s" in waits[0]
     assert bar.counts[-1] == len(NAMES)
+
+
+def test_a_claim_of_an_unrelated_live_process_is_named_as_maybe_stale_at_once(tmp_path, caplog):
+    """A claim naming a live PID on this host that is no jaxaudit run (here ``sleep``, started
+    before the claim was made, so it is not a reused PID): the plain run's first wait says which
+    process holds it, that the claim may be stale and which file to delete; deleting it ends the
+    wait, long before the lease."""
+    import json
+    import logging
+    import socket
+    import subprocess
+
+    run = RunDir.open(tmp_path / "run", kind="test", config=CONFIG)
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        time.sleep(0.1)
+        path = tmp_path / "run" / "claims" / f"{NAMES[1]}.claim"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps({"owner": f"{socket.gethostname()}:{other.pid}:x",
+                                    "time": time.time() + 5.0}))
+        assert claim_state(run, NAMES[1]) == "live"
+        start = time.monotonic()
+        with caplog.at_level(logging.WARNING, logger="jaxaudit.runs"):
+            worker = threading.Thread(target=run_chunks, args=(run, NAMES, _compute),
+                                      kwargs={"poll_s": 0.05})
+            worker.start()
+            while not any("may be stale" in r.getMessage() for r in caplog.records):
+                assert time.monotonic() - start < 20, "no message naming the holder"
+                time.sleep(0.05)
+            message = next(r.getMessage() for r in caplog.records
+                           if "may be stale" in r.getMessage())
+            assert f"held by process {other.pid} on {socket.gethostname()} (command sleep;" \
+                in message and f"delete {path}" in message
+            path.unlink()                                        # as the message says
+            worker.join(20)
+        assert not worker.is_alive() and time.monotonic() - start < 30
+        assert all(RunDir.open(tmp_path / "run", kind="test", config=CONFIG).has_chunk(n)
+                   for n in NAMES)
+    finally:
+        other.kill()
+        other.wait()
