@@ -66,6 +66,16 @@ def available_memory() -> int | None:
         return None
 
 
+def check_memory(name: str, needed: float, what: str) -> None:
+    """A ValueError naming ``name`` and ``what`` when ``needed`` bytes exceed
+    :func:`available_memory` (checked before anything is allocated or read, instead of a
+    ``MemoryError`` traceback after minutes); nothing when the memory cannot be read."""
+    available = available_memory()
+    if available is not None and needed > available:
+        raise ValueError(f"{name} {what}: reading it needs about {needed / 2**30:.3g} GiB, more "
+                         f"than the {available / 2**30:.3g} GiB of memory available; not read")
+
+
 def check_read_size(name: str, path: str | os.PathLike[str], *,
                     bytes_per_byte: float = 1.0) -> Path:
     """A file that fits in memory when read whole: its size (``os.stat``, nothing is read)
@@ -73,11 +83,8 @@ def check_read_size(name: str, path: str | os.PathLike[str], *,
     for text or a converted copy) must not exceed :func:`available_memory`. A ValueError naming
     ``name`` otherwise, before any reading, instead of a MemoryError after minutes."""
     path = Path(path)
-    size, available = path.stat().st_size, available_memory()
-    if available is not None and size * bytes_per_byte > available:
-        raise ValueError(f"{name} {path} is {size / 2**30:.3g} GiB; reading it needs about "
-                         f"{size * bytes_per_byte / 2**30:.3g} GiB, more than the "
-                         f"{available / 2**30:.3g} GiB of memory available")
+    size = path.stat().st_size
+    check_memory(name, size * bytes_per_byte, f"{path} is {size / 2**30:.3g} GiB")
     return path
 
 

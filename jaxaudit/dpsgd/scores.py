@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxaudit._validation import check_choice, check_probability
+from jaxaudit._validation.paths import check_memory
 
 __all__ = ["MIN_SCORES", "accountant_epsilon", "file_sha256", "load_scores",
            "min_scores_per_world"]
@@ -58,9 +59,11 @@ def _identify_zip(path: Path, name: str) -> ValueError:
 
 
 def _read_npy(path: Path, name: str) -> np.ndarray:
-    """The array of a ``.npy`` file, after checking what the file really is and that its header
+    """The array of a ``.npy`` file, after checking what the file really is, that its header
     fits its size (a 200-byte file whose header claims 10¹² floats is refused before any memory
-    is allocated); pickles are never loaded."""
+    is allocated) and that the array and its float64 copy fit in the memory available (an
+    8 GiB file on a smaller machine is refused naming it, before it is read); pickles are never
+    loaded."""
     size = path.stat().st_size
     with open(path, "rb") as f:
         head = f.read(8)
@@ -95,6 +98,9 @@ def _read_npy(path: Path, name: str) -> np.ndarray:
                              f"{shape} of {dtype} ({need} bytes of data) but the file holds "
                              f"{data} bytes after the header (truncated or corrupt; save it "
                              "again with numpy.save)")
+        # the array and its float64 copy must fit in memory: said before anything is read
+        check_memory(name, need + 8 * math.prod(shape),
+                     f"{path} (shape {shape} of {dtype}, {need / 2**30:.3g} GiB)")
         array = np.fromfile(f, dtype=dtype, count=math.prod(shape))
     return array.reshape(shape, order="F" if fortran else "C")
 
@@ -121,7 +127,8 @@ def load_scores(path: str | Path, name: str = "scores") -> np.ndarray:
     Raises:
       FileNotFoundError: ``path`` does not exist.
       ValueError: ``path`` is not a ``.npy`` array (saying what it is instead), its header does
-        not match its size, or the array is not 1-D real numbers, holds NaN or infinite values,
+        not match its size, the array and its float64 copy do not fit in the memory available
+        (checked from the header, before reading), or the array is not 1-D real numbers, holds NaN or infinite values,
         or has fewer than :data:`MIN_SCORES` scores.
     """
     path = Path(path)

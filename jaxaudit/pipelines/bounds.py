@@ -179,15 +179,20 @@ def _check_config(config: BoundsConfig) -> BoundsConfig:
 def _read_priors_file(name: str, path_text: str, targets: int | None) -> np.ndarray:
     """The p_i of a ``.npy`` (header checked against the file's size, never unpickled) or text
     file; one value is repeated ``targets`` times."""
-    path = check_input_path(name, path_text)
+    # before reading: the file's size (a text line is held whole, then decoded), the .npy
+    # header, and at most limit + 1 rows of text
+    path = check_input_path(name, path_text, bytes_per_byte=1.0 if path_text.endswith(".npy")
+                            else 3.0)
+    limit = max_targets()
     if path.suffix == ".npy":
-        values = load_npy(path, name=f"{name} {path}")
+        values = load_npy(path, name=f"{name} {path}", max_bytes=8 * limit)
     else:
         try:
             with warnings.catch_warnings():  # an empty file: our error below, not numpy's warning
                 warnings.filterwarnings("ignore", "loadtxt: input contained no data",
                                         UserWarning)
-                values = np.loadtxt(path, ndmin=1, encoding="utf-8-sig")  # a BOM is fine
+                values = np.loadtxt(path, ndmin=1, encoding="utf-8-sig",  # a BOM is fine
+                                    max_rows=limit + 1)
         except ValueError as err:
             raise ValueError(f"{name} {path} is not a text file of numbers ({err})") from None
     values = np.asarray(values)
@@ -199,7 +204,6 @@ def _read_priors_file(name: str, path_text: str, targets: int | None) -> np.ndar
     values = values.astype(np.float64).ravel()
     if values.size == 0:
         raise ValueError(f"{name} {path} holds no values")
-    limit = max_targets()
     if values.size > limit:
         raise ValueError(f"{name} {path} holds {values.size} values, more than {limit} "
                          f"(available memory at {BYTES_PER_TARGET} bytes per target)")

@@ -15,8 +15,14 @@ Every ``.npy``/``.npz`` the library reads from a user's folder goes through :fun
   stores without compression, ratio 1). Python's zip reader never inflates a member past its
   declared size (a member that lies fails its CRC), so the declared sizes bound the memory used.
 
-Violations are ``ValueError`` naming the file. :func:`describe_npz` lists names, shapes and
-dtypes from the headers alone (nothing is loaded).
+* the array (or the archive's arrays, in all) fits in the memory available now
+  (:func:`jaxaudit._validation.paths.available_memory`), and at most ``max_bytes`` when the
+  caller sets a limit: an 8 GiB ``.npy`` on a machine with less memory free is refused naming
+  the file, not met by numpy's ``MemoryError`` after a long read.
+
+Violations are ``ValueError`` naming the file. :func:`describe_npy` and :func:`describe_npz` give
+shapes and dtypes from the headers alone (nothing is loaded), so a caller can check a size
+before reading.
 """
 
 from __future__ import annotations
@@ -33,8 +39,10 @@ from typing import IO, TypeAlias, TypeVar, cast
 import numpy as np
 import numpy.lib.format as npformat
 
-__all__ = ["load_npy", "load_npz", "load_arrays", "describe_npz", "DEFAULT_MAX_RATIO",
-           "DEFAULT_MIN_LIMIT"]
+from jaxaudit._validation.paths import check_memory
+
+__all__ = ["load_npy", "load_npz", "load_arrays", "describe_npy", "describe_npz",
+           "DEFAULT_MAX_RATIO", "DEFAULT_MIN_LIMIT"]
 
 #: Declared-size limit of an ``.npz`` as a multiple of its size on disk (see the module docstring).
 DEFAULT_MAX_RATIO = 200
@@ -95,9 +103,23 @@ def _read_header(f: IO[bytes], available: int, label: str
     return shape, fortran, dtype
 
 
-def _read_checked(f: IO[bytes], available: int, label: str) -> np.ndarray:
+def _check_allocation(label: str, shape: tuple[int, ...], dtype: np.dtype,
+                      max_bytes: int | None) -> None:
+    """The bytes of an array of ``shape`` and ``dtype`` against ``max_bytes`` and the memory
+    available now; a ValueError naming ``label`` before anything is allocated."""
+    needed = math.prod(shape) * dtype.itemsize
+    if max_bytes is not None and needed > max_bytes:
+        raise ValueError(f"{label}: its .npy header claims shape {shape} of {dtype} "
+                         f"({needed:,} bytes), more than the {int(max_bytes):,} bytes allowed; "
+                         "not read")
+    check_memory(label, needed, f"(shape {shape} of {dtype}, {needed:,} bytes)")
+
+
+def _read_checked(f: IO[bytes], available: int, label: str, max_bytes: int | None = None
+                  ) -> np.ndarray:
     start = f.tell()
-    _read_header(f, available, label)
+    shape, _, dtype = _read_header(f, available, label)
+    _check_allocation(label, shape, dtype, max_bytes)
     f.seek(start)
     try:
         return npformat.read_array(f, allow_pickle=False)
@@ -122,21 +144,8 @@ def _open(source: Source) -> tuple[IO[bytes], int]:
     return f, os.fstat(f.fileno()).st_size
 
 
-def load_npy(source: Source, *, name: str | None = None) -> np.ndarray:
-    """One array from a ``.npy`` file (a path, or its bytes), checked before it is allocated.
-
-    Args:
-      source: path of the file, or its content as bytes.
-      name: how errors name the file (default: its path).
-
-    Returns:
-      The array.
-
-    Raises:
-      FileNotFoundError: no such file.
-      ValueError: not a ``.npy`` file (an ``.npz`` archive is refused: use :func:`load_npz`),
-        a dtype holding Python objects, or a header whose shape needs more bytes than follow.
-    """
+def _npy(source: Source, name: str | None, read: Callable[[IO[bytes], int, str], _T]) -> _T:
+    """``read(file, size, label)`` on a ``.npy`` source (an ``.npz`` is refused)."""
     label = _label(source, name)
     f, size = _open(source)
     with f:
@@ -144,11 +153,43 @@ def load_npy(source: Source, *, name: str | None = None) -> np.ndarray:
         f.seek(0)
         if head.startswith(_ZIP_MAGIC[:2]):
             raise ValueError(f"{label} is an .npz archive (several arrays), not one .npy array")
-        return _read_checked(f, size, label)
+        return read(f, size, label)
 
 
-def _members(zf: zipfile.ZipFile, archive_size: int, max_bytes: int | None, label: str
-             ) -> list[zipfile.ZipInfo]:
+def load_npy(source: Source, *, name: str | None = None, max_bytes: int | None = None,
+             ) -> np.ndarray:
+    """One array from a ``.npy`` file (a path, or its bytes), checked before it is allocated.
+
+    Args:
+      source: path of the file, or its content as bytes.
+      name: how errors name the file (default: its path).
+      max_bytes: most bytes the array may hold (default: no limit but the memory available).
+
+    Returns:
+      The array.
+
+    Raises:
+      FileNotFoundError: no such file.
+      ValueError: not a ``.npy`` file (an ``.npz`` archive is refused: use :func:`load_npz`),
+        a dtype holding Python objects, a header whose shape needs more bytes than follow, or
+        an array larger than ``max_bytes`` or than the memory available (nothing is read).
+    """
+    return _npy(source, name, lambda f, size, label: _read_checked(f, size, label, max_bytes))
+
+
+def describe_npy(source: Source, *, name: str | None = None) -> tuple[tuple[int, ...], np.dtype]:
+    """``(shape, dtype)`` of a ``.npy`` file from its header alone, with the checks of
+    :func:`load_npy` on the header (nothing is loaded): a caller checks the size it allows
+    before reading."""
+    def header(f: IO[bytes], size: int, label: str) -> tuple[tuple[int, ...], np.dtype]:
+        shape, _, dtype = _read_header(f, size, label)
+        return shape, dtype
+
+    return _npy(source, name, header)
+
+
+def _members(zf: zipfile.ZipFile, archive_size: int, max_bytes: int | None, label: str,
+             loading: bool) -> list[zipfile.ZipInfo]:
     infos = zf.infolist()
     total = sum(i.file_size for i in infos)
     limit = (max(DEFAULT_MIN_LIMIT, DEFAULT_MAX_RATIO * archive_size)
@@ -158,6 +199,8 @@ def _members(zf: zipfile.ZipFile, archive_size: int, max_bytes: int | None, labe
             f"{label}: its members declare {total:,} bytes uncompressed, more than the limit of "
             f"{limit:,} ({archive_size:,} bytes on disk); refused as a possible zip bomb "
             "(nothing was decompressed; pass max_bytes to allow a larger archive)")
+    if loading:
+        check_memory(label, total, f"(members declaring {total:,} bytes uncompressed)")
     for info in infos:
         if info.is_dir() or not info.filename.endswith(".npy"):
             raise ValueError(f"{label}: member {info.filename!r} is not a .npy array")
@@ -174,14 +217,15 @@ def _zip(f: IO[bytes], label: str) -> zipfile.ZipFile:
 
 
 def _each_member(source: Source, name: str | None, max_bytes: int | None,
-                 read: Callable[[IO[bytes], int, str], _T]) -> dict[str, _T]:
+                 read: Callable[[IO[bytes], int, str], _T], loading: bool = True
+                 ) -> dict[str, _T]:
     """``{array name: read(member, declared size, label)}`` over the checked members of an
     ``.npz`` (:func:`_members`); a member that cannot be decompressed is a ValueError naming it."""
     label = _label(source, name)
     f, size = _open(source)
     with f, _zip(f, label) as zf:
         out: dict[str, _T] = {}
-        for info in _members(zf, size, max_bytes, label):
+        for info in _members(zf, size, max_bytes, label, loading):
             what = f"{label} (member {info.filename})"
             try:
                 with zf.open(info) as member:
@@ -222,7 +266,7 @@ def describe_npz(source: Source, *, name: str | None = None, max_bytes: int | No
         shape, _, dtype = _read_header(member, size, what)
         return shape, dtype
 
-    return _each_member(source, name, max_bytes, header)
+    return _each_member(source, name, max_bytes, header, loading=False)
 
 
 def load_arrays(source: Source, *, name: str | None = None, max_bytes: int | None = None,

@@ -19,7 +19,10 @@ from jaxaudit.runs.rundir import (
     read_manifest,
 )
 
-__all__ = ["RunResults", "load_results"]
+__all__ = ["MAX_TABLE_BYTES", "RunResults", "load_results"]
+
+#: Largest JSON table :func:`load_results` reads (a larger one is refused naming it, unread).
+MAX_TABLE_BYTES = 256 << 20
 
 
 class RunResults(NamedTuple):
@@ -89,7 +92,8 @@ def load_results(path: str | Path) -> RunResults:
         (sizes that do not add up, a possible zip bomb, pickled objects); a result file (e.g.
         ``result.json``) that does not match its checksum record (edited by hand) or was
         deleted while its record is there; a planned chunk missing beside written results; a
-        corrupt or deeply nested JSON table (corrupt results are never returned). A file no
+        JSON table larger than :data:`MAX_TABLE_BYTES` (not read); a corrupt or deeply nested
+        JSON table (corrupt results are never returned). A file no
         checksum covers is loaded with a :class:`~jaxaudit.runs.rundir.RunFolderWarning` and
         listed in ``unverified``.
     """
@@ -125,7 +129,7 @@ def load_results(path: str | Path) -> RunResults:
         if rel.endswith(".json") and rel != MANIFEST:
             p = path / rel
             try:
-                raw = read_regular(p)
+                raw = read_regular(p, MAX_TABLE_BYTES)
             except OSError as err:
                 raise ValueError(f"{p} cannot be read ({err.strerror or err})") from err
             tables[rel] = parse_json(raw, p)

@@ -56,6 +56,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxaudit._validation.paths import check_memory
 from jaxaudit.runs.arrays import describe_npz, load_npz
 from jaxaudit.runs.files import (
     atomic_write_bytes,
@@ -302,6 +303,8 @@ class RunDir:
                 raise ValueError(
                     f"{path} holds {size:,} bytes, more than the {MAX_LOAD_BYTES:,} that are "
                     "loaded into memory; not loaded (rerun with a smaller chunk)")
+            if keep:  # its bytes, then its arrays
+                check_memory(str(path), 2 * size, f"({size:,} bytes)")
             digest, data = sha256_file(f, keep)
             f.seek(0)
         except BaseException:
