@@ -111,3 +111,32 @@ def test_null_study(ratio):
     hits = _null_exceedances(ratio, n_small, 400, seed=ratio)
     limit = stats.binom.ppf(0.999, 400, 0.05)
     assert all(v <= limit for v in hits.values()), hits
+
+
+def test_batched_key_and_array_delta_are_refused_by_name():
+    """A batch of keys (jax.random.split(key, 2)) is not one key; δ = [1e-5, 1e-5] is not a
+    scalar: both refused naming the argument (they were accepted / raised a raw TypeError)."""
+    inn, out = np.ones(20), np.zeros(20)
+    with pytest.raises(ValueError, match="key"):
+        renyi.epsilon_lower_bounds(jax.random.split(jax.random.key(0), 2), inn, out, delta=DELTA)
+    with pytest.raises(ValueError, match="delta"):
+        renyi.epsilon_lower_bounds(jax.random.key(0), inn, out, delta=np.array([DELTA, DELTA]))
+    with pytest.raises(ValueError, match="confidence"):
+        renyi.epsilon_lower_bounds(jax.random.key(0), inn, out, delta=DELTA,
+                                   confidence=[0.9, 0.95])
+
+
+def test_traced_cores_refuse_float32():
+    """The traceable one-run cores returned values above the float64 bound in float32 (up to
+    9·10⁻³); they now refuse anything below float64 at trace time, and run under x64."""
+    import jax.numpy as jnp
+
+    g, v = jnp.asarray([200]), jnp.asarray([180])
+    with pytest.raises(TypeError, match="float64"):
+        jax.jit(jax.vmap(lambda a, b: sb._one_run_epsilon(400.0, a, b, 0.05, 1e-5, 4096)))(g, v)
+    with pytest.raises(TypeError, match="float64"):
+        jax.jit(jax.vmap(lambda a, b: sb._fdp_one_run_mu(400.0, a, b, 0.05)))(g, v)
+    with jax.enable_x64(True):
+        eps = jax.jit(jax.vmap(lambda a, b: sb._one_run_epsilon(400.0, a, b, 0.05, 1e-5, 4096)))(
+            g, v)
+    assert float(eps[0]) > 0
