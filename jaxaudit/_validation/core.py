@@ -75,10 +75,14 @@ def _as_array(name: str, value: Any) -> np.ndarray:
     return raw.astype(np.float64)
 
 
-def _describe(arr: np.ndarray, bad: np.ndarray) -> str:
-    first = arr[bad].ravel()[0] if arr.ndim else arr
-    first = float(first)
-    return f"{first!r}" if arr.size == 1 else f"{first!r} (and {int(bad.sum()) - 1} more)"
+def _describe(arr: np.ndarray, bad: np.ndarray, *, integers: bool = False) -> str:
+    """The first bad value (as an integer when ``integers`` and it is integral: labels, counts),
+    and how many more there are."""
+    first = float(arr[bad].ravel()[0] if arr.ndim else arr)
+    text = str(int(first)) if integers and np.isfinite(first) and first == int(first) \
+        else repr(first)
+    more = int(bad.sum()) - 1 if arr.size > 1 else 0
+    return f"{text} (and {more} more)" if more else text
 
 
 def check_numeric(name: str, value: Any) -> np.ndarray:

@@ -181,5 +181,6 @@ def check_labels(name: str, labels: Any, num_classes: int | None = None) -> np.n
     bad = (arr < 0) | (arr >= high)
     if bad.any():
         interval = "[0, 2**63)" if num_classes is None else f"[0, num_classes={high})"
-        raise ValueError(f"{name} must lie in {interval}, got {_describe(arr, bad)}")
+        raise ValueError(f"{name} must lie in {interval}, got "
+                         f"{_describe(arr, bad, integers=True)}")
     return arr.astype(np.int64)

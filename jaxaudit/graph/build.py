@@ -290,7 +290,22 @@ def from_networkx(nx_graph: Any, *, features: str = "x", label: str = "y",
 
 def save_graph_npz(path: str | os.PathLike[str], graph: Graph) -> Path:
     """Write ``graph`` in the ``.npz`` format of this module (read back by
-    :func:`load_graph_npz`)."""
+    :func:`load_graph_npz`).
+
+    Raises:
+      TypeError: ``path`` is not a path (a string or ``os.PathLike``) or ``graph`` is not a
+        :class:`~jaxaudit.graph.Graph`; the message names the argument (and says when the two
+        were swapped).
+    """
+    if isinstance(path, Graph) and isinstance(graph, str | os.PathLike):
+        raise ArgumentTypeError("save_graph_npz takes (path, graph): the arguments are swapped "
+                                f"(path is a Graph, graph is {graph!r})")
+    if not isinstance(path, str | os.PathLike):
+        raise ArgumentTypeError(f"path must be a file path (str or os.PathLike), got "
+                                f"{type(path).__name__}")
+    if not isinstance(graph, Graph):
+        raise ArgumentTypeError(f"graph must be a jaxaudit.graph.Graph, got "
+                                f"{type(graph).__name__}")
     path = Path(path)
     np.savez(path, features=np.asarray(graph.features), labels=np.asarray(graph.labels),
              edge_index=np.stack([np.asarray(graph.senders), np.asarray(graph.receivers)]),

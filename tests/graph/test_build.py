@@ -367,3 +367,22 @@ def test_from_jraph_refuses_an_n_node_that_contradicts_the_nodes():
     with pytest.raises(ValueError, match=r"n_node sums to 7 but graphs_tuple.nodes has 6 rows"):
         from_jraph(gt, [0, 1, 1, 0, 1, 0])
     assert from_jraph(gt._replace(n_node=np.array([4, 2])), [0, 1, 1, 0, 1, 0]).num_nodes == 6
+
+
+def test_label_messages_print_labels_as_integers():
+    """A label out of range is printed as the integer it is ("got -1", not "got -1.0"), and a
+    single bad label among several is not followed by "(and 0 more)"."""
+    with pytest.raises(ValueError, match=r"labels must lie in \[0, 2\*\*63\), got -1$"):
+        from_edge_index(np.eye(3), [0, 1, -1], [[0], [1]])
+    with pytest.raises(ValueError, match=r"got 5 \(and 1 more\)$"):
+        from_edge_index(np.eye(4), np.array([0, 1, 5.0, 7.0]), [[0], [1]], num_classes=2)
+
+
+def test_save_graph_npz_with_swapped_arguments_names_them(tmp_path):
+    g = from_edge_index(np.eye(3), [0, 1, 1], [[0, 1], [1, 2]])
+    with pytest.raises(TypeError, match=r"arguments are swapped"):
+        save_graph_npz(g, tmp_path / "g.npz")
+    with pytest.raises(TypeError, match=r"^path must be a file path"):
+        save_graph_npz(3, g)
+    with pytest.raises(TypeError, match=r"^graph must be a jaxaudit.graph.Graph, got dict"):
+        save_graph_npz(tmp_path / "g.npz", {"features": np.eye(3)})
