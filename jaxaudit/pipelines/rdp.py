@@ -247,7 +247,10 @@ def audit_scores(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, *,
     """The audit step shared by both pipelines: the scores exist; audit them (and write the
     run folder's files when ``rundir`` is given, :func:`jaxaudit.report.rdp.write_results`).
 
-    The DV estimator and the held-out splits use the stream key ``"audit"`` of the root ``key``.
+    The DV estimator and every held-out split (the threshold tests of ``records``, the
+    Clopper–Pearson row and :func:`jaxaudit.renyi.epsilon_lower_bounds`) use the stream key
+    ``"audit"`` of the root ``key``: the GDP baseline and the score-based GDP threshold test are
+    the same test, with the same number.
     ``accountant_params``: ``dict(noise_multiplier=σ, sampling_rate=q, steps=T)``. Inputs are
     assumed checked (the pipelines check their configurations).
     """
@@ -261,18 +264,22 @@ def audit_scores(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, *,
     significance = 1.0 - confidence  # shown only; exact for confidence in [0.5, 1) (Sterbenz)
     in_s, out_s = np.asarray(in_scores), np.asarray(out_scores)
     orders_arr = np.asarray(orders, np.float64)
-    records = dpsgd.audit_dpsgd(stream_key(key, "audit"), in_s, out_s, orders_arr,
+    # one key for every held-out split: the GDP baseline of the ε-at-δ table and the GDP
+    # threshold test of the score-based bounds are then one test with one number
+    audit_key = stream_key(key, "audit")
+    records = dpsgd.audit_dpsgd(audit_key, in_s, out_s, orders_arr,
                                 accountant_params=accountant_params, confidence=confidence,
                                 delta=delta)
     upper = accountant_epsilon(**accountant_params, delta=delta, accountant=accountant)
-    cp = clopper_pearson_epsilon_lower_bound(key, in_s, out_s, delta, confidence=confidence)
+    cp = clopper_pearson_epsilon_lower_bound(audit_key, in_s, out_s, delta,
+                                             confidence=confidence)
     eps_rows = report.epsilon_table(records, accountant_epsilon=upper, accountant=accountant,
                                     clopper_pearson=cp, delta=delta)
     rows = audit_rows(records)
     bounds: list[dict] = []
     if score_bounds and min(in_s.size, out_s.size) >= SCORE_BOUNDS_MIN:
         bounds = report.score_bounds_rows(epsilon_lower_bounds(
-            key, in_s, out_s, delta=delta, confidence=confidence), delta=delta)
+            audit_key, in_s, out_s, delta=delta, confidence=confidence), delta=delta)
     skipped: dict[str, str] = {}
     if pooled_sd(in_s, out_s) > 0:
         runs_text = format_runs_needed(runs_needed(in_s, out_s, orders_arr,

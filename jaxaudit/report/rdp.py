@@ -61,17 +61,21 @@ def epsilon_table(records: Sequence[Any], *, accountant_epsilon: float, accounta
                   clopper_pearson: float, delta: float) -> list[dict]:
     """ε at δ, one row per statement: the accountant's upper bound and the (ε, δ) lower bounds.
 
-    Rows: ``accountant (<name>)`` (upper bound), ``GDP baseline`` (Nasr et al.'s ε at δ from
-    μ_lo, arXiv 2302.07956; a lower bound under their Gaussian-profile assumption; read from
-    ``records[0].gdp_epsilon``), ``Clopper-Pearson threshold test`` (Jagielski et al., arXiv
-    2006.07709; rigorous). The DV and threshold RDP bounds have no (ε, δ) form (converting an
-    RDP *lower* bound to (ε, δ) is not valid), so they are not here.
+    Rows: ``accountant (<name>)`` (upper bound), ``GDP baseline`` (Nasr et al.'s threshold
+    test, arXiv 2302.07956: ε at δ of μ-GDP at μ_lo, read from ``records[0]``; μ_lo is a lower
+    bound, the ε an estimate, a lower bound only when the privacy profile is Gaussian; its
+    ``kind`` says so with μ_lo on the same line), ``Clopper-Pearson threshold test`` (Jagielski
+    et al., arXiv 2006.07709; rigorous). The DV and threshold RDP bounds have no (ε, δ) form
+    (converting an RDP *lower* bound to (ε, δ) is not valid), so they are not here.
     """
     gdp = records[0].gdp_epsilon if records else float("nan")
+    mu = records[0].gdp_mu if records else float("nan")
     return [
         {"statement": f"accountant ({accountant})", "kind": "upper bound", "delta": delta,
          "epsilon": accountant_epsilon},
-        {"statement": "GDP baseline", "kind": "lower bound (Gaussian profile assumed)",
+        {"statement": "GDP baseline",
+         "kind": f"estimate: ε of μ-GDP at μ = {_outward(mu, 4, 'down'):.4f}, a lower bound on "
+                 "μ; ε is a bound only if the profile is Gaussian",
          "delta": delta, "epsilon": gdp},
         {"statement": "Clopper-Pearson threshold test", "kind": "lower bound", "delta": delta,
          "epsilon": clopper_pearson},
@@ -96,7 +100,7 @@ def score_bounds_rows(bounds: Any, *, delta: float) -> list[dict]:
          "reference": "Jagielski et al., arXiv 2006.07709"},
         {"method": "GDP threshold test", "epsilon": f(bounds.gdp_epsilon),
          "mu": f(bounds.gdp_mu), "kind": "estimate (μ: bound)", "tests": 1, "delta": delta,
-         "reference": "Nasr et al., arXiv 2302.07956"},
+         "reference": "Nasr et al., arXiv 2302.07956 (the GDP baseline's test)"},
         {"method": "one-run audit", "epsilon": f(bounds.one_run), "mu": None,
          "kind": f"bound (m = {m} fair-coin canaries)", "tests": k, "delta": delta,
          "reference": "Steinke, Nasr, Jagielski, arXiv 2305.08846"},
@@ -160,7 +164,8 @@ def summary_markdown(rows: Sequence[dict], eps_rows: Sequence[dict], *, confiden
           "YES" if r["violation"] else "no"] for r in rows])
     eps = _markdown(["statement", "kind", "δ", "ε"],
                     [[e["statement"], e["kind"], f"{e['delta']:g}",
-                      _md_num(e["epsilon"], "up" if e["kind"] == "upper bound" else "down")]
+                      _md_num(e["epsilon"], "up" if e["kind"] == "upper bound"
+                              else _direction(e["kind"]))]
                      for e in eps_rows])
     raised = [f"{r['order']:g}" for r in rows if r["raised_to_bound"]]
     notes = [
@@ -214,7 +219,7 @@ def text_table(result: Any) -> str:
     delta = result.epsilon_at_delta[0]["delta"] if result.epsilon_at_delta else float("nan")
     lines.append(f"ε at δ = {delta:g}:")
     for row in result.epsilon_at_delta:
-        direction = "up" if row["kind"] == "upper bound" else "down"
+        direction = "up" if row["kind"] == "upper bound" else _direction(row["kind"])
         lines.append(f"  {row['statement']:<32} {_num(row['epsilon'], 10, direction=direction)}"
                      f"  ({row['kind']})")
     if result.score_bounds:

@@ -161,6 +161,12 @@ def test_scores_audit_of_gaussian_scores_is_below_the_truth(tmp_path):
     methods = {r["method"]: r for r in res.score_bounds}
     assert set(methods) == {"Clopper-Pearson threshold test", "GDP threshold test",
                             "one-run audit", "f-DP one-run audit"}
+    # one key for every held-out split: the GDP baseline and the GDP threshold test are one
+    # test with one number, and the two Clopper-Pearson rows agree
+    assert methods["GDP threshold test"]["epsilon"] == rows["GDP baseline"]["epsilon"]
+    assert methods["GDP threshold test"]["mu"] == res.records[0].gdp_mu
+    assert methods["Clopper-Pearson threshold test"]["epsilon"] == rows[
+        "Clopper-Pearson threshold test"]["epsilon"]
     for r in res.score_bounds:
         if r["kind"].startswith("bound"):
             assert 0 <= r["epsilon"] <= eps_truth, r
