@@ -1,25 +1,14 @@
-"""``jaxaudit rdp``: black-box RDP audit of DP-GD/DP-SGD with canary runs (arXiv 2405.14106).
-
-Parses, builds a :class:`jaxaudit.pipelines.RdpConfig` (``--scores IN OUT``: a
-:class:`jaxaudit.pipelines.ScoresAuditConfig`; ``--one-run``: a ``OneRunAuditConfig``), calls
-:func:`jaxaudit.pipelines.run_rdp` (``run_scores_audit``; ``run_one_run``) and prints the table
-of :mod:`jaxaudit.report.rdp`. Steps, files and keys: docs/renyi.md; other training code's
-scores: docs/opacus.md. Example::
-
-    jaxaudit rdp --dataset mnist --model cnn --dataset-size 100 --epsilon 10 --delta 1e-5 \\
-        --steps 100 --clip 1.0 --runs 256 --orders 1.25,1.5,2,3 --out runs/rdp_eps10/
-    jaxaudit rdp --scores in.npy out.npy --noise-multiplier 1.1 --sampling-rate 0.01 \\
-        --steps 1000 --delta 1e-5 --orders 1.5,2,4 --out runs/rdp_opacus/
-    jaxaudit rdp --one-run --canaries 1000 --dataset-size 1000 --epsilon 4 --out runs/one/
-"""
+"""``jaxaudit rdp``: black-box Rényi-DP audit of DP-SGD (arXiv 2405.14106; docs/renyi.md). Three
+modes, a module each (``run(args)``): canary runs in both worlds (``rdp_runs``, the default),
+scores from any training code (``--scores``: ``rdp_scores``), one run with m canaries
+(``--one-run``: ``rdp_one_run``). Here: the flags they share, the mode, the configuration."""
 
 from __future__ import annotations
 
 import argparse
-import os
+import importlib
 from typing import Any
 
-from jaxaudit._validation.paths import check_read_size
 from jaxaudit.cli._types import (
     add_sweep_options,
     as_flags,
@@ -27,7 +16,6 @@ from jaxaudit.cli._types import (
     finite,
     nonnegative_int,
     positive,
-    sweep_kwargs,
 )
 
 
@@ -44,15 +32,12 @@ def _orders(text: str) -> list[float]:
 DATASETS = ("mnist", "synthetic", "cifar10")
 MODELS = ("cnn", "mlp", "logreg", "cifar_cnn")
 #: Config fields as the flags they come from (error messages name the flag).
-FLAGS = dict(noise_multiplier="--noise-multiplier", sampling_rate="--sampling-rate",
-             dataset_size="--dataset-size", public_size="--public-size",
-             learning_rate="--learning-rate", clip_norm="--clip", num_runs="--runs",
-             vmap_chunk="--vmap-chunk", in_scores="--scores IN", out_scores="--scores OUT",
-             canary_label="--canary-label", pretrain_epochs="--pretrain-epochs",
-             pretrain_lr="--pretrain-lr", pretrain_batch="--pretrain-batch", orders="--orders",
-             chunk="--chunk", delta="--delta", epsilon="--epsilon", steps="--steps",
-             model="--model", dataset="--dataset", seed="--seed", run_dir="--out",
-             confidence="confidence (1 − --significance)")
+FLAGS = {field: "--" + field.replace("_", "-") for field in (
+    "noise_multiplier", "sampling_rate", "dataset_size", "public_size", "learning_rate",
+    "vmap_chunk", "canary_label", "pretrain_epochs", "pretrain_lr", "pretrain_batch", "orders",
+    "chunk", "delta", "epsilon", "steps", "model", "dataset", "seed")}
+FLAGS.update(clip_norm="--clip", num_runs="--runs", in_scores="--scores IN", run_dir="--out",
+             out_scores="--scores OUT", confidence="confidence (1 − --significance)")
 ONE_RUN_FLAGS = dict(FLAGS, num_canaries="--canaries", kind="--canary-kind")
 CANARY_KINDS = ("gradient", "input")  # jaxaudit.dpsgd.one_run.KINDS (a test keeps them equal)
 
@@ -79,7 +64,7 @@ def register(subparsers: Any) -> None:
     add("--clip", type=finite, default=1.0, help="per-example clipping norm C")
     add("--learning-rate", type=finite, default=None, help="η; the update is η·(noisy clipped sum)/(q·|D⁻|) (default 1.333e-4·q·|D⁻|: the published code's step of 4/30000 on the noisy sum; see docs/renyi.md)")
     add("--sampling-rate", type=finite, default=None, help="Poisson rate q, 1: full batch (default 1 when training; required with --scores)")
-    add("--runs", type=int, default=64, help="runs per world R (>= 2)")
+    add("--runs", type=int, default=None, help="runs per world R, >= 2 (default 64; not with --one-run)")
     add("--chunk", type=int, default=32, help="runs per world per saved chunk")
     add("--orders", type=_orders, default=[1.25, 1.5, 2.0, 3.0], help="Rényi orders α > 1, comma-separated, repeats dropped (default: 1.25,1.5,2,3)")
     add("--vmap-chunk", type=count, default=None, help="runs computed simultaneously inside a chunk (default: all; CPU: 2)")
@@ -97,70 +82,17 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _common(args: argparse.Namespace) -> dict:
-    return dict(accountant=args.accountant, epsilon=args.epsilon, delta=args.delta,
-                noise_multiplier=args.noise_multiplier, orders=tuple(args.orders),
-                confidence=1.0 - args.significance, seed=args.seed)
+#: The module of each mode (``--scores``, ``--one-run``, neither); each has ``run(args)``.
+MODES = {"--scores": "rdp_scores", "--one-run": "rdp_one_run", None: "rdp_runs"}
 
 
-def run_scores(args: argparse.Namespace) -> int:
-    """``--scores IN OUT``: audit canary scores saved by any training code."""
-    from jaxaudit.pipelines import ScoresAuditConfig, run_scores_audit
-    from jaxaudit.report.rdp import text_table
-
-    for flag, path in zip(("--scores IN", "--scores OUT"), args.scores, strict=True):
-        if os.path.isfile(path):  # before it is read (a missing file: the pipeline's error)
-            check_read_size(flag, path, bytes_per_byte=2.0)  # and its float64 copy
-    config = ScoresAuditConfig(args.scores[0], args.scores[1], sampling_rate=args.sampling_rate, steps=args.steps,
-                               **_common(args))
-    result = run_scores_audit(config, args.out)
-    print(text_table(result))
-    print(f"wrote results.json, summary.md and rdp_audit.png into {args.out}")
-    return 0
-
-
-def run_training(args: argparse.Namespace) -> int:
-    """Train the canary runs (resumable), then audit their scores."""
-    from jaxaudit.pipelines import RdpConfig, run_rdp
-    from jaxaudit.report.rdp import text_table
-    from jaxaudit.runs import ProgressBar
-
-    given = dict(dataset=args.dataset, model=args.model, dataset_size=args.dataset_size,
-                 public_size=args.public_size, pretrain_epochs=args.pretrain_epochs,
-                 pretrain_optimizer=args.pretrain_optimizer, pretrain_lr=args.pretrain_lr,
-                 pretrain_batch=args.pretrain_batch, canary_label=args.canary_label,
-                 steps=args.steps, clip_norm=args.clip, learning_rate=args.learning_rate,
-                 sampling_rate=args.sampling_rate, num_runs=args.runs, chunk=args.chunk,
-                 data_dir=args.data_dir, vmap_chunk=args.vmap_chunk, unroll=args.unroll,
-                 **_common(args))
-    config = RdpConfig(**{k: v for k, v in given.items() if v is not None})  # None: default
-    with ProgressBar("canary runs", enabled=not args.quiet) as bar:
-        result = run_rdp(config, args.out, progress=bar, **sweep_kwargs(args))
-    if not result.complete:  # a --worker share: the audit waits for the other workers' chunks
-        print(f"{len(result.in_scores)} runs per world so far in {args.out}; audited when every chunk is done")
-        return 0
-    print(text_table(result))
-    print(f"wrote results.json, summary.md and rdp_audit.png into {args.out}")
-    return 0
-
-
-def run_one_run(args: argparse.Namespace) -> int:
-    """``--one-run``: train once with m canaries, print the bounds beside the accountant."""
-    from jaxaudit.pipelines import OneRunAuditConfig
-    from jaxaudit.pipelines import run_one_run as pipeline
-    from jaxaudit.report.rdp import one_run_text
-    from jaxaudit.runs import ProgressBar
-
-    given = dict(dataset=args.dataset, model=args.model, dataset_size=args.dataset_size,
-                 num_canaries=args.canaries, kind=args.canary_kind, epsilon=args.epsilon,
-                 delta=args.delta, clip_norm=args.clip, steps=args.steps,
-                 learning_rate=args.learning_rate, sampling_rate=args.sampling_rate,
-                 confidence=1.0 - args.significance, seed=args.seed, data_dir=args.data_dir)
-    config = OneRunAuditConfig(**{k: v for k, v in given.items() if v is not None})
-    with ProgressBar("one run", enabled=not args.quiet) as bar:
-        print(one_run_text(pipeline(config, args.out, progress=bar)))
-    print(f"wrote result.json into {args.out}")
-    return 0
+def config(cls: Any, args: argparse.Namespace) -> Any:
+    """The pipeline configuration ``cls`` from the flags: each field from its flag; a flag that
+    was not given (None) leaves the field at its default."""
+    values = dict(vars(args), clip_norm=args.clip, num_runs=args.runs, num_canaries=args.canaries,
+                  kind=args.canary_kind, orders=tuple(args.orders), confidence=1 - args.significance,
+                  **dict(zip(("in_scores", "out_scores"), args.scores or (None, None), strict=True)))
+    return cls(**{field: values[field] for field in cls._fields if values.get(field) is not None})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -168,11 +100,12 @@ def run(args: argparse.Namespace) -> int:
     if args.one_run and (args.scores is not None or args.noise_multiplier is not None):
         raise ValueError("--one-run calibrates σ from --epsilon; it takes no --scores or "
                          "--noise-multiplier")
+    if args.one_run and args.runs is not None:  # refused, not ignored
+        raise ValueError("--runs does not apply to --one-run (one training run; its canaries "
+                         "are --canaries)")
     sweep = [flag for flag, given in (("--worker", args.worker), ("--ray-address", args.ray_address),
                                       ("--backend ray", args.backend == "ray")) if given]
     if mode and sweep:  # refused, not ignored
         raise ValueError(f"{sweep[0]} does not apply to {mode} (one process, no sweep of runs)")
     with as_flags(**(ONE_RUN_FLAGS if args.one_run else FLAGS)):
-        if args.one_run:
-            return run_one_run(args)
-        return run_scores(args) if args.scores is not None else run_training(args)
+        return int(importlib.import_module(f"jaxaudit.cli.{MODES[mode]}").run(args))

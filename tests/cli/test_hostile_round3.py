@@ -125,6 +125,8 @@ def test_one_run_refuses_conflicts_and_names_its_flags(tmp_path, capsys):
     assert "it takes no --scores or --noise-multiplier" in err
     err = _err(capsys, ["rdp", "--one-run", "--noise-multiplier", "1", "--out", out])
     assert "it takes no --scores or --noise-multiplier" in err
+    err = _err(capsys, ["rdp", "--one-run", "--runs", "5", "--out", out])  # refused, not ignored
+    assert "--runs does not apply to --one-run" in err
     err = _err(capsys, ["rdp", "--one-run", "--worker", "0/2", "--out", out])
     assert "--worker does not apply to --one-run" in err
     err = _err(capsys, ["rdp", "--one-run", "--canaries", "5", "--out", out])

@@ -77,12 +77,12 @@ def test_parser_choices_match_the_library_and_help_does_not_import_jax():
 
 
 def test_ctrl_c_is_one_line_and_exit_130(tmp_path, capsys, monkeypatch):
-    import jaxaudit.cli.rdp as rdp
+    import jaxaudit.cli.rdp_runs as rdp_runs
 
     def interrupted(args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(rdp, "run_training", interrupted)
+    monkeypatch.setattr(rdp_runs, "run", interrupted)
     assert main(ARGS + ["--out", str(tmp_path / "run")]) == 130
     err = capsys.readouterr().err.strip()
     assert err.startswith("jaxaudit rdp: interrupted") and len(err.splitlines()) == 1
@@ -94,7 +94,7 @@ def test_dependency_warnings_only_with_verbose(tmp_path, caplog, monkeypatch):
     import logging
     import warnings
 
-    import jaxaudit.cli.rdp as rdp
+    import jaxaudit.cli.rdp_runs as rdp_runs
 
     def noisy(args):
         logging.getLogger("absl").warning("Excluding this order from the epsilon computation.")
@@ -102,7 +102,7 @@ def test_dependency_warnings_only_with_verbose(tmp_path, caplog, monkeypatch):
             warnings.warn_explicit(f"warning of {module}", UserWarning, "x.py", 1, module=module)
         return 0
 
-    monkeypatch.setattr(rdp, "run_training", noisy)
+    monkeypatch.setattr(rdp_runs, "run", noisy)
     before = logging.getLogger("absl").level
     for verbose, out in ((False, "a"), (True, "b")):
         caplog.clear()

@@ -254,11 +254,11 @@ def test_library_argument_names_are_shown_as_flags(monkeypatch, tmp_path, capsys
     assert _cli_message("--sampling-rate must lie in (0, 1]") == "--sampling-rate must lie in (0, 1]"
     assert _cli_message("clip_norm must be > 0") == "--clip must be > 0"
     assert _cli_message("num_runs must be >= 2") == "--runs must be >= 2"
-    import jaxaudit.cli.rdp as rdp
+    import jaxaudit.cli.rdp_runs as rdp_runs
 
     def fail(args):
         raise ValueError("sampling_rate must lie in (0, 1], got 2.0")
 
-    monkeypatch.setattr(rdp, "run_training", fail)
+    monkeypatch.setattr(rdp_runs, "run", fail)
     assert main(["rdp", "--out", str(tmp_path / "x")]) == 2
     assert "--sampling-rate must lie" in capsys.readouterr().err
