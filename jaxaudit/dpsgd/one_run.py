@@ -55,6 +55,11 @@ __all__ = ["KINDS", "OneRunAudit", "OneRunConfig", "one_run_audit", "one_run_sco
 KINDS = ("input", "gradient")
 #: The bounds need at least 8 scores per world (:data:`jaxaudit.renyi.score_bounds.MIN_SCORES`).
 _MIN_PER_WORLD = 8
+#: Fewest canaries an audit takes. The coins are independent and fair, as the one-run theorems
+#: assume (balancing them, e.g. by a permutation, would make each coin depend on the others,
+#: which the theorems do not cover), so a world holds fewer than 8 canaries with probability
+#: 2·P[Bin(m, ½) ≤ 7]: 0.80 at m = 16 (most seeds were refused), 2.1e-7 at m = 50.
+MIN_CANARIES = 50
 
 
 class OneRunConfig(NamedTuple):
@@ -62,7 +67,9 @@ class OneRunConfig(NamedTuple):
     :class:`jaxaudit.dpsgd.DpsgdConfig`).
 
     Attributes:
-      num_canaries: m ≥ 16 canaries, each included by a fair coin.
+      num_canaries: m ≥ :data:`MIN_CANARIES` (50) canaries, each included by a fair coin
+        (with fewer, the coins too often leave fewer than 8 in one world, which the bounds
+        need).
       kind: ``"gradient"`` (default: white-box Dirac gradient canaries in an extra parameter
         block the model never reads) or ``"input"`` (black-box: extra examples, scored by −CE).
       delta: δ ∈ (0, 1) of the accountant's ε and of the (ε, δ) bounds (default 1e-5).
@@ -100,7 +107,7 @@ class OneRunAudit(NamedTuple):
 def _check_audit(audit: Any) -> OneRunConfig:
     if not isinstance(audit, OneRunConfig):
         raise ValueError(f"audit must be a jaxaudit.dpsgd.OneRunConfig, got {type(audit).__name__}")
-    m = check_integer("audit.num_canaries", audit.num_canaries, minimum=2 * _MIN_PER_WORLD)
+    m = check_integer("audit.num_canaries", audit.num_canaries, minimum=MIN_CANARIES)
     check_choice("audit.kind", audit.kind, KINDS)
     check_probability("audit.delta", audit.delta, open_low=True, open_high=True)
     check_probability("audit.confidence", audit.confidence, open_low=True, open_high=True)
@@ -220,7 +227,9 @@ def one_run_audit(key: jax.Array, model: nn.Module, init_params: Any,
       :class:`OneRunAudit`.
 
     Raises:
-      ValueError: bad arguments, a traced one, or fewer than 8 canaries in one world (raise m).
+      ValueError: bad arguments (m below :data:`MIN_CANARIES` among them), a traced one, or
+        fewer than 8 canaries in one world (probability 2.1e-7 at m = 50; another key or a
+        larger m).
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -257,7 +266,9 @@ def one_run_audit(key: jax.Array, model: nn.Module, init_params: Any,
     n_in = int(included.sum())
     if min(n_in, included.size - n_in) < _MIN_PER_WORLD:
         raise ValueError(f"the coins included {n_in} of {included.size} canaries: the bounds "
-                         f"need at least {_MIN_PER_WORLD} in each world; raise num_canaries")
+                         f"need at least {_MIN_PER_WORLD} in each world (fair coins leave fewer "
+                         f"with probability 2·P[Bin(m, 1/2) < {_MIN_PER_WORLD}], 2.1e-7 at m = "
+                         f"{MIN_CANARIES}); use another key or raise num_canaries")
     bounds = epsilon_lower_bounds(k_bounds, scores[included], scores[~included],
                                   delta=audit.delta, confidence=audit.confidence,
                                   bonferroni=audit.bonferroni, inclusion="coin")

@@ -10,6 +10,7 @@ Keys: seed s is the root ``jax.random.key(s)``; the data's permutation uses
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -27,7 +28,7 @@ from jaxaudit._validation import (
 )
 from jaxaudit.accounting import noise_for_epsilon
 from jaxaudit.datasets.audit_split import audit_data
-from jaxaudit.dpsgd.one_run import KINDS
+from jaxaudit.dpsgd.one_run import KINDS, MIN_CANARIES
 from jaxaudit.pipelines.common import bounded, open_run, stored_config
 from jaxaudit.runs import Progress
 
@@ -46,7 +47,9 @@ class OneRunAuditConfig(NamedTuple):
       dataset: "mnist" (the 10,000-image test split) or "synthetic".
       model: "cnn" (default), "mlp" or "logreg"; randomly initialised (no pretraining).
       dataset_size: |D⁻| (default 1000).
-      num_canaries: m ≥ 16 (default 100).
+      num_canaries: m ≥ 50 (default 100; :data:`jaxaudit.dpsgd.one_run.MIN_CANARIES`: the
+        fair coins leave fewer than the 8 canaries per world the bounds need with probability
+        2.1e-7 at m = 50, 0.80 at m = 16).
       kind: "gradient" (default: Dirac gradient canaries in a parameter block the model never
         reads) or "input" (m further images of the split with wrong labels, scored by −CE).
       epsilon: target ε at ``delta`` that calibrates σ (RDP accountant; default 10).
@@ -86,7 +89,10 @@ class OneRunResult(NamedTuple):
     Estimates (bounds only if the trade-off curve is exactly Gaussian): ``fdp_one_run`` and
     ``gdp_epsilon`` (ε of μ-GDP at δ).
     Also: ``scores`` (m,) and ``included`` (m,) bool, the noise multiplier σ, ``minutes`` of wall
-    time of the run and its bounds, and ``path`` (the run folder or None).
+    time of the run and its bounds, ``path`` (the run folder or None) and ``note``: empty, or
+    why the run's ε differs from the target (the calibration floors σ at 0.001, so a target
+    ε above what σ = 0.001 gives, e.g. 1e9, is not reached: the run is audited at the
+    accountant's smaller ε; also warned about).
     """
 
     scores: np.ndarray
@@ -101,6 +107,7 @@ class OneRunResult(NamedTuple):
     gdp_epsilon: float
     minutes: float
     path: Path | None
+    note: str = ""
 
 
 def _check(config: Any) -> OneRunAuditConfig:
@@ -109,7 +116,7 @@ def _check(config: Any) -> OneRunAuditConfig:
     check_choice("model", config.model, MODELS)
     check_choice("kind", config.kind, KINDS)
     bounded("dataset_size", config.dataset_size, 1, 10_000)
-    bounded("num_canaries", config.num_canaries, 16, 10_000)
+    bounded("num_canaries", config.num_canaries, MIN_CANARIES, 10_000)
     if config.kind == "input" and config.dataset_size + config.num_canaries > 10_000:
         raise ValueError("dataset_size + num_canaries must be at most 10000 with kind='input' "
                          "(the canaries are further images of the split)")
@@ -123,6 +130,17 @@ def _check(config: Any) -> OneRunAuditConfig:
     check_probability("confidence", config.confidence, open_low=True, open_high=True)
     check_integer("seed", config.seed, minimum=0)
     return config
+
+
+def _target_note(epsilon: float, delta: float, sigma: float, accountant: float) -> str:
+    """Empty when the accountant's ε of the calibrated run is the target (to 1%), else what
+    was run instead: the calibration never goes below σ = 0.001, where a huge target (1e9)
+    gives a smaller ε (5.5e7 at T = 100, q = 1, δ = 1e-5)."""
+    if not accountant < 0.99 * epsilon:
+        return ""
+    return (f"the target ε = {epsilon:g} at δ = {delta:g} was not reached: σ = {sigma:.4g} "
+            f"(the calibration's floor is 0.001) gives ε = {accountant:.4g} by the accountant, "
+            "and the run is audited at that ε (a target at most that large calibrates σ)")
 
 
 def run_one_run(config: OneRunAuditConfig, run_dir: str | Path | None = None, *,
@@ -163,10 +181,13 @@ def run_one_run(config: OneRunAuditConfig, run_dir: str | Path | None = None, *,
         if progress is not None:
             progress(1, 1)
         b = res.bounds
+        note = _target_note(config.epsilon, config.delta, sigma, res.accountant_epsilon)
+        if note:
+            warnings.warn(note, UserWarning, stacklevel=2)
         result = OneRunResult(res.scores, res.included, sigma, res.accountant_epsilon,
                               float(b.one_run), float(b.fdp_one_run_mu), float(b.fdp_one_run),
                               float(b.clopper_pearson), float(b.gdp_mu), float(b.gdp_epsilon),
-                              minutes, None if run is None else run.path)
+                              minutes, None if run is None else run.path, note)
         if run is not None:
             run.plan(["run"])
             run.save_chunk("run", {"scores": res.scores, "included": res.included})

@@ -290,4 +290,5 @@ def one_run_text(result: Any) -> str:
             ("GDP μ (lower bound)", r.gdp_mu), ("GDP ε (estimate)", r.gdp_epsilon))
     head = (f"one-run audit: m = {r.included.size} canaries ({int(r.included.sum())} included), "
             f"σ = {r.noise_multiplier:.4g}, {r.minutes:.2f} min")
-    return "\n".join([head, *(f"  {label:<38} {value:.4g}" for label, value in rows)])
+    note = [f"note: {r.note}"] if getattr(r, "note", "") else []
+    return "\n".join([head, *note, *(f"  {label:<38} {value:.4g}" for label, value in rows)])

@@ -149,7 +149,7 @@ def _invocations(tmp_path):
         ("rdp", "scores"): [["rdp", "--scores", str(in_path), str(out_path), "--noise-multiplier",
                              "1", "--sampling-rate", "1", "--steps", "2", "--out", out]],
         ("rdp", "one_run"): [["rdp", "--one-run", "--dataset", "synthetic", "--model", "logreg",
-                              "--dataset-size", "32", "--canaries", "16", "--out", out]],
+                              "--dataset-size", "32", "--canaries", "50", "--out", out]],
         ("shadow",): [["shadow", *csbm, "--sampler", "snowball", "--out", out],
                       ["shadow", *csbm, "--out", out],
                       ["shadow", "--graph", graph, "--models", "2", "--out", out]],

@@ -35,3 +35,14 @@ def test_input_canaries_and_checked_fields():
         run_one_run(TINY._replace(num_canaries=4))
     with pytest.raises(ValueError, match="kind"):
         run_one_run(TINY._replace(kind="label"))
+
+
+def test_a_target_no_noise_reaches_is_noted_and_warned(tmp_path):
+    """--epsilon 1e9: σ is floored at 0.001; the result, result.json and the warning say that
+    the target was not reached and at which ε the run was audited."""
+    with pytest.warns(UserWarning, match=r"target ε = 1e\+09 .* was not reached"):
+        res = run_one_run(TINY._replace(epsilon=1e9), tmp_path / "run")
+    assert res.noise_multiplier == pytest.approx(0.001) and res.accountant_epsilon < 1e9
+    assert "not reached" in res.note
+    assert json.loads((tmp_path / "run" / "result.json").read_text())["note"] == res.note
+    assert run_one_run(TINY).note == ""

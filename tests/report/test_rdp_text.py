@@ -34,3 +34,22 @@ def test_gdp_baseline_and_gdp_threshold_test_say_what_they_are_with_one_number(r
     assert "only if the profile is Gaussian" in baseline and "lower bound (" not in baseline
     assert "estimate (μ: bound)" in threshold and "the GDP baseline's test" in threshold
     assert "1.5919" in baseline and "1.5919" in threshold  # both to nearest: one number
+
+
+def test_one_run_target_not_reached_is_said_in_the_result_and_the_printout():
+    """--one-run --epsilon 1e9 floored σ at 0.001 and the accountant reported a far smaller ε
+    with no note that the target was not reached."""
+    import numpy as np
+
+    from jaxaudit.pipelines.one_run import _target_note
+
+    assert _target_note(4.0, 1e-5, 1.64, 4.0) == ""  # calibrated: nothing to say
+    note = _target_note(1e9, 1e-5, 0.001, 5.5e7)
+    assert "target ε = 1e+09 at δ = 1e-05 was not reached" in note
+    assert "σ = 0.001" in note and "ε = 5.5e+07" in note
+    res = SimpleNamespace(included=np.ones(50, bool), noise_multiplier=0.001, minutes=0.1,
+                          accountant_epsilon=5.5e7, one_run=1.0, fdp_one_run_mu=1.0,
+                          fdp_one_run=1.0, clopper_pearson=1.0, gdp_mu=1.0, gdp_epsilon=1.0,
+                          note=note)
+    lines = report.one_run_text(res).splitlines()
+    assert lines[1] == f"note: {note}"  # right under the head, before the numbers
