@@ -145,12 +145,12 @@ def test_canary_kinds_are_the_librarys():
 def test_one_run_command_trains_once_and_prints_the_bounds(tmp_path, capsys):
     out = tmp_path / "one"
     argv = ["rdp", "--one-run", "--dataset", "synthetic", "--model", "logreg",
-            "--dataset-size", "32", "--canaries", "16", "--canary-kind", "gradient",
+            "--dataset-size", "32", "--canaries", "50", "--canary-kind", "gradient",
             "--steps", "2", "--epsilon", "4", "--quiet", "--out", str(out)]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     result = json.loads((out / "result.json").read_text())
-    assert "m = 16 canaries (" in printed and "one-run ε (lower bound)" in printed
+    assert "m = 50 canaries (" in printed and "one-run ε (lower bound)" in printed
     assert result["accountant_epsilon"] <= 4.0 + 1e-9  # the calibration meets the target
     assert 0.0 <= result["one_run"] <= result["accountant_epsilon"] + 1e-9
 
