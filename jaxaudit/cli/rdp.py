@@ -74,7 +74,7 @@ def register(subparsers: Any) -> None:
     add("--data-dir", default=None, help="data directory (default: $JAXAUDIT_DATA, else ~/.cache/jaxaudit)")
     add("--scores", nargs=2, metavar=("IN", "OUT"), default=None, help="audit these canary scores (.npy saved with numpy.save, 1-D float: runs with / without the canary, the same sampling rate in both; docs/opacus.md) instead of training; training-only options are ignored (default: train)")
     add("--one-run", action="store_true", help="audit in ONE training run instead: --canaries m canaries, each included by a fair coin from --seed, then the one-run and f-DP one-run bounds beside the accountant (Steinke, Nasr, Jagielski arXiv 2305.08846; Mahloujifar, Melis, Chaudhuri arXiv 2410.22235; datasets mnist and synthetic, models cnn, mlp and logreg, random initialisation)")
-    add("--canaries", type=count, default=100, help="--one-run: m, the number of canaries (16 to 10000)")
+    add("--canaries", type=count, default=100, help="--one-run: m, the number of canaries (50 to 10000: with fewer, the fair coins too often leave fewer than the 8 per world the bounds need)")
     add("--canary-kind", choices=CANARY_KINDS, default="gradient", help="--one-run: gradient (a Dirac gradient in a coordinate the data never uses, the tightest audit) or input (further images of the split with wrong labels)")
     add("--out", required=True, help="run folder (created; resumed if it exists)")
     add("--quiet", action="store_true", help="no progress bar")
