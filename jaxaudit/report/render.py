@@ -414,13 +414,15 @@ def _png_size(data: bytes) -> tuple[int, int]:
 
 
 def render_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None,
-                  *, max_rows: int = 50) -> tuple[Path, Path]:
+                  *, max_rows: int = 50, strict: bool = False) -> tuple[Path, Path]:
     """Write ``report.html`` (self-contained) and ``report.md`` for a run folder.
 
     Args:
       run_dir: a folder with a ``manifest.json`` (see :mod:`jaxaudit.runs`).
       out_dir: where to write the two files (default: ``run_dir``).
       max_rows: tables longer than this show their first ``max_rows`` rows and a note.
+      strict: raise (after writing the report) instead of warning when the folder is not
+        usable as it is (what ``jaxaudit report`` does: exit status 2, the problems on stderr).
 
     Returns:
       ``(html_path, md_path)``.
@@ -429,13 +431,15 @@ def render_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[st
       FileNotFoundError: ``run_dir`` has no manifest.
       ValueError: ``max_rows`` < 1, or a manifest that is unreadable, not a JSON object, nested
         too deeply, or does not match its hashes (edited by hand); the message names the file.
+      ValueError: with ``strict``, a folder that is not usable as it is (the problems of the
+        warnings below, named); the report is written first.
       OSError: the report cannot be written (the message names the file and the reason).
 
     Warns:
-      RunFolderWarning: once per problem that makes the folder unusable as it is (a corrupt,
-        moved or copied chunk, a chunk missing beside written results, a result file edited or
-        missing: what :func:`jaxaudit.runs.load_results` refuses); the report is written all
-        the same, with the problems said at its top, before any result.
+      RunFolderWarning: (without ``strict``) once per problem that makes the folder unusable as
+        it is (a corrupt, moved or copied chunk, a chunk missing beside written results, a
+        result file edited or missing: what :func:`jaxaudit.runs.load_results` refuses); the
+        report is written all the same, with the problems said at its top, before any result.
     """
     if isinstance(max_rows, bool) or int(max_rows) != max_rows or max_rows < 1:
         raise ValueError(f"max_rows must be an integer >= 1, got {max_rows!r}")
@@ -474,7 +478,7 @@ def render_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[st
     if missing and written:  # a run writes its results once its chunks are finished
         problems += [f"chunk {n!r}: missing, although the run's results were written"
                      for n in missing if n not in {r[0] for r in chunk_rows}]
-    for problem in problems:
+    for problem in problems if not strict else ():
         warnings.warn(f"run folder {run_dir}: {problem}", RunFolderWarning, stacklevel=2)
     if problems:
         rep.note(f"This run folder is not usable as it is ({len(problems)} problem"
@@ -615,4 +619,8 @@ def render_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[st
     # written as its escape
     atomic_write_bytes(html_path, page.encode("utf-8", "backslashreplace"))
     atomic_write_bytes(md_path, ("\n\n".join(rep.md) + "\n").encode("utf-8", "backslashreplace"))
+    if strict and problems:
+        raise ValueError(f"run folder {run_dir} is not usable as it is: {'; '.join(problems)} "
+                         f"(jaxaudit.load_results refuses it; the report, written to {html_path} "
+                         f"and {md_path}, says so at its top)")
     return html_path, md_path

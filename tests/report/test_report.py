@@ -666,14 +666,17 @@ def test_unusable_folder_exits_nonzero_and_says_so_before_the_results(tmp_path, 
             (folder / "chunks" / "run.npz.sha256").unlink()
     with pytest.raises(ValueError):
         jaxaudit.runs.load_results(folder)
-    assert main(["report", str(folder)]) == 1
+    assert main(["report", str(folder)]) == 2
     err = capsys.readouterr().err
     expected = {"edit_result": "result.json: its SHA-256 does not match",
                 "delete_result": "result.json is missing",
                 "corrupt_chunk": "chunk 'run': checksum mismatch",
                 "delete_chunk": "chunk 'run': not used: run.npz is missing",
                 "delete_chunk_and_record": "chunk 'run': missing, although"}[damage]
-    assert err.startswith("jaxaudit report: error: ") and expected in err
+    assert err.startswith("jaxaudit report: error: run folder ") and expected in err
+    assert err.count("\n") == 1 and "report.html" in err  # one line, naming the report
+    with pytest.warns(jaxaudit.runs.rundir.RunFolderWarning, match=expected):
+        render_report(folder)  # the library warns (strict=False) and writes the report
     md = (folder / "report.md").read_text()
     assert "not usable as it is" in md and expected in md
     if damage != "delete_result":  # the note comes before the result's table
