@@ -244,3 +244,97 @@ fig.suptitle(f"MNIST |D| = 100, SmallCNN, T = {T}, "
              f"{table[EPS_GRID[0]]['runs'] if EPS_GRID else 0} runs per world", fontsize=9)
 fig.tight_layout()
 fig.savefig(FIGURES / "rdp_eps_grid.png", dpi=110)
+
+# %% [markdown]
+# ## 4. The paper's trends, from the committed scores
+#
+# The Rényi paper claims that a smaller training set makes the audit tighter, that a larger
+# clipping norm hides the canary, and that its DV auditor beats [31] most at small ε. The scores of
+# its grid are committed in `results/scores/renyi_grid/` (`notebooks/scripts/renyi_grid_scores.py`,
+# breadth first: 100, then 250, then 1,000 runs per world; docs/renyi.md has the tables and the
+# verdicts, from `notebooks/scripts/renyi_tables.py`). Every configuration committed so far is
+# shown with the runs it has: [31]'s ε_emp (mean ± SE over audits of 100 runs per world; an
+# optimistic protocol, see above), the Clopper–Pearson threshold bound (valid), and at α = 2 the
+# DV point estimate ± SE and its 95% lower bound beside [31] in RDP units. In the fast test mode
+# the DV critic is skipped.
+
+# %%
+import importlib.util as _ilu  # noqa: E402
+
+import jaxaudit as _jaxaudit  # noqa: E402
+
+_scripts = Path(_jaxaudit.__file__).parents[1] / "notebooks" / "scripts"
+
+
+def _script(name):
+    spec = _ilu.spec_from_file_location(name, _scripts / f"{name}.py")
+    module = _ilu.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+grid, tables = _script("renyi_grid_scores"), _script("renyi_tables")
+committed = {n: s for n, s in grid.load_scores(grid.DEFAULT_OUT).items()
+             if s["runs"] >= tables.BLOCK}
+rows = {}
+for name, s in committed.items():
+    if FAST:   # no critic: the [31] audits and the threshold bound only
+        i_s, o_s = s["in"].astype(np.float64), s["out"].astype(np.float64)
+        emp = [float(gdp_epsilon_lower_bound(None, i_s[b * 100:(b + 1) * 100],
+                                             o_s[b * 100:(b + 1) * 100], DELTA, confidence=0.9,
+                                             selection="all").epsilon)
+               for b in range(s["runs"] // 100)]
+        rows[name] = dict(cfg=s["config"], runs=s["runs"], emp=tables._mean_se(emp), dv=None)
+    else:
+        r = tables.audit_configuration(name, s)
+        o2 = [o for o in r["orders"] if o["order"] == 2.0][0]
+        rows[name] = dict(cfg=r["cfg"], runs=r["runs"], emp=r["emp"], dv=o2,
+                          emp_rdp=r["emp_rdp"][list(tables.ORDERS).index(2.0)])
+    print(name, rows[name]["runs"], "runs per world; [31] ε_emp", rows[name]["emp"])
+
+# %%
+fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+for size, marker in ((100, "o"), (1000, "s")):
+    pts = sorted((r["cfg"]["clip"], r["emp"]) for r in rows.values()
+                 if r["cfg"]["size"] == size and r["cfg"]["epsilon"] == 10.0)
+    if pts:
+        axes[0].errorbar([p[0] for p in pts], [p[1][0] for p in pts],
+                         yerr=[0 if np.isnan(p[1][1]) else p[1][1] for p in pts],
+                         fmt=marker + "-", label=f"|D⁻| = {size}")
+axes[0].set_xscale("log")
+axes[0].set_xlabel("clipping norm C (ε = 10)")
+axes[0].set_ylabel("[31] ε_emp (mean ± SE)")
+axes[0].legend(fontsize=7)
+for clip in (0.1, 1.0, 10.0):
+    pts = sorted((r["cfg"]["size"], r["emp"]) for r in rows.values()
+                 if r["cfg"]["clip"] == clip and r["cfg"]["epsilon"] == 10.0)
+    if pts:
+        axes[1].errorbar([p[0] for p in pts], [p[1][0] for p in pts],
+                         yerr=[0 if np.isnan(p[1][1]) else p[1][1] for p in pts], fmt="o-",
+                         label=f"C = {clip:g}")
+axes[1].set_xscale("log")
+axes[1].set_xlabel("|D⁻| (ε = 10)")
+axes[1].legend(fontsize=7)
+eps_rows = sorted((r["cfg"]["epsilon"], r) for r in rows.values()
+                  if r["cfg"]["size"] == 100 and r["cfg"]["clip"] == 1.0)
+if eps_rows and not FAST:
+    xs = [e for e, _ in eps_rows]
+    axes[2].errorbar(xs, [r["dv"]["dv"][0] for _, r in eps_rows],
+                     yerr=[r["dv"]["dv"][1] for _, r in eps_rows], fmt="o--",
+                     label="DV point ± SE (estimate)")
+    axes[2].plot(xs, [r["dv"]["dv_lower"] for _, r in eps_rows], "s-", label="DV lower bound")
+    axes[2].errorbar(xs, [r["emp_rdp"][0] for _, r in eps_rows],
+                     yerr=[r["emp_rdp"][1] for _, r in eps_rows], fmt="^-",
+                     label="[31] α μ²/2 (mean ± SE)")
+    axes[2].plot(xs, [r["dv"]["accountant"] for _, r in eps_rows], "k-", label="accountant")
+    axes[2].set_yscale("log")
+    axes[2].legend(fontsize=6)
+elif eps_rows:
+    axes[2].plot([e for e, _ in eps_rows], [r["emp"][0] for _, r in eps_rows], "^-",
+                 label="[31] ε_emp")
+axes[2].set_xlabel("ε at δ = 1e−5 (|D⁻| = 100, C = 1)")
+axes[2].set_ylabel("ε_α at α = 2")
+fig.suptitle("The Rényi paper's trends on the committed scores (runs per world: "
+             + ", ".join(f"{n} {r['runs']}" for n, r in rows.items()) + ")", fontsize=7)
+fig.tight_layout()
+fig.savefig(FIGURES / "rdp_trends.png", dpi=110)
