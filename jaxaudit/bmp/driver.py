@@ -20,8 +20,8 @@ from jax.typing import DTypeLike
 from jaxaudit.mia.types import ErrorCounts
 from jaxaudit.sharding import vmap_chunked
 
-__all__ = ["CountTable", "count_table", "pad_rows", "rows_as_counts", "run_rows", "size_bucket",
-           "vmapped"]
+__all__ = ["CountTable", "count_table", "pad_rows", "row_keys", "rows_as_counts", "run_rows",
+           "size_bucket", "vmapped"]
 
 
 class CountTable(NamedTuple):
@@ -92,8 +92,16 @@ def vmapped(fn: Callable[..., Any], *, chunk_size: int | None = None,
     return vmap_chunked(lambda xs: fn(*xs), chunk_size=chunk_size, devices=devices)
 
 
+def row_keys(key: jax.Array, num_rows: int) -> jax.Array:
+    """The key of row i of a table: ``fold_in(key, i)``, the key rule of ``jaxaudit.runs.keys``
+    (unit i of root ``key``). It depends on ``key`` and i only: not on the padded size of the
+    table (hence not on ``chunk_size``), nor on the devices that run it, nor on JAX's
+    ``jax_threefry_partitionable`` setting (under which ``split(key, n)[i]`` depends on n)."""
+    return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, np.arange(num_rows, dtype=np.uint32))
+
+
 def run_rows(runner: Callable[[tuple[Any, ...]], Any], key: jax.Array, rows: np.ndarray,
              *per_row: Any) -> Any:
     """Run a :func:`vmapped` ``runner`` on every row of ``rows`` with its own key
-    (``jax.random.split(key, rows)``)."""
-    return runner((jax.random.split(key, rows.shape[0]), rows_as_counts(rows), *per_row))
+    (:func:`row_keys`)."""
+    return runner((row_keys(key, rows.shape[0]), rows_as_counts(rows), *per_row))
