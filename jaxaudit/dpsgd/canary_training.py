@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import flax.linen as nn
 import jax
@@ -39,7 +39,7 @@ from jaxaudit.dpsgd.models import fast_apply
 from jaxaudit.dpsgd.private_step import make_private_step
 from jaxaudit.sharding import vmap_chunked
 
-__all__ = ["ParamsInit", "canary_runs", "train_run", "canary_score"]
+__all__ = ["Layout", "ParamsInit", "canary_runs", "cpu_layout", "train_run", "canary_score"]
 
 
 @runtime_checkable
@@ -140,6 +140,75 @@ def _run_keys(key: jax.Array, num_runs: int) -> jax.Array:
     return jnp.concatenate([pairs[:, 0], pairs[:, 1]])
 
 
+#: CPU layouts of a canary run tried by :func:`cpu_layout`: name -> (block size, runs at once).
+#: "batch" is the whole batch in one ghost-clipping block; runs at once are per device (rounded
+#: up to a multiple of the device count by :func:`jaxaudit.sharding.vmap_chunked`).
+CPU_LAYOUTS: dict[str, tuple[int | str, int]] = {
+    "blocks1_run_per_device": (1, 1), "batch_run_per_device": ("batch", 1),
+    "blocks1_runs4_per_device": (1, 4), "batch_runs4_per_device": ("batch", 4)}
+#: The layout without a trial (``JAXAUDIT_AUTOTUNE=0``): the fastest on the AVX-512 machines.
+DEFAULT_CPU_LAYOUT = "blocks1_run_per_device"
+#: DP-GD steps of each run the trial times (compilation does not depend on T: ``lax.scan``).
+TRIAL_STEPS = 2
+
+
+class Layout(NamedTuple):
+    """The CPU layout :func:`cpu_layout` chose (:class:`jaxaudit.autotune.Trial` in ``trial``):
+    ``config`` with its ``block_size`` set, and ``chunk_size`` for :func:`canary_runs`."""
+
+    name: str
+    config: DpsgdConfig
+    chunk_size: int
+    trial: Any
+
+    @property
+    def config_and_chunk(self) -> tuple[DpsgdConfig, int]:
+        return self.config, self.chunk_size
+
+
+def _layout(name: str, config: DpsgdConfig, num_examples: int, num_devices: int
+            ) -> tuple[DpsgdConfig, int]:
+    block, per_device = CPU_LAYOUTS[name]
+    block_size = num_examples if block == "batch" else int(block)
+    return config._replace(block_size=block_size), per_device * num_devices
+
+
+def cpu_layout(model: nn.Module, init_params: Any | ParamsInit,
+               private_data: tuple[ArrayLike, ArrayLike], canary: tuple[ArrayLike, ArrayLike],
+               config: DpsgdConfig, *, devices: Sequence[jax.Device] | None = None) -> Layout:
+    """The fastest CPU layout of :func:`canary_runs` for this model, data shape and machine, by a
+    timed trial (:mod:`jaxaudit.autotune`; cached per machine and shape, off with
+    ``JAXAUDIT_AUTOTUNE=0``).
+
+    Candidates (:data:`CPU_LAYOUTS`): ghost clipping in blocks of one example or of the whole
+    batch, one or four runs per device at a time. Each is timed on its real program with
+    :data:`TRIAL_STEPS` steps per run (one chunk of runs), per run-step. The layouts compute the
+    same runs: the block size changes the order of the per-example work inside a step, not the
+    clipped sum (equal to float tolerance), and the runs per device do not change a run
+    (:func:`canary_runs` draws its keys per run).
+    """
+    from jaxaudit.autotune import choose, seconds_per_unit
+
+    inputs, labels, config = _check(model, private_data, canary, 1, config)
+    n_dev = len(devices) if devices is not None else jax.local_device_count()
+    n_ex = inputs.shape[0] + 1
+    n_params = (-1 if isinstance(init_params, ParamsInit)
+                else sum(int(np.size(leaf)) for leaf in jax.tree.leaves(init_params)))
+    shape = (f"{type(model).__name__} params={n_params} data={tuple(inputs.shape)} "
+             f"q={config.sampling_rate:g} devices={n_dev}")
+
+    def measure(name: str) -> float:
+        cfg, chunk = _layout(name, config._replace(steps=TRIAL_STEPS), n_ex, n_dev)
+        runs = max(chunk // 2, 1)  # one chunk of 2·runs (both worlds)
+        return seconds_per_unit(lambda: canary_runs(
+            jax.random.key(0), model, init_params, private_data, canary, cfg, num_runs=runs,
+            chunk_size=chunk, devices=devices), units=2 * runs * TRIAL_STEPS)
+
+    trial = choose("canary_runs", shape, list(CPU_LAYOUTS), measure, DEFAULT_CPU_LAYOUT)
+    cfg, chunk = _layout(trial.choice, config, n_ex, n_dev)
+    return Layout(trial.choice, cfg, chunk, trial)
+
+
 def train_run(key: jax.Array, model: nn.Module, init_params: Any | ParamsInit,
               private_data: tuple[ArrayLike, ArrayLike], canary: tuple[ArrayLike, ArrayLike],
               config: DpsgdConfig, *, include_canary: bool) -> jax.Array:
@@ -209,13 +278,14 @@ def canary_runs(
         (1 is full-batch DP-GD), the per-example gradient path (``method``, ``block_size``, see
         :func:`jaxaudit.dpsgd.clipped_gradient_sum`) and the ``lax.scan`` unroll factor.
       num_runs: R runs per world.
-      chunk_size: runs computed simultaneously (None: one run per device at a time on CPU, all
-        2R at once on other backends); the chunks run one after another inside the same
-        compiled call. It is rounded up to a multiple of the device count D and each chunk is
-        split evenly over the devices, so ``chunk_size=1`` or ``2`` on two devices means one run
-        per device at a time. On CPU one run per device was fastest in
-        ``benchmarks/bench_dpsgd.py`` (a vmapped run cost 1.3–1.7× a single run: the batched
-        im2col patches fall out of cache). On accelerators use large chunks.
+      chunk_size: runs computed simultaneously (None: all 2R at once on accelerators; on CPU,
+        with ``config.block_size`` None and ``config.method`` "auto", the layout a timed trial
+        chose for this machine and shape, :func:`cpu_layout`; otherwise one run per device at a
+        time); the chunks run one after another inside the same compiled call. It is rounded up
+        to a multiple of the device count D and each chunk is split evenly over the devices, so
+        ``chunk_size=1`` or ``2`` on two devices means one run per device at a time. Which layout
+        is fastest depends on the CPU (``benchmarks/README.md``); the layouts give the same runs
+        to float tolerance.
       devices: devices to shard runs over (None: all visible, e.g. one per CPU core after
         :func:`jaxaudit.sharding.use_all_cpu_cores`).
 
@@ -238,7 +308,11 @@ def canary_runs(
     noise_multiplier = config.noise_multiplier
     chunk_size = check_chunk_size(chunk_size)
     if chunk_size is None and jax.default_backend() == "cpu":
-        chunk_size = 1  # rounded up to one run per device by vmap_chunked
+        if config.block_size is None and config.method == "auto":
+            config, chunk_size = cpu_layout(model, init_params, (inputs, labels), canary, config,
+                                            devices=devices).config_and_chunk
+        else:
+            chunk_size = 1  # rounded up to one run per device by vmap_chunked
     prepare, _, mapped = _compiled(
         model, config._replace(noise_multiplier=0.0), inputs.shape[0], _init_fn(init_params),
         chunk_size, None if devices is None else tuple(devices))

@@ -1,0 +1,158 @@
+"""Measure, then choose: a short timed trial picks the fastest CPU configuration of a workload.
+
+The fastest layout of a canary run or a shadow-model epoch on a CPU depends on the machine:
+blocks of one example with one run per device won on the AVX-512 machines (dispatch-bound),
+whole-batch ghost clipping with runs vmapped together won by 1.44× on a Zen 3 (matmul-bound;
+``benchmarks/README.md``). So, as XLA autotunes its GPU kernels, an entry point that was not
+given a configuration times each candidate on a reduced version of the real program (the same
+shapes, a couple of steps) and keeps the fastest. The choice is cached per machine (CPU model,
+JAX and jaxlib versions, device count) and per workload shape in the user's cache directory
+(``$JAXAUDIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/jaxaudit``, else ``~/.cache/jaxaudit``;
+``autotune.json``), so the trial runs once per machine and shape.
+
+``JAXAUDIT_AUTOTUNE=0`` (or ``off``/``false``) turns the trial off: the entry points then use
+their fixed defaults, for reproducible timing. A caller who fixes the configuration (a chunk
+size, a block size) never triggers a trial. The candidates compute the same numbers: each entry
+point's tests check that every candidate gives the same results (bit for bit where the
+arithmetic is the same, to float tolerance where the layout changes the order of a sum).
+
+Host-side only (it times compiled programs); nothing here is traced.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+__all__ = ["Trial", "autotune_enabled", "cache_file", "choose", "machine_fingerprint",
+           "seconds_per_unit"]
+
+#: Environment variable that turns the trial off ("0", "off", "false", "no").
+ENV = "JAXAUDIT_AUTOTUNE"
+
+
+class Trial(NamedTuple):
+    """Which candidate a workload uses and why.
+
+    Attributes:
+      choice: the candidate's name.
+      source: "trial" (timed now), "cache" (timed earlier on this machine and shape), "off"
+        (``JAXAUDIT_AUTOTUNE=0``: the default) or "default" (a single candidate).
+      seconds: seconds per unit of each candidate timed (empty unless timed, now or earlier).
+      cost: seconds the trial took (0 unless timed now).
+    """
+
+    choice: str
+    source: str
+    seconds: dict[str, float]
+    cost: float
+
+
+def autotune_enabled() -> bool:
+    """False when ``JAXAUDIT_AUTOTUNE`` is "0", "off", "false" or "no"."""
+    return os.environ.get(ENV, "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+def cache_file() -> Path:
+    """``autotune.json`` in ``$JAXAUDIT_CACHE_DIR``, ``$XDG_CACHE_HOME/jaxaudit`` or
+    ``~/.cache/jaxaudit``."""
+    root = os.environ.get("JAXAUDIT_CACHE_DIR")
+    if not root:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        root = str(Path(xdg) / "jaxaudit") if xdg else str(Path.home() / ".cache" / "jaxaudit")
+    return Path(root) / "autotune.json"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown cpu"
+
+
+def machine_fingerprint() -> str:
+    """CPU model, cores this process may use, JAX/jaxlib versions, backend and device count."""
+    import jax
+    import jaxlib
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (f"{_cpu_model()} | {cores} cores | jax {jax.__version__} jaxlib {jaxlib.__version__}"
+            f" | {jax.default_backend()} x{jax.local_device_count()}")
+
+
+def _read(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}    # no cache yet, or an unreadable one: it is rewritten
+
+
+def _write(path: Path, data: dict) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+        tmp.replace(path)
+    except OSError:
+        pass         # a read-only home: the choice is simply not remembered
+
+
+def seconds_per_unit(fn: Callable[[], object], units: float, repeats: int = 2) -> float:
+    """Median wall seconds of ``fn()`` per unit, after one call that compiles and warms up.
+    ``fn`` must block until its result is ready (e.g. return a numpy array)."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) / units
+
+
+def choose(workload: str, shape: str, candidates: Sequence[str],
+           measure: Callable[[str], float], default: str) -> Trial:
+    """The fastest of ``candidates`` for ``workload`` at ``shape`` on this machine.
+
+    From the cache when this machine timed this workload and shape before; otherwise each
+    candidate is timed by ``measure(name)`` (seconds per unit, e.g. :func:`seconds_per_unit`),
+    the fastest is cached and returned. With the trial off (``JAXAUDIT_AUTOTUNE=0``) or a single
+    candidate, ``default`` is returned untimed.
+
+    Args:
+      workload: the entry point, e.g. "canary_runs".
+      shape: what the timing depends on besides the machine (model, data shape, devices).
+      candidates: candidate names (``default`` among them).
+      measure: seconds per unit of one candidate.
+      default: the candidate used without a trial.
+    """
+    if default not in candidates:
+        raise ValueError(f"default {default!r} is not one of the candidates {list(candidates)}")
+    if not autotune_enabled():
+        return Trial(default, "off", {}, 0.0)
+    if len(candidates) == 1:
+        return Trial(default, "default", {}, 0.0)
+    path = cache_file()
+    machine = machine_fingerprint()
+    entry = _read(path).get(machine, {}).get(workload, {}).get(shape)
+    if isinstance(entry, dict) and entry.get("choice") in candidates:
+        return Trial(entry["choice"], "cache", dict(entry.get("seconds", {})), 0.0)
+    t0 = time.perf_counter()
+    seconds = {name: float(measure(name)) for name in candidates}
+    cost = time.perf_counter() - t0
+    choice = min(candidates, key=lambda n: seconds[n])
+    data = _read(path)
+    data.setdefault(machine, {}).setdefault(workload, {})[shape] = {
+        "choice": choice, "seconds": seconds, "trial_seconds": round(cost, 2),
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    _write(path, data)
+    return Trial(choice, "trial", seconds, cost)

@@ -1,0 +1,101 @@
+"""The timed trial that picks a CPU configuration (jaxaudit.autotune), and the canary runs' use of
+it (dpsgd.canary_training.cpu_layout): the same runs whichever layout wins."""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxaudit import autotune
+from jaxaudit.dpsgd import MLP, DpsgdConfig, canary_runs
+from jaxaudit.dpsgd import canary_training as ct
+
+
+@pytest.fixture
+def trial_on(monkeypatch, tmp_path):
+    monkeypatch.setenv("JAXAUDIT_AUTOTUNE", "1")
+    monkeypatch.setenv("JAXAUDIT_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_choose_times_every_candidate_then_caches(trial_on):
+    timed = []
+
+    def measure(name):
+        timed.append(name)
+        return {"a": 3.0, "b": 1.0, "c": 2.0}[name]
+
+    first = autotune.choose("work", "shape1", ["a", "b", "c"], measure, "a")
+    assert first.choice == "b" and first.source == "trial" and timed == ["a", "b", "c"]
+    assert first.seconds == {"a": 3.0, "b": 1.0, "c": 2.0}
+    again = autotune.choose("work", "shape1", ["a", "b", "c"], measure, "a")
+    assert again.choice == "b" and again.source == "cache" and timed == ["a", "b", "c"]
+    other = autotune.choose("work", "shape2", ["a", "b", "c"], lambda n: -ord(n), "a")
+    assert other.choice == "c" and other.source == "trial"
+    data = json.loads(autotune.cache_file().read_text())
+    assert data[autotune.machine_fingerprint()]["work"]["shape1"]["choice"] == "b"
+
+
+def test_choose_off_default_and_corrupt_cache(trial_on, monkeypatch):
+    autotune.cache_file().parent.mkdir(parents=True, exist_ok=True)
+    autotune.cache_file().write_text("{not json")
+    assert autotune.choose("w", "s", ["a", "b"], lambda n: {"a": 2, "b": 1}[n], "a").choice == "b"
+    assert json.loads(autotune.cache_file().read_text())  # rewritten
+    monkeypatch.setenv("JAXAUDIT_AUTOTUNE", "off")
+    off = autotune.choose("w", "s2", ["a", "b"], lambda n: pytest.fail("timed"), "a")
+    assert off == autotune.Trial("a", "off", {}, 0.0)
+    monkeypatch.setenv("JAXAUDIT_AUTOTUNE", "1")
+    assert autotune.choose("w", "s3", ["a"], lambda n: pytest.fail("timed"), "a").source == "default"
+    with pytest.raises(ValueError, match="default"):
+        autotune.choose("w", "s4", ["a", "b"], lambda n: 1.0, "z")
+
+
+def _problem():
+    model = MLP(hidden=(6,), num_classes=3)
+    kx, ky, kp = jax.random.split(jax.random.key(0), 3)
+    x = jax.random.normal(kx, (7, 5))
+    y = jax.random.randint(ky, (7,), 0, 3)
+    params = model.init(kp, x[:1])
+    cfg = DpsgdConfig(noise_multiplier=0.7, clip_norm=0.5, steps=3, learning_rate=0.4)
+    return model, params, (x, y), (jnp.zeros(5), 1), cfg
+
+
+@pytest.mark.slow
+def test_every_cpu_layout_gives_the_same_runs():
+    """Blocks of one example or the whole batch, one or four runs per device: the same scores.
+    The block size reorders the per-example work inside a step (float tolerance); the runs per
+    device do not change a run: with the same block size the scores agree to 1e-6 relative
+    (XLA may fuse a vmapped batch of runs differently, so not always to the bit)."""
+    model, params, data, canary, cfg = _problem()
+    key = jax.random.key(1)
+    n_dev = jax.local_device_count()
+    scores = {}
+    for name in ct.CPU_LAYOUTS:
+        c, chunk = ct._layout(name, cfg, data[0].shape[0] + 1, n_dev)
+        scores[name] = np.concatenate(canary_runs(key, model, params, data, canary, c,
+                                                  num_runs=5, chunk_size=chunk))
+    ref = scores[ct.DEFAULT_CPU_LAYOUT]
+    for name, s in scores.items():
+        np.testing.assert_allclose(s, ref, rtol=1e-5, atol=1e-6, err_msg=name)
+    np.testing.assert_allclose(scores["blocks1_runs4_per_device"],
+                               scores["blocks1_run_per_device"], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.slow
+def test_canary_runs_use_the_trial_and_its_layout(trial_on):
+    """Without a chunk size or block size on CPU, canary_runs times the layouts once (cached)
+    and computes with the fastest: its scores are those of that layout given explicitly, to the
+    bit."""
+    model, params, data, canary, cfg = _problem()
+    layout = ct.cpu_layout(model, params, data, canary, cfg)
+    assert layout.trial.source == "trial" and layout.name in ct.CPU_LAYOUTS
+    assert set(layout.trial.seconds) == set(ct.CPU_LAYOUTS)
+    assert layout.name == min(layout.trial.seconds, key=layout.trial.seconds.get)
+    assert ct.cpu_layout(model, params, data, canary, cfg).trial.source == "cache"
+    key = jax.random.key(2)
+    auto = canary_runs(key, model, params, data, canary, cfg, num_runs=4)
+    fixed = canary_runs(key, model, params, data, canary, layout.config, num_runs=4,
+                        chunk_size=layout.chunk_size)
+    np.testing.assert_array_equal(np.concatenate(auto), np.concatenate(fixed))
