@@ -25,7 +25,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from jaxaudit._validation import check_instance, check_output_dir
-from jaxaudit._validation.core import check_config_fields
 from jaxaudit.pipelines.common import (
     ShadowRun,
     check_result_size,
@@ -80,15 +79,6 @@ class ShadowConfig(NamedTuple):
     csbm_nodes: int = 2708
     data_dir: str | Path | None = None
 
-    def check(self) -> ShadowConfig:
-        """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
-        ``"yes"`` for a flag or 16.0 for a count, an ``ArgumentTypeError``, also a ``TypeError``);
-        returns the configuration. ``run_shadow`` and the command call it first."""
-        check_instance("config", self, ShadowConfig)
-        check_config_fields(self)
-        check_training(self, None, None)
-        return self
-
 
 def run_shadow(config: ShadowConfig, run_dir: str | Path | None = None, *,
                progress: Progress | None = None, worker: tuple[int, int] | None = None,
@@ -130,7 +120,6 @@ def run_shadow(config: ShadowConfig, run_dir: str | Path | None = None, *,
     from jaxaudit.report import shadow as report
 
     check_instance("config", config, ShadowConfig)
-    check_config_fields(config)
     if run_dir is not None:
         check_output_dir("run_dir", run_dir)
     check_training(config, model, graph)
