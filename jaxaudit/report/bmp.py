@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from jaxaudit._validation import check_input_path
 from jaxaudit.report.figures import save_figure
-from jaxaudit.runs.rundir import read_manifest
+from jaxaudit.runs.rundir import NOT_COVERED, RunDir, RunFolderWarning, read_manifest
 
 __all__ = ["COMPARE_COLUMN", "csv_text", "markdown", "plot_bmp", "read_compare", "text_table",
            "write_csv", "write_report"]
@@ -31,7 +32,9 @@ def read_compare(path: str | Path) -> tuple[np.ndarray, str]:
 
     Raises:
       FileNotFoundError: no such folder, or no ``nodes.csv``/``manifest.json`` in it.
-      ValueError: naming ``compare``, when its manifest or ``nodes.csv`` is not a bmp report's.
+      ValueError: naming ``compare``, when its manifest or ``nodes.csv`` is not a bmp report's,
+        or ``nodes.csv`` does not match its checksum record (edited); a ``nodes.csv`` no record
+        covers is read with a :class:`~jaxaudit.runs.rundir.RunFolderWarning`.
     """
     check_input_path("compare", path, folder=True)
     for name in ("nodes.csv", "manifest.json"):
@@ -46,6 +49,11 @@ def read_compare(path: str | Path) -> tuple[np.ndarray, str]:
         raise ValueError(f"compare {path} holds a {manifest.get('kind')!r} run, not a "
                          "`jaxaudit bmp` report")
     nodes = Path(path) / "nodes.csv"
+    status = RunDir(Path(path), manifest).output_status(["nodes.csv"])["nodes.csv"]
+    if status == NOT_COVERED:
+        warnings.warn(f"compare: {nodes} is {NOT_COVERED}", RunFolderWarning, stacklevel=2)
+    elif status:
+        raise ValueError(f"compare: {nodes} is not usable: {status}")
     values = []
     try:
         with open(nodes, newline="") as f:

@@ -633,3 +633,24 @@ def test_edited_or_deleted_result_file_is_refused(tmp_path):
     with pytest.warns(UserWarning, match="notes.json is not covered by a checksum"):
         loaded = load_results(tmp_path / "r")
     assert loaded.unverified == ("notes.json",) and loaded.tables["notes.json"] == {"x": 1}
+
+
+def test_a_compared_bmp_table_is_checked_against_its_record(tmp_path):
+    """bmp --compare reads another run's nodes.csv: an edited one is refused, one no checksum
+    covers is read with a warning."""
+    from jaxaudit.report.bmp import read_compare
+    from jaxaudit.runs.rundir import RunFolderWarning
+
+    run = RunDir.open(tmp_path / "b", kind="bmp", config={"sampler": "uniform"})
+    run.write_text("nodes.csv", "node,bayes_eps_r_q50\n0,0.5\n1,\n")
+    values, label = read_compare(run.path)
+    np.testing.assert_array_equal(values, [0.5, np.nan])
+    assert label == "uniform"
+    nodes = run.path / "nodes.csv"
+    nodes.write_text("node,bayes_eps_r_q50\n0,0.1\n1,\n")
+    with pytest.raises(ValueError, match="compare: .*nodes.csv is not usable: its SHA-256"):
+        read_compare(run.path)
+    (run.path / "nodes.csv.sha256").unlink()
+    with pytest.warns(RunFolderWarning, match="not covered by a checksum"):
+        values, _ = read_compare(run.path)
+    np.testing.assert_array_equal(values, [0.1, np.nan])
