@@ -12,6 +12,7 @@ call.
 from __future__ import annotations
 
 import numbers
+import os
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -196,6 +197,70 @@ def check_bool(name: str, value: object) -> bool:
 
 
 INT64_MAX = 2**63 - 1
+
+
+#: The annotations :func:`check_config_fields` enforces, and what each admits.
+_FIELD_KINDS = {"bool": "True or False", "int": "an integer", "float": "a real number",
+                "str": "a string", "Path": "a path", "None": "None"}
+
+
+def _is_kind(value: Any, kind: str) -> bool:
+    if kind == "None":
+        return value is None
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "Path":
+        return isinstance(value, os.PathLike)
+    if isinstance(value, np.ndarray | np.generic) or type(value).__module__.startswith("jax"):
+        dtype = getattr(value, "dtype", None)
+        if np.ndim(value) != 0 or dtype is None:
+            return False
+        dtype_kind = np.dtype(dtype).kind if not str(dtype).startswith("key") else "V"
+        return {"bool": dtype_kind == "b", "int": dtype_kind in "iu",
+                "float": dtype_kind in "iuf"}[kind]
+    if kind == "bool":
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, numbers.Integral if kind == "int" else numbers.Real)
+
+
+def check_config_fields(config: Any, name: str = "") -> None:
+    """The field check that every configuration ``NamedTuple``'s ``check()`` starts with.
+
+    A field annotated with ``int``, ``float``, ``bool``, ``str``, ``Path`` and ``None`` (or a
+    union of them) must hold a value of one of those kinds: an ``int`` field refuses 16.0 and
+    True, a ``bool`` field refuses ``"yes"``, ``"False"`` and 1, a ``float`` field refuses
+    strings and booleans (0-d numpy/JAX arrays of the kind pass). A field holding another
+    configuration (a ``NamedTuple`` with a ``check()`` method) is checked by it, so configurations
+    nest. Other annotations (sequences, callables, prior specifications) are left to the
+    configuration's own value checks.
+
+    Args:
+      config: the configuration.
+      name: a prefix for the field names in messages (``"config"`` names ``config.steps``).
+
+    Raises:
+      ArgumentTypeError: naming the field, what it must be and the value.
+    """
+    for field, hint in getattr(type(config), "__annotations__", {}).items():
+        value = getattr(config, field, None)
+        if is_traced(value):
+            continue
+        nested = getattr(value, "check", None) if isinstance(value, tuple) else None
+        if callable(nested) and hasattr(value, "_fields"):
+            nested()  # a nested configuration: its own check
+            continue
+        text = hint if isinstance(hint, str) else getattr(hint, "__forward_arg__", None)
+        if text is None:
+            text = getattr(hint, "__name__", "")
+        kinds = [part.strip() for part in text.split("|")]
+        if not kinds or any(kind not in _FIELD_KINDS for kind in kinds):
+            continue
+        if not any(_is_kind(value, kind) for kind in kinds):
+            want = " or ".join(_FIELD_KINDS[kind] for kind in kinds)
+            label = f"{name}.{field}" if name else field
+            raise ArgumentTypeError(f"{label} must be {want}, got {value!r}")
 
 
 def check_integer(

@@ -48,6 +48,7 @@ from jaxaudit._validation import (
     check_positive_finite,
     check_probability,
 )
+from jaxaudit._validation.core import check_config_fields
 from jaxaudit.attacks.char_model import sequence_log_likelihood
 from jaxaudit.dpsgd import dp_aggregate, per_example_gradients
 from jaxaudit.runs import Progress
@@ -92,6 +93,12 @@ class LmConfig(NamedTuple):
     learning_rate: float = 3e-3
     delta: float = 1e-5
 
+    def check(self) -> LmConfig:
+        """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
+        ``"yes"`` for a flag or 16.0 for a count, an ``ArgumentTypeError``, also a ``TypeError``);
+        returns the configuration with Python numbers. The functions that take it call it first."""
+        return check_lm_config(self)
+
 
 def check_lm_config(config: Any, name: str = "config") -> LmConfig:
     """``config`` checked field by field (errors name ``config.<field>``), as Python numbers.
@@ -101,6 +108,7 @@ def check_lm_config(config: Any, name: str = "config") -> LmConfig:
       ValueError: a bad field, named.
     """
     check_instance(name, config, LmConfig)
+    check_config_fields(config, name)
     ints = {f: check_integer(f"{name}.{f}", getattr(config, f), minimum=m)
             for f, m in (("num_secrets", 1), ("num_filler", 0), ("record_length", 1),
                          ("records_per_user", 1), ("hidden_dim", 1), ("steps", 1),

@@ -77,6 +77,7 @@ from jaxaudit._validation import (
     check_shape,
     is_traced,
 )
+from jaxaudit._validation.core import check_config_fields
 from jaxaudit.attacks.marginals import MarginalsGame
 
 __all__ = ["JointReconstruction", "MAX_STEPS", "ReconstructionConfig",
@@ -121,12 +122,19 @@ class ReconstructionConfig(NamedTuple):
     sharpen: float = 1.0
     anneal: float = 10.0
 
+    def check(self) -> ReconstructionConfig:
+        """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
+        ``"yes"`` for a flag or 16.0 for a count, an ``ArgumentTypeError``, also a ``TypeError``);
+        returns the configuration with Python values. The functions that take it call it first."""
+        return check_reconstruction_config(self)
+
 
 def check_reconstruction_config(config: Any) -> ReconstructionConfig:
     """``config`` checked field by field (errors name ``config.<field>``), as Python values."""
     if not isinstance(config, ReconstructionConfig):
         raise ArgumentTypeError(f"config must be a jaxaudit.attacks.ReconstructionConfig, got "
                                 f"{type(config).__name__}")
+    check_config_fields(config, "config")
     restarts = check_integer("config.restarts", config.restarts, minimum=1)
     counts = {}
     for field, low in (("steps", 1), ("integer_sweeps", 0)):

@@ -23,11 +23,14 @@ from jax.typing import ArrayLike
 
 from jaxaudit._validation import (
     ArgumentTypeError,
+    check_choice,
     check_key,
     check_mask,
+    check_positive_finite,
     check_probability,
     check_shape,
 )
+from jaxaudit._validation.core import check_config_fields
 from jaxaudit.bmp.certified import certified_epsilons
 from jaxaudit.bmp.jeffreys import jeffreys_estimate
 from jaxaudit.bmp.likelihood import PRIOR_VARIANCE, AttackPriorSpec, as_attack_prior
@@ -77,6 +80,12 @@ class AuditConfig(NamedTuple):
     mp_baseline: bool = True
     nuts: NutsConfig = NutsConfig()
 
+    def check(self) -> AuditConfig:
+        """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
+        ``"yes"`` for a flag or 16.0 for a count, an ``ArgumentTypeError``, also a ``TypeError``);
+        returns the configuration (its ``nuts`` included). The functions that take it call it first."""
+        return _check_config(self)
+
 
 def _check_config(config: object) -> AuditConfig:
     if not isinstance(config, AuditConfig):
@@ -85,6 +94,13 @@ def _check_config(config: object) -> AuditConfig:
     if not isinstance(config.nuts, NutsConfig):
         raise ArgumentTypeError(f"config.nuts must be a jaxaudit.bmp.NutsConfig, got "
                                 f"{type(config.nuts).__name__}")
+    check_config_fields(config)  # the flags, the numbers, and config.nuts.check()
+    from jaxaudit.mia import ATTACKS
+
+    check_choice("attack", config.attack, ATTACKS)
+    check_positive_finite("prior_variance", config.prior_variance)
+    check_probability("confidence", config.confidence, open_low=True, open_high=True)
+    as_attack_prior(config.attack_prior)
     return config
 
 

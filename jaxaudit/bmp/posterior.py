@@ -39,6 +39,7 @@ from jaxaudit._validation import (
     check_positive_finite,
     is_traced,
 )
+from jaxaudit._validation.core import check_config_fields
 from jaxaudit.bmp import diagnostics, driver
 from jaxaudit.bmp.likelihood import (
     DELTA_LINKS,
@@ -272,9 +273,16 @@ class NutsConfig(NamedTuple):
     min_ess: float | None = None
     delta_link: str = "softplus"
 
+    def check(self) -> NutsConfig:
+        """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
+        ``"yes"`` for a flag or 16.0 for a count, an ``ArgumentTypeError``, also a ``TypeError``);
+        returns the configuration. The functions that take it call it first."""
+        return _check_nuts_config(self)
+
 
 def _check_nuts_config(config: object) -> NutsConfig:
     config = check_instance("config", config, NutsConfig)
+    check_config_fields(config)
     for name in ("num_warmup", "num_samples"):
         check_integer(name, getattr(config, name), minimum=1)
     check_integer("num_chains", config.num_chains, minimum=2)  # R-hat needs several chains

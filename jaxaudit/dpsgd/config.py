@@ -22,6 +22,7 @@ from jaxaudit._validation import (
     check_probability,
     is_traced,
 )
+from jaxaudit._validation.core import check_config_fields
 
 __all__ = ["METHODS", "DpsgdConfig", "check_dpsgd_config"]
 
@@ -59,6 +60,12 @@ class DpsgdConfig(NamedTuple):
     block_size: int | None = None
     unroll: int = 1
 
+    def check(self) -> DpsgdConfig:
+        """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
+        ``"yes"`` for a flag or 16.0 for a count, an ``ArgumentTypeError``, also a ``TypeError``);
+        returns the configuration with Python numbers. The functions that take it call it first."""
+        return check_dpsgd_config(self)
+
 
 def check_dpsgd_config(config: Any, name: str = "config") -> DpsgdConfig:
     """``config`` checked field by field (errors name ``config.<field>``), with Python numbers.
@@ -70,6 +77,7 @@ def check_dpsgd_config(config: Any, name: str = "config") -> DpsgdConfig:
       ValueError: a bad field, named.
     """
     check_instance(name, config, DpsgdConfig)
+    check_config_fields(config, name)
     check_positive_finite(f"{name}.clip_norm", config.clip_norm)
     check_nonnegative_finite(f"{name}.noise_multiplier", config.noise_multiplier)
     check_nonnegative_finite(f"{name}.learning_rate", config.learning_rate)

@@ -42,6 +42,7 @@ from jaxaudit._validation import (
     check_probability,
     is_traced,
 )
+from jaxaudit._validation.core import check_config_fields
 from jaxaudit.dpsgd.config import DpsgdConfig, check_dpsgd_config
 from jaxaudit.dpsgd.ghost import _per_example_losses
 from jaxaudit.dpsgd.models import fast_apply
@@ -84,6 +85,12 @@ class OneRunConfig(NamedTuple):
     confidence: float = 0.95
     bonferroni: str = "grid"
 
+    def check(self) -> OneRunConfig:
+        """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
+        ``"yes"`` for a flag or 16.0 for a count, an ``ArgumentTypeError``, also a ``TypeError``);
+        returns the configuration with Python numbers. The functions that take it call it first."""
+        return _check_audit(self)
+
 
 class OneRunAudit(NamedTuple):
     """Result of :func:`one_run_audit`.
@@ -107,6 +114,7 @@ class OneRunAudit(NamedTuple):
 def _check_audit(audit: Any) -> OneRunConfig:
     if not isinstance(audit, OneRunConfig):
         raise ValueError(f"audit must be a jaxaudit.dpsgd.OneRunConfig, got {type(audit).__name__}")
+    check_config_fields(audit, "audit")
     m = check_integer("audit.num_canaries", audit.num_canaries, minimum=MIN_CANARIES)
     check_choice("audit.kind", audit.kind, KINDS)
     check_probability("audit.delta", audit.delta, open_low=True, open_high=True)

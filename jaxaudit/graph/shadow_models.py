@@ -41,6 +41,8 @@ from jaxaudit._validation import (
     check_nonnegative_finite,
     check_positive_finite,
 )
+from jaxaudit._validation.core import check_config_fields
+from jaxaudit.graph.layout import TRIAL_EPOCHS, cpu_chunk_size
 from jaxaudit.graph.models import GAT, GCN, GraphSAGE
 from jaxaudit.graph.propagation import SparseFeatures, sparse_features
 from jaxaudit.graph.samplers import Sampler
@@ -82,12 +84,24 @@ class ShadowTraining(NamedTuple):
     weight_decay: float = 5e-4
     edge_access: str = "inductive"
 
+    def check(self) -> ShadowTraining:
+        """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
+        ``"yes"`` for a flag or 16.0 for a count, an ``ArgumentTypeError``, also a ``TypeError``);
+        returns the configuration. The functions that take it call it first."""
+        _check_training(self)
+        return self
+
 
 def _check_training(config: object) -> tuple[int, float, float, str]:
     """The recipe's fields, after checking that ``config`` is a :class:`ShadowTraining`."""
     if not isinstance(config, ShadowTraining):
         raise ArgumentTypeError(f"config must be a jaxaudit.graph.ShadowTraining, got "
                                 f"{type(config).__name__}")
+    check_config_fields(config)
+    check_integer("epochs", config.epochs, minimum=1)
+    check_positive_finite("learning_rate", config.learning_rate)
+    check_nonnegative_finite("weight_decay", config.weight_decay)
+    check_choice("edge_access", config.edge_access, EDGE_ACCESS)
     return config.epochs, config.learning_rate, config.weight_decay, config.edge_access
 
 
@@ -342,10 +356,12 @@ def train_shadow_models(key: jax.Array, graph: Graph, sampler: Sampler, model: s
       config: the training recipe, a :class:`ShadowTraining` (epochs, learning rate, weight
         decay, edge access).
       chunk_size: models trained simultaneously (vmapped); the chunks run one after another
-        inside the same compiled call (``lax.map``). None: automatic — 1 on CPU, all R at once
-        on accelerators. On CPU larger chunks are slower per model (the batched sparse feature
-        product is cheap per model, but the vmapped edge gathers and scatters fall out of
-        cache; timings in benchmarks/README.md). Lower it to bound memory.
+        inside the same compiled call (``lax.map``). None: automatic — all R at once on
+        accelerators; on CPU the models per device a timed trial chose for this machine and
+        graph (:func:`jaxaudit.graph.layout.cpu_chunk_size`, cached; 1 with
+        ``JAXAUDIT_AUTOTUNE=0``: larger chunks were slower per model on the machines measured,
+        as the vmapped edge gathers and scatters fall out of cache; benchmarks/README.md).
+        Lower it to bound memory.
       devices: devices to shard the model axis over (None: all visible).
 
     Returns:
@@ -365,11 +381,18 @@ def train_shadow_models(key: jax.Array, graph: Graph, sampler: Sampler, model: s
                          f"{num_models}")
     module = gnn_module(model, graph)
     inputs = _module_inputs(module, graph)
+    devs = None if devices is None else tuple(devices)
     if chunk_size is None and jax.default_backend() == "cpu":
-        chunk_size = 1
+        def trial(chunk: int, n: int) -> np.ndarray:
+            t = _batched_trainer(sampler, module, TRIAL_EPOCHS, float(learning_rate),
+                                 float(weight_decay), edge_access, chunk, devs)
+            return np.asarray(t(jax.random.split(jax.random.key(0), n), graph, inputs)[1])
+
+        shape = (f"{type(module).__name__} nodes={graph.num_nodes} edges={graph.num_edges} "
+                 f"features={graph.num_features} edge_access={edge_access}")
+        chunk_size, _ = cpu_chunk_size(shape, trial, devices)
     trainer = _batched_trainer(sampler, module, int(epochs), float(learning_rate),
-                               float(weight_decay), edge_access, chunk_size,
-                               None if devices is None else tuple(devices))
+                               float(weight_decay), edge_access, chunk_size, devs)
     keys = key if per_model else jax.random.split(key, int(num_models))
     masks, scores = trainer(keys, graph, inputs)
     _check_trained(scores, learning_rate, weight_decay)

@@ -46,6 +46,7 @@ from jaxaudit._validation import (
     check_positive_finite,
     check_probability,
 )
+from jaxaudit._validation.core import check_config_fields
 from jaxaudit.accounting.replace_one import MAX_DPSGD_EPSILON
 from jaxaudit.attacks import SCORINGS, AttackResult
 from jaxaudit.pipelines.common import open_run, stored_config
@@ -137,6 +138,13 @@ class SecretsConfig(NamedTuple):
     seed: int = 0
     gamma: float = 0.05
 
+    def check(self) -> SecretsConfig:
+        """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
+        ``"yes"`` for a flag or 16.0 for a count, an ``ArgumentTypeError``, also a ``TypeError``);
+        returns the configuration. ``run_secrets`` and the command call it first."""
+        check_secrets_config(self)
+        return self
+
 
 class MarginalsConfig(NamedTuple):
     """Reconstruction of hidden attributes from noisy marginals (``jaxaudit attack marginals``).
@@ -166,6 +174,13 @@ class MarginalsConfig(NamedTuple):
     repetitions: int = 1
     seed: int = 0
     gamma: float = 0.05
+
+    def check(self) -> MarginalsConfig:
+        """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
+        ``"yes"`` for a flag or 16.0 for a count, an ``ArgumentTypeError``, also a ``TypeError``);
+        returns the configuration. ``run_marginals`` and the command call it first."""
+        check_marginals_config(self)
+        return self
 
 
 class AttackSweep(NamedTuple):
@@ -241,6 +256,7 @@ def _check_at_most(name: str, value: Any, minimum: int, maximum: int) -> int:
 
 
 def _check_common(config: SecretsConfig | MarginalsConfig, run_dir: Any) -> None:
+    check_config_fields(config)
     if run_dir is not None:
         check_output_dir("run_dir", run_dir)
     check_probability("delta", config.delta, open_low=True, open_high=True)

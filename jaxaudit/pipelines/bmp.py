@@ -38,6 +38,7 @@ from jaxaudit._validation import (
     check_output_dir,
     check_positive_finite,
 )
+from jaxaudit._validation.core import check_config_fields
 from jaxaudit.pipelines.common import (
     SHADOW_FIELDS,
     ShadowRun,
@@ -121,6 +122,16 @@ class BmpConfig(NamedTuple):
     attack: str = "lira"
     node_units: int = 1024
 
+    def check(self) -> BmpConfig:
+        """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
+        ``"yes"`` for a flag or 16.0 for a count, an ``ArgumentTypeError``, also a ``TypeError``);
+        returns the configuration. ``run_bmp`` and the command call it first."""
+        check_integer("seed", self.seed, minimum=0)
+        _check_audit(self)
+        if self.shadow_run is None:
+            check_training(self, None, None)
+        return self
+
 
 class BmpResult(NamedTuple):
     """The result of :func:`run_bmp`.
@@ -159,6 +170,7 @@ def unit_names(num_distinct: int, node_units: int) -> list[str]:
 
 def _check_audit(config: BmpConfig) -> None:
     """The audit's fields (ValueError naming the field), before any work."""
+    check_config_fields(config)
     from jaxaudit.bmp.likelihood import as_attack_prior
 
     bounded("prior_draws", config.prior_draws, 1, MAX_PRIOR_DRAWS)

@@ -35,6 +35,7 @@ from jaxaudit._validation import (
     check_positive,
     check_probability,
 )
+from jaxaudit._validation.core import check_config_fields
 from jaxaudit._validation.paths import available_memory
 from jaxaudit.bounds import (
     BoundsSummary,
@@ -97,6 +98,12 @@ class BoundsConfig(NamedTuple):
     max_count: int | None = None
     tail_curve: bool = False
 
+    def check(self) -> BoundsConfig:
+        """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
+        ``"yes"`` for a flag or 16.0 for a count, an ``ArgumentTypeError``, also a ``TypeError``);
+        returns the configuration. ``run_bounds`` and the command call it first."""
+        return _check_config(self)
+
 
 class BoundsResult(NamedTuple):
     """Result of :func:`run_bounds`.
@@ -137,6 +144,7 @@ def _check_config(config: BoundsConfig) -> BoundsConfig:
     """Every field, by name, before any work or folder."""
     if not isinstance(config, BoundsConfig):
         raise ArgumentTypeError(f"config must be a BoundsConfig, got {type(config).__name__}")
+    check_config_fields(config)
     c = config
     inverse = c.max_success is not None or c.max_count is not None
     if c.max_success is not None and c.max_count is not None:

@@ -26,6 +26,7 @@ from jaxaudit._validation import (
     check_positive_finite,
     check_probability,
 )
+from jaxaudit._validation.core import check_config_fields
 from jaxaudit.accounting import noise_for_epsilon
 from jaxaudit.datasets.audit_split import audit_data
 from jaxaudit.dpsgd.one_run import KINDS, MIN_CANARIES
@@ -79,6 +80,12 @@ class OneRunAuditConfig(NamedTuple):
     seed: int = 0
     data_dir: str | None = None
 
+    def check(self) -> OneRunAuditConfig:
+        """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
+        ``"yes"`` for a flag or 16.0 for a count, an ``ArgumentTypeError``, also a ``TypeError``);
+        returns the configuration. ``run_one_run`` and the command call it first."""
+        return _check(self)
+
 
 class OneRunResult(NamedTuple):
     """Result of :func:`run_one_run`.
@@ -112,6 +119,7 @@ class OneRunResult(NamedTuple):
 
 def _check(config: Any) -> OneRunAuditConfig:
     check_instance("config", config, OneRunAuditConfig)
+    check_config_fields(config)
     check_choice("dataset", config.dataset, ("mnist", "synthetic"))
     check_choice("model", config.model, MODELS)
     check_choice("kind", config.kind, KINDS)

@@ -39,6 +39,7 @@ from jaxaudit._validation import (
     check_probability,
     check_score_vector,
 )
+from jaxaudit._validation.core import check_config_fields
 from jaxaudit.accounting import noise_for_epsilon, rdp_epsilons
 from jaxaudit.datasets.audit_split import AUDIT_DATASETS, audit_data
 from jaxaudit.dpsgd.models import MODELS
@@ -126,6 +127,12 @@ class RdpConfig(NamedTuple):
     unroll: int = 10
     score_bounds: bool = True
 
+    def check(self) -> RdpConfig:
+        """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
+        ``"yes"`` for a flag or 16.0 for a count, an ``ArgumentTypeError``, also a ``TypeError``);
+        returns it with its defaults filled in. ``run_rdp`` and the command call it first."""
+        return _resolve(self)
+
 
 class ScoresAuditConfig(NamedTuple):
     """Configuration of :func:`run_scores_audit`: canary scores from any training code.
@@ -153,6 +160,12 @@ class ScoresAuditConfig(NamedTuple):
     confidence: float = 0.95
     seed: int = 0
     score_bounds: bool = True
+
+    def check(self) -> ScoresAuditConfig:
+        """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
+        ``"yes"`` for a flag or 16.0 for a count, an ``ArgumentTypeError``, also a ``TypeError``);
+        returns it (the scores are read by ``run_scores_audit``, which calls it first)."""
+        return _check_common(self)
 
 
 class RdpResult(NamedTuple):
@@ -318,6 +331,7 @@ def _unique_orders(name: str, orders: Any) -> tuple[float, ...]:
 
 def _check_common(config: Any) -> Any:
     """Checks shared by both modes (everything the accountant and the audit read)."""
+    check_config_fields(config)
     check_choice("accountant", config.accountant, ("pld", "rdp"))
     check_probability("delta", config.delta, open_low=True, open_high=True)
     check_probability("confidence", config.confidence, open_low=True, open_high=True)

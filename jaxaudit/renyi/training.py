@@ -26,6 +26,7 @@ import optax
 from jax.typing import ArrayLike
 
 from jaxaudit._validation import (
+    ArgumentTypeError,
     check_choice,
     check_chunk_size,
     check_instance,
@@ -35,6 +36,7 @@ from jaxaudit._validation import (
     check_probability,
     typed_key,
 )
+from jaxaudit._validation.core import check_config_fields
 from jaxaudit.renyi.confidence import held_out_lower_bound
 from jaxaudit.renyi.critic import Critic, init_critic
 from jaxaudit.renyi.ema import dv_ema_init, dv_surrogate_loss
@@ -86,6 +88,12 @@ class CriticConfig(NamedTuple):
     selection: str = "penalised"
     eval_every: int = 10
     weight_decay: float = 0.0
+
+    def check(self) -> CriticConfig:
+        """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
+        ``"yes"`` for a flag or 16.0 for a count, an ``ArgumentTypeError``, also a ``TypeError``);
+        returns the configuration, normalised. The functions that take it call it first."""
+        return check_config(self)
 
 
 #: Kim, Alabi & Varshney's critic and its training, as their public code (GitHub
@@ -153,9 +161,11 @@ SELECTIONS = ("penalised", "objective", "bound")
 def check_config(config: Any) -> CriticConfig:
     """Validate a :class:`CriticConfig` (ValueError naming the field); returns it normalised."""
     check_instance("config", config, CriticConfig)
-    hidden = tuple(int(h) for h in config.hidden)
-    if any(h < 1 for h in hidden):
-        raise ValueError(f"config.hidden widths must be >= 1, got {config.hidden!r}")
+    check_config_fields(config, "config")
+    if isinstance(config.hidden, str | bytes) or not hasattr(config.hidden, "__iter__"):
+        raise ArgumentTypeError(f"config.hidden must be a sequence of layer widths, got "
+                                f"{config.hidden!r}")
+    hidden = tuple(check_integer("config.hidden", h, minimum=1) for h in config.hidden)
     check_positive("config.bound", config.bound)
     check_positive("config.learning_rate", config.learning_rate)
     check_nonnegative("config.weight_decay", config.weight_decay)
