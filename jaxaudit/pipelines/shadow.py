@@ -117,7 +117,10 @@ def run_shadow(config: ShadowConfig, run_dir: str | Path | None = None, *,
         ``ray_workers`` the chunks in flight. They do not change the numbers.
 
     Returns:
-      :class:`ShadowRun`. With a run folder, ``summary.json`` is written too.
+      :class:`ShadowRun`. With a run folder, ``summary.json`` is written too and, from 4 models
+      on, the membership attack the sweep supports (:func:`attack_metrics`: ``summary.md``, the
+      log–log ROC and per-node advantage in ``attack.png``, ``roc.json``,
+      ``node_advantage.json``; :func:`jaxaudit.report.shadow.write_attack`).
 
     Raises:
       ValueError: a bad configuration field (named), a folder holding another configuration, or
@@ -144,8 +147,52 @@ def run_shadow(config: ShadowConfig, run_dir: str | Path | None = None, *,
     result = shadow_result(results, names, stored, None if run is None else run.path)
     _warn_short_samples(result.masks, config.ratio, config.sampler)
     if run is not None and not result.missing:
-        run.write_json("summary.json", report.summary(result))
+        if result.lira_global_auc is None:  # fewer than 4 models: no attack to report
+            run.write_json("summary.json", report.summary(result))
+        else:
+            report.write_attack(run, result, attack_metrics(result.masks, result.scores))
     return result
+
+
+def attack_metrics(masks: np.ndarray, scores: np.ndarray, num_points: int = 60) -> dict:
+    """The leave-one-out LiRA over every (model, node) pair of a sweep, measured with
+    :mod:`jaxaudit.mia` (estimates, not bounds): ``auc``; ``tpr_at_1pct`` and
+    ``tpr_at_0_1pct`` (:func:`jaxaudit.mia.tpr_at_fpr`); the ROC curve ``roc_fpr``/``roc_tpr``
+    at ``num_points`` FPRs spaced evenly in log from 1/#OUT pairs to 1; ``node_advantage``
+    (N,) (None where a node is never or always in a sample): each node's TPR − FPR at the one
+    global threshold of the attack's largest advantage on that curve (its FPR:
+    ``advantage_fpr``; :func:`jaxaudit.mia.fixed_fpr_decision`,
+    :func:`jaxaudit.mia.membership_advantage`), with its ``advantage_quantiles``
+    (:data:`jaxaudit.report.shadow.ADVANTAGE_QUANTILES`), ``nodes_scored`` and
+    ``nodes_above_half`` (advantage > 0.5). Needs 4 models or more (the leave-one-out fit)."""
+    from jaxaudit.mia import (
+        fixed_fpr_decision,
+        lira_loo,
+        membership_advantage,
+        roc_auc,
+        tpr_at_fpr,
+    )
+    from jaxaudit.report.shadow import ADVANTAGE_QUANTILES
+
+    masks = np.asarray(masks, bool)
+    stat = np.asarray(lira_loo(scores, masks))
+    out_pairs = max(int((~masks).sum()), 1)
+    fprs = np.unique(np.geomspace(1.0 / out_pairs, 1.0, num_points))
+    roc = [float(tpr_at_fpr(stat, masks, float(f))) for f in fprs]
+    best = float(fprs[int(np.argmax(np.asarray(roc) - fprs))])  # the largest global advantage
+    advantage = np.asarray(membership_advantage(
+        fixed_fpr_decision(stat, masks, best, per_node=False), masks, axis=0), np.float64)
+    scored = advantage[np.isfinite(advantage)]
+    quantiles = (np.quantile(scored, ADVANTAGE_QUANTILES) if scored.size
+                 else np.full(len(ADVANTAGE_QUANTILES), np.nan))
+    return {"auc": float(roc_auc(stat, masks)),
+            "tpr_at_1pct": float(tpr_at_fpr(stat, masks, 0.01)),
+            "tpr_at_0_1pct": float(tpr_at_fpr(stat, masks, 0.001)),
+            "roc_fpr": [float(f) for f in fprs], "roc_tpr": roc,
+            "advantage_fpr": best,
+            "node_advantage": [float(a) if np.isfinite(a) else None for a in advantage],
+            "advantage_quantiles": [float(q) for q in quantiles],
+            "nodes_scored": int(scored.size), "nodes_above_half": int((scored > 0.5).sum())}
 
 
 def _warn_short_samples(masks: np.ndarray, ratio: float, sampler: str) -> None:
