@@ -73,8 +73,12 @@ __all__ = [
 
 
 def _priors(priors):
+    """The (n,) priors, checked: probabilities, and at least one target (an empty prior would
+    give the vacuous n + 1 = 1, a claim about no one)."""
     p = as_vector("priors", priors)
     check_probability("priors", p)
+    if jnp.shape(p)[0] == 0:
+        raise ValueError("priors must hold at least one target, got an empty array")
     return p
 
 

@@ -57,6 +57,14 @@ __all__ = ["epsilon_for_success", "epsilon_for_count"]
 _STEPS = 64
 #: β(ε, p) = sigmoid(ε + logit p) is within a rounding of 1 for every float64 p > 0 beyond it.
 EPSILON_MAX = THETA_MAX
+#: The inverse's target: a tail at most γ·e^{−2·ISF_LOG_MARGIN}, one margin inside the count
+#: bound's threshold γ·e^{−ISF_LOG_MARGIN}. The count bound and the bisection evaluate the same
+#: tail by different paths (the FFT engine's bracketing search tilts at other points than the
+#: one-count tail), which differ by a relative ≈ 1e−13; with one margin for both, a bisection that
+#: stops within 1e−16 of the threshold left ``success_count_bound(p, ε*)`` = V + 1 for some priors.
+#: The rule both follow: v_γ counts a tail within a relative ISF_LOG_MARGIN of γ as above γ, and
+#: the inverse returns an ε whose tail is a further ISF_LOG_MARGIN below that.
+INVERSE_LOG_MARGIN = 2.0 * ISF_LOG_MARGIN
 
 
 @jax.custom_jvp
@@ -140,7 +148,7 @@ def _epsilon_for_count_core(priors, max_count, gamma=0.05, delta=0.0, n=None,
 def _log_budget(priors, gamma, delta, n):
     """log(γ − n·δ) less the count bounds' safety margins (the bisection's target)."""
     budget = gamma - n * delta
-    return (jnp.log(jnp.maximum(budget, jnp.finfo(priors.dtype).tiny)) - ISF_LOG_MARGIN
+    return (jnp.log(jnp.maximum(budget, jnp.finfo(priors.dtype).tiny)) - INVERSE_LOG_MARGIN
             - _rounding_margin(priors.dtype, priors.shape[0]))
 
 
