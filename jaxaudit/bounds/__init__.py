@@ -6,6 +6,8 @@ underneath, prior encodings of common attacks, and prior-work baselines.
 
 Modules: ``success`` (posterior success β, gain), ``poisson_binomial`` (engine), ``count_bound``
 (tail and count bounds), ``fdp`` (trade-off functions, δ_f(ε)), ``priors`` (attack encodings),
+``tradeoff`` (trade-off functions exact in their tails), ``single_target`` (the
+least of the valid single-target routes), ``calibrate`` (noise or ε for a target risk),
 ``prior_work`` (the bounds of prior work: KGK+, Balle ReRo, Hayes, Steinke, MMC), ``inverse``
 (the largest ε that keeps an attack below a target), ``summary``
 (all of them side by side for one set of targets), ``registry`` (priors by name, for the
@@ -15,10 +17,12 @@ Exported here: the operations a user composes. Helpers stay importable from thei
 ``success.gain_ratio``, ``success.max_gain_prior``, ``count_bound.fdp_epsilon_grid``,
 ``prior_work.balle_rero_pure``, ``prior_work.hayes_gaussian``, ``prior_work.steinke_p_value``,
 ``prior_work.mmc_reject``, ``registry.prior_by_name``, ``registry.PRIORS``,
-``summary.PerTarget``.
+``summary.PerTarget``, ``single_target.SingleTargetBound``, ``single_target.ROUTES``,
+``calibrate.Calibration``.
 """
 
 from jaxaudit.bounds import priors
+from jaxaudit.bounds.calibrate import RiskTarget, calibrate
 from jaxaudit.bounds.count_bound import (
     aggregate_gain,
     success_count_bound,
@@ -45,7 +49,12 @@ from jaxaudit.bounds.prior_work import (
 )
 from jaxaudit.bounds.priors import *  # noqa: F403  (the prior encodings: priors.__all__)
 from jaxaudit.bounds.success import gain, max_gain, posterior_success
-from jaxaudit.bounds.summary import BoundsSummary, PrivacyModel, summarize_bounds
+from jaxaudit.bounds.summary import (
+    BoundsSummary,
+    PrivacyModel,
+    single_target_success,
+    summarize_bounds,
+)
 
 __all__ = [
     # posterior success and gain
@@ -76,6 +85,11 @@ __all__ = [
     "PrivacyModel",
     "BoundsSummary",
     "summarize_bounds",
+    # the tightest single-target number under f-DP
+    "single_target_success",
+    # calibration: the least noise that meets a target risk
+    "RiskTarget",
+    "calibrate",
     # prior work
     "kgk_bound_dp",
     "kgk_bound_gdp",

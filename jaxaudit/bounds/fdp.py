@@ -21,16 +21,32 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.stats import norm
+import numpy as np
 from jax.typing import ArrayLike
 
-from jaxaudit._rounding import upper_bound
+from jaxaudit._rounding import round_up, upper_bound
 from jaxaudit._validation import (
     check_nonnegative,
     check_positive,
     check_probability,
+    is_traced,
 )
+from jaxaudit.bounds.tradeoff import gdp_f
 from jaxaudit.stats.gdp import gdp_delta_core
+
+
+def lower_bound(fn, *args) -> jax.Array:
+    """``fn(*args)`` of a *lower* bound: concrete arguments in float64, rounded down into their
+    promoted dtype (−round_up(−x)); traced ones in their dtype."""
+    dtype = jnp.result_type(*[jnp.asarray(a) for a in args], float)
+    if is_traced(*args):
+        return fn(*[jnp.asarray(a, dtype=dtype) for a in args])
+    with jax.enable_x64(True):
+        out = fn(*[jnp.asarray(np.asarray(a, dtype=np.float64)) for a in args])
+        if dtype == jnp.float64:
+            return out
+        exact = np.asarray(out)
+    return -round_up(-exact, dtype)
 
 __all__ = ["gdp_delta", "gdp_tradeoff", "approx_dp_tradeoff", "approx_dp_delta"]
 
@@ -73,7 +89,14 @@ _gdp_delta = gdp_delta_core
 
 
 def gdp_tradeoff(alpha: ArrayLike, mu: ArrayLike) -> jax.Array:
-    """μ-GDP trade-off f(α) = Φ(Φ⁻¹(1 − α) − μ).
+    """μ-GDP trade-off f(α) = Φ(Φ⁻¹(1 − α) − μ) = Φ(−Φ⁻¹(α) − μ) (Dong, Roth, Su,
+    arXiv:1905.02383, Eq. 6).
+
+    Computed from Φ⁻¹(α) itself, never from 1 − α (which is 1 in float32 below α ≈ 6e−8 and
+    gave f = 1, a TPR of 0, below the exact one); where f > 1/2 it is 1 − Φ(Φ⁻¹(α) + μ) rounded
+    one float down, so f stays a lower bound on the type-II error down to the smallest normal
+    α of the dtype (:mod:`jaxaudit.bounds.tradeoff`). Concrete inputs are evaluated in float64
+    and rounded *down* into their dtype.
 
     Examples:
       >>> round(float(gdp_tradeoff(0.5, 0.0)), 6)
@@ -81,8 +104,7 @@ def gdp_tradeoff(alpha: ArrayLike, mu: ArrayLike) -> jax.Array:
     """
     check_probability("alpha", alpha)
     check_nonnegative("mu", mu)
-    alpha, mu = _float(alpha, mu)
-    return norm.cdf(norm.ppf(1.0 - alpha) - mu)
+    return lower_bound(gdp_f, alpha, mu)
 
 
 def approx_dp_tradeoff(alpha: ArrayLike, epsilon: ArrayLike, delta: ArrayLike) -> jax.Array:
