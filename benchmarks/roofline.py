@@ -10,10 +10,11 @@ Three numbers per workload (benchmarks/README.md, "Roofline"):
 * achieved GFLOP/s = counted FLOPs / measured time, and its fraction of the peak.
 
 Workloads: one DP-GD step of the ``SmallCNN`` canary run (|D| = 100 + canary, as
-``bench_dpsgd.py``; unit: one run-step), before (ghost clipping on the whole batch, all runs
-vmapped together: ``block_size=101, chunk_size=None``) and after (``block_size=1``, one run at a
-time: the defaults on CPU); and one epoch of a GCN shadow model on Cora (``--gcn``; unit: one
-model-epoch, as ``bench_shadow_training.py``).
+``bench_dpsgd.py``; unit: one run-step) in each CPU layout the timed trial of ``canary_runs``
+chooses among (``dpsgd.canary_training.CPU_LAYOUTS``: ghost blocks of one example or the whole
+batch, one or four runs per device), with the trial's choice printed and marked; and one epoch
+of a GCN shadow model on Cora (``--gcn``; unit: one model-epoch, as
+``bench_shadow_training.py``) at 1, 2 and 4 models per device and at the trial's choice.
 
 The machine may be shared: CPU time of this process (``time.process_time``) is reported next to
 wall time, and it is the steadier of the two under load (it still includes cache and memory
@@ -118,17 +119,25 @@ def dpsgd_rows(args):
                     params, feats, yy, jnp.ones(n))
     config = DpsgdConfig(noise_multiplier=1.0, clip_norm=1.0, steps=args.steps,
                          learning_rate=1.0, unroll=10)
+    from jaxaudit.dpsgd.canary_training import CPU_LAYOUTS, _layout, cpu_layout
+
     rows = []
-    configs = [("before: whole-batch ghost, runs vmapped together", n, None),
-               ("after: blocks of 1 example, one run per device", 1, 1)]
-    for name, block, chunk in configs:
-        fn = lambda block=block, chunk=chunk: canary_runs(  # noqa: E731
-            jax.random.key(1), model, params, (x, y), canary,
-            config._replace(block_size=block), num_runs=args.runs // 2, chunk_size=chunk)
+    n_dev = len(jax.devices())
+    configs = [(name, *_layout(name, config, n, n_dev)) for name in CPU_LAYOUTS]
+    layout = cpu_layout(model, params, (x, y), canary, config)
+    print(f"canary runs: the trial chose {layout.name} ({layout.trial.source}; "
+          + ", ".join(f"{k} {v * 1e3:.2f} ms/run-step" for k, v in layout.trial.seconds.items())
+          + (f"; the trial took {layout.trial.cost:.1f} s" if layout.trial.cost else "") + ")",
+          flush=True)
+    for name, cfg, chunk in configs:
+        fn = lambda cfg=cfg, chunk=chunk: canary_runs(  # noqa: E731
+            jax.random.key(1), model, params, (x, y), canary, cfg, num_runs=args.runs // 2,
+            chunk_size=chunk)
         cpu, wall = timed(fn, args.repeats)
         units = args.runs * args.steps
-        rows.append(dict(workload="DP-GD step, SmallCNN, |D|=100+canary", config=name,
-                         devices=len(jax.devices()), runs=args.runs, flops_hand=hand,
+        label = name + (" (the trial's choice)" if name == layout.name else "")
+        rows.append(dict(workload="DP-GD step, SmallCNN, |D|=100+canary", config=label,
+                         devices=n_dev, runs=args.runs, flops_hand=hand,
                          flops_xla=xla, cpu_s_per_unit=cpu / units, wall_s_per_unit=wall / units))
     return rows
 
@@ -155,16 +164,27 @@ def gcn_rows(args):
 
     graph = load_planetoid("cora")
     epochs, models = 200, args.gcn_models
+    n_dev = len(jax.devices())
+    try:
+        from jaxaudit.graph.layout import CPU_MODELS_PER_DEVICE
+        chunks = [(f"{k} model(s) per device", k * n_dev) for k in CPU_MODELS_PER_DEVICE]
+        chunks.append(("the trial's choice", None))
+    except ImportError:   # an older checkout (--gcn-only with PYTHONPATH)
+        chunks = [(args.gcn_label, None)]
+    rows = []
+    for label, chunk in chunks:
+        def run(chunk=chunk):
+            out = train_shadow_models(jax.random.key(0), graph, uniform_sampler(0.5), "gcn",
+                                      models, ShadowTraining(epochs=epochs, edge_access="full"),
+                                      chunk_size=chunk)
+            out.scores.block_until_ready()
 
-    def run():
-        out = train_shadow_models(jax.random.key(0), graph, uniform_sampler(0.5), "gcn", models, ShadowTraining(epochs=epochs, edge_access="full"))
-        out.scores.block_until_ready()
-
-    cpu, wall = timed(run, args.repeats)
-    units = models * epochs
-    return [dict(workload="GCN shadow model epoch, Cora", config=args.gcn_label,
-                 devices=len(jax.devices()), runs=models, flops_hand=gcn_epoch_flops(graph),
-                 flops_xla=None, cpu_s_per_unit=cpu / units, wall_s_per_unit=wall / units)]
+        cpu, wall = timed(run, args.repeats)
+        units = models * epochs
+        rows.append(dict(workload="GCN shadow model epoch, Cora", config=label, devices=n_dev,
+                         runs=models, flops_hand=gcn_epoch_flops(graph), flops_xla=None,
+                         cpu_s_per_unit=cpu / units, wall_s_per_unit=wall / units))
+    return rows
 
 
 def single_thread_peak(repeats):
