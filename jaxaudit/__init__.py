@@ -32,7 +32,7 @@ _SUBPACKAGES = (
 )
 
 #: Curated top-level names -> the sub-package that defines them: what a first script of each
-#: pillar needs (docs/api.md lists everything else, by sub-package).
+#: pillar needs (the API reference in docs/ shows everything else, by sub-package).
 _EXPORTS: dict[str, str] = {
     # adversary-aware DP bounds
     **dict.fromkeys(
