@@ -186,8 +186,10 @@ def _entry(package: str, name: str) -> Iterator[str]:
     what = kind(obj)
     if what == "module":
         yield f"```{{eval-rst}}\n.. automodule:: {obj.__name__}\n   :members:\n```\n"
-    elif what == "class":
+    elif what == "class" and hasattr(obj, "_fields"):  # a NamedTuple: its docstring names the fields
         yield f"```{{eval-rst}}\n.. autoclass:: {full}\n```\n"
+    elif what == "class":  # and its own documented methods (RunDir.open, ...)
+        yield f"```{{eval-rst}}\n.. autoclass:: {full}\n   :members:\n```\n"
     elif what == "function":
         yield f"```{{eval-rst}}\n.. autofunction:: {full}\n```\n"
     else:  # a constant or a type alias: its `#:` comment and its value
@@ -200,7 +202,6 @@ def _entry(package: str, name: str) -> Iterator[str]:
 
 def render(package: str) -> str:
     """The MyST page of ``jaxaudit.<package>``."""
-    module = importlib.import_module(f"jaxaudit.{package}")
     parts = [f"# `jaxaudit.{package}`\n",
              f"```{{eval-rst}}\n.. automodule:: jaxaudit.{package}\n   :no-members:\n```\n"]
     for title, names in groups(package):
@@ -210,7 +211,6 @@ def render(package: str) -> str:
                      + "".join(f"   {n}\n" for n in names) + "```\n")
         for name in names:
             parts.extend(_entry(package, name))
-    del module
     return "\n".join(parts)
 
 
