@@ -30,8 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["Trial", "autotune_enabled", "cache_file", "choose", "machine_fingerprint",
-           "seconds_per_unit"]
+__all__ = ["Trial", "choose"]
 
 #: Environment variable that turns the trial off ("0", "off", "false", "no").
 ENV = "JAXAUDIT_AUTOTUNE"
