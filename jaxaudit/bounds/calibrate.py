@@ -5,7 +5,8 @@ with prior 1% below 5%?". :func:`calibrate` answers it for four targets, each co
 whole privacy curve (:class:`~jaxaudit.bounds.PrivacyModel`), never from one (ε, δ) point:
 
 * ``"success"``: the single-target success bound (:func:`~jaxaudit.bounds.single_target_success`,
-  the least of the valid routes) at prior p (with ``alphabet_size``: a uniform prior over K);
+  the least of the valid routes) at prior p (``exact_match``: one exact-match guess, p the
+  largest prior mass, e.g. 1/K for a uniform prior over K values);
 * ``"count"``: the count bound v_γ over n targets of prior p;
 * ``"advantage"``: the largest TPR − FPR of any membership test, δ(0);
 * ``"tpr"``: the largest TPR at a given FPR, 1 − f(FPR).
@@ -14,7 +15,9 @@ Noise (DP-SGD with Poisson rate q, T steps, under ``relation``): every metric is
 σ, so σ is bracketed by doubling or halving from 1 and then bisected geometrically to a relative
 1e−3; the returned σ is the *upper* end of the final bracket, where the target was checked to
 hold (the answer never undershoots: at the returned σ the bound is met, computed by the same
-pessimistic PLD the bounds use). ε (ε-DP or (ε, δ)-DP): the metrics are non-decreasing in ε;
+pessimistic PLD the bounds use). The PLD's discretisation makes the metric monotone in σ only
+to about 1e−4 relative, so the σ returned is the least to within about 1% (checked in the
+tests), not to the bracket's 0.1%. ε (ε-DP or (ε, δ)-DP): the metrics are non-decreasing in ε;
 bisection on [0, 64], the *lower* end returned, where the target was checked to hold.
 
 Compare riskcal (Kulynych, Gomez, Kaissis, du Pin Calmon, Troncoso, "Attack-Aware Noise
@@ -57,7 +60,7 @@ class RiskTarget(NamedTuple):
       prior: the targets' baseline success p (``"success"``, ``"count"``).
       targets: n (``"count"``).
       fpr: the FPR at which the TPR is bounded (``"tpr"``).
-      alphabet_size: K for a uniform prior over K values (``"success"``; p = 1/K).
+      exact_match: ``"success"`` of one exact-match guess (p the largest prior mass).
       gamma: level γ of the count bound.
     """
 
@@ -66,7 +69,7 @@ class RiskTarget(NamedTuple):
     prior: float | None = None
     targets: int | None = None
     fpr: float | None = None
-    alphabet_size: int | None = None
+    exact_match: bool = False
     gamma: float = 0.05
 
 
@@ -112,7 +115,7 @@ def _metric(target: RiskTarget, model: PrivacyModel) -> float:
     """The target's bound under ``model`` (float64)."""
     if target.kind == "success":
         return float(single_target_success(float(target.prior or 0.0), model,
-                                           alphabet_size=target.alphabet_size).bound)
+                                           exact_match=target.exact_match).bound)
     if target.kind == "count":
         n, p = int(target.targets or 0), float(target.prior or 0.0)  # checked: both given
         return float(model.count_bound(np.full(n, p), target.gamma))

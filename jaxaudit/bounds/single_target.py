@@ -11,25 +11,29 @@ mechanism (replace-one neighbours), and none is below the others everywhere:
   a grid that can stop before the optimum.
 * **kgk_plus** (Kulynych, Gomez, Kaissis et al., arXiv:2507.06969; riskcal): success ≤ 1 − f(p),
   the largest TPR at FPR p.
-* **fixed_point**, for a uniform prior over K values and one exact-match guess: the success a
-  satisfies a ≤ 1 − f((1 − a)/(K − 1)), so a is at most the root of a = 1 − f((1 − a)/(K − 1)).
-  Derivation (ours, docs/bounds.md): with P_x the output law for secret x and A_x the outputs
-  on which the guess is x, a = (1/K) Σ_x P_x(A_x); f-DP for the pair (P_y, P_x) and the test
-  "reject on A_x" gives P_x(A_x) ≤ g(P_y(A_x)) with g = 1 − f increasing and concave; so
-  P_x(A_x) ≤ g(t_x) with t_x the mean of P_y(A_x) over y ≠ x, and by concavity
-  a ≤ g((1/K) Σ_x t_x) = g((1 − a)/(K − 1)). K-ary randomized response that keeps the secret
-  with probability a and otherwise reports one of the K − 1 others uniformly attains it: its
-  trade-off is piecewise linear with kinks at ((1 − a)/(K − 1), 1 − a) and (1 − a, (1 − a)/(K −
-  1)), both on f when a is the root (f is symmetric), so it is f-DP and succeeds with
-  probability a. Under ε-DP the root is e^ε/(e^ε + K − 1) = β(ε, 1/K); under μ-GDP at K = 2
-  it is Φ(μ/2).
+* **fixed_point**, for an exact-match guess of a discrete secret (one attempt; p the largest
+  prior mass, e.g. 1/K for a uniform prior over K values): the success a satisfies
+  a ≤ 1 − f(r(1 − a)) with r = p/(1 − p), so a is at most the root of a = 1 − f(r(1 − a));
+  for a uniform prior, a = 1 − f((1 − a)/(K − 1)). Derivation (ours, docs/bounds.md): with π
+  the prior, P_x the output law for secret x and A_x the outputs on which the guess is x,
+  a = Σ_x π(x) P_x(A_x). f-DP for the pair (P_y, P_x) and the test "reject on A_x" gives
+  P_x(A_x) ≤ g(P_y(A_x)) with g = 1 − f increasing and concave, so P_x(A_x) ≤ g(t_x) for any
+  average t_x = Σ_{y≠x} w_xy P_y(A_x); with w_xy = π(y)/(1 − π(x)) and Jensen over x,
+  a ≤ g(Σ_y π(y) Σ_{x≠y} π(x)/(1 − π(x)) P_y(A_x)) ≤ g(r(1 − a)), since the A_x partition
+  the outputs (Σ_{x≠y} P_y(A_x) = 1 − P_y(A_y)) and π(x)/(1 − π(x)) ≤ r. For a uniform prior,
+  K-ary randomized response that keeps the secret with probability a and otherwise reports one
+  of the K − 1 others uniformly attains the root: its trade-off is piecewise linear with kinks
+  at ((1 − a)/(K − 1), 1 − a) and (1 − a, (1 − a)/(K − 1)), both on f when a is the root (f is
+  symmetric), so it is f-DP and succeeds with probability a. Under ε-DP the root is
+  sigmoid(ε + logit p) = β(ε, p); under μ-GDP at K = 2 it is Φ(μ/2). It is never above
+  1 − f(p) (at a ≥ p, r(1 − a) ≤ p).
 
 The result names the route that gave the least number. Ties go to the earlier route in
 :data:`ROUTES`.
 
 Numerics: under μ-GDP everything is closed form in Φ, Φ⁻¹ and log Φ (exact in the tails); the
-fixed point is solved in z = Φ⁻¹((1 − a)/(K − 1)), where it reads Φ(−z − μ) = (K − 1) Φ(z),
-by 64 bisection steps on a log-space difference, and the upper end of the bracket is returned.
+fixed point is solved in z = Φ⁻¹(r(1 − a)), where it reads Φ(z) = r Φ(−z − μ), by Newton's
+method on a log-space difference, returned at a point checked to lie at or above the root.
 A sampled profile uses :func:`jaxaudit.bounds.tradeoff.profile_tpr`; its fixed point is a
 64-step bisection on a, upper end returned. All cores are ``jax.numpy``: they jit, vmap and
 differentiate (the bisections are fixed-length loops).
@@ -66,8 +70,8 @@ class SingleTargetBound(NamedTuple):
       posterior: inf_ε β(ε, p) + δ_f(ε).
       epsilon: the ε at which ``posterior`` was attained.
       kgk_plus: 1 − f(p).
-      fixed_point: the root of a = 1 − f((1 − a)/(K − 1)) for a uniform prior over K values
-        (1, the trivial bound, when no alphabet size is given).
+      fixed_point: the root of a = 1 − f(r(1 − a)), r = p/(1 − p), for an exact-match guess
+        (1, the trivial bound, when the guess is not exact-match).
     """
 
     bound: jax.Array
@@ -132,25 +136,27 @@ def _gdp_posterior(p, mu):
     return jnp.where(better, value, at_zero), jnp.where(better, e, 0.0)
 
 
-def _gdp_fixed_point(alphabet_size, mu):
-    """Root a of a = Φ(Φ⁻¹((1 − a)/(K − 1)) + μ), solved in z = Φ⁻¹((1 − a)/(K − 1)):
-    h(z) = log Φ(−z − μ) − log(K − 1) − log Φ(z) = 0, decreasing in z, with
+def _gdp_fixed_point(p, mu):
+    """Root a of a = Φ(Φ⁻¹(r(1 − a)) + μ) with r = p/(1 − p), solved in z = Φ⁻¹(r(1 − a)):
+    h(z) = log Φ(−z − μ) + log r − log Φ(z) = 0, decreasing in z, with
     h'(z) = −λ(−z − μ) − λ(z), λ = φ/Φ (the inverse Mills ratio). Newton's method from
-    z₀ = min(−μ/2, Φ⁻¹(1/K)) (h(z₀) ≤ 0: z₀ is at or above the root), 12 steps; the returned
+    z₀ = min(−μ/2, Φ⁻¹(p)) for p ≤ 1/2, else Φ⁻¹(p) (h(z₀) ≤ 0: z₀ is at or above the root),
+    :data:`NEWTON_STEPS` steps (converged to rounding by 4 for μ ≤ 6, K ≤ 10^8); the returned
     a = Φ(z + μ) is taken at a z with h(z) ≤ 0 (at or above the root, so a is at or above the
     fixed point): the last iterate moved up by its last step and a relative 1e−12, or z₀ if
-    that point fails the check."""
-    k = jnp.asarray(alphabet_size, jnp.result_type(mu, float))
-    log_km1 = jnp.log(k - 1.0)
+    that point fails the check. p = 0 gives 0 (no success set), p = 1 gives 1."""
+    p_s = jnp.clip(p, 1e-300, 1.0 - 1e-16)
+    log_r = jnp.log(p_s) - jnp.log1p(-p_s)
     half_log_2pi = 0.5 * jnp.log(2.0 * jnp.pi)
 
     def h_and_slope(z):
         l1, l2 = log_ndtr(-z - mu), log_ndtr(z)
         mills1 = jnp.exp(-0.5 * (z + mu) ** 2 - half_log_2pi - l1)
         mills2 = jnp.exp(-0.5 * z * z - half_log_2pi - l2)
-        return l1 - log_km1 - l2, -mills1 - mills2
+        return l1 + log_r - l2, -mills1 - mills2
 
-    z0 = jnp.minimum(-mu / 2.0, ndtri(1.0 / k))
+    z_p = ndtri(p_s)
+    z0 = jnp.where(p_s <= 0.5, jnp.minimum(-mu / 2.0, z_p), z_p)
 
     def step(_, state):
         z, _ = state
@@ -158,19 +164,21 @@ def _gdp_fixed_point(alphabet_size, mu):
         dz = -h / slope
         return z + dz, jnp.abs(dz)
 
-    z, last = jax.lax.fori_loop(0, 12, step, (z0, jnp.zeros_like(z0)))
+    z, last = jax.lax.fori_loop(0, NEWTON_STEPS, step, (z0, jnp.zeros_like(z0)))
     z_up = z + last + 1e-12 * (1.0 + jnp.abs(z))
     h_up, _ = h_and_slope(z_up)
     z_safe = jnp.where((h_up <= 0) & jnp.isfinite(z_up), z_up, z0)
-    return ndtr(z_safe + mu)
+    a = ndtr(z_safe + mu)
+    return jnp.where(p <= 0, 0.0, jnp.where(p >= 1, 1.0, a))
 
 
-def gdp_routes(p, mu, alphabet_size=None) -> SingleTargetBound:
-    """The three routes under μ-GDP (jnp, no validation; p, μ and K broadcast)."""
+def gdp_routes(p, mu, exact_match=False) -> SingleTargetBound:
+    """The three routes under μ-GDP (jnp, no validation; p and μ broadcast; ``exact_match``
+    static: the fixed-point route applies)."""
     p, mu = jnp.broadcast_arrays(*[jnp.asarray(x, jnp.result_type(p, mu, float)) for x in (p, mu)])
     posterior, eps = _gdp_posterior(p, mu)
     kgk = gdp_tpr(p, mu)
-    fixed = jnp.ones_like(p) if alphabet_size is None else _gdp_fixed_point(alphabet_size, mu)
+    fixed = _gdp_fixed_point(p, mu) if exact_match else jnp.ones_like(p)
     return _combine(posterior, eps, kgk, fixed)
 
 
@@ -179,23 +187,25 @@ def gdp_routes(p, mu, alphabet_size=None) -> SingleTargetBound:
 # --------------------------------------------------------------------------------------------
 
 
-def _profile_fixed_point(alphabet_size, epsilons, deltas, dtype):
-    k = jnp.asarray(alphabet_size, dtype)
+def _profile_fixed_point(p, epsilons, deltas):
+    """Root of a = g(r(1 − a)), g = 1 − f of the sampled curve, r = p/(1 − p): 64 bisection
+    steps on a ∈ [p, g(p)] (a ≥ p: the prior alone succeeds with p; a ≤ g(p): at a ≥ p,
+    r(1 − a) ≤ p), the upper end returned."""
     g = lambda x: profile_tpr(x, epsilons, deltas)  # noqa: E731
+    r = p / jnp.maximum(1.0 - p, 1e-300)
 
-    def step(_, bracket):  # invariant: a ≤ g((1 − a)/(K − 1)) at lo, not at hi
+    def step(_, bracket):  # invariant: a ≤ g(r(1 − a)) at lo, not at hi
         lo, hi = bracket
         mid = 0.5 * (lo + hi)
-        ok = mid <= g((1.0 - mid) / (k - 1.0))
+        ok = mid <= g(r * (1.0 - mid))
         return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid)
 
-    lo0 = 1.0 / k
-    hi0 = jnp.minimum(g(lo0) * (1.0 + 1e-12), 1.0)
-    _, hi = jax.lax.fori_loop(0, _BISECTION_STEPS, step, (lo0, hi0))
-    return hi
+    hi0 = jnp.minimum(g(p) * (1.0 + 1e-12), 1.0)
+    _, hi = jax.lax.fori_loop(0, _BISECTION_STEPS, step, (p, hi0))
+    return jnp.where(p >= 1, 1.0, hi)
 
 
-def profile_routes(p, epsilons, deltas, alphabet_size=None) -> SingleTargetBound:
+def profile_routes(p, epsilons, deltas, exact_match=False) -> SingleTargetBound:
     """The three routes for a profile sampled at (ε_j, δ_j) (jnp, no validation): the posterior
     route is the minimum over the grid points (the profile is only known there)."""
     p = jnp.asarray(p, jnp.result_type(p, float))
@@ -204,6 +214,5 @@ def profile_routes(p, epsilons, deltas, alphabet_size=None) -> SingleTargetBound
     j = jnp.argmin(values, axis=-1)
     posterior, eps = jnp.min(values, axis=-1), e[j]
     kgk = profile_tpr(p, e, d)
-    fixed = (jnp.ones_like(p) if alphabet_size is None
-             else jnp.broadcast_to(_profile_fixed_point(alphabet_size, e, d, p.dtype), p.shape))
+    fixed = _profile_fixed_point(p, e, d) if exact_match else jnp.ones_like(p)
     return _combine(posterior, eps, kgk, fixed)

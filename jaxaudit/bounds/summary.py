@@ -29,11 +29,11 @@ from jax.typing import ArrayLike
 
 from jaxaudit._validation import (
     as_vector,
+    check_bool,
     check_integer,
     check_nonnegative,
     check_probability,
     is_traced,
-    plain,
 )
 from jaxaudit.accounting.guarantees import ApproxDP, GaussianDP, PldProfile, PureDP, check_relation
 from jaxaudit.accounting.replace_one import dpsgd_delta_function
@@ -152,10 +152,9 @@ class PrivacyModel(NamedTuple):
 
     # -- what the model bounds ------------------------------------------------------------
 
-    def single_target(self, priors: ArrayLike, alphabet_size: int | None = None
-                      ) -> SingleTargetBound:
+    def single_target(self, priors: ArrayLike, exact_match: bool = False) -> SingleTargetBound:
         """:func:`single_target_success` for this model."""
-        return single_target_success(priors, self, alphabet_size=alphabet_size)
+        return single_target_success(priors, self, exact_match=exact_match)
 
     def advantage(self) -> float:
         """The largest advantage TPR − FPR of any membership test: δ(0) of the curve (Kulynych
@@ -164,9 +163,10 @@ class PrivacyModel(NamedTuple):
         self._checked()
         if self.epsilons is not None:
             return float(np.asarray(self.deltas, dtype=np.float64)[0])
-        if self.gdp_mu is not None:
-            return float(gdp_delta(0.0, self.gdp_mu))
-        return float(approx_dp_delta(0.0, self._epsilon(), self.delta))
+        with jax.enable_x64(True):  # float64 (the entries round up into the inputs' dtype)
+            if self.gdp_mu is not None:
+                return float(gdp_delta(0.0, self.gdp_mu))
+            return float(approx_dp_delta(0.0, self._epsilon(), self.delta))
 
     def tpr_at_fpr(self, fpr: ArrayLike) -> jax.Array:
         """The largest TPR of any membership test at FPR α: 1 − f(α), exact in the tails
@@ -308,16 +308,17 @@ def _relation_of(accountant: Any) -> str:
 
 
 def single_target_success(priors: ArrayLike, privacy: PrivacyModel | PureDP | ApproxDP
-                          | GaussianDP | PldProfile, *, alphabet_size: int | None = None
+                          | GaussianDP | PldProfile, *, exact_match: bool = False
                           ) -> SingleTargetBound:
     """The tightest valid bound on one target's attack success, and which route gave it.
 
     The least of three upper bounds (:mod:`jaxaudit.bounds.single_target`; docs/bounds.md):
     ``posterior`` inf_ε β(ε, p) + δ_f(ε) (Swanberg et al., arXiv:2507.08158; ε optimised
     continuously under μ-GDP), ``kgk_plus`` 1 − f(p) (Kulynych et al., arXiv:2507.06969), and,
-    with ``alphabet_size`` K (a uniform prior over K values, one exact-match guess, so p = 1/K),
-    ``fixed_point``: the root of a = 1 − f((1 − a)/(K − 1)), attained by K-ary randomized
-    response. Under pure ε-DP all three reduce to β(ε, p) or above.
+    with ``exact_match`` (the guess is one value of a discrete secret and succeeds iff it is the
+    secret; p is then the largest prior mass, 1/K for a uniform prior over K values),
+    ``fixed_point``: the root of a = 1 − f(r(1 − a)) with r = p/(1 − p), which K-ary randomized
+    response attains for a uniform prior. Under pure ε-DP all three are β(ε, p) or above.
 
     Inside the caller's ``jit``/``vmap``/``grad`` (a traced prior, or a ``PrivacyModel`` with a
     traced ``gdp_mu``) it computes in the caller's precision without checks; concrete calls are
@@ -326,53 +327,46 @@ def single_target_success(priors: ArrayLike, privacy: PrivacyModel | PureDP | Ap
     Args:
       priors: baseline success p ∈ [0, 1] (any shape).
       privacy: a replace-one :class:`PrivacyModel` or guarantee.
-      alphabet_size: K ≥ 2 for a uniform prior over K values (then every p must be 1/K).
+      exact_match: the game is an exact-match guess with one attempt (p the largest prior mass).
 
     Returns:
       :class:`~jaxaudit.bounds.single_target.SingleTargetBound` (``bound``, ``route`` index into
       ``single_target.ROUTES``, and each route's number).
 
     Examples:
-      >>> r = single_target_success(0.1, PrivacyModel(gdp_mu=1.0), alphabet_size=10)
-      >>> round(float(r.bound), 4), ROUTES[int(r.route)]
+      >>> r = single_target_success(0.1, PrivacyModel(gdp_mu=1.0), exact_match=True)
+      >>> round(float(r.bound), 4), ROUTES[int(r.route)]   # a uniform prior over 10 values
       (0.329, 'fixed_point')
     """
     if not isinstance(privacy, PrivacyModel):
         privacy = PrivacyModel.from_guarantee(privacy)
-    traced = is_traced(priors, privacy.gdp_mu, privacy.epsilon, privacy.delta, alphabet_size)
-    if not traced:
+    exact_match = check_bool("exact_match", exact_match)
+    if not is_traced(priors, privacy.gdp_mu, privacy.epsilon, privacy.delta):
         privacy._replace_one()
         p = check_probability("priors", priors)
-        if alphabet_size is not None:
-            alphabet_size = check_integer("alphabet_size", alphabet_size, minimum=2,
-                                          maximum=2**1000)
-            if not np.allclose(p, 1.0 / alphabet_size, rtol=1e-9, atol=0.0):
-                raise ValueError(f"priors must be 1/alphabet_size = {1.0 / alphabet_size:.6g} "
-                                 f"for a uniform prior over {alphabet_size} values, got "
-                                 f"{plain(p)}")
         with jax.enable_x64(True):
-            return _routes(privacy, jnp.asarray(np.asarray(p, dtype=np.float64)),
-                           None if alphabet_size is None else float(alphabet_size))
-    return _routes(privacy, jnp.asarray(priors), alphabet_size)
+            return _routes(privacy, jnp.asarray(np.asarray(p, dtype=np.float64)), exact_match)
+    return _routes(privacy, jnp.asarray(priors), exact_match)
 
 
-_gdp_routes_jit = jax.jit(gdp_routes)
-_profile_routes_jit = jax.jit(profile_routes)
+_gdp_routes_jit = jax.jit(gdp_routes, static_argnames="exact_match")
+_profile_routes_jit = jax.jit(profile_routes, static_argnames="exact_match")
 
 
-def _routes(privacy: PrivacyModel, p: jax.Array, alphabet_size) -> SingleTargetBound:
+def _routes(privacy: PrivacyModel, p: jax.Array, exact_match: bool) -> SingleTargetBound:
     """The routes for ``privacy`` (jitted cores: one compiled program per shape and dtype)."""
     if privacy.gdp_mu is not None and privacy.epsilons is None:
-        return _gdp_routes_jit(p, privacy.gdp_mu, alphabet_size)
+        return _gdp_routes_jit(p, privacy.gdp_mu, exact_match=exact_match)
     if privacy.epsilons is None and not privacy.delta:  # pure ε-DP: β is tight
         eps = privacy._epsilon()
         beta = _posterior_success(p, eps)
         kgk = prior_work._kgk_approx(p, eps, 0.0)
         return SingleTargetBound(jnp.minimum(beta, kgk), jnp.where(kgk < beta, 1, 0).astype(jnp.int32),
                                  beta, jnp.full_like(beta, eps), kgk,
-                                 jnp.ones_like(beta) if alphabet_size is None else beta)
+                                 beta if exact_match else jnp.ones_like(beta))
     e, d = privacy._curve()
-    return _profile_routes_jit(p, jnp.asarray(e, p.dtype), jnp.asarray(d, p.dtype), alphabet_size)
+    return _profile_routes_jit(p, jnp.asarray(e, p.dtype), jnp.asarray(d, p.dtype),
+                               exact_match=exact_match)
 
 
 class PerTarget(NamedTuple):
@@ -475,7 +469,7 @@ def summarize_bounds(priors: ArrayLike,
         uniform_k = (uniform_support if uniform_support is not None and uniform_support >= 2
                      and attempts == 1 else None)
         # one target: the least of the valid routes (posterior, 1 − f, the uniform fixed point)
-        single = single_target_success(kappa, privacy, alphabet_size=uniform_k)
+        single = single_target_success(kappa, privacy, exact_match=uniform_k is not None)
         per_target = None
         if eps is not None and not curve:
             per_target = PerTarget(eps, float(posterior_success(kappa, eps)),
@@ -502,7 +496,7 @@ def summarize_bounds(priors: ArrayLike,
             inverse_blowup = prior_work.inverse_blowup_dp(eps_dp)
         # Markov's inequality needs only E[L] = Σ_i Pr[target i attacked] ≤ Σ_i b_i: any valid
         # per-target bound serves, so b_i is the least of the routes (docs/bounds.md)
-        b = np.asarray(single_target_success(p, privacy, alphabet_size=uniform_k).bound,
+        b = np.asarray(single_target_success(p, privacy, exact_match=uniform_k is not None).bound,
                        dtype=np.float64)
         baselines["kgk_plus_count"] = _markov_count(np.minimum(b, np.asarray(kgk(p))), gamma)
         if uniform_k is not None:

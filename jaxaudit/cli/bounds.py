@@ -98,7 +98,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     (kind, value), k = args.calibrate, args.uniform
     q, steps = (float(x) for x in args.dpsgd.split(",")) if args.dpsgd else (None, None)
     with as_flags(**{"target.value": "--calibrate", "target.kind": "--calibrate", "target.prior": "--uniform", "target.targets": "--targets", "target.fpr": "--fpr", "sampling_rate": "--dpsgd", "steps": "--dpsgd"}):
-        c = calibrate(RiskTarget(kind, value, None if k is None else 1.0 / k, args.targets, args.fpr, k if kind == "success" else None, args.gamma), sampling_rate=q, steps=steps, delta=args.delta or None)
+        c = calibrate(RiskTarget(kind, value, None if k is None else 1.0 / k, args.targets, args.fpr, k is not None and kind == "success", args.gamma), sampling_rate=q, steps=steps, delta=args.delta or None)
     print("jaxaudit bounds:", f"noise multiplier σ = {c.noise:.6g}" if c.noise is not None else f"ε = {c.epsilon:.6g}", f"(σ rounded up, ε down); {kind} bound there: {c.achieved:.6g} ≤ {value:g}")
     return 0
 
