@@ -48,7 +48,7 @@ from jaxaudit._validation import (
     check_positive_finite,
     check_probability,
 )
-from jaxaudit._validation.core import check_config_fields
+from jaxaudit._validation.core import check_config_fields, check_one_key
 from jaxaudit.attacks.char_model import sequence_log_likelihood
 from jaxaudit.dpsgd import dp_aggregate, per_example_gradients
 from jaxaudit.runs import Progress
@@ -153,6 +153,7 @@ def train_dp_lm(key: jax.Array, model: nn.Module, tokens: ArrayLike, config: LmC
     Returns:
       The trained parameters.
     """
+    check_one_key("key", key)
     config = check_lm_config(config)
     check_nonnegative_finite("noise_multiplier", noise_multiplier)
     steps = config.steps

@@ -203,6 +203,7 @@ def marginals_game(key: jax.Array, table: Table, *, attributes: Sequence[str],
     Returns:
       :class:`MarginalsGame`.
     """
+    check_one_key("key", key)
     _check_names(attributes=attributes, hidden=hidden)
     attributes, hidden = list(attributes), list(hidden)
     check_marginals_arguments(table, attributes=attributes, hidden=hidden, way=way,
@@ -274,6 +275,7 @@ def release_marginals(key: jax.Array, game: MarginalsGame, sigma: float) -> np.n
     Raises:
       ValueError: ``sigma`` negative, NaN or infinite (TypeError: not a number).
     """
+    check_one_key("key", key)
     sigma = as_scalar("sigma", sigma)
     check_nonnegative_finite("sigma", sigma)
     n = game.truth.shape[0]

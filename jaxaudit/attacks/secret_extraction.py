@@ -41,6 +41,7 @@ from jaxaudit._validation import (
     check_positive,
     check_probability,
 )
+from jaxaudit._validation.core import check_one_key
 from jaxaudit.accounting import PldProfile, dpsgd_privacy
 from jaxaudit.attacks.char_model import CharGRU, candidate_trie, score_candidates
 from jaxaudit.attacks.corpus import (
@@ -219,6 +220,7 @@ def pretrain_public(key: jax.Array, prior: SecretPrior, config: LmConfig, *,
     Returns:
       ``(model, params)``.
     """
+    check_one_key("key", key)
     config = check_lm_config(config)
     config = check_lm_config(config._replace(
         learning_rate=learning_rate, steps=config.steps if steps is None else steps))
@@ -245,6 +247,7 @@ def train_and_score(key: jax.Array, prior: SecretPrior, config: LmConfig, *, eps
     Returns:
       :class:`SecretScores`.
     """
+    check_one_key("key", key)
     check_positive("epsilon", epsilon)
     if not isinstance(prior, SecretPrior):
         raise TypeError(f"prior must be a SecretPrior, got {type(prior).__name__}")

@@ -285,6 +285,7 @@ def inclusion_probabilities(key: jax.Array, sampler: Sampler, graph: Graph,
     Returns:
       ``(eta, stderr)``, two (N,) float arrays.
     """
+    check_one_key("key", key)
     check_positive("num_draws", num_draws)
     if isinstance(sampler, ExactSampler):
         eta = jnp.asarray(sampler.exact_inclusion(graph), jnp.float32)

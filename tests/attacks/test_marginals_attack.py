@@ -277,3 +277,22 @@ def test_a_batch_of_keys_is_refused_by_name():
     with pytest.raises(ValueError, match=r"key must be one PRNG key"):
         marginals_reconstruction(jax.random.split(jax.random.key(0), 2), rho=1.0,
                                  attributes=["age", "educ"], hidden=["educ"], num_targets=5)
+
+
+def test_every_key_taking_attack_function_gets_the_library_key_message():
+    """marginals_game, release_marginals and the LM trainers check their key first."""
+    from jaxaudit.attacks import pretrain_public, train_and_score, train_dp_lm
+
+    table = load_fair()
+    calls = [
+        lambda k: marginals_game(k, table, attributes=["age", "educ"], hidden=["educ"],
+                                 num_targets=3),
+        lambda k: release_marginals(k, None, 1.0),
+        lambda k: train_dp_lm(k, None, None, None, noise_multiplier=1.0),
+        lambda k: pretrain_public(k, None, None),
+        lambda k: train_and_score(k, None, None, epsilon=1.0),
+    ]
+    for call in calls:
+        for bad in (0, np.array([1, 2, 3], np.uint32)):
+            with pytest.raises(TypeError, match=r"key must be a JAX PRNG key"):
+                call(bad)

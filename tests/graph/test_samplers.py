@@ -170,3 +170,12 @@ def test_a_non_key_gets_the_library_key_message(sampler):
     with pytest.raises(ValueError, match=r"key must be one PRNG key"):
         sampler(keys, graph)
     assert jax.vmap(lambda k: sampler(k, graph).node_mask)(keys).shape == (2, 4)
+
+
+def test_inclusion_probabilities_gets_the_library_key_message():
+    graph = Graph(features=jnp.ones((4, 1)), labels=jnp.array([0, 1, 0, 1]),
+                  senders=jnp.array([0, 1]), receivers=jnp.array([1, 0]),
+                  train_mask=jnp.zeros(4, bool), val_mask=jnp.zeros(4, bool),
+                  test_mask=jnp.zeros(4, bool), num_classes=2)
+    with pytest.raises(TypeError, match=r"key must be a JAX PRNG key"):
+        inclusion_probabilities(0, snowball_sampler(0.5), graph, 10)
