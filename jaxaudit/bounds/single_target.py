@@ -48,7 +48,7 @@ import jax.numpy as jnp
 from jax.scipy.special import log_ndtr, ndtr, ndtri
 
 from jaxaudit.bounds._numerics import safe_logit
-from jaxaudit.bounds.tradeoff import gdp_tpr, profile_tpr
+from jaxaudit.bounds.tradeoff import profile_tpr
 
 __all__ = ["ROUTES", "SingleTargetBound", "gdp_routes", "profile_routes"]
 
@@ -57,8 +57,10 @@ ROUTES = ("posterior", "kgk_plus", "fixed_point")
 
 _GOLDEN = 0.6180339887498949
 _BISECTION_STEPS = 64
-#: Newton steps of the posterior route under μ-GDP.
+#: Newton steps of the posterior route under μ-GDP (5 leave 1e−8 relative, 6 rounding).
 NEWTON_STEPS = 6
+#: Newton steps of the fixed point under μ-GDP (converged to rounding by 4; checked after).
+FIXED_POINT_STEPS = 4
 
 
 class SingleTargetBound(NamedTuple):
@@ -97,7 +99,7 @@ def _combine(posterior, eps, kgk, fixed):
 # --------------------------------------------------------------------------------------------
 
 
-def _gdp_posterior(p, mu):
+def _gdp_posterior(p, mu, z_p):
     """inf_ε β(ε, p) + δ_μ(ε) by Newton's method on the stationarity condition, safeguarded.
 
     d/dε [β + δ_μ] = β(1 − β) − e^ε Φ(b) with b = −ε/μ − μ/2, which vanishes where
@@ -109,7 +111,8 @@ def _gdp_posterior(p, mu):
     p_s = jnp.clip(p, 1e-300, 1.0 - 1e-16)
     log_p, log_q = jnp.log(p_s), jnp.log1p(-p_s)
     logit_p = log_p - log_q
-    eps_hi = mu * mu / 2.0 - mu * ndtri(jnp.minimum(p_s, 0.5) * 1e-3) + 1.0
+    # ≥ μ²/2 − μ Φ⁻¹(min(p, 1/2)/1000) + 1: Φ⁻¹(x/1000) ≥ Φ⁻¹(x) − 3.3 for x ≤ 1/2
+    eps_hi = mu * mu / 2.0 - mu * (jnp.minimum(z_p, 0.0) - 3.3) + 1.0
     half_log_2pi = 0.5 * jnp.log(2.0 * jnp.pi)
 
     def step(e):
@@ -123,7 +126,7 @@ def _gdp_posterior(p, mu):
         move = jnp.where(slope > 0, -g / jnp.where(slope > 0, slope, 1.0), jnp.sign(-g))
         return jnp.clip(e + move, 0.0, eps_hi)
 
-    e = jnp.clip(-mu * (ndtri(p_s) + mu / 2.0), 0.0, eps_hi)
+    e = jnp.clip(-mu * (z_p + mu / 2.0), 0.0, eps_hi)
     for _ in range(NEWTON_STEPS):  # unrolled: XLA fuses the steps
         e = step(e)
     lb = log_ndtr(-e / mu - mu / 2.0)
@@ -136,12 +139,12 @@ def _gdp_posterior(p, mu):
     return jnp.where(better, value, at_zero), jnp.where(better, e, 0.0)
 
 
-def _gdp_fixed_point(p, mu):
+def _gdp_fixed_point(p, mu, z_p):
     """Root a of a = Φ(Φ⁻¹(r(1 − a)) + μ) with r = p/(1 − p), solved in z = Φ⁻¹(r(1 − a)):
     h(z) = log Φ(−z − μ) + log r − log Φ(z) = 0, decreasing in z, with
     h'(z) = −λ(−z − μ) − λ(z), λ = φ/Φ (the inverse Mills ratio). Newton's method from
     z₀ = min(−μ/2, Φ⁻¹(p)) for p ≤ 1/2, else Φ⁻¹(p) (h(z₀) ≤ 0: z₀ is at or above the root),
-    :data:`NEWTON_STEPS` steps (converged to rounding by 4 for μ ≤ 6, K ≤ 10^8); the returned
+    :data:`FIXED_POINT_STEPS` steps (converged to rounding by 4 for μ ≤ 6, K ≤ 10^8); the returned
     a = Φ(z + μ) is taken at a z with h(z) ≤ 0 (at or above the root, so a is at or above the
     fixed point): the last iterate moved up by its last step and a relative 1e−12, or z₀ if
     that point fails the check. p = 0 gives 0 (no success set), p = 1 gives 1."""
@@ -155,7 +158,6 @@ def _gdp_fixed_point(p, mu):
         mills2 = jnp.exp(-0.5 * z * z - half_log_2pi - l2)
         return l1 + log_r - l2, -mills1 - mills2
 
-    z_p = ndtri(p_s)
     z0 = jnp.where(p_s <= 0.5, jnp.minimum(-mu / 2.0, z_p), z_p)
 
     def step(_, state):
@@ -164,7 +166,7 @@ def _gdp_fixed_point(p, mu):
         dz = -h / slope
         return z + dz, jnp.abs(dz)
 
-    z, last = jax.lax.fori_loop(0, NEWTON_STEPS, step, (z0, jnp.zeros_like(z0)))
+    z, last = jax.lax.fori_loop(0, FIXED_POINT_STEPS, step, (z0, jnp.zeros_like(z0)))
     z_up = z + last + 1e-12 * (1.0 + jnp.abs(z))
     h_up, _ = h_and_slope(z_up)
     z_safe = jnp.where((h_up <= 0) & jnp.isfinite(z_up), z_up, z0)
@@ -176,9 +178,10 @@ def gdp_routes(p, mu, exact_match=False) -> SingleTargetBound:
     """The three routes under μ-GDP (jnp, no validation; p and μ broadcast; ``exact_match``
     static: the fixed-point route applies)."""
     p, mu = jnp.broadcast_arrays(*[jnp.asarray(x, jnp.result_type(p, mu, float)) for x in (p, mu)])
-    posterior, eps = _gdp_posterior(p, mu)
-    kgk = gdp_tpr(p, mu)
-    fixed = _gdp_fixed_point(p, mu) if exact_match else jnp.ones_like(p)
+    z_p = ndtri(jnp.clip(p, 1e-300, 1.0 - 1e-16))  # Φ⁻¹(p), shared by the three routes
+    posterior, eps = _gdp_posterior(p, mu, z_p)
+    kgk = jnp.where(p <= 0, 0.0, jnp.where(p >= 1, 1.0, ndtr(z_p + mu)))  # 1 − f(p) = Φ(Φ⁻¹(p) + μ)
+    fixed = _gdp_fixed_point(p, mu, z_p) if exact_match else jnp.ones_like(p)
     return _combine(posterior, eps, kgk, fixed)
 
 
