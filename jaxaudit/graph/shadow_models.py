@@ -41,6 +41,7 @@ from jaxaudit._validation import (
     check_nonnegative_finite,
     check_positive_finite,
 )
+from jaxaudit._validation.core import check_config_fields
 from jaxaudit.graph.layout import TRIAL_EPOCHS, cpu_chunk_size
 from jaxaudit.graph.models import GAT, GCN, GraphSAGE
 from jaxaudit.graph.propagation import SparseFeatures, sparse_features
@@ -83,12 +84,24 @@ class ShadowTraining(NamedTuple):
     weight_decay: float = 5e-4
     edge_access: str = "inductive"
 
+    def check(self) -> ShadowTraining:
+        """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
+        ``"yes"`` for a flag or 16.0 for a count, an ``ArgumentTypeError``, also a ``TypeError``);
+        returns the configuration. The functions that take it call it first."""
+        _check_training(self)
+        return self
+
 
 def _check_training(config: object) -> tuple[int, float, float, str]:
     """The recipe's fields, after checking that ``config`` is a :class:`ShadowTraining`."""
     if not isinstance(config, ShadowTraining):
         raise ArgumentTypeError(f"config must be a jaxaudit.graph.ShadowTraining, got "
                                 f"{type(config).__name__}")
+    check_config_fields(config)
+    check_integer("epochs", config.epochs, minimum=1)
+    check_positive_finite("learning_rate", config.learning_rate)
+    check_nonnegative_finite("weight_decay", config.weight_decay)
+    check_choice("edge_access", config.edge_access, EDGE_ACCESS)
     return config.epochs, config.learning_rate, config.weight_decay, config.edge_access
 
 
