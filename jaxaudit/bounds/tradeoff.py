@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtr, ndtri
@@ -50,9 +51,17 @@ PROFILE_GRID_SIZE = 1601
 PROFILE_DELTA_FLOOR = 1e-15
 
 
+@jax.custom_jvp
 def _down(x):
-    """The float just below x for 0 < x (x = 0 and x ≤ 0 stay): a lower bound one ulp down."""
+    """The float just below x for 0 < x (x = 0 and x ≤ 0 stay): a lower bound one ulp down.
+    Its derivative is 1 (the tangent passes through; ``nextafter`` has no rule of its own)."""
     return jnp.where(x > 0, jnp.nextafter(x, jnp.zeros_like(x)), x)
+
+
+@_down.defjvp
+def _down_jvp(primals, tangents):
+    (x,), (dx,) = primals, tangents
+    return _down(x), dx
 
 
 def gdp_tpr(alpha, mu):
