@@ -194,7 +194,7 @@ class PrivacyModel(NamedTuple):
             v = success_count_bound_fdp(priors, self._delta_of_epsilon(), gamma)
             if np.size(priors) == 1 and not is_traced(priors, v):
                 # one target: Pr[L ≥ 1] is its success, so every route is valid for this count
-                single = float(single_target_success(priors, self).bound)
+                single = float(np.max(np.asarray(single_target_success(priors, self).bound)))
                 v = min(int(v), 1 if single <= gamma * (1.0 - ISF_LOG_MARGIN) else 2)
             return v
         return success_count_bound(priors, self._epsilon(), self.delta, gamma)
