@@ -18,8 +18,9 @@ def _round_trip(seed: int, n: int, scale: float, fraction: float) -> None:
         assert success_count_bound(p, eps) <= v, (seed, n, v, eps)
 
 
+@pytest.mark.slow  # ≈ 5 s, mostly compiling the engine's buckets
 @settings(max_examples=8, deadline=None, derandomize=True)
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(1, 200),
+@given(seed=st.integers(0, 2**31 - 1), n=st.sampled_from([1, 50, 180]),  # few compiled buckets
        scale=st.sampled_from([1e-3, 0.1, 0.5, 1.0]), fraction=st.floats(0.01, 1.0))
 def test_round_trip_recursion_engine(seed, n, scale, fraction):
     _round_trip(seed, n, scale, fraction)
