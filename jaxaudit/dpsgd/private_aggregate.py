@@ -30,6 +30,11 @@ avoids. So this module has two transformations sharing one state and one noise s
 * :func:`dp_noisy_sum`: an already clipped sum Σ_i w_i clip_C(g_i) in (from ghost clipping),
   ĝ out (noise, normalise). :func:`dp_aggregate` is :func:`clip_and_sum` followed by it.
 
+The two primitives, :func:`clip_and_sum` and :func:`add_gaussian_noise` (with
+:func:`noise_stddev`, :data:`SENSITIVITY` and :func:`per_example_gradients`), live in the
+foundation module ``jaxaudit._clipped_sum`` so that the node-level private shadow training of
+:mod:`jaxaudit.graph.dp_training` (a lower layer) uses the same code; they are importable here.
+
 Keys: the state holds a PRNG key split once per update (``key, k = split(key)``; the noise is
 drawn from ``k``, one ``split(k, num_leaves)`` sub-key per leaf). A caller with its own key
 schedule passes ``noise_key=`` to ``update`` instead (an optax extra argument, forwarded by
@@ -45,12 +50,19 @@ References:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
 
+from jaxaudit._clipped_sum import (
+    SENSITIVITY,
+    add_gaussian_noise,
+    clip_and_sum,
+    noise_stddev,
+    per_example_gradients,
+)
 from jaxaudit._validation import (
     check_choice,
     check_key,
@@ -70,10 +82,6 @@ __all__ = [
     "per_example_gradients",
 ]
 
-#: The neighbouring relations (as in :mod:`jaxaudit.accounting`) and the L2 sensitivity of the
-#: clipped sum under each, in units of C.
-SENSITIVITY = {"add_remove": 1.0, "replace_one": 2.0}
-
 
 class DPAggregateState(NamedTuple):
     """State of :func:`dp_aggregate` / :func:`dp_noisy_sum`.
@@ -86,65 +94,6 @@ class DPAggregateState(NamedTuple):
     key: jax.Array | None
     # shadows tuple.count, as the ``count`` of optax's states does
     count: jax.Array  # type: ignore[assignment]
-
-
-def noise_stddev(noise_multiplier: float | jax.Array, clip_norm: float | jax.Array,
-                 relation: str = "add_remove") -> float | jax.Array:
-    """σ·Δ: the standard deviation of the noise on the clipped sum, Δ = C (add/remove) or 2C
-    (replace-one). Python floats in, a Python float out (traced values stay traced)."""
-    check_choice("relation", relation, SENSITIVITY)
-    factor = SENSITIVITY[relation]
-    return noise_multiplier * (clip_norm if factor == 1.0 else factor * clip_norm)
-
-
-def add_gaussian_noise(key: jax.Array, tree: Any, stddev: float | jax.Array) -> Any:
-    """tree + N(0, stddev² I), one independent draw per leaf entry (key split per leaf)."""
-    leaves, treedef = jax.tree.flatten(tree)
-    keys = jax.random.split(key, len(leaves))
-    noisy = [x + stddev * jax.random.normal(k, x.shape, x.dtype) for x, k in zip(leaves, keys)]
-    return jax.tree.unflatten(treedef, noisy)
-
-
-def _leading_size(tree: Any) -> int:
-    sizes = {jnp.shape(leaf)[0] if jnp.ndim(leaf) else None for leaf in jax.tree.leaves(tree)}
-    if len(sizes) != 1 or None in sizes:
-        raise ValueError("per-example gradients must be a pytree of arrays sharing one leading "
-                         f"example axis, got leading sizes {sorted(map(str, sizes))}")
-    return cast(int, sizes.pop())  # not None: refused above
-
-
-def clip_and_sum(per_example_grads: Any, clip_norm: float | jax.Array,
-                 mask: jax.Array | None = None) -> Any:
-    """Σ_i w_i · clip_C(g_i), clip_C(g) = g · min(1, C/‖g‖₂) with the norm over all leaves.
-
-    Args:
-      per_example_grads: pytree whose leaves have a leading example axis of size B.
-      clip_norm: C > 0.
-      mask: optional (B,) 0/1 weights w (default all ones). For 0/1 weights
-        clip_C(w g) = w clip_C(g), so the mask is applied before optax's
-        ``per_example_global_norm_clip``.
-
-    Returns:
-      A pytree shaped like one example's gradient.
-    """
-    leaves, treedef = jax.tree.flatten(per_example_grads)
-    n = _leading_size(per_example_grads)
-    if mask is not None:
-        if jnp.shape(mask) != (n,):
-            raise ValueError(f"mask must have shape ({n},), got {jnp.shape(mask)}")
-        mask = jnp.asarray(mask, leaves[0].dtype)
-        leaves = [g * mask.reshape((-1,) + (1,) * (g.ndim - 1)) for g in leaves]
-    summed, _ = optax.transforms.per_example_global_norm_clip(leaves, clip_norm)
-    return jax.tree.unflatten(treedef, summed)
-
-
-def per_example_gradients(loss: Callable[..., jax.Array], params: Any, *batch: Any) -> Any:
-    """``jax.vmap(jax.grad(loss), in_axes=(None, 0, ..., 0))(params, *batch)``.
-
-    ``loss(params, *example)`` is one example's scalar loss; every array of ``batch`` has a
-    leading example axis. Returns a pytree shaped like ``params`` with that axis in front.
-    """
-    return jax.vmap(jax.grad(loss), in_axes=(None,) + (0,) * len(batch))(params, *batch)
 
 
 def _check(clip_norm: float | jax.Array, noise_multiplier: float | jax.Array,

@@ -5,7 +5,9 @@ Helpers stay in their modules: the sparse feature products (:mod:`jaxaudit.graph
 ``sparse_features``, ``sparse_matmul``, ``linear``), the sampler registry and protocols
 (:mod:`jaxaudit.graph.samplers`: ``SAMPLERS``, ``ExactSampler``, ``induced_edges``), the shadow
 engine's pieces (:mod:`jaxaudit.graph.shadow_models`: ``EDGE_ACCESS``, ``ShadowModels``,
-``train_shadow_model``, ``true_class_logit``) and ``jaxaudit.graph.types.node_degrees``."""
+``train_shadow_model``, ``true_class_logit``), the node-level DP training
+(:mod:`jaxaudit.graph.dp_training`: ``NodeMLP``, ``CappedGCN``, ``cap_degrees``,
+``noise_for_node_epsilon``) and ``jaxaudit.graph.types.node_degrees``."""
 
 from jaxaudit.graph.build import (
     from_edge_index,
@@ -15,6 +17,7 @@ from jaxaudit.graph.build import (
     load_graph_npz,
     save_graph_npz,
 )
+from jaxaudit.graph.dp_training import NodeDp, node_dp_epsilon
 from jaxaudit.graph.models import GAT, GCN, GraphSAGE
 from jaxaudit.graph.propagation import SparseFeatures
 from jaxaudit.graph.samplers import (
@@ -40,6 +43,7 @@ __all__ = [
     "GCN",
     "Graph",
     "GraphSAGE",
+    "NodeDp",
     "Sample",
     "Sampler",
     "ShadowTraining",
@@ -51,6 +55,7 @@ __all__ = [
     "gnn_logits",
     "inclusion_probabilities",
     "load_graph_npz",
+    "node_dp_epsilon",
     "poisson_sampler",
     "random_walk_sampler",
     "sampler_by_name",

@@ -42,6 +42,14 @@ from jaxaudit._validation import (
     check_positive_finite,
 )
 from jaxaudit._validation.core import check_config_fields
+from jaxaudit.graph.dp_training import (
+    CappedGCN,
+    NodeDp,
+    NodeMLP,
+    check_private_model,
+    fit_private,
+    private_query_weight,
+)
 from jaxaudit.graph.layout import TRIAL_EPOCHS, cpu_chunk_size
 from jaxaudit.graph.models import GAT, GCN, GraphSAGE
 from jaxaudit.graph.propagation import SparseFeatures, sparse_features
@@ -63,7 +71,7 @@ __all__ = [
 ]
 
 EDGE_ACCESS = ("inductive", "full", "none")
-_MODELS = {"gcn": GCN, "sage": GraphSAGE, "gat": GAT}
+_MODELS = {"gcn": GCN, "sage": GraphSAGE, "gat": GAT, "mlp": NodeMLP, "capped_gcn": CappedGCN}
 
 
 class ShadowTraining(NamedTuple):
@@ -77,12 +85,17 @@ class ShadowTraining(NamedTuple):
       edge_access: which edges training and the query see: "inductive" (default: train on the
         sample's edges, query members on them and non-members on the rest), "full" or "none"
         (module docstring).
+      dp: None (default: non-private training) or a :class:`NodeDp` recipe: per-node clipped,
+        noised gradients (full batch) for the models "mlp" and "capped_gcn", the training graph
+        degree-capped, and every node queried on the same graph
+        (:mod:`jaxaudit.graph.dp_training`).
     """
 
     epochs: int = 200
     learning_rate: float = 0.01
     weight_decay: float = 5e-4
     edge_access: str = "inductive"
+    dp: NodeDp | None = None
 
     def check(self) -> ShadowTraining:
         """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
@@ -127,7 +140,9 @@ class Inputs(NamedTuple):
 
 
 def gnn_module(model: str | nn.Module, graph: Graph) -> nn.Module:
-    """The flax module for ``model``: "gcn" | "sage" | "gat" (sized from ``graph``) or a module."""
+    """The flax module for ``model``: "gcn" | "sage" | "gat" | "mlp" | "capped_gcn" (sized from
+    ``graph``; the last two are the node-level DP models of :mod:`jaxaudit.graph.dp_training`)
+    or a module."""
     if isinstance(model, nn.Module):
         return model
     check_choice("model", model, tuple(_MODELS))
@@ -244,10 +259,17 @@ def _edge_weights(edge_access: str, inputs: Inputs, node_mask: jax.Array, train_
 
 
 def _one_shadow(sampler: Sampler, module: nn.Module, epochs: int, learning_rate: float,
-                weight_decay: float, edge_access: str, key: jax.Array, graph: Graph,
-                inputs: Inputs) -> tuple[jax.Array, jax.Array]:
+                weight_decay: float, edge_access: str, dp: NodeDp | None, key: jax.Array,
+                graph: Graph, inputs: Inputs) -> tuple[jax.Array, jax.Array]:
     k_sample, k_train = jax.random.split(key)
     sample = sampler(k_sample, graph)
+    if dp is not None:  # node-level DP: one query graph for every node (dp_training)
+        params, cap = fit_private(module, epochs, learning_rate, weight_decay, dp, edge_access,
+                                  k_train, jnp.asarray(inputs.nodes), inputs.senders,
+                                  inputs.receivers, inputs.labels, sample.node_mask)
+        logits: jax.Array = module.apply(  # type: ignore[assignment]
+            params, _graphs_tuple(inputs, private_query_weight(edge_access, cap)))
+        return sample.node_mask, true_class_logit(logits, inputs.labels)
     w_train, w_in, w_out = _edge_weights(edge_access, inputs, sample.node_mask, sample.edge_mask)
     params = _fit(module, epochs, learning_rate, weight_decay, k_train, inputs,
                   sample.node_mask, w_train)
@@ -268,19 +290,19 @@ def _one_shadow(sampler: Sampler, module: nn.Module, epochs: int, learning_rate:
 @functools.lru_cache(maxsize=32)
 def _batched_trainer(sampler: Sampler, module: nn.Module, epochs: int, learning_rate: float,
                      weight_decay: float, edge_access: str, chunk_size: int | None,
-                     devices: tuple[jax.Device, ...] | None
+                     devices: tuple[jax.Device, ...] | None, dp: NodeDp | None = None
                      ) -> Callable[..., tuple[jax.Array, jax.Array]]:
     one = functools.partial(_one_shadow, sampler, module, epochs, learning_rate, weight_decay,
-                            edge_access)
+                            edge_access, dp)
     return vmap_chunked(one, chunk_size=chunk_size, devices=devices)
 
 
 @functools.lru_cache(maxsize=32)
 def _single_trainer(sampler: Sampler, module: nn.Module, epochs: int, learning_rate: float,
-                    weight_decay: float, edge_access: str
+                    weight_decay: float, edge_access: str, dp: NodeDp | None = None
                     ) -> Callable[..., tuple[jax.Array, jax.Array]]:
     return jax.jit(functools.partial(_one_shadow, sampler, module, epochs, learning_rate,
-                                     weight_decay, edge_access))
+                                     weight_decay, edge_access, dp))
 
 
 @functools.lru_cache(maxsize=32)
@@ -380,19 +402,22 @@ def train_shadow_models(key: jax.Array, graph: Graph, sampler: Sampler, model: s
         raise ValueError(f"key holds {key.shape[0]} keys, one per model; num_models is "
                          f"{num_models}")
     module = gnn_module(model, graph)
+    if config.dp is not None:
+        check_private_model(config.dp, module, edge_access)
     inputs = _module_inputs(module, graph)
     devs = None if devices is None else tuple(devices)
     if chunk_size is None and jax.default_backend() == "cpu":
         def trial(chunk: int, n: int) -> np.ndarray:
             t = _batched_trainer(sampler, module, TRIAL_EPOCHS, float(learning_rate),
-                                 float(weight_decay), edge_access, chunk, devs)
+                                 float(weight_decay), edge_access, chunk, devs, config.dp)
             return np.asarray(t(jax.random.split(jax.random.key(0), n), graph, inputs)[1])
 
         shape = (f"{type(module).__name__} nodes={graph.num_nodes} edges={graph.num_edges} "
-                 f"features={graph.num_features} edge_access={edge_access}")
+                 f"features={graph.num_features} edge_access={edge_access}"
+                 + ("" if config.dp is None else " dp"))
         chunk_size, _ = cpu_chunk_size(shape, trial, devices)
     trainer = _batched_trainer(sampler, module, int(epochs), float(learning_rate),
-                               float(weight_decay), edge_access, chunk_size, devs)
+                               float(weight_decay), edge_access, chunk_size, devs, config.dp)
     keys = key if per_model else jax.random.split(key, int(num_models))
     masks, scores = trainer(keys, graph, inputs)
     _check_trained(scores, learning_rate, weight_decay)
@@ -410,8 +435,10 @@ def train_shadow_model(key: jax.Array, graph: Graph, sampler: Sampler, model: st
     epochs, learning_rate, weight_decay, edge_access = _check_training(config)
     _check_shadow(graph, sampler, epochs, learning_rate, weight_decay, edge_access)
     module = gnn_module(model, graph)
+    if config.dp is not None:
+        check_private_model(config.dp, module, edge_access)
     fn = _single_trainer(sampler, module, int(epochs), float(learning_rate), float(weight_decay),
-                         edge_access)
+                         edge_access, config.dp)
     mask, score = fn(key, graph, _module_inputs(module, graph))
     _check_trained(score[None], learning_rate, weight_decay)
     return ShadowModels(mask[None], score[None])
