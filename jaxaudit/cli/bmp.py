@@ -18,7 +18,7 @@ from typing import Any
 
 from jaxaudit.cli._types import bounded, count, finite, positive, sweep_kwargs
 from jaxaudit.cli.shadow import FLAGS as SHADOW_FLAGS
-from jaxaudit.cli.shadow import add_shadow_options, flags, shadow_fields
+from jaxaudit.cli.shadow import add_shadow_options, flags, print_dp, shadow_fields
 
 # The library's limits (jaxaudit.pipelines.bmp.MAX_*), here without importing jax so that
 # --help stays fast (tests/cli/test_bmp_cli.py checks they agree).
@@ -80,4 +80,5 @@ def run(args: argparse.Namespace) -> int:
         result = run_bmp(config, args.out, progress=bar, **sweep_kwargs(args))
     if not args.quiet:
         print(report.text_table(result))
+        print_dp(result.config)
     return 0

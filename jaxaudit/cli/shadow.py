@@ -27,14 +27,15 @@ from jaxaudit.cli._types import (
 # stays fast (tests/cli/test_shadow_cli.py checks they agree).
 DATASETS = ("cora", "citeseer", "csbm")
 SAMPLERS = ("uniform", "poisson", "snowball", "random_walk")
-MODELS = ("gcn", "sage", "gat")
+MODELS = ("gcn", "sage", "gat", "mlp", "capped_gcn")
 MAX_MODELS, MAX_EPOCHS, MAX_CSBM_NODES = 100_000, 100_000, 50_000
 MAX_RESULT_GIB, BYTES_PER_SCORE = 8, 40
 
 #: Config field -> flag, for the library's errors.
 FLAGS = dict(num_models="--models", graph_file="--graph", csbm_nodes="--csbm-nodes",
              learning_rate="--learning-rate", weight_decay="--weight-decay", run_dir="--out",
-             epochs="--epochs", ratio="--ratio")
+             epochs="--epochs", ratio="--ratio", **{f"dp_{k}": f"--dp-{k.replace('_', '-')}" for k in (
+                 "epsilon", "noise_multiplier", "clip", "degree_cap", "delta")})
 
 
 @contextlib.contextmanager
@@ -64,6 +65,12 @@ def add_shadow_options(p: argparse.ArgumentParser, *, ratio_type: Any = float) -
     p.add_argument("--csbm-nodes", type=bounded(int, 2, MAX_CSBM_NODES), default=2708, help=f"CSBM size in nodes, 2 to {MAX_CSBM_NODES} (dataset csbm)")
     p.add_argument("--data-dir", default=None, help="data directory (default: $JAXAUDIT_DATA, else ~/.cache/jaxaudit)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    dp = p.add_mutually_exclusive_group()  # node-level DP (models mlp, capped_gcn)
+    dp.add_argument("--dp-epsilon", type=positive, default=None, help="train with node-level DP at this epsilon (add/remove, at --dp-delta; sigma from the accountant; models mlp, capped_gcn)")
+    dp.add_argument("--dp-noise-multiplier", type=nonnegative, default=None, help="train with node-level DP at this noise multiplier sigma (0: clipping only)")
+    p.add_argument("--dp-clip", type=positive, default=1.0, help="node-level DP: per-node gradient clip C")
+    p.add_argument("--dp-degree-cap", type=count, default=5, help="node-level DP: in- and out-degree cap K of the training graph")
+    p.add_argument("--dp-delta", type=positive, default=1e-5, help="node-level DP: delta of --dp-epsilon")
     add_sweep_options(p)
 
 
@@ -73,7 +80,16 @@ def shadow_fields(args: argparse.Namespace) -> dict:
     return dict(dataset=dataset, graph_file=args.graph, model=args.model,
                 sampler=args.sampler, ratio=args.ratio, snowball_edges=args.snowball_edges,
                 num_models=args.models, epochs=args.epochs, edge_access=args.edge_access,
-                seed=args.seed, csbm_nodes=args.csbm_nodes, data_dir=args.data_dir)
+                seed=args.seed, csbm_nodes=args.csbm_nodes, data_dir=args.data_dir,
+                **{k: getattr(args, k) for k in ("dp_epsilon", "dp_noise_multiplier", "dp_clip",
+                                                 "dp_degree_cap", "dp_delta")})
+
+
+def print_dp(config: dict) -> None:
+    """One line with the accountant's guarantee of a DP sweep (none when DP is off)."""
+    if "dp" in config.get("derived", {}):
+        print("node-level DP (add/remove): epsilon={epsilon:.4g} at delta={delta:g}, "
+              "sigma={noise_multiplier:.4g}".format(**config["derived"]["dp"]))
 
 
 def register(subparsers: Any) -> None:
@@ -102,4 +118,5 @@ def run(args: argparse.Namespace) -> int:
         result = run_shadow(config, args.out, progress=bar, **sweep_kwargs(args))
     if not args.quiet:
         print(report.text_table(result))
+        print_dp(result.config)
     return 0

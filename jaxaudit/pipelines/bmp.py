@@ -40,11 +40,14 @@ from jaxaudit._validation import (
 )
 from jaxaudit._validation.core import check_config_fields
 from jaxaudit.pipelines.common import (
+    DP_FIELDS,
     SHADOW_FIELDS,
     ShadowRun,
     bounded,
     check_result_size,
     check_training,
+    dp_derived,
+    dp_excluded,
     graph_and_sampler,
     load_shadow,
     open_run,
@@ -89,6 +92,9 @@ class BmpConfig(NamedTuple):
       compare: another bmp report folder to plot against (read before any work; changes no
         number, so it is not stored).
       data_dir: where the Planetoid files live (changes no number, so it is not stored).
+      dp_epsilon, dp_noise_multiplier, dp_clip, dp_degree_cap, dp_delta: node-level DP
+        training of the shadow models, as in :class:`jaxaudit.pipelines.ShadowConfig` (with
+        ``shadow_run``, the shadow run's own).
     """
 
     dataset: str = "cora"
@@ -121,6 +127,11 @@ class BmpConfig(NamedTuple):
     data_dir: str | Path | None = None
     attack: str = "lira"
     node_units: int = 1024
+    dp_epsilon: float | None = None
+    dp_noise_multiplier: float | None = None
+    dp_clip: float = 1.0
+    dp_degree_cap: int = 5
+    dp_delta: float = 1e-5
 
     def check(self) -> BmpConfig:
         """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
@@ -223,7 +234,8 @@ def _stored_config(config: BmpConfig, run_dir: str | Path | None, model: Any, gr
     exclude = ("shadow_run", "compare", "data_dir")
     if config.shadow_run is None:
         check_training(config, model, graph)
-        return stored_config(config, shadow_derived(config, model, graph), exclude), None
+        return stored_config(config, shadow_derived(config, model, graph)
+                             | dp_derived(config, model), exclude + dp_excluded(config)), None
     if config.graph_file is not None:
         raise ValueError("graph_file and shadow_run: the shadow run fixes the graph; give "
                          "one of them")
@@ -240,11 +252,13 @@ def _stored_config(config: BmpConfig, run_dir: str | Path | None, model: Any, gr
         shadow = load_shadow(config.shadow_run)
         where = config.shadow_run
     trained = {k: shadow.config[k] for k in SHADOW_FIELDS}
+    trained |= {k: shadow.config.get(k, BmpConfig._field_defaults[k]) for k in DP_FIELDS}
     derived = dict(shadow.config["derived"])
     derived["shadow_run"] = {"path": None if where is None else str(Path(where).resolve()),
                              "config_sha256": config_hash(shadow.config),
                              "num_models": int(shadow.masks.shape[0])}
-    return stored_config(config._replace(**trained), derived, exclude), shadow
+    config = config._replace(**trained)
+    return stored_config(config, derived, exclude + dp_excluded(config)), shadow
 
 
 class _Stages:

@@ -37,20 +37,21 @@ from jaxaudit._validation import (
     check_nonnegative_finite,
     check_output_dir,
     check_positive_finite,
+    check_probability,
 )
 from jaxaudit.runs import KEY_RULE, Progress, RunDir
 from jaxaudit.runs.files import jsonable
 from jaxaudit.runs.rundir import MANIFEST, discard_new_run, read_manifest
 
 __all__ = ["MAX_CSBM_NODES", "MAX_EPOCHS", "MAX_MODELS", "MAX_RESULT_BYTES", "MODELS",
-           "SHADOW_FIELDS", "ShadowRun", "bounded", "check_graph_source", "check_result_size",
+           "SHADOW_FIELDS", "DP_FIELDS", "ShadowRun", "bounded", "check_graph_source", "check_result_size",
            "check_training", "chunk_plan", "graph_and_sampler", "graph_digest", "lira_auc",
            "load_shadow", "open_run", "shadow_derived", "shadow_result", "stored_config",
            "train_chunks"]
 
 #: The shadow GNNs by name (the configurations' ``model``); any flax module can be passed as
 #: ``model=``.
-MODELS = ("gcn", "sage", "gat")
+MODELS = ("gcn", "sage", "gat", "mlp", "capped_gcn")
 #: Limits refused before any work.
 MAX_MODELS = 100_000
 MAX_EPOCHS = 100_000
@@ -63,6 +64,9 @@ BYTES_PER_SCORE = 40
 SHADOW_FIELDS = ("dataset", "graph_file", "model", "sampler", "ratio", "snowball_edges",
                  "num_models", "epochs", "learning_rate", "weight_decay", "edge_access", "chunk",
                  "seed", "csbm_nodes")
+#: The node-level DP fields of a shadow-model sweep (stored only when DP is on, so a private
+#: run folder never resumes as a non-private one and the non-private folders stay as they were).
+DP_FIELDS = ("dp_epsilon", "dp_noise_multiplier", "dp_clip", "dp_degree_cap", "dp_delta")
 
 
 # -- the lifecycle -----------------------------------------------------------------------------
@@ -205,6 +209,82 @@ def check_training(config: Any, model: Any, graph: Any) -> None:
                                     f"{type(model).__name__}")
     if graph is None and config.graph_file is None and config.dataset == "csbm":
         check_result_size(config.num_models, config.csbm_nodes)
+    check_dp(config, model)
+
+
+def dp_on(config: Any) -> bool:
+    """Whether a shadow configuration (NamedTuple or stored dict) trains with node-level DP."""
+    cfg: dict = config if isinstance(config, dict) else config._asdict()
+    return cfg.get("dp_epsilon") is not None or cfg.get("dp_noise_multiplier") is not None
+
+
+def dp_excluded(config: Any) -> tuple[str, ...]:
+    """The DP fields left out of the stored configuration: all of them when DP is off."""
+    return () if dp_on(config) else DP_FIELDS
+
+
+def check_dp(config: Any, model: Any) -> None:
+    """The DP fields (ValueError naming the field): ``dp_epsilon`` > 0 finite or
+    ``dp_noise_multiplier`` ≥ 0 (0: clipping without noise), not both; ``dp_clip`` > 0, ``dp_degree_cap`` ≥ 1,
+    ``dp_delta`` in (0, 1); with DP on, a model and edge access that support it."""
+    from jaxaudit.graph.dp_training import check_private_model
+
+    if config.dp_epsilon is not None and config.dp_noise_multiplier is not None:
+        raise ValueError("dp_epsilon and dp_noise_multiplier: give one of them")
+    if config.dp_epsilon is not None:
+        check_positive_finite("dp_epsilon", config.dp_epsilon)
+    if config.dp_noise_multiplier is not None:
+        check_nonnegative_finite("dp_noise_multiplier", config.dp_noise_multiplier)
+    check_positive_finite("dp_clip", config.dp_clip)
+    check_integer("dp_degree_cap", config.dp_degree_cap, minimum=1)
+    check_probability("dp_delta", config.dp_delta, open_low=True, open_high=True)
+    if dp_on(config):
+        module = model if model is not None else _named_module(config.model)
+        check_private_model(node_dp(config, 1), module, config.edge_access)
+
+
+def _named_module(name: str) -> Any:
+    """The built-in module of a model name (sized for two classes: only its kind is read)."""
+    from jaxaudit.graph import GAT, GCN, GraphSAGE
+    from jaxaudit.graph.dp_training import CappedGCN, NodeMLP
+
+    kinds = {"gcn": GCN, "sage": GraphSAGE, "gat": GAT, "mlp": NodeMLP, "capped_gcn": CappedGCN}
+    return kinds[name](num_classes=2)
+
+
+def node_dp(config: Any, num_nodes: int) -> Any:
+    """The ``jaxaudit.graph.NodeDp`` of a shadow configuration (NamedTuple or stored dict;
+    None when DP is off): σ given, or the library accountant's σ for ``dp_epsilon`` at
+    ``dp_delta`` over ``epochs`` full-batch epochs; normaliser ratio × N, the expected sample."""
+    from jaxaudit.graph.dp_training import NodeDp, noise_for_node_epsilon
+
+    cfg: dict = config if isinstance(config, dict) else config._asdict()
+    if not dp_on(cfg):
+        return None
+    sigma = cfg["dp_noise_multiplier"]
+    if sigma is None:
+        sigma = noise_for_node_epsilon(float(cfg["dp_epsilon"]), float(cfg["dp_delta"]),
+                                       int(cfg["epochs"]))
+    return NodeDp(clip_norm=float(cfg["dp_clip"]), noise_multiplier=float(sigma),
+                  degree_cap=int(cfg["dp_degree_cap"]),
+                  normalizer=float(cfg["ratio"]) * num_nodes)
+
+
+def dp_derived(config: Any, model: Any) -> dict:
+    """What a DP sweep stores beside its fields: σ, the accountant's ε at δ (add/remove node
+    relation: membership is a node's addition or removal), the per-node gradients one node can
+    touch N_r and the sensitivity (2 N_r − 1) C of the clipped sum."""
+    from jaxaudit.graph.dp_training import gradient_count, node_dp_epsilon
+
+    if not dp_on(config):
+        return {}
+    dp = node_dp(config, 1)
+    module = model if model is not None else _named_module(config.model)
+    touched = gradient_count(module, dp.degree_cap, config.edge_access)
+    return {"dp": {"noise_multiplier": dp.noise_multiplier, "delta": config.dp_delta,
+                   "epsilon": node_dp_epsilon(dp, config.epochs, config.dp_delta),
+                   "relation": "add_remove", "gradients_touched": touched,
+                   "sensitivity": (2 * touched - 1) * dp.clip_norm}}
 
 
 def shadow_derived(config: Any, model: Any, graph: Any) -> dict:
@@ -301,7 +381,8 @@ def train_chunks(run: RunDir | None, stored: dict, graph: Any, sampler: Any, mod
                                       epochs=stored["epochs"],
                                       learning_rate=stored["learning_rate"],
                                       weight_decay=stored["weight_decay"],
-                                      edge_access=stored["edge_access"]))
+                                      edge_access=stored["edge_access"],
+                                      dp=node_dp(stored, graph.num_nodes)))
         return {"masks": np.asarray(out.masks), "scores": np.asarray(out.scores)}
 
     return run_chunks(run, names, compute, progress=progress, worker=worker,

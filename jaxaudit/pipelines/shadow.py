@@ -30,6 +30,8 @@ from jaxaudit.pipelines.common import (
     ShadowRun,
     check_result_size,
     check_training,
+    dp_derived,
+    dp_excluded,
     graph_and_sampler,
     load_shadow,
     open_run,
@@ -51,7 +53,9 @@ class ShadowConfig(NamedTuple):
         ``graph_file`` or the pipeline's ``graph=``.
       graph_file: a user's graph as an ``.npz`` (:func:`jaxaudit.graph.save_graph_npz`); stored
         with its SHA-256, so a resumed run refuses a file that changed.
-      model: "gcn" | "sage" | "gat" (the pipeline's ``model=`` takes any flax module instead).
+      model: "gcn" | "sage" | "gat", or "mlp" | "capped_gcn" (the node-level DP models of
+        :mod:`jaxaudit.graph.dp_training`) (the pipeline's ``model=`` takes any flax module
+        instead).
       sampler: one of ``jaxaudit.graph.samplers.SAMPLERS``; ratio: its sampling ratio in (0, 1].
       snowball_edges: the snowball sampler's edges ("discovered" | "induced").
       num_models: R; epochs, learning_rate, weight_decay: the training recipe.
@@ -62,6 +66,12 @@ class ShadowConfig(NamedTuple):
       csbm_nodes: the CSBM's size (dataset "csbm").
       data_dir: where the Planetoid files live (None: ``$JAXAUDIT_DATA``, else the cache;
         changes no number, so it is not stored).
+      dp_epsilon, dp_noise_multiplier: node-level DP training (models "mlp", "capped_gcn"):
+        the target ε at ``dp_delta`` (σ from the library accountant, μ = √T/σ-GDP) or σ itself
+        (0: clipping without noise); at most one (both None, the default: non-private).
+      dp_clip, dp_degree_cap, dp_delta: the per-node clip C, the degree cap K and DP's δ. The
+        DP fields are stored only when DP is on, with σ and the accountant's ε (add/remove) in
+        the stored ``derived["dp"]``.
     """
 
     dataset: str = "cora"
@@ -79,6 +89,11 @@ class ShadowConfig(NamedTuple):
     seed: int = 0
     csbm_nodes: int = 2708
     data_dir: str | Path | None = None
+    dp_epsilon: float | None = None
+    dp_noise_multiplier: float | None = None
+    dp_clip: float = 1.0
+    dp_degree_cap: int = 5
+    dp_delta: float = 1e-5
 
     def check(self) -> ShadowConfig:
         """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
@@ -134,7 +149,8 @@ def run_shadow(config: ShadowConfig, run_dir: str | Path | None = None, *,
     if run_dir is not None:
         check_output_dir("run_dir", run_dir)
     check_training(config, model, graph)
-    stored = stored_config(config, shadow_derived(config, model, graph), exclude=("data_dir",))
+    stored = stored_config(config, shadow_derived(config, model, graph)
+                           | dp_derived(config, model), exclude=("data_dir",) + dp_excluded(config))
     # the graph and the sampler first: the library checks them before any folder is written
     graph, sampler = graph_and_sampler(stored, config.data_dir, graph)
     check_result_size(config.num_models, graph.num_nodes)

@@ -1,0 +1,69 @@
+"""Node-level DP shadow sweeps: stored in the configuration with the accountant's ε, resumable,
+never mixed with a non-private folder; the commands' --dp-* flags."""
+
+import json
+import math
+
+import pytest
+
+from jaxaudit.cli.main import main
+from jaxaudit.graph.dp_training import NodeDp, node_dp_epsilon
+from jaxaudit.pipelines import ShadowConfig, run_shadow
+from jaxaudit.runs.rundir import read_manifest
+
+TINY = dict(dataset="csbm", csbm_nodes=60, model="capped_gcn", sampler="poisson",
+            num_models=4, chunk=2, epochs=2)
+
+
+def test_dp_sweep_stores_epsilon_resumes_and_refuses_the_non_private_config(tmp_path):
+    out = tmp_path / "run"
+    config = ShadowConfig(**TINY, dp_epsilon=2.0, dp_clip=0.5, dp_degree_cap=3)
+    first = run_shadow(config, out)
+    stored = read_manifest(out)["config"]
+    assert stored["dp_epsilon"] == 2.0 and stored["dp_degree_cap"] == 3
+    dp = stored["derived"]["dp"]
+    assert dp["relation"] == "add_remove" and dp["gradients_touched"] == 1 + 3
+    assert dp["sensitivity"] == pytest.approx((2 * 4 - 1) * 0.5)
+    # the accountant's ε of the stored σ meets the target (σ calibrated by the PLD accountant)
+    sigma = dp["noise_multiplier"]
+    assert dp["epsilon"] == pytest.approx(node_dp_epsilon(NodeDp(noise_multiplier=sigma), 2,
+                                                          1e-5))
+    assert dp["epsilon"] == pytest.approx(2.0, rel=1e-2)
+    again = run_shadow(config, out)  # resumes: nothing retrained, the same scores
+    assert (again.scores == first.scores).all()
+    with pytest.raises(ValueError):
+        run_shadow(config._replace(dp_epsilon=None), out)
+    with pytest.raises(ValueError):
+        run_shadow(config._replace(dp_epsilon=4.0), out)
+
+
+def test_non_private_config_stores_no_dp_fields(tmp_path):
+    run_shadow(ShadowConfig(**(TINY | dict(model="mlp", num_models=2))), tmp_path / "plain")
+    stored = read_manifest(tmp_path / "plain")["config"]
+    assert not any(k.startswith("dp_") for k in stored) and "dp" not in stored["derived"]
+
+
+@pytest.mark.parametrize("fields,name", [
+    (dict(dp_epsilon=1.0, dp_noise_multiplier=1.0), "dp_epsilon"),
+    (dict(dp_epsilon=-1.0), "dp_epsilon"),
+    (dict(dp_epsilon=math.inf), "dp_epsilon"),
+    (dict(dp_noise_multiplier=1.0, dp_clip=0.0), "dp_clip"),
+    (dict(dp_noise_multiplier=1.0, dp_degree_cap=0), "dp_degree_cap"),
+    (dict(dp_noise_multiplier=1.0, model="gcn"), "model"),
+    (dict(dp_noise_multiplier=1.0, edge_access="full"), "edge_access"),
+])
+def test_dp_fields_refused_by_name(fields, name):
+    with pytest.raises(ValueError, match=name):
+        ShadowConfig(**(TINY | fields)).check()
+
+
+def test_shadow_command_dp_flags(tmp_path, capsys):
+    argv = ["shadow", "--dataset", "csbm", "--csbm-nodes", "60", "--model", "mlp", "--sampler",
+            "poisson", "--models", "2", "--epochs", "2", "--dp-noise-multiplier", "3",
+            "--dp-clip", "0.5", "--out", str(tmp_path / "run")]
+    assert main(argv) == 0
+    assert "node-level DP (add/remove): epsilon=" in capsys.readouterr().out
+    stored = json.loads((tmp_path / "run" / "manifest.json").read_text())["config"]
+    assert stored["dp_noise_multiplier"] == 3.0 and stored["dp_clip"] == 0.5
+    assert main(argv[:-1] + [str(tmp_path / "x"), "--dp-epsilon", "1"]) == 2  # not both
+    assert "--dp-epsilon" in capsys.readouterr().err
