@@ -136,7 +136,7 @@ def grid_table(rows: list[dict]) -> str:
 
 def _decide(diff: float, se: float) -> str:
     if math.isnan(diff) or math.isnan(se):
-        return "not resolved (too few runs)"
+        return "too few runs to decide"
     if diff > 2 * se:
         return "holds"
     if diff < -2 * se:
@@ -179,7 +179,7 @@ def verdicts(rows: list[dict]) -> str:
         parts = []
         for (lo, hi), (x, y) in zip(((0, 1), (1, 2)), (("0.1", "1"), ("1", "10")), strict=True):
             d, s = e[lo][0] - e[hi][0], math.hypot(e[lo][1], e[hi][1])
-            parts.append(f"C = {x} minus C = {y}: {_pm(d, s)} ({_decide(d, s)})")
+            parts.append(f"C = {x} minus C = {y}: {_pm(d, s)}, {_decide(d, s)}")
         out.append(f"- |D⁻| = {size}: [31] ε_emp " + ", ".join(_pm(*v) for v in e) + "; "
                    + "; ".join(parts) + ".")
     # 3. DV gives higher lower bounds than [31], most at α ∈ (1, 2] and small ε
