@@ -93,7 +93,7 @@ def test_bad_input(graph):
     with pytest.raises(ValueError, match="ratio"):
         uniform_sampler(0.0)
     with pytest.raises(ValueError, match="model"):
-        train_shadow_models(key, graph, uniform_sampler(0.5), "mlp", 2)
+        train_shadow_models(key, graph, uniform_sampler(0.5), "resnet", 2)
     with pytest.raises(ValueError, match="num_models"):
         train_shadow_models(key, graph, uniform_sampler(0.5), "gcn", 0)
 

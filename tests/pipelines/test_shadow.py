@@ -136,7 +136,7 @@ def test_graph_file_is_stored_with_its_hash(tmp_path):
 
 @pytest.mark.parametrize(("field", "value"), [
     ("num_models", 0), ("num_models", 10**12), ("epochs", 0), ("ratio", 1.5), ("ratio", 0.0),
-    ("dataset", "mnist"), ("model", "mlp"), ("sampler", "bfs"), ("learning_rate", float("inf")),
+    ("dataset", "mnist"), ("model", "resnet"), ("sampler", "bfs"), ("learning_rate", float("inf")),
     ("weight_decay", -1.0), ("seed", -1), ("chunk", 0), ("csbm_nodes", 1),
     ("edge_access", "some"), ("snowball_edges", "all"), ("graph_file", "/no/such.npz"),
 ])
