@@ -264,7 +264,7 @@ def node_dp_epsilon(dp: NodeDp, epochs: int, delta: float) -> float:
     Examples:
       >>> from jaxaudit.graph import NodeDp, node_dp_epsilon
       >>> round(node_dp_epsilon(NodeDp(noise_multiplier=10.0), 100, 1e-5), 3)
-      4.378
+      4.377
     """
     from jaxaudit.accounting import GaussianDP
 
