@@ -4,6 +4,7 @@ never mixed with a non-private folder; the commands' --dp-* flags."""
 import json
 import math
 
+import numpy as np
 import pytest
 
 from jaxaudit.cli.main import main
@@ -67,3 +68,21 @@ def test_shadow_command_dp_flags(tmp_path, capsys):
     assert stored["dp_noise_multiplier"] == 3.0 and stored["dp_clip"] == 0.5
     assert main(argv[:-1] + [str(tmp_path / "x"), "--dp-epsilon", "1"]) == 2  # not both
     assert "--dp-epsilon" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_bmp_on_a_dp_shadow_run_keeps_its_guarantee(tmp_path):
+    """``run_bmp(shadow_run=...)`` stores the shadow run's DP fields and guarantee; a BMP audit
+    training its own DP models stores the same, and the certified bounds stay below ε."""
+    from jaxaudit.pipelines import BmpConfig, run_bmp
+
+    nuts = dict(num_warmup=30, num_samples=30, num_chains=2, mp_baseline=False)
+    shadow = tmp_path / "shadow"
+    run_shadow(ShadowConfig(**TINY, dp_epsilon=1.0), shadow)
+    via = run_bmp(BmpConfig(shadow_run=shadow, **nuts), tmp_path / "bmp")
+    assert via.config["dp_epsilon"] == 1.0
+    assert via.config["derived"]["dp"]["epsilon"] == pytest.approx(1.0, rel=1e-2)
+    own = run_bmp(BmpConfig(**TINY, dp_epsilon=1.0, **nuts), tmp_path / "own")
+    assert own.config["derived"]["dp"] == via.config["derived"]["dp"]
+    cert = np.asarray(own.audit.certified_r)
+    assert np.nanmax(cert) <= 1.0
