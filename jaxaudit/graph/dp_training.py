@@ -17,7 +17,7 @@ library's one copy):
     ĝ = (Σ_{i∈S} clip_C(∇_θ ℓ(θ; u_i, y_i)) + N(0, (σ Δ)² I)) / n̄,   then Adam (with L2 decay).
 
 **Degree cap** (Daigavane et al., "Node-Level Differentially Private Graph Neural Networks",
-arXiv 2111.15521, Sec. 4): before training, every edge of the *whole* graph gets a keyed random
+arXiv 2111.15521): before training, every edge of the *whole* graph gets a keyed random
 priority (shared by the two directions of an undirected edge); a directed edge s → r is kept iff
 it is among the K highest-priority out-edges of s *and* among the K highest-priority in-edges of r.
 So every node has in- and out-degree at most K, and the cap depends on the key and the
