@@ -28,10 +28,13 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from jaxaudit._validation import (
+    ArgumentTypeError,
+    as_scalar,
     as_vector,
     check_bool,
     check_integer,
     check_nonnegative,
+    check_positive,
     check_probability,
     is_traced,
 )
@@ -58,6 +61,10 @@ from jaxaudit.bounds.tradeoff import gdp_tpr, profile_grid, profile_tpr
 
 __all__ = ["PrivacyModel", "PerTarget", "BoundsSummary", "summarize_bounds",
            "single_target_success"]
+
+#: ulps by which :meth:`PrivacyModel.advantage` rounds its float64 closed form up (the
+#: closed forms were up to 3e-16 relative below the exact value; δ_μ(0) 6e-11 at μ = 1e-6).
+_ADVANTAGE_ULPS = 4
 
 
 class PrivacyModel(NamedTuple):
@@ -164,9 +171,14 @@ class PrivacyModel(NamedTuple):
         if self.epsilons is not None:
             return float(np.asarray(self.deltas, dtype=np.float64)[0])
         with jax.enable_x64(True):  # float64 (the entries round up into the inputs' dtype)
-            if self.gdp_mu is not None:
-                return float(gdp_delta(0.0, self.gdp_mu))
-            return float(approx_dp_delta(0.0, self._epsilon(), self.delta))
+            if self.gdp_mu is not None:  # δ_μ(0) = Φ(μ/2) − Φ(−μ/2) = erf(μ/(2√2)), no cancellation
+                value = math.erf(float(self.gdp_mu) / (2.0 * math.sqrt(2.0)))
+            else:
+                value = float(approx_dp_delta(0.0, self._epsilon(), self.delta))
+        # float64 evaluation is within a few ulps of the exact value, on either side: round up
+        for _ in range(_ADVANTAGE_ULPS):
+            value = math.nextafter(value, 1.0)
+        return value
 
     def tpr_at_fpr(self, fpr: ArrayLike) -> jax.Array:
         """The largest TPR of any membership test at FPR α: 1 − f(α), exact in the tails
@@ -289,12 +301,25 @@ class PrivacyModel(NamedTuple):
             if e.shape != d.shape or e.size == 0 or np.any(np.diff(e) <= 0):
                 raise ValueError("privacy.epsilons must be a non-empty increasing grid with one "
                                  f"δ per point, got shapes {e.shape} and {d.shape}")
+            if e[0] != 0:  # δ(0) is the advantage and bounds every FPR's line: it must be there
+                raise ValueError(f"privacy.epsilons must start at 0 (δ(0) is needed), got {e[0]!r}")
             return self
         if self.gdp_mu is None and self.epsilon is None:
             raise ValueError("privacy needs epsilon (ε-DP or (ε, δ)-DP) or gdp_mu (μ-GDP)")
-        if self.gdp_mu is not None and not is_traced(self.gdp_mu) and not self.gdp_mu > 0:
-            raise ValueError(f"gdp_mu must be > 0, got {self.gdp_mu}")
+        if self.gdp_mu is not None:
+            check_positive("gdp_mu", _real_scalar("gdp_mu", self.gdp_mu))
+        if self.epsilon is not None:
+            check_nonnegative("privacy.epsilon", _real_scalar("privacy.epsilon", self.epsilon))
+        check_probability("privacy.delta", _real_scalar("privacy.delta", self.delta), open_high=True)
         return self
+
+
+def _real_scalar(name: str, value: Any) -> Any:
+    """A concrete real scalar (a bool, string or array refused, naming ``name``); traced
+    values pass unchecked."""
+    if isinstance(value, bool | np.bool_):
+        raise ArgumentTypeError(f"{name} must be a real number, got {value!r}")
+    return as_scalar(name, value)
 
 
 def _relation_of(accountant: Any) -> str:
@@ -361,7 +386,11 @@ def _routes(privacy: PrivacyModel, p: jax.Array, exact_match: bool) -> SingleTar
         eps = privacy._epsilon()
         beta = _posterior_success(p, eps)
         kgk = prior_work._kgk_approx(p, eps, 0.0)
-        return SingleTargetBound(jnp.minimum(beta, kgk), jnp.where(kgk < beta, 1, 0).astype(jnp.int32),
+        # β ≤ 1 − f(p) = min(e^ε p, 1 − e^{−ε}(1 − p)) exactly, and β ≥ p (the prior alone
+        # attains p): the bound is β, never rounded below p (at ε = 0 both forms lost an ulp),
+        # and p itself at ε = 0 (where β = p exactly)
+        bound = jnp.where(eps == 0, p, jnp.maximum(beta, p))
+        return SingleTargetBound(bound, jnp.zeros(beta.shape, jnp.int32),
                                  beta, jnp.full_like(beta, eps), kgk,
                                  beta if exact_match else jnp.ones_like(beta))
     e, d = privacy._curve()
