@@ -22,6 +22,7 @@ Host-side only (it times compiled programs); nothing here is traced.
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import statistics
@@ -96,6 +97,25 @@ def _read(path: Path) -> dict:
         return {}    # no cache yet, or an unreadable one: it is rewritten
 
 
+def _lookup(data: dict, *keys: str) -> object:
+    """``data[k1][k2]...``, or None where a level is missing or not a dict."""
+    level: object = data
+    for key in keys:
+        if not isinstance(level, dict):
+            return None
+        level = level.get(key)
+    return level
+
+
+def _seconds(value: object) -> float:
+    """A timing as a float; NaN and non-numeric timings become +inf (never chosen)."""
+    try:
+        t = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return math.inf
+    return math.inf if math.isnan(t) else t
+
+
 def _write(path: Path, data: dict) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -142,16 +162,24 @@ def choose(workload: str, shape: str, candidates: Sequence[str],
         return Trial(default, "default", {}, 0.0)
     path = cache_file()
     machine = machine_fingerprint()
-    entry = _read(path).get(machine, {}).get(workload, {}).get(shape)
+    entry = _lookup(_read(path), machine, workload, shape)
     if isinstance(entry, dict) and entry.get("choice") in candidates:
-        return Trial(entry["choice"], "cache", dict(entry.get("seconds", {})), 0.0)
+        cached = entry.get("seconds")
+        return Trial(entry["choice"], "cache", dict(cached) if isinstance(cached, dict) else {}, 0.0)
     t0 = time.perf_counter()
-    seconds = {name: float(measure(name)) for name in candidates}
+    # a NaN timing (a failed trial) is never chosen: min() would keep whichever came first
+    seconds = {name: _seconds(measure(name)) for name in candidates}
     cost = time.perf_counter() - t0
     choice = min(candidates, key=lambda n: seconds[n])
     data = _read(path)
-    data.setdefault(machine, {}).setdefault(workload, {})[shape] = {
-        "choice": choice, "seconds": seconds, "trial_seconds": round(cost, 2),
+    level = data
+    for key in (machine, workload):  # an edited or foreign cache: a non-dict level is replaced
+        if not isinstance(level.get(key), dict):
+            level[key] = {}
+        level = level[key]
+    level[shape] = {
+        "choice": choice, "trial_seconds": round(cost, 2),
+        "seconds": {n: t if math.isfinite(t) else None for n, t in seconds.items()},  # strict JSON
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     _write(path, data)
     return Trial(choice, "trial", seconds, cost)

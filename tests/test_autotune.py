@@ -99,3 +99,26 @@ def test_canary_runs_use_the_trial_and_its_layout(trial_on):
     fixed = canary_runs(key, model, params, data, canary, layout.config, num_runs=4,
                         chunk_size=layout.chunk_size)
     np.testing.assert_array_equal(np.concatenate(auto), np.concatenate(fixed))
+
+
+def test_choose_survives_a_cache_whose_levels_are_not_dicts(trial_on):
+    machine = autotune.machine_fingerprint()
+    for content in ({machine: ["x"]}, {machine: {"work": "x"}},
+                    {machine: {"work": {"shape": {"choice": "b", "seconds": [1]}}}}):
+        autotune.cache_file().write_text(json.dumps(content))
+        trial = autotune.choose("work", "shape", ["a", "b"], {"a": 2.0, "b": 1.0}.get, "a")
+        assert trial.choice == "b"
+    data = json.loads(autotune.cache_file().read_text())
+    assert data[machine]["work"]["shape"]["choice"] == "b"
+
+
+@pytest.mark.parametrize("order", [["a", "b"], ["b", "a"]])
+def test_a_nan_timing_is_never_chosen_and_the_cache_stays_strict_json(trial_on, order):
+    trial = autotune.choose("work", "nan", order, {"a": float("nan"), "b": 1.0}.get, "a")
+    assert trial.choice == "b"
+
+    def no_constants(name):
+        raise AssertionError(f"non-standard JSON constant {name}")
+
+    data = json.loads(autotune.cache_file().read_text(), parse_constant=no_constants)
+    assert data[autotune.machine_fingerprint()]["work"]["nan"]["seconds"]["a"] is None
