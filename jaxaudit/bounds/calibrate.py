@@ -34,6 +34,7 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxaudit._validation import (
+    check_bool,
     check_choice,
     check_integer,
     check_nonnegative,
@@ -94,6 +95,7 @@ def _check_target(target: RiskTarget) -> RiskTarget:
     if not isinstance(target, RiskTarget):
         raise ValueError(f"target must be a RiskTarget, got {type(target).__name__}")
     check_choice("target.kind", target.kind, KINDS)
+    check_bool("target.exact_match", target.exact_match)
     if target.kind == "count":
         check_integer("target.value", target.value, minimum=0)
         check_integer("target.targets", target.targets, minimum=1)
@@ -109,6 +111,14 @@ def _check_target(target: RiskTarget) -> RiskTarget:
             raise ValueError("target.fpr is required for kind='tpr'")
         check_probability("target.fpr", target.fpr)
     return target
+
+
+def _described(target: RiskTarget) -> str:
+    """The target named by ``target.value`` (which the command line maps to its flag):
+    "target.value=0.001 of kind 'success' (prior 0.01)"."""
+    extra = {"success": ("prior",), "count": ("prior", "targets", "gamma"), "tpr": ("fpr",)}
+    fields = ", ".join(f"{f} {getattr(target, f)!r}" for f in extra.get(target.kind, ()))
+    return f"target.value={target.value!r} of kind {target.kind!r}" + (f" ({fields})" if fields else "")
 
 
 def _metric(target: RiskTarget, model: PrivacyModel) -> float:
@@ -173,7 +183,7 @@ def calibrate(target: RiskTarget, *, sampling_rate: float | None = None,
     while not meets(m_hi):  # double until the target holds
         hi *= 2.0
         if hi > 1024.0:
-            raise ValueError(f"no noise multiplier up to 1024 meets {target}")
+            raise ValueError(f"no noise multiplier up to 1024 meets {_described(target)}")
         m_hi = model(hi)
     lo = hi / 2.0
     while meets(model(lo)):  # halve until it fails
@@ -201,7 +211,7 @@ def _calibrate_epsilon(target: RiskTarget, meets, delta: float) -> Calibration:
     model = lambda e: PrivacyModel(epsilon=e, delta=delta)  # noqa: E731
     lo, hi = 0.0, _EPSILON_MAX
     if not meets(model(lo)):
-        raise ValueError(f"no ε ≥ 0 meets {target} (with delta={delta!r})")
+        raise ValueError(f"no ε ≥ 0 meets {_described(target)} (with delta={delta!r})")
     if meets(model(hi)):
         lo = hi
     else:

@@ -41,7 +41,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", metavar="PATH", help="write the results as JSON (default: no file)")
     p.add_argument("--quiet", action="store_true", help="print only the count bound")
     inverse.add_argument("--calibrate", metavar="KIND=VALUE", type=lambda t: (t.partition("=")[0], float(t.partition("=")[2])), help="print the least noise multiplier (with --dpsgd) or largest ε meeting success=S (prior 1/K of --uniform), count=V (--targets of them), advantage=A or tpr=T (at --fpr) (default: none)")
-    p.add_argument("--dpsgd", metavar="Q,T", help="DP-SGD's Poisson rate q and steps T, replace-one, for --calibrate (default: none: calibrate ε)")
+    p.add_argument("--dpsgd", metavar="Q,T", type=lambda t: (lambda q, steps: (float(q), float(steps)))(*t.split(",")), help="DP-SGD's Poisson rate q and steps T, replace-one, for --calibrate (default: none: calibrate ε)")
     p.add_argument("--fpr", type=float, help="the FPR of --calibrate tpr=T (default: none)")
     p.set_defaults(func=run)
 
@@ -96,8 +96,9 @@ def run(args: argparse.Namespace) -> int:
 def _calibrate(args: argparse.Namespace) -> int:
     from jaxaudit.bounds import RiskTarget, calibrate
     (kind, value), k = args.calibrate, args.uniform
-    q, steps = (float(x) for x in args.dpsgd.split(",")) if args.dpsgd else (None, None)
-    with as_flags(**{"target.value": "--calibrate", "target.kind": "--calibrate", "target.prior": "--uniform", "target.targets": "--targets", "target.fpr": "--fpr", "sampling_rate": "--dpsgd", "steps": "--dpsgd"}):
+    q, steps = args.dpsgd or (None, None)
+    if k is not None and k < 1: raise ValueError(f"--uniform must be K (e.g. --uniform 10), got '{k}'")  # noqa: E701
+    with as_flags(**{"target.value": "--calibrate", "target.kind": "--calibrate", "target.prior": "--uniform", "target.targets": "--targets", "target.fpr": "--fpr", "sampling_rate": "--dpsgd", "steps": "--dpsgd", "target.gamma": "--gamma", "delta": "--delta"}):
         c = calibrate(RiskTarget(kind, value, None if k is None else 1.0 / k, args.targets, args.fpr, k is not None and kind == "success", args.gamma), sampling_rate=q, steps=steps, delta=args.delta or None)
     print("jaxaudit bounds:", f"noise multiplier σ = {c.noise:.6g}" if c.noise is not None else f"ε = {c.epsilon:.6g}", f"(σ rounded up, ε down); {kind} bound there: {c.achieved:.6g} ≤ {value:g}")
     return 0

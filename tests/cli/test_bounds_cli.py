@@ -240,3 +240,34 @@ def test_prior_by_name_errors_name_prior():
         prior_by_name("zipf:1")
     with pytest.raises(ValueError, match=r"prior must be uniform:K .*got 'uniform:0': K must"):
         prior_by_name("uniform:0")
+
+
+@pytest.mark.parametrize(("argv", "flag"), [
+    (["--dpsgd", "0.01"], "argument --dpsgd"),
+    (["--dpsgd", "a,b"], "argument --dpsgd"),
+    (["--dpsgd", "0.01,2.5"], "--dpsgd"),
+    (["--uniform", "0"], "--uniform must be K"),
+    (["--delta", "1.5"], "--delta must lie in [0, 1)"),
+])
+def test_calibrate_errors_name_the_flag(argv, flag, capsys):
+    base = {"--uniform": "100"}
+    for name, value in zip(argv[::2], argv[1::2], strict=True):
+        base[name] = value
+    args = [x for pair in base.items() for x in pair]
+    assert main(["bounds", "--calibrate", "success=0.05", *args]) == 2
+    err = capsys.readouterr().err
+    assert flag in err and "Traceback" not in err
+
+
+def test_calibrate_count_gamma_names_the_flag(capsys):
+    assert main(["bounds", "--calibrate", "count=40", "--uniform", "10", "--targets", "100",
+                 "--gamma", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--gamma must lie in (0, 1)" in err and "target.gamma" not in err
+
+
+def test_calibrate_unreachable_target_names_the_flag(capsys):
+    assert main(["bounds", "--calibrate", "success=0.001", "--uniform", "100"]) == 2
+    err = capsys.readouterr().err
+    assert "no ε ≥ 0 meets --calibrate=0.001 of kind 'success' (prior 0.01)" in err
+    assert "RiskTarget(" not in err and "Traceback" not in err
