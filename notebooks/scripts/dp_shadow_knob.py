@@ -18,7 +18,7 @@ configuration's scores are kept in ``--out/<model>_eps<ε>.npz``):
   1 − confidence (+ a δ term), so the fraction should stay at or below that level;
 * the NUTS posterior medians of (ε_L, ε_R) on ``--posterior-nodes`` nodes (drawn once, seed 0).
 
-    JAXAUDIT_DATA=/work/shared/data python notebooks/scripts/dp_shadow_knob.py \\
+    JAXAUDIT_DATA=/path/to/data python notebooks/scripts/dp_shadow_knob.py \\
         --out runs/dp_knob --models 32 --epochs 20
     python notebooks/scripts/dp_shadow_knob.py --out runs/dp_knob,runs/dp_knob_k1 --table
         # the markdown table, the compact JSON and the figure, from one or more --out folders
