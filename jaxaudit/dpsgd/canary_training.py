@@ -146,7 +146,9 @@ def _run_keys(key: jax.Array, num_runs: int) -> jax.Array:
 CPU_LAYOUTS: dict[str, tuple[int | str, int]] = {
     "blocks1_run_per_device": (1, 1), "batch_run_per_device": ("batch", 1),
     "blocks1_runs4_per_device": (1, 4), "batch_runs4_per_device": ("batch", 4)}
-#: The layout without a trial (``JAXAUDIT_AUTOTUNE=0``): the fastest on the AVX-512 machines.
+#: The layout without a trial (``JAXAUDIT_AUTOTUNE=0``): one run per device, with the block size
+#: of :func:`jaxaudit.dpsgd.ghost.default_block_size` (1 with several devices, the whole batch on
+#: one); the fastest on the AVX-512 machines.
 DEFAULT_CPU_LAYOUT = "blocks1_run_per_device"
 #: DP-GD steps of each run the trial times (compilation does not depend on T: ``lax.scan``).
 TRIAL_STEPS = 2
@@ -205,6 +207,8 @@ def cpu_layout(model: nn.Module, init_params: Any | ParamsInit,
             chunk_size=chunk, devices=devices), units=2 * runs * TRIAL_STEPS)
 
     trial = choose("canary_runs", shape, list(CPU_LAYOUTS), measure, DEFAULT_CPU_LAYOUT)
+    if trial.source == "off":   # the fixed defaults: default_block_size, one run per device
+        return Layout(trial.choice, config, 1, trial)
     cfg, chunk = _layout(trial.choice, config, n_ex, n_dev)
     return Layout(trial.choice, cfg, chunk, trial)
 

@@ -116,7 +116,8 @@ def test_incomplete_or_padded_shadow_run_is_refused(shadow_dir, tmp_path, capsys
         (partial / "chunks" / f"chunk_00001{suffix}").unlink()
     assert main(["bmp", "--shadow", str(partial), "--out", str(tmp_path / "a"), *POST]) == 2
     err = capsys.readouterr().err
-    assert "incomplete: 1 of 2 chunks" in err and "chunk_00001" in err
+    # its results were written when both chunks were done, so the folder is now inconsistent
+    assert "inconsistent" in err and "chunk_00001" in err and "missing" in err
     assert not (tmp_path / "a").exists()  # refused before any work
 
     padded = tmp_path / "padded"

@@ -38,9 +38,10 @@ def test_gradient_canaries_without_noise_are_the_dirac_sum_and_give_a_large_boun
     assert 400 < res.included.sum() < 600
     assert res.accountant_epsilon == np.inf
     assert res.bounds.one_run > 3.0  # perfect separation of m = 1000 canaries
-    # the bounds are epsilon_lower_bounds on (included, excluded) with the audit's m
+    # the bounds are epsilon_lower_bounds on (included, excluded) with the audit's m (fair coins)
     again = epsilon_lower_bounds(jax.random.split(jax.random.key(3))[1],
-                                 res.scores[res.included], res.scores[~res.included], delta=1e-5)
+                                 res.scores[res.included], res.scores[~res.included], delta=1e-5,
+                                 inclusion="coin")
     assert float(again.one_run) == float(res.bounds.one_run)
     assert float(again.fdp_one_run) == float(res.bounds.fdp_one_run)
 
@@ -55,7 +56,7 @@ def test_gradient_canaries_under_huge_noise_give_a_bound_near_zero():
 
 @pytest.mark.slow
 def test_input_canaries_one_run_in_the_batch():
-    m = 32
+    m = 50   # dpsgd.one_run.MIN_CANARIES
     cx = jax.random.normal(jax.random.key(5), (m, 3))
     cy = jax.random.randint(jax.random.key(6), (m,), 0, 2)
     config = DpsgdConfig(1.0, 1.0, 0.5, steps=3, sampling_rate=0.5)
