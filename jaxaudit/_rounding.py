@@ -31,6 +31,21 @@ def round_up(exact: ArrayLike, dtype: DTypeLike) -> jax.Array:
     return jnp.where(below, jnp.nextafter(cast, jnp.asarray(np.inf, dtype=dtype)), cast)
 
 
+def _bound(fn: Callable[..., jax.Array], args: tuple, direction: float) -> jax.Array:
+    """``fn(*args)`` in float64 from concrete arguments, rounded outward into their promoted dtype
+    (up for ``direction`` +1, down for −1); traced arguments in their dtype."""
+    dtype = jnp.result_type(*[jnp.asarray(a) for a in args], float)
+    if is_traced(*args):
+        return fn(*[jnp.asarray(a, dtype=dtype) for a in args])
+    with jax.enable_x64(True):
+        out = fn(*[jnp.asarray(np.asarray(a, dtype=np.float64)) for a in args])
+        if dtype == jnp.float64:
+            return out
+        exact = np.asarray(out)
+    # no multiplication by ±1: XLA:CPU flushes float32 subnormals in arithmetic
+    return round_up(exact, dtype) if direction > 0 else -round_up(-exact, dtype)
+
+
 def upper_bound(fn: Callable[..., jax.Array], *args: Any) -> jax.Array:
     """Evaluate the jnp function ``fn(*args)`` of an *upper bound* without float32 under-rounding.
 
@@ -41,14 +56,10 @@ def upper_bound(fn: Callable[..., jax.Array], *args: Any) -> jax.Array:
     dtype of the inputs (float32 unless x64 is on), rounding *up* where the cast rounded down,
     so the returned value is never below the float64 bound.
     """
-    dtype = jnp.result_type(*[jnp.asarray(a) for a in args], float)
-    if is_traced(*args):
-        return fn(*[jnp.asarray(a, dtype=dtype) for a in args])
-    with jax.enable_x64(True):
-        out = fn(*[jnp.asarray(np.asarray(a, dtype=np.float64)) for a in args])
-        if dtype == jnp.float64:
-            return out
-        exact = np.asarray(out)
-    return round_up(exact, dtype)
+    return _bound(fn, args, 1.0)
 
 
+def lower_bound(fn: Callable[..., jax.Array], *args: Any) -> jax.Array:
+    """:func:`upper_bound` for a *lower* bound: concrete arguments in float64, the result rounded
+    down into their promoted dtype (−round_up(−x)); traced ones in their dtype."""
+    return _bound(fn, args, -1.0)

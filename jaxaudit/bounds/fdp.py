@@ -21,34 +21,16 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.typing import ArrayLike
 
-from jaxaudit._rounding import round_up, upper_bound
+from jaxaudit._rounding import lower_bound, upper_bound
 from jaxaudit._validation import (
     check_nonnegative,
     check_positive,
     check_probability,
-    is_traced,
 )
 from jaxaudit.bounds.tradeoff import gdp_f
 from jaxaudit.stats.gdp import gdp_delta_core
-
-
-def lower_bound(fn, *args) -> jax.Array:
-    """``fn(*args)`` of a *lower* bound: concrete arguments in float64, rounded down into their
-    promoted dtype (−round_up(−x)); traced ones in their dtype."""
-    dtype = jnp.result_type(*[jnp.asarray(a) for a in args], float)
-    if is_traced(*args):
-        return fn(*[jnp.asarray(a, dtype=dtype) for a in args])
-    with jax.enable_x64(True):
-        out = fn(*[jnp.asarray(np.asarray(a, dtype=np.float64)) for a in args])
-        if dtype == jnp.float64:
-            return out
-        exact = np.asarray(out)
-    return -round_up(-exact, dtype)
-
-__all__ = ["gdp_delta", "gdp_tradeoff", "approx_dp_tradeoff", "approx_dp_delta"]
 
 
 def _float(*xs):
