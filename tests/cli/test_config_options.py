@@ -140,6 +140,9 @@ def _invocations(tmp_path):
     np.save(out_path, rng.standard_normal(40))
     out = str(tmp_path / "run")
     csbm = ["--dataset", "csbm", "--csbm-nodes", "200", "--models", "2"]
+    dp_eps = ["--model", "capped_gcn", "--sampler", "poisson", "--dp-epsilon", "4", "--dp-clip",
+              "0.5", "--dp-degree-cap", "3", "--dp-delta", "1e-6"]
+    dp_sigma = ["--model", "mlp", "--sampler", "poisson", "--dp-noise-multiplier", "3"]
     from jaxaudit.graph import from_edge_index, save_graph_npz
 
     graph = str(save_graph_npz(tmp_path / "g.npz", from_edge_index(
@@ -152,9 +155,13 @@ def _invocations(tmp_path):
                               "--dataset-size", "32", "--canaries", "50", "--out", out]],
         ("shadow",): [["shadow", *csbm, "--sampler", "snowball", "--out", out],
                       ["shadow", *csbm, "--out", out],
-                      ["shadow", "--graph", graph, "--models", "2", "--out", out]],
+                      ["shadow", "--graph", graph, "--models", "2", "--out", out],
+                      ["shadow", *csbm, *dp_eps, "--out", out],     # DP fields: stored when on
+                      ["shadow", *csbm, *dp_sigma, "--out", out]],
         ("bmp",): [["bmp", *csbm, "--sampler", "snowball", "--min-ess", "100", "--out", out],
-                   ["bmp", "--graph", graph, "--models", "2", "--out", out]],
+                   ["bmp", "--graph", graph, "--models", "2", "--out", out],
+                   ["bmp", *csbm, *dp_eps, "--out", out],
+                   ["bmp", *csbm, *dp_sigma, "--out", out]],
         ("attack", "secrets"): [["attack", "secrets", "--out", out],
                                 ["attack", "secrets", "--records-per-user", "2",
                                  "--record-length", "80", "--out", out]],
