@@ -131,6 +131,7 @@ BACKENDS_WORKER = textwrap.dedent(
     import json, os, resource, sys, tempfile, time
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
     from jaxaudit.pipelines import ShadowConfig, run_shadow
+    from jaxaudit.runs import Sweep
     backend, workers, units, unit_models, epochs, repeats = sys.argv[1:7]
     workers, units, unit_models, epochs, repeats = map(int, (workers, units, unit_models,
                                                              epochs, repeats))
@@ -147,7 +148,7 @@ BACKENDS_WORKER = textwrap.dedent(
     for r in range(repeats):
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.perf_counter()
-            run_shadow(cfg, f"{tmp}/run", backend=backend, ray_workers=workers)
+            run_shadow(cfg, f"{tmp}/run", sweep=Sweep(backend=backend, ray_workers=workers))
             times.append(time.perf_counter() - t0)
     if backend == "ray":
         ray.shutdown()

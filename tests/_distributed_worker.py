@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 
 from jaxaudit.datasets import make_csbm  # noqa: E402
 from jaxaudit.graph import ShadowTraining, train_shadow_models, uniform_sampler  # noqa: E402
-from jaxaudit.runs import RunDir, run_chunks  # noqa: E402
+from jaxaudit.runs import RunDir, Sweep, run_chunks  # noqa: E402
 from jaxaudit.runs.claims import claim_unit  # noqa: E402
 from jaxaudit.sharding import vmap_chunked  # noqa: E402
 
@@ -66,7 +66,7 @@ resumed = run_chunks(RunDir.open(folder, kind="distributed-test", config={"seed"
                      ["a", "b"], failing)  # process 0 has both: every process gets its bytes
 # chunk "c" is held by a live claim (as by an independent worker): skipped on every process
 held = claim_unit(run, "c") if PROCESS_ID == 0 else None
-partial = run_chunks(run, ["a", "b", "c"], failing, worker=(0, 1))
+partial = run_chunks(run, ["a", "b", "c"], failing, sweep=Sweep(worker=(0, 1)))
 if held is not None:
     held.release()
 out["partial"] = np.asarray(sorted(partial))

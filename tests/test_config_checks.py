@@ -14,6 +14,7 @@ from jaxaudit.pipelines import (
     BmpConfig,
     BoundsConfig,
     MarginalsConfig,
+    NodeDpConfig,
     OneRunAuditConfig,
     RdpConfig,
     ScoresAuditConfig,
@@ -27,7 +28,7 @@ CONFIGS = [
     DpsgdConfig(clip_norm=1.0, noise_multiplier=1.0, learning_rate=0.1),
     OneRunConfig(num_canaries=100), CriticConfig(),
     SecretsConfig(), MarginalsConfig(), BoundsConfig(epsilon=1.0, prior="uniform:10", targets=10),
-    ShadowConfig(), BmpConfig(), RdpConfig(),
+    ShadowConfig(), NodeDpConfig(noise_multiplier=1.0), BmpConfig(), RdpConfig(),
     ScoresAuditConfig(in_scores=np.zeros(10), out_scores=np.ones(10), epsilon=1.0),
     OneRunAuditConfig(),
 ]
@@ -69,9 +70,9 @@ def test_a_value_of_the_wrong_kind_is_refused_naming_the_field(config, field, ba
 
 
 def test_every_configuration_type_is_covered():
-    """The sixteen configuration NamedTuples of the library (the bounds' PrivacyModel and the
+    """The seventeen configuration NamedTuples of the library (the bounds' PrivacyModel and the
     accounting guarantees are checked by their own ``validate()``)."""
-    assert len({type(c) for c in CONFIGS}) == 16
+    assert len({type(c) for c in CONFIGS}) == 17
     assert all(callable(getattr(type(c), "check", None)) for c in CONFIGS)
 
 
@@ -84,6 +85,22 @@ def test_the_issue_examples():
         OneRunConfig(num_canaries=16.0).check()
     with pytest.raises(TypeError, match=r"num_warmup must be an integer, got 10.0"):
         AuditConfig(nuts=NutsConfig(num_warmup=10.0)).check()     # nested: checked too
+
+
+def test_a_pipeline_configuration_checks_its_nested_library_configurations():
+    """BmpConfig holds a ShadowConfig (with its NodeDpConfig) and an AuditConfig (with its
+    NutsConfig); SecretsConfig an LmConfig; RdpConfig a DpsgdConfig: each is checked through the
+    pipeline configuration's check()."""
+    with pytest.raises(TypeError, match=r"num_warmup must be an integer, got 10.0"):
+        BmpConfig(audit=AuditConfig(nuts=NutsConfig(num_warmup=10.0))).check()
+    with pytest.raises(TypeError, match=r"epochs must be an integer, got 2.0"):
+        BmpConfig(shadow=ShadowConfig(epochs=2.0)).check()
+    with pytest.raises(TypeError, match=r"dp\.degree_cap must be an integer, got 2.0"):
+        ShadowConfig(model="mlp", dp=NodeDpConfig(epsilon=1.0, degree_cap=2.0)).check()
+    with pytest.raises(TypeError, match=r"hidden_dim must be an integer, got 8.0"):
+        SecretsConfig(lm=LmConfig(hidden_dim=8.0)).check()
+    with pytest.raises(ValueError, match=r"dpsgd\.method"):
+        RdpConfig(dpsgd=RdpConfig().dpsgd._replace(method="fast")).check()
 
 
 def test_the_audit_calls_check_first():

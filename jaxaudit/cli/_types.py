@@ -90,6 +90,13 @@ def as_flags(**names: str) -> Iterator[None]:
         raise (FileNotFoundError if isinstance(err, FileNotFoundError) else ValueError)(msg) from err
 
 
+def filled(config: Any, values: dict) -> Any:
+    """``config`` with each field that ``values`` gives (not None) set, nested ones likewise."""
+    return config._replace(**{f: filled(v, values) if hasattr(v, "_fields") else values[f]
+                              for f, v in config._asdict().items()
+                              if hasattr(v, "_fields") or values.get(f) is not None})
+
+
 def worker_spec(text: str) -> tuple[int, int]:
     """``I/N``: worker I (from 0) of N independent processes on one run folder."""
     m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
@@ -105,9 +112,10 @@ def add_sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--worker", type=worker_spec, default=None, metavar="I/N", help="be worker I of N independent processes on one --out folder (SLURM array, shell loop): compute units I, I+N, ... not held by another; a final run without --worker completes or verifies it (default: every unit)")
 
 
-def sweep_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """The pipeline keywords of :func:`add_sweep_options` that differ from the defaults."""
+def sweep_of(args: argparse.Namespace) -> Any:
+    """The :class:`jaxaudit.runs.Sweep` that :func:`add_sweep_options` gives."""
+    from jaxaudit.runs import Sweep
+
     if args.ray_address is not None and args.backend != "ray":
         raise ValueError("--ray-address needs --backend ray")
-    given = dict(worker=args.worker, backend=args.backend, ray_address=args.ray_address)
-    return {k: v for k, v in given.items() if v not in (None, "serial")}
+    return Sweep(backend=args.backend, ray_address=args.ray_address, worker=args.worker)

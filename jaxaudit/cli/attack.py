@@ -23,9 +23,10 @@ from jaxaudit.cli._types import (
     add_sweep_options,
     as_flags,
     count,
+    filled,
     nonnegative_int,
     positive,
-    sweep_kwargs,
+    sweep_of,
 )
 
 # The library's names and limits (jaxaudit.attacks.SCORINGS, jaxaudit.pipelines.attacks.MAX_*),
@@ -112,10 +113,9 @@ def _run(args: argparse.Namespace, config_type: str, run_name: str, flags: dict)
     from jaxaudit.report import attacks as report
     from jaxaudit.runs import ProgressBar
 
-    config_cls = getattr(pipeline, config_type)
-    config = config_cls(**{f: getattr(args, f) for f in config_cls._fields})
+    config = filled(getattr(pipeline, config_type)(), vars(args))  # SecretsConfig.lm's fields too
     with as_flags(**flags), ProgressBar(f"attack {args.attack}", enabled=not args.quiet) as bar:
-        result = getattr(pipeline, run_name)(config, args.out, progress=bar, **sweep_kwargs(args))
+        result = getattr(pipeline, run_name)(config, args.out, progress=bar, sweep=sweep_of(args))
     print(report.text_table(result))
     print(f"wrote {args.out}")
     return 0

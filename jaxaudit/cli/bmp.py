@@ -16,9 +16,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from jaxaudit.cli._types import bounded, count, finite, positive, sweep_kwargs
+from jaxaudit.cli._types import bounded, count, filled, finite, positive, sweep_of
 from jaxaudit.cli.shadow import FLAGS as SHADOW_FLAGS
-from jaxaudit.cli.shadow import add_shadow_options, flags, print_dp, shadow_fields
+from jaxaudit.cli.shadow import add_shadow_options, flags, print_dp, shadow_config
 
 # The library's limits (jaxaudit.pipelines.bmp.MAX_*), here without importing jax so that
 # --help stays fast (tests/cli/test_bmp_cli.py checks they agree).
@@ -26,13 +26,12 @@ MAX_PRIOR_DRAWS, MAX_NUTS_STEPS, MAX_CHAINS = 10_000_000, 1_000_000, 64
 MAX_DRAW_GIB, BYTES_PER_DRAW = 4, 16
 ATTACKS = ("lira", "lira_offline", "rmia")  # jaxaudit.mia.ATTACKS (checked by the tests)
 #: Config field -> flag, for the library's errors.
-FLAGS = dict(SHADOW_FLAGS, chunk="--model-chunk", shadow_run="--shadow",
-             prior_draws="--prior-draws", fix_variance="--fix-variance",
-             attack_prior="--attack-prior", confidence="--confidence",
-             prior_variance="--prior-variance", num_warmup="--num-warmup",
-             num_samples="--num-samples", num_chains="--num-chains", min_ess="--min-ess",
-             mp_baseline="--no-mp", node_chunk="--node-chunk", compare="--compare",
-             attack="--attack", node_units="--node-units")
+FLAGS = dict(SHADOW_FLAGS, shadow_run="--shadow", num_prior_draws="--prior-draws",
+             fix_variance="--fix-variance", attack_prior="--attack-prior",
+             confidence="--confidence", prior_variance="--prior-variance",
+             num_warmup="--num-warmup", num_samples="--num-samples", num_chains="--num-chains",
+             min_ess="--min-ess", mp_baseline="--no-mp", chunk_size="--node-chunk",
+             compare="--compare", attack="--attack")
 
 
 def register(subparsers: Any) -> None:
@@ -68,16 +67,12 @@ def run(args: argparse.Namespace) -> int:
     from jaxaudit.report import bmp as report
     from jaxaudit.runs import ProgressBar
 
-    config = BmpConfig(
-        **shadow_fields(args), chunk=args.model_chunk, shadow_run=args.shadow,
-        prior_draws=args.prior_draws, fix_variance=args.fix_variance,
-        attack_prior=args.attack_prior, confidence=args.confidence,
-        prior_variance=args.prior_variance, num_warmup=args.num_warmup,
-        num_samples=args.num_samples, num_chains=args.num_chains, min_ess=args.min_ess,
-        mp_baseline=not args.no_mp, node_chunk=args.node_chunk, compare=args.compare,
-        attack=args.attack, node_units=args.node_units)
+    # the audit's and NUTS's fields by their names; the shadow sweep's from the shadow options
+    config = filled(BmpConfig(), dict(vars(args), shadow_run=args.shadow, chunk=args.node_units,
+                    num_prior_draws=args.prior_draws, mp_baseline=not args.no_mp,
+                    chunk_size=args.node_chunk))._replace(shadow=shadow_config(args, chunk=args.model_chunk))
     with flags(FLAGS), ProgressBar("bmp", enabled=not args.quiet) as bar:
-        result = run_bmp(config, args.out, progress=bar, **sweep_kwargs(args))
+        result = run_bmp(config, args.out, progress=bar, sweep=sweep_of(args))
     if not args.quiet:
         print(report.text_table(result))
         print_dp(result.config)

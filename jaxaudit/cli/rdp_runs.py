@@ -4,7 +4,7 @@ shared out with ``--worker``/``--backend ray``, then the audit of their scores (
 
 import argparse
 
-from jaxaudit.cli._types import sweep_kwargs
+from jaxaudit.cli._types import sweep_of
 from jaxaudit.cli.rdp import config
 
 
@@ -14,7 +14,7 @@ def run(args: argparse.Namespace) -> int:
     from jaxaudit.runs import ProgressBar
 
     with ProgressBar("canary runs", enabled=not args.quiet) as bar:
-        result = run_rdp(config(RdpConfig, args), args.out, progress=bar, **sweep_kwargs(args))
+        result = run_rdp(config(RdpConfig, args), args.out, progress=bar, sweep=sweep_of(args))
     if not result.complete:  # a --worker share: the audit waits for the other workers' chunks
         print(f"{len(result.in_scores)} runs per world so far in {args.out}; audited when every chunk is done")
         return 0

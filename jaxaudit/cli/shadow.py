@@ -16,14 +16,15 @@ from jaxaudit.cli._types import (
     as_flags,
     bounded,
     count,
+    filled,
     nonnegative,
     nonnegative_int,
     positive,
-    sweep_kwargs,
+    sweep_of,
 )
 
 # The library's registries and limits (jaxaudit.datasets.GRAPH_DATASETS, jaxaudit.graph.samplers.SAMPLERS,
-# jaxaudit.pipelines.common.MODELS, MAX_*), named here without importing jax so that --help
+# jaxaudit.pipelines.shadow_models.MODELS, MAX_*), named here without importing jax so that --help
 # stays fast (tests/cli/test_shadow_cli.py checks they agree).
 DATASETS = ("cora", "citeseer", "csbm")
 SAMPLERS = ("uniform", "poisson", "snowball", "random_walk")
@@ -34,8 +35,8 @@ MAX_RESULT_GIB, BYTES_PER_SCORE = 8, 40
 #: Config field -> flag, for the library's errors.
 FLAGS = dict(num_models="--models", graph_file="--graph", csbm_nodes="--csbm-nodes",
              learning_rate="--learning-rate", weight_decay="--weight-decay", run_dir="--out",
-             epochs="--epochs", ratio="--ratio", **{f"dp_{k}": f"--dp-{k.replace('_', '-')}" for k in (
-                 "epsilon", "noise_multiplier", "clip", "degree_cap", "delta")})
+             epochs="--epochs", ratio="--ratio", **{f"dp.{k}": f"--dp-{k.replace('_', '-')}" for k in (
+                 "epsilon", "noise_multiplier", "degree_cap", "delta")}, **{"dp.clip_norm": "--dp-clip"})
 
 
 @contextlib.contextmanager
@@ -74,15 +75,14 @@ def add_shadow_options(p: argparse.ArgumentParser, *, ratio_type: Any = float) -
     add_sweep_options(p)
 
 
-def shadow_fields(args: argparse.Namespace) -> dict:
-    """The configuration fields that the shadow options give."""
-    dataset = "cora" if args.dataset is None else args.dataset  # the default, unless --graph
-    return dict(dataset=dataset, graph_file=args.graph, model=args.model,
-                sampler=args.sampler, ratio=args.ratio, snowball_edges=args.snowball_edges,
-                num_models=args.models, epochs=args.epochs, edge_access=args.edge_access,
-                seed=args.seed, csbm_nodes=args.csbm_nodes, data_dir=args.data_dir,
-                **{k: getattr(args, k) for k in ("dp_epsilon", "dp_noise_multiplier", "dp_clip",
-                                                 "dp_degree_cap", "dp_delta")})
+def shadow_config(args: argparse.Namespace, **fields: Any) -> Any:
+    """The :class:`jaxaudit.pipelines.ShadowConfig` of the shadow options (and ``fields``)."""
+    from jaxaudit.pipelines import NodeDpConfig, ShadowConfig
+
+    dp = (None if args.dp_epsilon is None and args.dp_noise_multiplier is None else NodeDpConfig(
+        args.dp_epsilon, args.dp_noise_multiplier, args.dp_clip, args.dp_degree_cap, args.dp_delta))
+    return filled(ShadowConfig(dp=dp), dict(vars(args), graph_file=args.graph,
+                                            num_models=args.models, **fields))
 
 
 def print_dp(config: dict) -> None:
@@ -107,15 +107,14 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jaxaudit.pipelines import ShadowConfig, run_shadow
+    from jaxaudit.pipelines import run_shadow
     from jaxaudit.report import shadow as report
     from jaxaudit.runs import ProgressBar
 
-    config = ShadowConfig(**shadow_fields(args), learning_rate=args.learning_rate,
-                          weight_decay=args.weight_decay, chunk=args.chunk)
+    config = shadow_config(args)  # with --learning-rate, --weight-decay and --chunk
     with flags(FLAGS), ProgressBar(f"shadow {config.dataset}/{args.model}",
                                         enabled=not args.quiet) as bar:
-        result = run_shadow(config, args.out, progress=bar, **sweep_kwargs(args))
+        result = run_shadow(config, args.out, progress=bar, sweep=sweep_of(args))
     if not args.quiet:
         print(report.text_table(result))
         print_dp(result.config)

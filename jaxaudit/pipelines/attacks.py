@@ -48,10 +48,10 @@ from jaxaudit._validation import (
 )
 from jaxaudit._validation.core import check_config_fields
 from jaxaudit.accounting.replace_one import MAX_DPSGD_EPSILON
-from jaxaudit.attacks import SCORINGS, AttackResult
-from jaxaudit.pipelines.common import open_run, stored_config
+from jaxaudit.attacks import SCORINGS, AttackResult, LmConfig
+from jaxaudit.pipelines.lifecycle import open_run, stored_config
 from jaxaudit.report import attacks as report
-from jaxaudit.runs import Progress, RunDir, run_chunks, stream_key, unit_key
+from jaxaudit.runs import Progress, RunDir, Sweep, run_chunks, stream_key, unit_key
 
 __all__ = ["AttackSweep", "MarginalsConfig", "SecretsConfig", "check_marginals_config",
            "check_secrets_config", "level_name", "run_marginals", "run_secrets"]
@@ -93,22 +93,18 @@ class SecretsConfig(NamedTuple):
         ``prior="passwords"``; with ``prior="names"`` at most the 690 first names.
       epsilons: distinct target ε of DP-SGD under replace-one neighbours, each > 0 and at most
         100 when finite (inf: no noise); at most 100 values.
-      delta: δ ∈ (0, 1) of the (ε, δ) target.
-      num_secrets: n users, one secret each, 2 to 100,000 (n × candidates scores ≤ 4 GiB).
+      lm: the LM recipe (:class:`jaxaudit.attacks.LmConfig`): n users ``num_secrets`` (2 to
+        100,000; n × candidates scores ≤ 4 GiB), ``num_filler`` filler records of real text,
+        ``record_length`` characters per record with BOS and EOS (filler sentences are wrapped
+        to fit; every secret record must fit; at most 512), ``records_per_user`` R (1 to 1000:
+        user k's secret record appears R times and the filler is cut into users of R sentences;
+        DP-SGD samples users and clips each user's summed gradient, so ε is per user, the unit
+        the bound counts, docs/attacks.md), ``hidden_dim`` the GRU width (≤ 4096), DP-SGD's
+        ``steps`` T (≤ 10⁶), ``batch_size`` (expected, Poisson), ``clip_norm`` C, the Adam
+        ``learning_rate`` in (0, 1] and the target's ``delta`` δ ∈ (0, 1). Default: the
+        library's, with 200 steps at learning rate 1e-3.
       guesses: k guesses per secret.
-      num_filler: filler records of real text in the private corpus.
-      steps: DP-SGD steps T (≤ 10⁶).
-      batch_size: expected Poisson batch size.
-      clip_norm: per-example clipping norm C.
-      learning_rate: Adam step of the fine-tuning, in (0, 1].
       pretrain_steps: public pretraining steps (0: fine-tune from scratch; ≤ 10⁶).
-      hidden_dim: GRU width (≤ 4096).
-      records_per_user: R, records per privacy unit (1 to 1000): user k's secret record
-        appears R times and the filler is cut into users of R sentences; DP-SGD samples
-        users and clips each user's summed gradient, so ε is per user, the unit the bound
-        counts (docs/attacks.md). 1: record-level, one record per user.
-      record_length: characters per record, BOS and EOS included (filler sentences are wrapped
-        to fit; every secret record must fit; at most 512).
       scoring: the ranking of the main columns, one of ``jaxaudit.attacks.SCORINGS``; every
         scoring is computed on the same models.
       repetitions: runs per ε (units 0 … repetitions − 1 of ``seed``; ≤ 1000).
@@ -121,18 +117,9 @@ class SecretsConfig(NamedTuple):
     digits: int = 4
     candidates: int = 2000
     epsilons: Sequence[float] = (1.0, 4.0, 8.0, math.inf)
-    delta: float = 1e-5
-    num_secrets: int = 100
+    lm: LmConfig = LmConfig(steps=200, learning_rate=1e-3)
     guesses: int = 1
-    num_filler: int = 1000
-    steps: int = 200
-    batch_size: int = 64
-    clip_norm: float = 1.0
-    learning_rate: float = 1e-3
     pretrain_steps: int = 200
-    hidden_dim: int = 96
-    records_per_user: int = 1
-    record_length: int = 64
     scoring: str = SCORINGS[0]
     repetitions: int = 1
     seed: int = 0
@@ -255,14 +242,14 @@ def _check_at_most(name: str, value: Any, minimum: int, maximum: int) -> int:
     return value
 
 
-def _check_common(config: SecretsConfig | MarginalsConfig, run_dir: Any) -> None:
-    check_config_fields(config)
+def _check_common(config: SecretsConfig | MarginalsConfig, run_dir: Any, delta: float) -> None:
     if run_dir is not None:
         check_output_dir("run_dir", run_dir)
-    check_probability("delta", config.delta, open_low=True, open_high=True)
+    check_probability("delta", delta, open_low=True, open_high=True)
     check_probability("gamma", config.gamma, open_low=True, open_high=True)
     _check_at_most("repetitions", config.repetitions, 1, MAX_REPETITIONS)
     check_integer("seed", config.seed, minimum=0)
+    check_config_fields(config)  # the other fields' kinds; a nested LmConfig's own check
 
 
 def check_secrets_config(config: SecretsConfig, run_dir: str | Path | None = None) -> Any:
@@ -278,28 +265,31 @@ def check_secrets_config(config: SecretsConfig, run_dir: str | Path | None = Non
     from jaxaudit.attacks.corpus import filler_sentences, secret_field, secret_prefix
 
     check_instance("config", config, SecretsConfig)
-    _check_common(config, run_dir)
-    _check_levels("epsilons", config.epsilons, MAX_EPSILON)
-    check_choice("prior", config.prior, PRIORS)
-    check_choice("scoring", config.scoring, SCORINGS)
-    num_secrets = check_integer("num_secrets", config.num_secrets, minimum=1)
+    lm = check_instance("lm", config.lm, LmConfig)
+    # the recipe's fields by their own names first (the LM's check, nested, then finds them good)
+    num_secrets = check_integer("num_secrets", lm.num_secrets, minimum=1)
     if num_secrets < 2:
         raise ValueError("num_secrets must be >= 2: the calibrated scoring compares each user "
                          f"with the others, got {num_secrets}")
     _check_at_most("num_secrets", num_secrets, 2, MAX_SECRETS)
-    for name in ("guesses", "num_filler", "batch_size"):
-        check_integer(name, getattr(config, name), minimum=1)
-    _check_at_most("steps", config.steps, 1, MAX_STEPS)
-    pretrain = _check_at_most("pretrain_steps", config.pretrain_steps, 0, MAX_STEPS)
-    _check_at_most("hidden_dim", config.hidden_dim, 1, MAX_HIDDEN_DIM)
-    per_user = _check_at_most("records_per_user", config.records_per_user, 1,
+    for name in ("num_filler", "batch_size"):
+        check_integer(name, getattr(lm, name), minimum=1)
+    _check_at_most("steps", lm.steps, 1, MAX_STEPS)
+    _check_at_most("hidden_dim", lm.hidden_dim, 1, MAX_HIDDEN_DIM)
+    per_user = _check_at_most("records_per_user", lm.records_per_user, 1,
                               MAX_RECORDS_PER_USER)
-    length = _check_at_most("record_length", config.record_length, 3, MAX_RECORD_LENGTH)
-    lr = float(check_positive_finite("learning_rate", config.learning_rate))
+    length = _check_at_most("record_length", lm.record_length, 3, MAX_RECORD_LENGTH)
+    lr = float(check_positive_finite("learning_rate", lm.learning_rate))
     if lr > MAX_LEARNING_RATE:
         raise ValueError(f"learning_rate must be in (0, {MAX_LEARNING_RATE:g}] (Adam diverges "
-                         f"above it), got {config.learning_rate!r}")
-    check_positive_finite("clip_norm", config.clip_norm)
+                         f"above it), got {lm.learning_rate!r}")
+    check_positive_finite("clip_norm", lm.clip_norm)
+    _check_common(config, run_dir, lm.delta)
+    _check_levels("epsilons", config.epsilons, MAX_EPSILON)
+    check_choice("prior", config.prior, PRIORS)
+    check_choice("scoring", config.scoring, SCORINGS)
+    check_integer("guesses", config.guesses, minimum=1)
+    pretrain = _check_at_most("pretrain_steps", config.pretrain_steps, 0, MAX_STEPS)
     if config.scoring == "reference" and not pretrain:
         raise ValueError("scoring 'reference' needs a public pretrained model "
                          "(pretrain_steps > 0)")
@@ -332,15 +322,15 @@ def check_secrets_config(config: SecretsConfig, run_dir: str | Path | None = Non
         raise ValueError(f"record_length must be at least {longest} (the longest secret record "
                          f"with BOS and EOS), got {length}")
     available = len(filler_sentences(length - 2)[0]) - (PUBLIC_FILLER if pretrain else 0)
-    if config.num_filler > available:
+    if lm.num_filler > available:
         public = f", less the {PUBLIC_FILLER} public ones of the pretraining" if pretrain else ""
         raise ValueError(f"num_filler must be at most {available} (the filler sentences "
-                         f"available{public}), got {config.num_filler}")
+                         f"available{public}), got {lm.num_filler}")
     # Every ε's noise calibration now, so that an ε no noise reaches is refused before the runs.
-    q = min(1.0, config.batch_size / (num_secrets + -(-config.num_filler // per_user)))
+    q = min(1.0, lm.batch_size / (num_secrets + -(-lm.num_filler // per_user)))
     for eps in config.epsilons:
         try:
-            dpsgd_privacy(epsilon=eps, delta=config.delta, steps=config.steps, sampling_rate=q)
+            dpsgd_privacy(epsilon=eps, delta=lm.delta, steps=lm.steps, sampling_rate=q)
         except ValueError as err:
             raise ValueError(f"epsilons={eps:g}: {err}") from err
     return prior
@@ -357,7 +347,7 @@ def check_marginals_config(config: MarginalsConfig, run_dir: str | Path | None =
     from jaxaudit.attacks.marginals import check_marginals_arguments
 
     check_instance("config", config, MarginalsConfig)
-    _check_common(config, run_dir)
+    _check_common(config, run_dir, config.delta)
     _check_levels("rhos", config.rhos, MAX_RHO, MIN_RHO)
     check_marginals_arguments(load_fair(), attributes=config.attributes, hidden=config.hidden,
                               way=config.way, num_targets=config.num_targets,
@@ -365,9 +355,8 @@ def check_marginals_config(config: MarginalsConfig, run_dir: str | Path | None =
 
 
 def _sweep(kind: str, config: SecretsConfig | MarginalsConfig, levels: str, prefix: str, run_dir: Any,
-           compute: Callable[[float, int, RunDir | None], dict],
-           progress: Progress | None, worker: tuple[int, int] | None,
-           sweep: dict | None = None) -> tuple[RunDir | None, list[tuple[str, tuple[float, int]]], dict[str, dict]]:
+           compute: Callable[[float, int, RunDir | None], dict], progress: Progress | None,
+           sweep: Sweep) -> tuple[RunDir | None, list[tuple[str, tuple[float, int]]], dict[str, dict]]:
     """Open the run folder (the configuration's fields stored, the levels as text so that inf
     survives strict JSON), compute every missing (level, repetition) chunk and return the
     folder, the plan and the chunks; a failed first chunk leaves the folder reusable."""
@@ -378,7 +367,7 @@ def _sweep(kind: str, config: SecretsConfig | MarginalsConfig, levels: str, pref
     stored[levels] = [str(float(v)) for v in getattr(config, levels)]
     with open_run(run_dir, kind, stored) as run:
         chunks = run_chunks(run, [n for n, _ in plan], lambda n: compute(*where[n], run),
-                            progress=progress or False, worker=worker, **(sweep or {}))
+                            progress=progress or False, sweep=sweep)
     return run, plan, chunks
 
 
@@ -399,13 +388,6 @@ def _stack(chunks: dict[str, dict], plan: list, scorings: tuple[str, ...] = (),
                 AttackResult(*(jnp.asarray(f) for f in fields)), jnp.asarray(by_scoring))
 
 
-def _lm_config(config: SecretsConfig) -> Any:
-    """The library's LM recipe (:class:`jaxaudit.attacks.LmConfig`) from the same fields."""
-    from jaxaudit.attacks import LmConfig
-
-    return LmConfig(**{f: getattr(config, f) for f in LmConfig._fields})
-
-
 def _pretrained(run: RunDir | None, config: SecretsConfig, prior: Any) -> tuple[Any, Any]:
     """The public pretrained model, trained once per run folder with ``stream_key(key(seed),
     "init")`` and cached there (``pretrained.msgpack`` with a checksum record bound to the run),
@@ -418,22 +400,20 @@ def _pretrained(run: RunDir | None, config: SecretsConfig, prior: Any) -> tuple[
     key = stream_key(jax.random.key(config.seed), "init")
     cached = run.load_file(name) if run is not None else None
     if cached is not None:
-        model = CharGRU(hidden_dim=config.hidden_dim)
+        model = CharGRU(hidden_dim=config.lm.hidden_dim)
         template = model.init(key, jax.numpy.zeros((1, 8), jax.numpy.int32))
         try:
             return model, flax.serialization.from_bytes(template, cached)
         except (ValueError, KeyError, TypeError):
             pass  # a well-formed checksum over an unreadable model: train it again
-    model, params = pretrain_public(key, prior, _lm_config(config), steps=config.pretrain_steps)
+    model, params = pretrain_public(key, prior, config.lm, steps=config.pretrain_steps)
     if run is not None:
         run.save_file(name, flax.serialization.to_bytes(params))
     return model, params
 
 
 def run_secrets(config: SecretsConfig, run_dir: str | Path | None = None, *,
-                progress: Progress | None = None,
-                worker: tuple[int, int] | None = None, backend: str = "serial",
-                ray_address: str | None = None, ray_workers: int | None = None) -> AttackSweep:
+                progress: Progress | None = None, sweep: Sweep = Sweep()) -> AttackSweep:
     """Secret extraction at every ε of ``config``, ``config.repetitions`` times each.
 
     Run (ε, r): draw n secrets from the prior with ``unit_key(key(seed), r)`` (the same secrets at
@@ -450,12 +430,10 @@ def run_secrets(config: SecretsConfig, run_dir: str | Path | None = None, *,
         ``successes_<scoring>``/``hits_<scoring>``, the score matrices ``scores`` (n, K),
         ``reference_scores`` (with pretraining), ``secrets`` and ``seconds``.
       progress: a :data:`jaxaudit.runs.Progress` callback ``(done, total)``.
-      worker: ``(index, count)``: compute only this worker's chunks (see
-        :func:`jaxaudit.runs.run_chunks`); the result holds the runs finished so far and the
-        summary files are written once every run is.
-      backend: ``"serial"`` or ``"ray"`` (one Ray task per chunk; see
-        :func:`jaxaudit.runs.run_chunks`), ``ray_address`` its cluster (None: a local one),
-        ``ray_workers`` the chunks in flight. They do not change the numbers.
+      sweep: where the chunks run (:class:`jaxaudit.runs.Sweep`: ``backend="ray"`` for one Ray
+        task per chunk; ``worker=(index, count)`` to compute only this worker's chunks, the
+        result then holding the runs finished so far and the summary files written once every
+        run is). It does not change the numbers.
 
     Returns:
       :class:`AttackSweep` (``level_name`` ``"epsilon_target"``).
@@ -478,7 +456,7 @@ def run_secrets(config: SecretsConfig, run_dir: str | Path | None = None, *,
         if config.pretrain_steps and not pretrained:
             pretrained.append(_pretrained(run, config, prior))
         scored = train_and_score(unit_key(jax.random.key(config.seed), rep), prior,
-                                 _lm_config(config), epsilon=eps,
+                                 config.lm, epsilon=eps,
                                  pretrained=pretrained[0] if pretrained else None)
         main = extraction_result(scored, prior, scoring=config.scoring, guesses=config.guesses,
                                  gamma=config.gamma)
@@ -496,12 +474,11 @@ def run_secrets(config: SecretsConfig, run_dir: str | Path | None = None, *,
         return out
 
     run, plan, chunks = _sweep("attack-secrets", config, "epsilons", "eps", run_dir, compute,
-                               progress, worker, dict(backend=backend, ray_address=ray_address,
-                                                      ray_workers=ray_workers))
+                               progress, sweep)
     levels, reps, attack, by_scoring = _stack(chunks, plan, scorings)
     result = AttackSweep(
         "epsilon_target", levels, reps, attack, scorings, by_scoring,
-        f"secret extraction ({config.scoring}), {prior.source}; n = {config.num_secrets}, "
+        f"secret extraction ({config.scoring}), {prior.source}; n = {config.lm.num_secrets}, "
         f"k = {config.guesses}")
     if run is not None and len(levels) == len(plan):
         report.write_summary(run, result)
@@ -509,9 +486,7 @@ def run_secrets(config: SecretsConfig, run_dir: str | Path | None = None, *,
 
 
 def run_marginals(config: MarginalsConfig, run_dir: str | Path | None = None, *,
-                  progress: Progress | None = None,
-                  worker: tuple[int, int] | None = None, backend: str = "serial",
-                  ray_address: str | None = None, ray_workers: int | None = None) -> AttackSweep:
+                  progress: Progress | None = None, sweep: Sweep = Sweep()) -> AttackSweep:
     """Reconstruction from noisy marginals at every ρ of ``config``, ``repetitions`` times each.
 
     Run (ρ, r): with ``unit_key(key(seed), r)`` (the same targets at every ρ) draw the targets,
@@ -525,8 +500,7 @@ def run_marginals(config: MarginalsConfig, run_dir: str | Path | None = None, *,
         computes in memory. A finished sweep writes ``table.json``, ``summary.md``,
         ``attack.png``; each chunk holds the run's ``AttackResult`` fields.
       progress: a :data:`jaxaudit.runs.Progress` callback ``(done, total)``.
-      worker: ``(index, count)`` as in :func:`run_secrets`.
-      backend, ray_address, ray_workers: as in :func:`run_secrets`.
+      sweep: as in :func:`run_secrets`.
 
     Returns:
       :class:`AttackSweep` (``level_name`` ``"rho"``, no scorings).
@@ -549,8 +523,7 @@ def run_marginals(config: MarginalsConfig, run_dir: str | Path | None = None, *,
         return {k: np.asarray(v) for k, v in result._asdict().items()}
 
     run, plan, chunks = _sweep("attack-marginals", config, "rhos", "rho", run_dir, compute,
-                               progress, worker, dict(backend=backend, ray_address=ray_address,
-                                                      ray_workers=ray_workers))
+                               progress, sweep)
     levels, reps, attack, by_scoring = _stack(chunks, plan)
     result = AttackSweep(
         "rho", levels, reps, attack, (), by_scoring,

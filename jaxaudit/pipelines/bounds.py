@@ -45,9 +45,9 @@ from jaxaudit.bounds import (
     summarize_bounds,
 )
 from jaxaudit.bounds.registry import prior_by_name
-from jaxaudit.pipelines.common import open_run, stored_config
+from jaxaudit.pipelines.lifecycle import open_run, stored_config
 from jaxaudit.report import bounds as report
-from jaxaudit.runs import Progress, load_npy
+from jaxaudit.runs import Progress, Sweep, load_npy
 
 __all__ = ["BoundsConfig", "BoundsResult", "MAX_TARGETS", "run_bounds"]
 
@@ -263,8 +263,7 @@ def _compute(c: BoundsConfig, priors: np.ndarray, prior: str,
 
 
 def run_bounds(config: BoundsConfig, run_dir: str | Path | None = None, *,
-               progress: Progress | None = None,
-               worker: tuple[int, int] | None = None) -> BoundsResult:
+               progress: Progress | None = None, sweep: Sweep = Sweep()) -> BoundsResult:
     """The bounds summary (or the inverse ε) of ``config``; with ``run_dir``, also a run folder.
 
     Args:
@@ -276,8 +275,8 @@ def run_bounds(config: BoundsConfig, run_dir: str | Path | None = None, *,
         None (default): nothing is written.
       progress: ``progress(done, total)`` callback; the summary is one unit (0 of 1, then 1 of
         1).
-      worker: ``(index, count)`` of the pipelines' common signature; the one unit is
-        deterministic, so every worker computes it (identical atomic writes).
+      sweep: the :class:`jaxaudit.runs.Sweep` of the pipelines' common signature (checked); the
+        one unit is deterministic, so every worker computes it (identical atomic writes).
 
     Returns:
       :class:`BoundsResult`.
@@ -288,10 +287,7 @@ def run_bounds(config: BoundsConfig, run_dir: str | Path | None = None, *,
       FileNotFoundError: ``priors_file`` does not exist.
     """
     c = _check_config(config)
-    if worker is not None:
-        index = check_integer("worker index", worker[0])
-        if index >= check_integer("worker count", worker[1], minimum=1):
-            raise ValueError(f"worker must be (index, count) with index < count, got {worker}")
+    Sweep.check(sweep)
     priors, prior, uniform_support = _priors(c)
     if run_dir is not None:
         check_output_dir("run_dir", run_dir)

@@ -29,9 +29,11 @@ from jaxaudit._validation import (
 from jaxaudit._validation.core import check_config_fields
 from jaxaudit.accounting import noise_for_epsilon
 from jaxaudit.datasets.audit_split import audit_data
+from jaxaudit.dpsgd import DpsgdConfig
+from jaxaudit.dpsgd.config import check_dpsgd_config
 from jaxaudit.dpsgd.one_run import KINDS, MIN_CANARIES
-from jaxaudit.pipelines.common import bounded, open_run, stored_config
-from jaxaudit.runs import Progress
+from jaxaudit.pipelines.lifecycle import bounded, open_run, stored_config
+from jaxaudit.runs import Progress, Sweep
 
 __all__ = ["OneRunAuditConfig", "OneRunResult", "run_one_run"]
 
@@ -39,6 +41,12 @@ __all__ = ["OneRunAuditConfig", "OneRunResult", "run_one_run"]
 MODELS = ("cnn", "mlp", "logreg")
 #: The published step on the noisy sum, η = 4 over |D| = 30,000 (Annamalai & De Cristofaro).
 LR_ON_SUM = 4.0 / 30_000
+
+
+#: The recipe of :class:`OneRunAuditConfig`: C = 1, T = 100, full batch; σ (None) calibrated from
+#: ``epsilon``, η (None) the published step.
+RECIPE = DpsgdConfig(clip_norm=1.0, noise_multiplier=None, learning_rate=None,  # type: ignore[arg-type]
+                     steps=100)
 
 
 class OneRunAuditConfig(NamedTuple):
@@ -55,11 +63,11 @@ class OneRunAuditConfig(NamedTuple):
         reads) or "input" (m further images of the split with wrong labels, scored by −CE).
       epsilon: target ε at ``delta`` that calibrates σ (RDP accountant; default 10).
       delta: δ (default 1e-5).
-      clip_norm: C (default 1).
-      steps: T (default 100).
-      learning_rate: η on the mean-gradient scale (None: 4/30000·q|D⁻|, the published step on
-        the noisy sum).
-      sampling_rate: Poisson rate q (default 1: full batch).
+      dpsgd: the DP-SGD recipe of the run (:class:`jaxaudit.dpsgd.DpsgdConfig`; default
+        C = 1, T = 100, full batch): its ``noise_multiplier`` stays None (σ is
+        calibrated from ``epsilon``; not stored), its ``learning_rate`` may be None (η =
+        4/30000·q|D⁻|, the published step on the noisy sum); its ``unroll`` changes no number
+        and is not stored.
       confidence: coverage of every bound (default 0.95).
       seed: integer root of the keys (see the module).
       data_dir: data directory (None: $JAXAUDIT_DATA, else ~/.cache/jaxaudit); not stored.
@@ -72,10 +80,7 @@ class OneRunAuditConfig(NamedTuple):
     kind: str = "gradient"
     epsilon: float = 10.0
     delta: float = 1e-5
-    clip_norm: float = 1.0
-    steps: int = 100
-    learning_rate: float | None = None
-    sampling_rate: float = 1.0
+    dpsgd: DpsgdConfig = RECIPE
     confidence: float = 0.95
     seed: int = 0
     data_dir: str | None = None
@@ -119,7 +124,10 @@ class OneRunResult(NamedTuple):
 
 def _check(config: Any) -> OneRunAuditConfig:
     check_instance("config", config, OneRunAuditConfig)
-    check_config_fields(config)
+    recipe = check_instance("dpsgd", config.dpsgd, DpsgdConfig)
+    if recipe.noise_multiplier is not None:
+        raise ValueError("dpsgd.noise_multiplier: the one-run audit calibrates σ from epsilon; "
+                         f"leave it None, got {recipe.noise_multiplier!r}")
     check_choice("dataset", config.dataset, ("mnist", "synthetic"))
     check_choice("model", config.model, MODELS)
     check_choice("kind", config.kind, KINDS)
@@ -130,13 +138,16 @@ def _check(config: Any) -> OneRunAuditConfig:
                          "(the canaries are further images of the split)")
     check_positive_finite("epsilon", config.epsilon)
     check_probability("delta", config.delta, open_low=True, open_high=True)
-    check_positive_finite("clip_norm", config.clip_norm)
-    check_integer("steps", config.steps, minimum=1)
-    if config.learning_rate is not None:
-        check_positive_finite("learning_rate", config.learning_rate)
-    check_probability("sampling_rate", config.sampling_rate, open_low=True)
+    check_positive_finite("clip_norm", recipe.clip_norm)
+    check_integer("steps", recipe.steps, minimum=1)
+    if recipe.learning_rate is not None:
+        check_positive_finite("learning_rate", recipe.learning_rate)
+    check_probability("sampling_rate", recipe.sampling_rate, open_low=True)
     check_probability("confidence", config.confidence, open_low=True, open_high=True)
     check_integer("seed", config.seed, minimum=0)
+    # the whole recipe and the other fields' kinds, σ and η standing in as 0 and 1
+    check_config_fields(config._replace(dpsgd=check_dpsgd_config(recipe._replace(
+        noise_multiplier=0.0, learning_rate=recipe.learning_rate or 1.0), "dpsgd")))
     return config
 
 
@@ -152,16 +163,19 @@ def _target_note(epsilon: float, delta: float, sigma: float, accountant: float) 
 
 
 def run_one_run(config: OneRunAuditConfig, run_dir: str | Path | None = None, *,
-                progress: Progress | None = None) -> OneRunResult:
+                progress: Progress | None = None, sweep: Sweep = Sweep()) -> OneRunResult:
     """Train once with m canaries and audit (:func:`jaxaudit.dpsgd.one_run_audit`).
 
     Every field is checked before anything is written. With ``run_dir`` the configuration is
     stored (a folder of another configuration is refused), the scores and coins are saved as
     the chunk ``run`` and the result as ``result.json`` (a second call with the same
     configuration trains again and writes the same numbers).
-    ``progress(done, total)`` is called once the run is trained (total 1).
+    ``progress(done, total)`` is called once the run is trained (total 1). ``sweep`` (a
+    :class:`jaxaudit.runs.Sweep`) is accepted for the pipelines' common signature and checked;
+    the run is one unit, computed here.
     """
     config = _check(config)
+    Sweep.check(sweep)
     root = jax.random.key(config.seed)
     m, n = config.num_canaries, config.dataset_size
     extra = m if config.kind == "input" else 0
@@ -174,14 +188,16 @@ def run_one_run(config: OneRunAuditConfig, run_dir: str | Path | None = None, *,
         x, y = x[:n], y[:n]
     model = dpsgd.model_by_name(config.model)
     params = model.init(jax.random.fold_in(root, 1), jnp.asarray(x[:1]))
-    sigma = float(noise_for_epsilon(config.epsilon, config.delta, config.steps,
-                                    config.sampling_rate, accountant="rdp"))
-    lr = (LR_ON_SUM * n * config.sampling_rate if config.learning_rate is None
-          else float(config.learning_rate))
-    recipe = dpsgd.DpsgdConfig(config.clip_norm, sigma, lr, steps=config.steps,
-                               sampling_rate=config.sampling_rate)
+    recipe = config.dpsgd
+    sigma = float(noise_for_epsilon(config.epsilon, config.delta, recipe.steps,
+                                    recipe.sampling_rate, accountant="rdp"))
+    lr = (LR_ON_SUM * n * recipe.sampling_rate if recipe.learning_rate is None
+          else float(recipe.learning_rate))
+    recipe = recipe._replace(noise_multiplier=sigma, learning_rate=lr)
     audit = dpsgd.OneRunConfig(m, config.kind, config.delta, config.confidence)
-    with open_run(run_dir, "one_run", stored_config(config, exclude=("data_dir",))) as run:
+    # stored without σ (None: it follows from epsilon) and the scan's unrolling (no number)
+    stored = stored_config(config, exclude=("data_dir", "dpsgd.noise_multiplier", "dpsgd.unroll"))
+    with open_run(run_dir, "one_run", stored) as run:
         start = time.perf_counter()
         res = dpsgd.one_run_audit(jax.random.fold_in(root, 3), model, params, (x, y), recipe,
                                   audit, canaries=canaries)

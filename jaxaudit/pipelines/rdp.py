@@ -42,14 +42,17 @@ from jaxaudit._validation import (
 from jaxaudit._validation.core import check_config_fields
 from jaxaudit.accounting import noise_for_epsilon, rdp_epsilons
 from jaxaudit.datasets.audit_split import AUDIT_DATASETS, audit_data
+from jaxaudit.dpsgd import DpsgdConfig
+from jaxaudit.dpsgd.config import check_dpsgd_config
 from jaxaudit.dpsgd.models import MODELS
 from jaxaudit.dpsgd.scores import accountant_epsilon, file_sha256, load_scores, min_scores_per_world
-from jaxaudit.pipelines.common import open_run, stored_config
+from jaxaudit.pipelines.lifecycle import open_run, stored_config
 from jaxaudit.renyi.score_bounds import MIN_SCORES as SCORE_BOUNDS_MIN
 from jaxaudit.report import rdp as report
 from jaxaudit.runs import (
     Progress,
     RunDir,
+    Sweep,
     params_from_arrays,
     params_to_arrays,
     run_chunks,
@@ -57,13 +60,20 @@ from jaxaudit.runs import (
     unit_keys,
 )
 
-__all__ = ["RdpConfig", "RdpResult", "ScoresAuditConfig", "audit_rows",
+__all__ = ["PUBLISHED_RECIPE", "RdpConfig", "RdpResult", "ScoresAuditConfig", "audit_rows",
            "audit_scores", "run_rdp", "run_scores_audit"]
 
 #: Images in the split each data set's audit draws from (MNIST test split, CIFAR-10 train).
 _SPLIT_SIZES = {"mnist": 10_000, "cifar10": 50_000, "synthetic": None}
 #: The published step on the noisy sum: η = 4 over |D| = 30,000 (MNIST).
 LR_ON_SUM = 4.0 / 30_000
+
+
+#: The published recipe of :class:`RdpConfig` (C = 1, T = 100, full batch, ``lax.scan`` unrolled
+#: 10 times); its σ (None) is calibrated from ``epsilon`` and its η (None) is the published step.
+PUBLISHED_RECIPE = DpsgdConfig(
+    clip_norm=1.0, noise_multiplier=None, learning_rate=None,  # type: ignore[arg-type]
+    steps=100, unroll=10)
 
 
 class RdpConfig(NamedTuple):
@@ -75,27 +85,29 @@ class RdpConfig(NamedTuple):
       dataset_size: |D⁻|, the private training set.
       public_size: public examples for pretraining, disjoint from D⁻ (None: every other image of
         the split, 2000 for synthetic; 0: random initialisation).
-      pretrain_epochs, pretrain_optimizer ("sgd"/"adam"), pretrain_lr, pretrain_batch: the
-        pretraining of θ₀.
+      pretrain_epochs, pretrain_optimizer ("sgd"/"adam"), pretrain_learning_rate,
+        pretrain_batch_size: the pretraining of θ₀.
       canary_label: label of the blank canary, an int or "worst" (the least likely for θ₀).
       accountant: "pld" (tight) or "rdp": calibrates σ from ``epsilon`` and gives the ε-at-δ
         upper bound (the reported ε_α is the RDP accountant's at that σ either way).
-      epsilon: target ε at ``delta`` that calibrates σ (None: 10, unless ``noise_multiplier``).
+      epsilon: target ε at ``delta`` that calibrates σ (None: 10, unless
+        ``dpsgd.noise_multiplier`` is given).
       delta: δ of the (ε, δ) statements, in (0, 1).
-      noise_multiplier: σ (None: calibrated from ``epsilon``).
-      steps: T.
-      clip_norm: C.
-      learning_rate: η on the mean-gradient scale (None: 1.333e−4·q·|D⁻|, the published step of
-        4/30000 on the noisy sum).
-      sampling_rate: Poisson rate q (1: full batch).
+      dpsgd: the DP-SGD recipe of every canary run (:class:`jaxaudit.dpsgd.DpsgdConfig`: C
+        ``clip_norm``, σ ``noise_multiplier``, η ``learning_rate`` on the mean-gradient scale,
+        T ``steps``, Poisson rate q ``sampling_rate`` (1: full batch), the per-example gradient
+        ``method`` and ``block_size``, the ``lax.scan`` ``unroll`` over the steps, which changes
+        no number and is not stored). Two fields may be None here: ``noise_multiplier`` (σ
+        calibrated from ``epsilon``) and ``learning_rate`` (1.333e−4·q·|D⁻|, the published step
+        of 4/30000 on the noisy sum); :meth:`check` fills in η. Default:
+        ``PUBLISHED_RECIPE``.
       num_runs: R runs per world (≥ 2).
       chunk: runs per world per saved chunk.
       orders: Rényi orders α > 1 (repeats dropped).
       confidence: coverage of every lower bound, in (0, 1).
       seed: the integer root of the key rule (units, streams, the data's permutation).
       data_dir: data directory (None: $JAXAUDIT_DATA, else ~/.cache/jaxaudit).
-      vmap_chunk: runs computed simultaneously inside a chunk (None: all).
-      unroll: lax.scan unroll factor over steps.
+      chunk_size: runs computed simultaneously inside a chunk (None: all).
       score_bounds: also compute :func:`jaxaudit.renyi.epsilon_lower_bounds` (skipped with
         fewer than 8 runs per world).
     """
@@ -106,25 +118,20 @@ class RdpConfig(NamedTuple):
     public_size: int | None = None
     pretrain_epochs: float = 5.0
     pretrain_optimizer: str = "sgd"
-    pretrain_lr: float = 0.01
-    pretrain_batch: int = 32
+    pretrain_learning_rate: float = 0.01
+    pretrain_batch_size: int = 32
     canary_label: int | str = 9
     accountant: str = "pld"
     epsilon: float | None = None
     delta: float = 1e-5
-    noise_multiplier: float | None = None
-    steps: int = 100
-    clip_norm: float = 1.0
-    learning_rate: float | None = None
-    sampling_rate: float = 1.0
+    dpsgd: DpsgdConfig = PUBLISHED_RECIPE
     num_runs: int = 64
     chunk: int = 32
     orders: tuple[float, ...] = (1.25, 1.5, 2.0, 3.0)
     confidence: float = 0.95
     seed: int = 0
     data_dir: str | None = None
-    vmap_chunk: int | None = None
-    unroll: int = 10
+    chunk_size: int | None = None
     score_bounds: bool = True
 
     def check(self) -> RdpConfig:
@@ -165,7 +172,8 @@ class ScoresAuditConfig(NamedTuple):
         """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
         ``"yes"`` for a flag or 16.0 for a count, an ``ArgumentTypeError``, also a ``TypeError``);
         returns it (the scores are read by ``run_scores_audit``, which calls it first)."""
-        return _check_common(self)
+        check_config_fields(self)
+        return _check_common(self, self.noise_multiplier, self.sampling_rate, self.steps)
 
 
 class RdpResult(NamedTuple):
@@ -329,49 +337,55 @@ def _unique_orders(name: str, orders: Any) -> tuple[float, ...]:
     return tuple(dict.fromkeys(float(a) for a in np.asarray(arr)))
 
 
-def _check_common(config: Any) -> Any:
-    """Checks shared by both modes (everything the accountant and the audit read)."""
-    check_config_fields(config)
+def _check_common(config: Any, noise_multiplier: Any, sampling_rate: Any, steps: Any) -> Any:
+    """Checks shared by both modes (everything the accountant and the audit read): σ, q and T
+    are the audited training's (a ``ScoresAuditConfig``'s fields, an ``RdpConfig``'s recipe)."""
     check_choice("accountant", config.accountant, ("pld", "rdp"))
     check_probability("delta", config.delta, open_low=True, open_high=True)
     check_probability("confidence", config.confidence, open_low=True, open_high=True)
     check_integer("seed", config.seed, minimum=0)
     if not isinstance(config.score_bounds, bool):
         raise ValueError(f"score_bounds must be True or False, got {config.score_bounds!r}")
-    for name in ("epsilon", "noise_multiplier"):
-        if getattr(config, name) is not None:
-            check_positive_finite(name, getattr(config, name))
-    if config.sampling_rate is not None:
-        check_probability("sampling_rate", config.sampling_rate, open_low=True)
-    if config.steps is not None:
-        check_integer("steps", config.steps, minimum=1)
+    for name, value in (("epsilon", config.epsilon), ("noise_multiplier", noise_multiplier)):
+        if value is not None:
+            check_positive_finite(name, value)
+    if sampling_rate is not None:
+        check_probability("sampling_rate", sampling_rate, open_low=True)
+    if steps is not None:
+        check_integer("steps", steps, minimum=1)
     return config._replace(orders=_unique_orders("orders", config.orders),
                            confidence=float(config.confidence), delta=float(config.delta))
 
 
-def _noise_multiplier(config: Any) -> float:
-    if config.noise_multiplier is not None:
-        return float(config.noise_multiplier)
-    return float(noise_for_epsilon(config.epsilon, config.delta, config.steps,
-                                   config.sampling_rate, accountant=config.accountant))
+def _noise_multiplier(config: Any, noise_multiplier: float | None, sampling_rate: Any,
+                      steps: Any) -> float:
+    """σ given, or calibrated from ``config.epsilon`` at ``config.delta`` (its accountant)."""
+    if noise_multiplier is not None:
+        return float(noise_multiplier)
+    return float(noise_for_epsilon(config.epsilon, config.delta, steps, sampling_rate,
+                                   accountant=config.accountant))
 
 
 def _resolve(config: RdpConfig) -> RdpConfig:
-    """``config`` checked (ValueError naming the field) with its defaults filled in."""
+    """``config`` checked (ValueError naming the field) with its defaults filled in (ε 10 when
+    neither ε nor σ is given, the public size, the published η in ``dpsgd.learning_rate``)."""
     check_instance("config", config, RdpConfig)
-    if config.epsilon is None and config.noise_multiplier is None:
+    recipe = check_instance("dpsgd", config.dpsgd, DpsgdConfig)
+    if config.epsilon is None and recipe.noise_multiplier is None:
         config = config._replace(epsilon=10.0)
-    config = _check_common(config)
+    config = _check_common(config, recipe.noise_multiplier, recipe.sampling_rate, recipe.steps)
     check_choice("dataset", config.dataset, AUDIT_DATASETS)
     check_choice("model", config.model, MODELS)
     check_choice("pretrain_optimizer", config.pretrain_optimizer, ("sgd", "adam"))
-    for name in ("chunk", "dataset_size", "pretrain_batch", "unroll"):
+    for name in ("chunk", "dataset_size", "pretrain_batch_size"):
         check_integer(name, getattr(config, name), minimum=1)
+    check_integer("unroll", recipe.unroll, minimum=1)
     check_integer("num_runs", config.num_runs, minimum=2)  # the held-out split needs two runs
-    if config.vmap_chunk is not None:
-        check_integer("vmap_chunk", config.vmap_chunk, minimum=1)
-    for name in ("clip_norm", "pretrain_epochs", "pretrain_lr"):
-        check_positive_finite(name, getattr(config, name))
+    if config.chunk_size is not None:
+        check_integer("chunk_size", config.chunk_size, minimum=1)
+    for name, value in (("clip_norm", recipe.clip_norm), ("pretrain_epochs", config.pretrain_epochs),
+                        ("pretrain_learning_rate", config.pretrain_learning_rate)):
+        check_positive_finite(name, value)
     label = config.canary_label
     if isinstance(label, str) and label.isdigit():
         label = int(label)
@@ -387,16 +401,22 @@ def _resolve(config: RdpConfig) -> RdpConfig:
         total = _SPLIT_SIZES[config.dataset]
         public = 2000 if total is None else max(total - config.dataset_size, 0)
     check_integer("public_size", public, minimum=0)
-    lr = config.learning_rate
+    lr = recipe.learning_rate
     if lr is None:
-        lr = LR_ON_SUM * config.dataset_size * config.sampling_rate
+        lr = LR_ON_SUM * config.dataset_size * recipe.sampling_rate
     check_positive_finite("learning_rate", lr)
+    # the whole recipe, σ standing in as 0 while it waits for its calibration
+    sigma = recipe.noise_multiplier
+    checked = check_dpsgd_config(recipe._replace(
+        learning_rate=lr, noise_multiplier=0.0 if sigma is None else sigma), "dpsgd")
+    check_config_fields(config._replace(dpsgd=checked))  # the other fields' kinds
     return config._replace(canary_label=label if label == "worst" else int(label),
-                           public_size=int(public), learning_rate=float(lr))
+                           public_size=int(public),
+                           dpsgd=checked._replace(noise_multiplier=sigma))
 
 
 #: Fields of RdpConfig that change no number (not stored in the run configuration).
-_NOT_STORED = ("data_dir", "vmap_chunk", "unroll")
+_NOT_STORED = ("data_dir", "chunk_size", "dpsgd.unroll")
 
 
 def _stored_config(config: RdpConfig) -> dict:
@@ -413,10 +433,11 @@ def _initial_params(config: RdpConfig, rundir: RunDir | None, model: Any, data: 
 
     def compute_init(_name: str) -> dict:
         if public_size > 0:
-            steps = max(1, round(config.pretrain_epochs * public_size / config.pretrain_batch))
+            steps = max(1, round(config.pretrain_epochs * public_size
+                                 / config.pretrain_batch_size))
             params = dpsgd.pretrain(key, model, xp, yp, steps=steps,
-                                    learning_rate=config.pretrain_lr,
-                                    batch_size=config.pretrain_batch,
+                                    learning_rate=config.pretrain_learning_rate,
+                                    batch_size=config.pretrain_batch_size,
                                     optimizer=config.pretrain_optimizer)
         else:
             params = model.init(key, x[:1])
@@ -445,9 +466,7 @@ def _chunks(config: RdpConfig) -> list[tuple[str, int, int]]:
 
 
 def run_rdp(config: RdpConfig, run_dir: str | Path | None = None, *,
-            progress: Progress | None = None, worker: tuple[int, int] | None = None,
-            backend: str = "serial", ray_address: str | None = None,
-            ray_workers: int | None = None) -> RdpResult:
+            progress: Progress | None = None, sweep: Sweep = Sweep()) -> RdpResult:
     """Canary runs in both worlds, their scores and the audit (``jaxaudit rdp``).
 
     Steps: (1) σ for (ε, δ) after T steps (``config.accountant``), or ``noise_multiplier``;
@@ -464,12 +483,10 @@ def run_rdp(config: RdpConfig, run_dir: str | Path | None = None, *,
         ``ValueError`` naming it).
       run_dir: run folder (None: everything in memory).
       progress: ``progress(done, total)`` over the canary chunks.
-      worker: ``(index, count)``: compute only chunks ``index, index + count, …`` (see
-        :func:`jaxaudit.runs.run_chunks`); the audit is done once every chunk is finished,
-        otherwise the result has ``complete=False``.
-      backend: ``"serial"`` or ``"ray"`` (one Ray task per chunk; see
-        :func:`jaxaudit.runs.run_chunks`), ``ray_address`` its cluster (None: a local one),
-        ``ray_workers`` the chunks in flight. They do not change the numbers.
+      sweep: where the chunks run (:class:`jaxaudit.runs.Sweep`: ``backend="ray"`` for one Ray
+        task per chunk; ``worker=(index, count)`` to compute only chunks ``index, index + count,
+        …``, the audit then done once every chunk is finished, otherwise the result has
+        ``complete=False``). It does not change the numbers.
 
     Returns:
       :class:`RdpResult`.
@@ -477,7 +494,11 @@ def run_rdp(config: RdpConfig, run_dir: str | Path | None = None, *,
     config = _resolve(config)
     if run_dir is not None:
         check_output_dir("run_dir", run_dir)
-    sigma = _noise_multiplier(config)
+    recipe = config.dpsgd
+    sigma = _noise_multiplier(config, recipe.noise_multiplier, recipe.sampling_rate, recipe.steps)
+    # the recipe every run trains with: σ calibrated, the unrolling at most the steps
+    recipe = recipe._replace(noise_multiplier=sigma, unroll=max(1, min(recipe.unroll,
+                                                                       recipe.steps)))
     model = dpsgd.model_by_name(config.model)
     data, public = audit_data(jax.random.key(config.seed), config.dataset, config.dataset_size,
                               cast(int, config.public_size), data_dir=config.data_dir)
@@ -495,24 +516,18 @@ def run_rdp(config: RdpConfig, run_dir: str | Path | None = None, *,
             _, start, size = next(c for c in chunks if c[0] == name)
             in_s, out_s = dpsgd.canary_runs(
                 unit_keys(jax.random.key(config.seed), start, size), model, init, data,
-                (canary, label),
-                dpsgd.DpsgdConfig(clip_norm=config.clip_norm, noise_multiplier=sigma,
-                                  learning_rate=cast(float, config.learning_rate),
-                                  steps=config.steps, sampling_rate=config.sampling_rate,
-                                  unroll=max(1, min(config.unroll, config.steps))),
-                num_runs=size, chunk_size=config.vmap_chunk)
+                (canary, label), recipe, num_runs=size, chunk_size=config.chunk_size)
             return {"in_scores": in_s, "out_scores": out_s}
 
         names = [c[0] for c in chunks]
-        results = run_chunks(rundir, names, compute, progress=progress, worker=worker,
-                             backend=backend, ray_address=ray_address, ray_workers=ray_workers)
+        results = run_chunks(rundir, names, compute, progress=progress, sweep=sweep)
     in_s = np.concatenate([results[n]["in_scores"] for n in names if n in results])
     out_s = np.concatenate([results[n]["out_scores"] for n in names if n in results])
     header = (f"noise multiplier σ = {sigma:.4f}; canary label {label}; {len(in_s)} runs per "
               "world")
-    acc = dict(noise_multiplier=sigma, sampling_rate=config.sampling_rate, steps=config.steps)
+    acc = dict(noise_multiplier=sigma, sampling_rate=recipe.sampling_rate, steps=recipe.steps)
     title = (f"{config.dataset} {config.model} |D|={config.dataset_size} R={len(in_s)} "
-             f"T={config.steps} q={config.sampling_rate:.3g} σ={sigma:.3g}")
+             f"T={recipe.steps} q={recipe.sampling_rate:.3g} σ={sigma:.3g}")
     if len(results) < len(names):  # a worker that stopped before the others finished
         return RdpResult(in_s, out_s, sigma, label, (), [], [], [], False, "", config.confidence,
                          header, title, {}, complete=False)
@@ -537,8 +552,7 @@ def _scores(value: Any, name: str) -> tuple[np.ndarray, str, str | None]:
 
 
 def run_scores_audit(config: ScoresAuditConfig, run_dir: str | Path | None = None, *,
-                     progress: Progress | None = None, worker: tuple[int, int] | None = None
-                     ) -> RdpResult:
+                     progress: Progress | None = None, sweep: Sweep = Sweep()) -> RdpResult:
     """Audit canary scores saved by any training code (``jaxaudit rdp --scores IN OUT``).
 
     The scores enter at the arrow "one score per run" of :func:`run_rdp` and go through the same
@@ -552,18 +566,20 @@ def run_scores_audit(config: ScoresAuditConfig, run_dir: str | Path | None = Non
       config: the :class:`ScoresAuditConfig`.
       run_dir: run folder for the files (None: nothing written).
       progress: ``progress(done, total)``: (0, 1) before the audit, (1, 1) after.
-      worker: accepted for symmetry with the other pipelines; the audit is one unit.
+      sweep: accepted for symmetry with the other pipelines (checked); the audit is one unit.
 
     Returns:
       :class:`RdpResult` (``canary_label`` None).
     """
     check_instance("config", config, ScoresAuditConfig)
+    Sweep.check(sweep)
     missing = [name for name in ("steps", "sampling_rate") if getattr(config, name) is None]
     if config.noise_multiplier is None and config.epsilon is None:
         missing.append("noise_multiplier (or epsilon with delta)")
     if missing:
         raise ValueError(f"the scores audit needs the audited training's {', '.join(missing)}")
-    config = _check_common(config)
+    check_config_fields(config)
+    config = _check_common(config, config.noise_multiplier, config.sampling_rate, config.steps)
     if run_dir is not None:
         check_output_dir("run_dir", run_dir)
     in_s, in_sha, in_path = _scores(config.in_scores, "in_scores")
@@ -582,7 +598,8 @@ def run_scores_audit(config: ScoresAuditConfig, run_dir: str | Path | None = Non
                              f"confidence {config.confidence:g} the lower bounds need at least "
                              f"{need} per world (with fewer they show nothing even when the "
                              "worlds are perfectly separated); train more runs")
-    sigma = _noise_multiplier(config)
+    sigma = _noise_multiplier(config, config.noise_multiplier, config.sampling_rate,
+                              config.steps)
     digests = {"in_sha256": in_sha, "out_sha256": out_sha}
     # the score inputs are stored by their digests (a path or an array is not the scores)
     stored = stored_config(config, {"scores": digests}, exclude=("in_scores", "out_scores"))

@@ -9,106 +9,42 @@ What ``jaxaudit shadow`` runs, as a function::
                      "runs/csbm_uniform")
     run.masks, run.scores          # (R, N) each
 
-Model m of a sweep with seed s uses the run plan's key ``unit_key(key(s), m)``
-(:mod:`jaxaudit.runs.keys`) whatever the chunking, so ``run_bmp`` training its own models with the
-same seed and settings trains the same models. The models are trained ``chunk`` at a time; each
-chunk is saved at once into the run folder (``chunks/chunk_00000.npz`` with ``masks`` and
-``scores``), a repeated call resumes, a folder of another configuration is refused.
+The configuration, its checks and the training in chunks are the shadow-model sweep's
+(:mod:`jaxaudit.pipelines.shadow_models`), which ``run_bmp`` trains too. The function reads top to
+bottom: check, open the run folder, train chunk by chunk (each chunk saved at once as
+``chunks/chunk_00000.npz`` with ``masks`` and ``scores``; a repeated call resumes, a folder of
+another configuration is refused), assemble the :class:`ShadowRun`, write the attack it supports.
 """
 
 from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from jaxaudit._validation import check_instance, check_output_dir
-from jaxaudit._validation.core import check_config_fields
-from jaxaudit.pipelines.common import (
+from jaxaudit.pipelines.lifecycle import open_run, stored_config
+from jaxaudit.pipelines.shadow_models import (
+    ShadowConfig,
     ShadowRun,
     check_result_size,
     check_training,
-    dp_derived,
-    dp_excluded,
     graph_and_sampler,
-    load_shadow,
-    open_run,
     shadow_derived,
+    shadow_excluded,
     shadow_result,
-    stored_config,
     train_chunks,
 )
-from jaxaudit.runs import Progress
+from jaxaudit.runs import Progress, Sweep
 
-__all__ = ["ShadowConfig", "ShadowRun", "load_shadow", "run_shadow"]
-
-
-class ShadowConfig(NamedTuple):
-    """What a shadow-model sweep trains (the defaults of ``jaxaudit shadow``).
-
-    Attributes:
-      dataset: a graph by name (``jaxaudit.datasets.GRAPH_DATASETS``); ignored with
-        ``graph_file`` or the pipeline's ``graph=``.
-      graph_file: a user's graph as an ``.npz`` (:func:`jaxaudit.graph.save_graph_npz`); stored
-        with its SHA-256, so a resumed run refuses a file that changed.
-      model: "gcn" | "sage" | "gat", or "mlp" | "capped_gcn" (the node-level DP models of
-        :mod:`jaxaudit.graph.dp_training`) (the pipeline's ``model=`` takes any flax module
-        instead).
-      sampler: one of ``jaxaudit.graph.samplers.SAMPLERS``; ratio: its sampling ratio in (0, 1].
-      snowball_edges: the snowball sampler's edges ("discovered" | "induced").
-      num_models: R; epochs, learning_rate, weight_decay: the training recipe.
-      edge_access: "inductive" | "full" | "none".
-      chunk: models per saved chunk (does not change any model: the key rule).
-      seed: the integer root of the key rule: model m uses ``unit_key(key(seed), m)``; the CSBM
-        graph is drawn with ``key(seed)``.
-      csbm_nodes: the CSBM's size (dataset "csbm").
-      data_dir: where the Planetoid files live (None: ``$JAXAUDIT_DATA``, else the cache;
-        changes no number, so it is not stored).
-      dp_epsilon, dp_noise_multiplier: node-level DP training (models "mlp", "capped_gcn"):
-        the target ε at ``dp_delta`` (σ from the library accountant, μ = √T/σ-GDP) or σ itself
-        (0: clipping without noise); at most one (both None, the default: non-private).
-      dp_clip, dp_degree_cap, dp_delta: the per-node clip C, the degree cap K and DP's δ. The
-        DP fields are stored only when DP is on, with σ and the accountant's ε (add/remove) in
-        the stored ``derived["dp"]``.
-    """
-
-    dataset: str = "cora"
-    graph_file: str | Path | None = None
-    model: str = "gcn"
-    sampler: str = "uniform"
-    ratio: float = 0.5
-    snowball_edges: str = "discovered"
-    num_models: int = 64
-    epochs: int = 200
-    learning_rate: float = 0.01
-    weight_decay: float = 5e-4
-    edge_access: str = "inductive"
-    chunk: int = 32
-    seed: int = 0
-    csbm_nodes: int = 2708
-    data_dir: str | Path | None = None
-    dp_epsilon: float | None = None
-    dp_noise_multiplier: float | None = None
-    dp_clip: float = 1.0
-    dp_degree_cap: int = 5
-    dp_delta: float = 1e-5
-
-    def check(self) -> ShadowConfig:
-        """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
-        ``"yes"`` for a flag or 16.0 for a count, an ``ArgumentTypeError``, also a ``TypeError``);
-        returns the configuration. ``run_shadow`` and the command call it first."""
-        check_instance("config", self, ShadowConfig)
-        check_config_fields(self)
-        check_training(self, None, None)
-        return self
+__all__ = ["run_shadow"]
 
 
 def run_shadow(config: ShadowConfig, run_dir: str | Path | None = None, *,
-               progress: Progress | None = None, worker: tuple[int, int] | None = None,
-               model: Any = None, graph: Any = None, backend: str = "serial",
-               ray_address: str | None = None, ray_workers: int | None = None) -> ShadowRun:
+               progress: Progress | None = None, sweep: Sweep = Sweep(), model: Any = None,
+               graph: Any = None) -> ShadowRun:
     """Train ``config.num_models`` shadow GNNs and score every node (``jaxaudit shadow``).
 
     Model m trains on ``sampler(k_s, graph)`` with the key ``unit_key(key(seed), m)`` (split into the
@@ -117,24 +53,23 @@ def run_shadow(config: ShadowConfig, run_dir: str | Path | None = None, *,
     true-class logit ``z_y − logsumexp_{c≠y} z_c``.
 
     Args:
-      config: the sweep (:class:`ShadowConfig`).
+      config: the sweep (:class:`jaxaudit.pipelines.ShadowConfig`).
       run_dir: the run folder (created; resumed when it holds this configuration; another
         configuration is refused); None computes in memory.
       progress: ``progress(done, total)`` over the chunks (e.g. ``jaxaudit.runs.ProgressBar``).
-      worker: ``(index, count)``: train only chunks ``index, index + count, …`` (several
-        processes on one folder); the result then holds the finished chunks and ``missing``.
+      sweep: where the chunks run (:class:`jaxaudit.runs.Sweep`: ``backend="ray"`` for one Ray
+        task per chunk, ``worker=(index, count)`` to train only chunks ``index, index + count,
+        …`` — several processes on one folder; the result then holds the finished chunks and
+        ``missing``). It does not change the numbers.
       model: any flax module taking ``(graphs_tuple, training=...)`` instead of
         ``config.model`` (stored as its repr).
       graph: an in-memory ``jaxaudit.graph.Graph`` instead of ``config.dataset`` (stored by its
         SHA-256).
-      backend: ``"serial"`` or ``"ray"`` (one Ray task per chunk; see
-        :func:`jaxaudit.runs.run_chunks`), ``ray_address`` its cluster (None: a local one),
-        ``ray_workers`` the chunks in flight. They do not change the numbers.
 
     Returns:
-      :class:`ShadowRun`. With a run folder, ``summary.json`` is written too and, from 4 models
-      on, the membership attack the sweep supports (:func:`attack_metrics`: ``summary.md``, the
-      log–log ROC and per-node advantage in ``attack.png``, ``roc.json``,
+      :class:`jaxaudit.pipelines.ShadowRun`. With a run folder, ``summary.json`` is written too
+      and, from 4 models on, the membership attack the sweep supports (:func:`attack_metrics`:
+      ``summary.md``, the log–log ROC and per-node advantage in ``attack.png``, ``roc.json``,
       ``node_advantage.json``; :func:`jaxaudit.report.shadow.write_attack`).
 
     Raises:
@@ -145,21 +80,18 @@ def run_shadow(config: ShadowConfig, run_dir: str | Path | None = None, *,
     from jaxaudit.report import shadow as report
 
     check_instance("config", config, ShadowConfig)
-    check_config_fields(config)
     if run_dir is not None:
         check_output_dir("run_dir", run_dir)
     check_training(config, model, graph)
-    stored = stored_config(config, shadow_derived(config, model, graph)
-                           | dp_derived(config, model), exclude=("data_dir",) + dp_excluded(config))
+    derived = shadow_derived(config, model, graph)
     # the graph and the sampler first: the library checks them before any folder is written
-    graph, sampler = graph_and_sampler(stored, config.data_dir, graph)
+    graph, sampler = graph_and_sampler(config, derived, graph)
     check_result_size(config.num_models, graph.num_nodes)
     module = gnn_module(model if model is not None else config.model, graph)
+    stored = stored_config(config, derived, exclude=shadow_excluded(config))
     with open_run(run_dir, "shadow", stored) as run:
-        results, names = train_chunks(
-            run, stored, graph, sampler, module, prefix="chunk", progress=progress,
-            worker=worker,
-            sweep=dict(backend=backend, ray_address=ray_address, ray_workers=ray_workers))
+        results, names = train_chunks(run, config, graph, sampler, module, prefix="chunk",
+                                      progress=progress, sweep=sweep)
     result = shadow_result(results, names, stored, None if run is None else run.path)
     _warn_short_samples(result.masks, config.ratio, config.sampler)
     if run is not None and not result.missing:

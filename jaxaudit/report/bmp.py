@@ -76,7 +76,7 @@ def read_compare(path: str | Path) -> tuple[np.ndarray, str]:
         raise ValueError(f"compare: {nodes} cannot be read ({err})") from None
     if not values:
         raise ValueError(f"compare: {nodes} holds no nodes")
-    label = str(manifest.get("config", {}).get("sampler", "compare"))
+    label = str(manifest.get("config", {}).get("shadow", {}).get("sampler", "compare"))
     return np.asarray(values, dtype=float), label
 
 
@@ -107,15 +107,16 @@ def markdown(result: Any) -> str:
     """The summary of a BMP audit (``summary.md``; what ``jaxaudit bmp`` prints): each finding
     labelled as a bound, an estimate or a Bayesian quantity."""
     cfg, s = result.config, result.summary
-    model = cfg.get("derived", {}).get("model", cfg["model"])
+    sweep = cfg["shadow"]  # the stored shadow-model sweep (BmpConfig.shadow)
+    model = cfg.get("derived", {}).get("model", sweep["model"])
     fmt = lambda v: "n/a" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
     pair = lambda v: " / ".join(fmt(x) for x in (v or [None, None]))
     conf = f"{100 * s['confidence']:g}%"
     attack = ATTACK_LABELS.get(s.get("attack", "lira"), str(s.get("attack")))
     tpr = s.get("global_tpr_at_fpr") or {}
     lines = [
-        f"# BMP audit: {cfg['dataset']} / {model} / {cfg['sampler']} "
-        f"(ratio {cfg['ratio']}, {s['num_models']} models, edges {cfg['edge_access']})", "",
+        f"# BMP audit: {sweep['dataset']} / {model} / {sweep['sampler']} "
+        f"(ratio {sweep['ratio']}, {s['num_models']} models, edges {sweep['edge_access']})", "",
         "| finding | value | kind |", "|---|---|---|",
         f"| nodes (with counts) | {s['num_nodes']} ({s['nodes_with_estimate']}) | |",
         f"| global {attack} AUC | {fmt(s['global_attack_auc'])} | estimate |",

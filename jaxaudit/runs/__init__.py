@@ -4,18 +4,18 @@ one key rule of every sweep (``runs.keys``: unit u of root key k uses ``fold_in(
 
 Modules: ``files`` (strict JSON, reads that follow no link, atomic writes), ``rundir`` (the run
 folder and its manifest), ``results`` (a folder as loaded), ``arrays``, ``params``, ``progress``
-(progress bars and ``run_chunks``), ``claims``, ``keys``.
+(progress bars, ``run_chunks`` and its ``Sweep``), ``claims``, ``keys``.
 """
 
 from jaxaudit.runs.arrays import load_arrays, load_npy, load_npz
 from jaxaudit.runs.keys import KEY_RULE, stream_key, unit_key, unit_keys
 from jaxaudit.runs.params import params_from_arrays, params_to_arrays
-from jaxaudit.runs.progress import Progress, ProgressBar, run_chunks
+from jaxaudit.runs.progress import Progress, ProgressBar, Sweep, run_chunks
 from jaxaudit.runs.results import RunResults, load_results
 from jaxaudit.runs.rundir import RunDir
 
 __all__ = [
     "KEY_RULE", "Progress", "ProgressBar", "RunDir", "RunResults", "load_arrays",
     "load_npy", "load_npz", "load_results", "params_from_arrays", "params_to_arrays",
-    "run_chunks", "stream_key", "unit_key", "unit_keys",
+    "Sweep", "run_chunks", "stream_key", "unit_key", "unit_keys",
 ]

@@ -6,17 +6,17 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from tqdm.auto import tqdm
 
-from jaxaudit._validation import check_integer
+from jaxaudit._validation import ArgumentTypeError, check_integer
 from jaxaudit.runs.arrays import load_npz
 from jaxaudit.runs.claims import DEFAULT_LEASE_S, claim_holder, claim_unit
 from jaxaudit.runs.files import jax_process
 from jaxaudit.runs.rundir import RunDir
 
-__all__ = ["Progress", "ProgressBar", "progress_bar", "run_chunks"]
+__all__ = ["Progress", "ProgressBar", "Sweep", "progress_bar", "run_chunks"]
 
 _log = logging.getLogger("jaxaudit.runs")
 
@@ -71,18 +71,66 @@ class ProgressBar:
         self.close()
 
 
+class Sweep(NamedTuple):
+    """Where the units of a sweep run and which share this process computes: the one value that
+    :func:`run_chunks` and every pipeline with work units (``sweep=``) take. No field changes a
+    number: every unit keeps its key (:mod:`jaxaudit.runs.keys`), so a run folder stores none of
+    them.
+
+    Attributes:
+      backend: ``"serial"`` (this process computes each unit; default) or ``"ray"``: one Ray task
+        per missing unit, retried when its worker dies; the arrays come back to this process,
+        which alone claims and saves them (:mod:`jaxaudit.runs.ray_backend`; docs/scaling.md).
+      ray_address: the Ray cluster (``backend="ray"``); None starts a local one on 127.0.0.1.
+      ray_workers: ``backend="ray"``: at most this many units in flight (a local cluster gets
+        this many CPUs); None: the cluster's CPUs.
+      worker: ``(index, count)``: this process is worker ``index`` of ``count`` independent
+        workers (a SLURM array, a shell loop) and computes only units ``index, index + count,
+        …``, skipping those another process holds, and returns the units finished so far. None
+        (default): the plain run, which computes every missing unit, waits for units that live
+        processes hold, and returns them all.
+
+    Example:
+      >>> from jaxaudit.runs import Sweep
+      >>> Sweep(worker=(0, 2)).check().worker
+      (0, 2)
+    """
+
+    backend: str = "serial"
+    ray_address: str | None = None
+    ray_workers: int | None = None
+    worker: tuple[int, int] | None = None
+
+    def check(self) -> Sweep:
+        """Every field checked (a ``ValueError`` naming it); returns the sweep."""
+        if not isinstance(self, Sweep):
+            raise ArgumentTypeError(f"sweep must be a jaxaudit.runs.Sweep, got {type(self).__name__}")
+        if self.backend not in ("serial", "ray"):
+            raise ValueError(f"backend must be 'serial' or 'ray', got {self.backend!r}")
+        if self.ray_address is not None and not isinstance(self.ray_address, str):
+            raise ValueError(f"ray_address must be a string, got {self.ray_address!r}")
+        if self.ray_workers is not None:
+            check_integer("ray_workers", self.ray_workers, minimum=1)
+        if self.worker is not None:
+            if not isinstance(self.worker, tuple | list) or len(self.worker) != 2:
+                raise ValueError(f"worker must be (index, count), got {self.worker!r}")
+            index = check_integer("worker index", self.worker[0], minimum=0)
+            count = check_integer("worker count", self.worker[1], minimum=1)
+            if index >= count:
+                raise ValueError(f"worker must be (index, count) with index < count, got "
+                                 f"{tuple(self.worker)}")
+        return self
+
+
 def run_chunks(
     run: RunDir | None,
     names: Sequence[str],
     compute_fn: Callable[[str], dict[str, Any]],
     *,
     progress: bool | Progress | None = False,
-    worker: tuple[int, int] | None = None,
+    sweep: Sweep = Sweep(),
     lease_s: float = DEFAULT_LEASE_S,
     poll_s: float = 1.0,
-    backend: str = "serial",
-    ray_address: str | None = None,
-    ray_workers: int | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Compute every chunk not yet finished in ``run``, saving each as soon as it is done.
 
@@ -101,38 +149,22 @@ def run_chunks(
       progress: a :data:`Progress` callback ``progress(done, total)`` over this process's
         chunks (e.g. a labelled :class:`ProgressBar`), or True for a tqdm bar on stderr (chunks
         done, rate, ETA); off by default.
-      worker: ``(index, count)``: this process is worker ``index`` of ``count`` independent
-        workers (a SLURM array, a shell loop) and computes only chunks ``index, index + count,
-        …`` of ``names``, skipping those another process holds; it returns the chunks finished
-        so far. None (default): the plain run, which computes every missing chunk, waits for
-        chunks that live processes hold, and returns them all.
+      sweep: where the chunks run and which share this process computes (:class:`Sweep`:
+        ``backend``, ``ray_address``, ``ray_workers``, ``worker``; default: every chunk,
+        serially, in this process).
       lease_s: seconds without a heartbeat after which another process's claim is stale.
       poll_s: how often the plain run looks again at chunks held by other processes.
-      backend: ``"serial"`` (this process computes each chunk) or ``"ray"``: one Ray task per
-        missing chunk, retried when its worker dies; the arrays come back to this process,
-        which alone claims and saves them (:mod:`jaxaudit.runs.ray_backend`; docs/scaling.md).
-      ray_address: the Ray cluster (``backend="ray"``); None starts a local one on 127.0.0.1.
-      ray_workers: ``backend="ray"``: at most this many chunks in flight (a local cluster gets
-        this many CPUs); None: the cluster's CPUs.
 
     Returns:
       ``{name: arrays}`` for every name (worker mode: every name finished so far), loaded back
       from the folder for chunks already done.
     """
     names, desc = list(names), ""
-    if worker is not None:
-        index, count = (check_integer("worker index", worker[0], minimum=0),
-                        check_integer("worker count", worker[1], minimum=1))
-        if index >= count:
-            raise ValueError(f"worker must be (index, count) with index < count, got {worker}")
-    mine = names if worker is None else names[index::count]
-    if backend not in ("serial", "ray"):
-        raise ValueError(f"backend must be 'serial' or 'ray', got {backend!r}")
-    if ray_workers is not None:
-        check_integer("ray_workers", ray_workers, minimum=1)
-    if backend == "ray":
+    worker = Sweep.check(sweep).worker
+    mine = names if worker is None else names[int(worker[0])::int(worker[1])]
+    if sweep.backend == "ray":
         return _run_chunks_ray(run, names, mine, compute_fn, progress, desc, worker, lease_s,
-                               poll_s, ray_address, ray_workers)
+                               poll_s, sweep.ray_address, sweep.ray_workers)
     if run is None:
         out = {}
         if callable(progress):

@@ -1,9 +1,9 @@
 """Sweeps on Ray: one Ray task per missing work unit, results sent to the driver, which commits.
 
-:func:`jaxaudit.runs.run_chunks` with ``backend="ray"`` calls :func:`run_units_ray`. Each task
-runs the sweep's ``compute_fn(name)`` on a Ray worker (same code, same unit key as the serial run,
-so on CPU the arrays are bit-identical) and returns the arrays to the driver; the driver alone
-claims, checks and writes the run folder (``has_chunk`` then ``save_chunk``: every unit is
+:func:`jaxaudit.runs.run_chunks` with ``sweep=Sweep(backend="ray")`` calls :func:`run_units_ray`.
+Each task runs the sweep's ``compute_fn(name)`` on a Ray worker (same code, same unit key as the
+serial run, so on CPU the arrays are bit-identical) and returns the arrays to the driver; the
+driver alone claims, checks and writes the run folder (``has_chunk`` then ``save_chunk``: every unit is
 committed once), so the Ray hosts need no shared folder. A task whose worker process dies is
 retried (``max_retries``); an exception raised by ``compute_fn`` (a ``ValueError`` for a bad
 input, a diverged training) is the user's and is raised by the driver, not retried.

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from jaxaudit.pipelines import OneRunAuditConfig, run_one_run
+from jaxaudit.pipelines.one_run import RECIPE
 
 ROWS = [(kind, m, eps) for kind in ("gradient", "input") for m in (100, 1000)
         for eps in (10.0, 4.0, 1.0)]
@@ -39,7 +40,8 @@ def main() -> None:
         if path.exists():
             continue
         config = OneRunAuditConfig(model=args.model, dataset_size=1000, num_canaries=m,
-                                   kind=kind, epsilon=eps, steps=args.steps)
+                                   kind=kind, epsilon=eps,
+                                   dpsgd=RECIPE._replace(steps=args.steps))
         start = time.perf_counter()
         res = run_one_run(config)
         row = {"kind": kind, "m": m, "epsilon": eps, "steps": args.steps, "model": args.model,

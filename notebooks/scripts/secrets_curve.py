@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxaudit.attacks import LmConfig
 from jaxaudit.pipelines import SecretsConfig, run_secrets
 from jaxaudit.runs import load_results
 
@@ -45,9 +46,9 @@ EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, math.inf)
 #: Larger finite ε, in a second folder per prior (``secrets_curve_<prior>_large``): where the
 #: noise of this small full-batch training becomes small enough to leave something.
 LARGE_EPSILONS = (32.0, 64.0, 100.0)
-COMMON = SecretsConfig(epsilons=EPSILONS, repetitions=5, num_secrets=10, num_filler=10,
-                       steps=200, batch_size=20, learning_rate=0.02, hidden_dim=64,
-                       pretrain_steps=0, record_length=36)
+COMMON = SecretsConfig(epsilons=EPSILONS, repetitions=5, pretrain_steps=0, lm=LmConfig(
+    num_secrets=10, num_filler=10, steps=200, batch_size=20, learning_rate=0.02, hidden_dim=64,
+    record_length=36))
 CONFIGS = {
     "passwords": COMMON._replace(prior="passwords", guesses=1),
     "digits": COMMON._replace(prior="digits", digits=4, guesses=10),

@@ -50,7 +50,8 @@ def test_attack_secrets_tiny(tmp_path, capsys):
     assert {f"successes_{s}" for s in SCORINGS} <= set(rows[0])
     assert (out / "pretrained.msgpack").is_file()
     config = load_results(out).config
-    assert config["clip_norm"] == 1.0 and config["hidden_dim"] == 8
+    assert config["lm"]["clip_norm"] == 1.0 and config["lm"]["hidden_dim"] == 8
+    assert config["lm"]["steps"] == 4 and config["lm"]["num_secrets"] == 3
     assert config["repetitions"] == 2 and config["seed"] == 0
 
 
@@ -117,8 +118,12 @@ def test_cli_limits_match_library():
     assert f"at most {p.MAX_LEVELS} values" in h["rhos"]
     assert attack.MARGINAL_ATTRIBUTES == ",".join(p.MARGINAL_ATTRIBUTES)
     assert attack.MARGINAL_HIDDEN == ",".join(p.MARGINAL_HIDDEN)
-    assert set(attack.SECRETS_FLAGS) <= set(p.SecretsConfig._fields) | {"run_dir"}
-    assert set(p.SecretsConfig._fields) - {"scoring", "prior"} <= set(attack.SECRETS_FLAGS)
+    # the flags name the pipeline's fields and its LM recipe's (SecretsConfig.lm)
+    from jaxaudit.attacks import LmConfig
+
+    fields = set(p.SecretsConfig._fields) - {"lm"} | set(LmConfig._fields)
+    assert set(attack.SECRETS_FLAGS) <= fields | {"run_dir"}
+    assert fields - {"scoring", "prior"} <= set(attack.SECRETS_FLAGS)
     assert _choices("secrets")["prior"] == p.PRIORS
     assert set(attack.MARGINALS_FLAGS) <= set(p.MarginalsConfig._fields) | {"run_dir"}
 

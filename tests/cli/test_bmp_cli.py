@@ -67,7 +67,7 @@ def test_report_files(report):
     cert = [max(num(r, "certified_eps_l_lower"), num(r, "certified_eps_r_lower")) for r in top]
     assert cert == sorted(cert, reverse=True)
     manifest = json.loads((report / "manifest.json").read_text())
-    assert manifest["kind"] == "bmp" and manifest["config"]["sampler"] == "uniform"
+    assert manifest["kind"] == "bmp" and manifest["config"]["shadow"]["sampler"] == "uniform"
 
 
 def test_resume_reuses_chunks(report, shadow_dir, monkeypatch):
@@ -175,7 +175,7 @@ def test_bmp_cli_builds_the_config_and_prints_the_summary(tmp_path, capsys, monk
 
     seen = {}
 
-    def fake(config, run_dir, *, progress=None):
+    def fake(config, run_dir, *, progress=None, sweep=None):
         seen.update(config=config, run_dir=run_dir)
         return SimpleNamespace(config={}, summary={})
 
@@ -185,10 +185,11 @@ def test_bmp_cli_builds_the_config_and_prints_the_summary(tmp_path, capsys, monk
                  "--attack-prior", "optimal", "--confidence", "0.9", "--attack", "rmia",
                  "--node-units", "7", "--out", str(tmp_path / "r")]) == 0
     config = seen["config"]
-    assert config.attack == "rmia" and config.node_units == 7
-    assert config.shadow_run == str(tmp_path) and config.chunk == 8
-    assert config.mp_baseline is False and config.attack_prior == "optimal"
-    assert config.confidence == 0.9 and seen["run_dir"] == str(tmp_path / "r")
+    assert config.audit.attack == "rmia" and config.chunk == 7 and config.num_prior_draws == 1000
+    assert config.shadow_run == str(tmp_path) and config.shadow.chunk == 8
+    assert config.audit.mp_baseline is False and config.audit.attack_prior == "optimal"
+    assert config.audit.confidence == 0.9 and seen["run_dir"] == str(tmp_path / "r")
+    assert config.audit.nuts.chunk_size == 1024 and config.audit.nuts.num_warmup == 500
     assert capsys.readouterr().out.strip() == "the summary"
 
 

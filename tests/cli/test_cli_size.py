@@ -11,7 +11,7 @@ FILES = sorted(CLI.glob("*.py"))
 #: The budgets of the shared parts and of the commands whose logic moved to the library.
 #: rdp.py holds the parser its three modes share (each mode is a module: rdp_runs.py,
 #: rdp_scores.py, rdp_one_run.py).
-BUDGETS = {"rdp.py": 115, "rdp_runs.py": 30, "rdp_scores.py": 30, "rdp_one_run.py": 30, "bounds.py": 105, "data.py": 65, "main.py": 85, "report.py": 25, "_types.py": 115}
+BUDGETS = {"rdp.py": 115, "rdp_runs.py": 30, "rdp_scores.py": 30, "rdp_one_run.py": 30, "bounds.py": 105, "data.py": 65, "main.py": 85, "report.py": 25, "_types.py": 121}
 
 
 def _lines(path: Path) -> int:

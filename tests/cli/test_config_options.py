@@ -30,13 +30,13 @@ _OUTPUT_ONLY = {
 }
 #: The one-run mode's options, in the other rdp modes.
 _NOT_ONE_RUN = {"one_run": "None outside the one-run mode (it selects it, checked separately)",
-                "canaries": "--one-run only", "canary_kind": "--one-run only"}
+                "num_canaries": "--one-run only", "kind": "--one-run only"}
 CHANGES_NO_NUMBER = {
     ("rdp", "training"): {
         **_OUTPUT_ONLY,
         "data_dir": "where the data files live; MNIST and CIFAR-10 are checksum-verified, so the "
         "same images wherever they are",
-        "vmap_chunk": "how many runs one vmapped call computes; each run's key and data do not "
+        "chunk_size": "how many runs one vmapped call computes; each run's key and data do not "
         "depend on it",
         "unroll": "lax.scan unrolling of the same step sequence (compilation, not arithmetic "
         "order of a step)",
@@ -48,8 +48,8 @@ CHANGES_NO_NUMBER = {
         # training-only options: the scores mode ignores them (documented in its --help)
         **{name: "training-only, ignored with --scores" for name in (
             "dataset", "model", "dataset_size", "public_size", "pretrain_epochs",
-            "pretrain_optimizer", "pretrain_lr", "pretrain_batch", "canary_label", "clip",
-            "learning_rate", "runs", "chunk", "vmap_chunk", "unroll", "data_dir")},
+            "pretrain_optimizer", "pretrain_learning_rate", "pretrain_batch_size", "canary_label",
+            "clip_norm", "learning_rate", "num_runs", "chunk", "chunk_size", "unroll", "data_dir")},
         **_NOT_ONE_RUN,
     },
     ("rdp", "one_run"): {
@@ -60,9 +60,11 @@ CHANGES_NO_NUMBER = {
         # options of the many-run audit the one-run mode ignores (its σ is always calibrated
         # by the RDP accountant; --noise-multiplier is refused)
         **{name: "many-run only, ignored with --one-run" for name in (
-            "public_size", "pretrain_epochs", "pretrain_optimizer", "pretrain_lr",
-            "pretrain_batch", "canary_label", "accountant", "noise_multiplier", "runs", "chunk",
-            "orders", "vmap_chunk", "unroll")},
+            "public_size", "pretrain_epochs", "pretrain_optimizer", "pretrain_learning_rate",
+            "pretrain_batch_size", "canary_label", "accountant", "noise_multiplier", "num_runs",
+            "chunk", "orders", "chunk_size")},
+        "unroll": "lax.scan unrolling of the same step sequence (compilation, not arithmetic "
+        "order of a step)",
     },
     ("shadow",): {
         **_OUTPUT_ONLY,
@@ -73,8 +75,6 @@ CHANGES_NO_NUMBER = {
         "data_dir": "where the Planetoid files live (checksum-verified)",
         "compare": "another finished report read for a side-by-side comparison; this run's "
         "numbers do not depend on it",
-        "shadow": "a finished shadow run to reuse; when given, the configuration stores it as "
-        "shadow_run (its path and its configuration's hash) and takes the shadow keys from it",
     },
     ("attack", "secrets"): dict(_OUTPUT_ONLY),
     ("attack", "marginals"): dict(_OUTPUT_ONLY),
@@ -82,13 +82,18 @@ CHANGES_NO_NUMBER = {
 #: Options stored under another key: dest -> configuration key.
 STORED_AS = {
     # the rdp pipelines' configuration names (RdpConfig, ScoresAuditConfig)
-    ("rdp", "training"): {"clip": "clip_norm", "runs": "num_runs", "significance": "confidence"},
+    ("rdp", "training"): {"significance": "confidence"},
     ("rdp", "scores"): {"significance": "confidence"},
-    ("rdp", "one_run"): {"clip": "clip_norm", "significance": "confidence",
-                         "canaries": "num_canaries", "canary_kind": "kind"},
-    ("bmp",): {"no_mp": "mp_baseline", "graph": "graph_file", "models": "num_models",
-               "model_chunk": "chunk"},
-    ("shadow",): {"graph": "graph_file", "models": "num_models"},
+    ("rdp", "one_run"): {"significance": "confidence"},
+    # nested: BmpConfig.shadow (its chunk), .audit (.nuts.chunk_size), NodeDpConfig's fields;
+    # --shadow (a finished shadow run) is stored as the `shadow` it replaces, with its path and
+    # configuration hash in derived.shadow_run
+    ("bmp",): {"shadow": "shadow", "no_mp": "mp_baseline", "graph": "graph_file", "models": "num_models",
+               "model_chunk": "chunk", "node_units": "chunk", "node_chunk": "chunk_size",
+               "prior_draws": "num_prior_draws", **{f"dp_{k}": k for k in (
+                   "epsilon", "noise_multiplier", "degree_cap", "delta")}, "dp_clip": "clip_norm"},
+    ("shadow",): {"graph": "graph_file", "models": "num_models", **{f"dp_{k}": k for k in (
+        "epsilon", "noise_multiplier", "degree_cap", "delta")}, "dp_clip": "clip_norm"},
 }
 #: Commands that keep no run folder, with the reason (nothing stored that could disagree).
 NO_RUN_FOLDER = {

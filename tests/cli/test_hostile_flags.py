@@ -170,7 +170,7 @@ def _bmp_report_folder(path, nodes_csv: str):
     """A folder with a valid bmp manifest and the given nodes.csv text."""
     from jaxaudit.runs import RunDir
 
-    RunDir.open(path, kind="bmp", config={"sampler": "uniform"})
+    RunDir.open(path, kind="bmp", config={"shadow": {"sampler": "uniform"}})
     (path / "nodes.csv").write_text(nodes_csv)
     return path
 

@@ -133,7 +133,7 @@ def test_shadow_cli_builds_the_config_and_prints_the_summary(tmp_path, capsys, m
 
     seen = {}
 
-    def fake(config, run_dir, *, progress=None):
+    def fake(config, run_dir, *, progress=None, sweep=None):
         seen.update(config=config, run_dir=run_dir, progress=progress)
         masks = np.array([[True, False], [False, True], [True, True], [False, False]])
         return ShadowRun(masks, np.zeros((4, 2), np.float32), 0.5, 0.625, {"chunk": 2},

@@ -9,19 +9,26 @@ import jax
 import numpy as np
 import pytest
 
-from jaxaudit.attacks import SCORINGS, marginals_reconstruction
+from jaxaudit.attacks import SCORINGS, LmConfig, marginals_reconstruction
 from jaxaudit.pipelines import MarginalsConfig, SecretsConfig, run_marginals, run_secrets
 from jaxaudit.pipelines.attacks import level_name
 from jaxaudit.report import attacks as report
-from jaxaudit.runs import RunDir, load_results, unit_key
+from jaxaudit.runs import RunDir, Sweep, load_results, unit_key
 from jaxaudit.runs.rundir import discard_new_run
 
 # Small enough for seconds: 3 released attributes, one hidden (4 values), 10 targets.
 TINY = MarginalsConfig(rhos=(0.1, 1.0), attributes=("age", "educ", "religious"),
                        hidden=("religious",), num_targets=10, repetitions=2, seed=3)
-TINY_SECRETS = SecretsConfig(prior="digits", digits=1, epsilons=(2.0,), num_secrets=3,
-                             num_filler=5, steps=4, batch_size=4, pretrain_steps=2,
-                             hidden_dim=8, guesses=2, repetitions=2)
+TINY_SECRETS = SecretsConfig(prior="digits", digits=1, epsilons=(2.0,), lm=LmConfig(
+    num_secrets=3, num_filler=5, steps=4, batch_size=4, hidden_dim=8, learning_rate=1e-3),
+    pretrain_steps=2, guesses=2, repetitions=2)
+
+
+def _secrets(config, **change):
+    """``config`` with ``change`` applied, the LM recipe's fields to ``config.lm``."""
+    lm = {k: v for k, v in change.items() if k in LmConfig._fields}
+    rest = {k: v for k, v in change.items() if k not in lm}
+    return config._replace(lm=config.lm._replace(**lm), **rest)
 
 
 def test_marginals_runs_resumes_and_refuses(tmp_path):
@@ -74,9 +81,9 @@ def test_marginals_follow_the_key_rule_in_memory():
 def test_marginals_workers_fill_one_folder(tmp_path):
     out = tmp_path / "w"
     config = TINY._replace(rhos=(1.0,))
-    first = run_marginals(config, out, worker=(0, 2))
+    first = run_marginals(config, out, sweep=Sweep(worker=(0, 2)))
     assert first.levels.shape == (1,) and not (out / "table.json").exists()
-    run_marginals(config, out, worker=(1, 2))
+    run_marginals(config, out, sweep=Sweep(worker=(1, 2)))
     whole = run_marginals(config, out)
     assert (out / "table.json").exists() and whole.levels.shape == (2,)
     np.testing.assert_array_equal(whole.attack.hits[0], first.attack.hits[0])
@@ -129,7 +136,7 @@ def test_marginals_bad_field_refused_before_work(tmp_path, change, field):
 ])
 def test_secrets_bad_field_refused_before_work(tmp_path, change, needle):
     with pytest.raises(ValueError, match=needle):
-        run_secrets(TINY_SECRETS._replace(**change), tmp_path / "run")
+        run_secrets(_secrets(TINY_SECRETS, **change), tmp_path / "run")
     assert not (tmp_path / "run").exists()
 
 
@@ -283,7 +290,7 @@ def test_secrets_user_level_accounting(monkeypatch):
     real = accounting.dpsgd_privacy
     monkeypatch.setattr(accounting, "dpsgd_privacy",
                         lambda **kw: seen.append(kw["sampling_rate"]) or real(**kw))
-    check_secrets_config(TINY_SECRETS._replace(records_per_user=2, num_filler=5))
+    check_secrets_config(_secrets(TINY_SECRETS, records_per_user=2, num_filler=5))
     assert seen == [pytest.approx(4 / (3 + 3))]
 
 

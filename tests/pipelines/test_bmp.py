@@ -9,18 +9,28 @@ import jax
 import numpy as np
 import pytest
 
+from jaxaudit.bmp import AuditConfig, NutsConfig
 from jaxaudit.mia import lira_loo
 from jaxaudit.pipelines import BmpConfig, BmpResult, ShadowConfig, run_bmp, run_shadow
+from jaxaudit.runs import Sweep
 
 NODES = 120
 # the NUTS settings of tests/cli/test_bmp_cli.py (one compiled program per test process)
-NUTS = dict(num_warmup=150, num_samples=200, num_chains=2, node_chunk=128, prior_draws=50,
-            mp_baseline=False)
+AUDIT = AuditConfig(attack_prior="uniform", mp_baseline=False, nuts=NutsConfig(
+    num_warmup=150, num_samples=200, num_chains=2, chunk_size=128))
+NUTS = dict(audit=AUDIT, num_prior_draws=50)
 SHADOW = ShadowConfig(dataset="csbm", csbm_nodes=NODES, num_models=8, epochs=5, chunk=4)
+TINY = ShadowConfig(dataset="csbm", csbm_nodes=60, num_models=2, epochs=1)
 
 
 def cfg_attack(result):
-    return result.config["attack"]
+    return result.config["audit"]["attack"]
+
+
+def _with(config, path, value):
+    """``config`` with the (dotted, nested) field ``path`` set to ``value``."""
+    head, _, rest = path.partition(".")
+    return config._replace(**{head: _with(getattr(config, head), rest, value) if rest else value})
 
 
 def _tpr_at_fpr(stat, labels, fpr):
@@ -58,8 +68,7 @@ def test_same_seed_same_models_in_shadow_and_bmp(report, shadow_dir):
     every node (before the rule the two differed on 289 of 300 nodes)."""
     _, via_shadow, _ = report
     calls = []
-    own = run_bmp(BmpConfig(dataset="csbm", csbm_nodes=NODES, num_models=8, epochs=5,
-                            chunk=8, **NUTS),
+    own = run_bmp(BmpConfig(shadow=SHADOW._replace(chunk=8), **NUTS),
                   progress=lambda done, total: calls.append((done, total)))
     # one shadow chunk, the priors, the attack, one posterior unit
     assert own.path is None and calls[0] == (0, 4) and calls[-1] == (4, 4)
@@ -101,8 +110,10 @@ def test_report_folder_from_a_shadow_run(report, shadow_dir):
     md = (out / "summary.md").read_text()
     assert "| global LOO-LiRA TPR at 1% FPR |" in md and "TPR at 0.1% FPR" in md
     cfg = result.config
-    assert cfg["derived"]["shadow_run"]["num_models"] == 8 and cfg["sampler"] == "uniform"
-    assert cfg["chunk"] == 4                                   # the shadow run's models
+    assert cfg["derived"]["shadow_run"]["num_models"] == 8
+    assert cfg["shadow"]["sampler"] == "uniform"               # nested: BmpConfig.shadow
+    assert cfg["shadow"]["chunk"] == 4                         # the shadow run's models
+    assert cfg["audit"]["nuts"]["num_warmup"] == 150 and cfg["num_prior_draws"] == 50
     from jaxaudit.report import bmp as report_mod
 
     assert (out / "summary.md").read_text() == report_mod.markdown(result)
@@ -132,7 +143,8 @@ def test_resume_reuses_chunks_and_another_config_is_refused(report, shadow_dir, 
     assert (out / "nodes.csv").read_text() == before
     np.testing.assert_array_equal(again.table["fp"], result.table["fp"])
     with pytest.raises(ValueError, match="different configuration"):
-        run_bmp(BmpConfig(shadow_run=shadow_dir, **(NUTS | {"num_warmup": 151})), out)
+        run_bmp(_with(BmpConfig(shadow_run=shadow_dir, **NUTS), "audit.nuts.num_warmup", 151),
+                out)
 
 
 @pytest.mark.slow
@@ -144,32 +156,35 @@ def test_compare_plot(report, shadow_dir, tmp_path):
 
 
 @pytest.mark.parametrize(("field", "value", "needle"), [
-    ("num_chains", 1, "num_chains"), ("num_chains", 65, "num_chains"),
-    ("confidence", 1.0, "confidence"), ("confidence", "high", "confidence"),
-    ("attack_prior", "beta:x", "attack_prior"), ("prior_variance", 0.0, "prior_variance"),
-    ("prior_draws", 0, "prior_draws"), ("num_samples", 10**7, "num_samples"),
-    ("min_ess", -1.0, "min_ess"), ("fix_variance", "no", "fix_variance"),
-    ("ratio", 1.5, "ratio"), ("num_models", 0, "num_models"), ("chunk", 0, "chunk"),
-    ("dataset", "mnist", "dataset"), ("seed", -1, "seed"), ("csbm_nodes", 2, "csbm_nodes"),
-    ("attack", "bogus", "attack"), ("attack", None, "attack"), ("node_units", 0, "node_units"),
+    ("audit.nuts.num_chains", 1, "num_chains"), ("audit.nuts.num_chains", 65, "num_chains"),
+    ("audit.confidence", 1.0, "confidence"), ("audit.confidence", "high", "confidence"),
+    ("audit.attack_prior", "beta:x", "attack_prior"),
+    ("audit.prior_variance", 0.0, "prior_variance"),
+    ("num_prior_draws", 0, "num_prior_draws"), ("audit.nuts.num_samples", 10**7, "num_samples"),
+    ("audit.nuts.min_ess", -1.0, "min_ess"), ("audit.fix_variance", "no", "fix_variance"),
+    ("shadow.ratio", 1.5, "ratio"), ("shadow.num_models", 0, "num_models"),
+    ("shadow.chunk", 0, "chunk"), ("shadow.dataset", "mnist", "dataset"),
+    ("shadow.seed", -1, "seed"), ("shadow.csbm_nodes", 2, "csbm_nodes"),
+    ("audit.attack", "bogus", "attack"), ("audit.attack", None, "attack"), ("chunk", 0, "chunk"),
+    ("shadow", {"dataset": "csbm"}, "shadow"), ("audit", None, "audit"),
 ])
 def test_bad_field_named_before_any_folder(tmp_path, field, value, needle):
-    config = BmpConfig(dataset="csbm", csbm_nodes=60, num_models=2, epochs=1)
-    config = config._replace(**{field: value})
+    config = _with(BmpConfig(shadow=TINY), field, value)
     with pytest.raises(ValueError, match=needle):
         run_bmp(config, tmp_path / "run")
     assert not (tmp_path / "run").exists()
 
 
 def test_sizes_shadow_run_and_compare_checked_before_any_folder(tmp_path):
-    base = BmpConfig(dataset="csbm", csbm_nodes=60, num_models=2, epochs=1)
-    with pytest.raises(ValueError, match="node_chunk .* GiB"):
-        run_bmp(base._replace(num_samples=1_000_000, node_chunk=1024), tmp_path / "a")
+    base = BmpConfig(shadow=TINY)
+    with pytest.raises(ValueError, match="chunk_size .* GiB"):
+        run_bmp(_with(base, "audit.nuts", NutsConfig(num_samples=1_000_000, chunk_size=1024)),
+                tmp_path / "a")
     with pytest.raises(FileNotFoundError, match="shadow run folder not found"):
         run_bmp(base._replace(shadow_run=tmp_path / "missing"), tmp_path / "b")
     with pytest.raises(ValueError, match="graph_file and shadow_run"):
-        run_bmp(base._replace(shadow_run=tmp_path, graph_file=tmp_path / "g.npz"),
-                tmp_path / "c")
+        run_bmp(_with(base._replace(shadow_run=tmp_path), "shadow.graph_file",
+                      tmp_path / "g.npz"), tmp_path / "c")
     with pytest.raises(FileNotFoundError, match="compare folder"):
         run_bmp(base._replace(compare=tmp_path / "nowhere"), tmp_path / "d")
     for name in "abcd":
@@ -188,11 +203,11 @@ def test_cli_limits_agree_with_the_library():
 
 def _fake_shadow_run(path, chunks, **derived):
     """A shadow run folder written directly (no training): 2 models per chunk on 6 nodes."""
-    from jaxaudit.pipelines.common import stored_config
+    from jaxaudit.pipelines.lifecycle import stored_config
     from jaxaudit.runs import RunDir
 
     cfg = stored_config(ShadowConfig(dataset="csbm", num_models=4, epochs=1, chunk=2,
-                                     csbm_nodes=6), derived, exclude=("data_dir",))
+                                     csbm_nodes=6), derived, exclude=("data_dir", "dp"))
     run = RunDir.open(path, kind="shadow", config=cfg)
     rng = np.random.default_rng(0)
     for name in chunks:
@@ -246,8 +261,8 @@ def test_report_renders_a_result_without_training():
                "bayes_eps_r_p10_p90": None, "mp_eps_median": None,
                "fraction_bmp_r_below_mp": None, "fraction_rhat_le_1_05": 1.0, "min_ess": 400.0,
                "divergences": 0}
-    cfg = {"dataset": "csbm", "model": "gcn", "sampler": "snowball", "ratio": 0.5,
-           "edge_access": "inductive"}
+    cfg = {"shadow": {"dataset": "csbm", "model": "gcn", "sampler": "snowball", "ratio": 0.5,
+                      "edge_access": "inductive"}}
     md = report_mod.text_table(SimpleNamespace(config=cfg, summary=summary))
     assert md.startswith("# BMP audit: csbm / gcn / snowball (ratio 0.5, 8 models")
     assert "| largest certified eps_R (eps_L) | 1.500 (n/a) | 90% lower bound per node |" in md
@@ -264,25 +279,25 @@ def test_posterior_units_equal_one_unit_and_the_library(report, shadow_dir, tmp_
     from jaxaudit.runs import load_results, stream_key
 
     _, whole, _ = report
-    config = BmpConfig(shadow_run=shadow_dir, node_units=8, **NUTS)
+    config = BmpConfig(shadow_run=shadow_dir, chunk=8, **NUTS)
     out = tmp_path / "units"
     tuples = np.unique(np.stack([whole.table[c] for c in ("fp", "n0", "fn", "n1")]), axis=1)
     units = [f"posterior-{k:05d}" for k in range(-(-tuples.shape[1] // 8))]
     assert len(units) >= 3
-    first = run_bmp(config, out, worker=(0, 2))
+    first = run_bmp(config, out, sweep=Sweep(worker=(0, 2)))
     assert first.audit is None and first.missing == tuple(units[1::2])
-    assert run_bmp(config, out, worker=(1, 2)).missing == ()
+    assert run_bmp(config, out, sweep=Sweep(worker=(1, 2))).missing == ()
     calls = []
     split = run_bmp(config, out, progress=lambda done, total: calls.append((done, total)))
     # priors, attack, the units (all done already); until the attack has counted the tuples
-    # the total is the bound of one unit per node_units nodes
+    # the total is the bound of one unit per `chunk` nodes
     total, bound = 2 + len(units), 2 + -(-NODES // 8)
     assert calls == [(1, bound), (2, bound), (total, total)]
     stored = load_results(out)
     assert stored.planned == ["prior", "attack", *units] and stored.missing == []
     nodes = np.concatenate([stored.chunks[n]["nodes"] for n in units])
     np.testing.assert_array_equal(np.sort(nodes), np.arange(NODES))  # every node once
-    assert split.config["node_units"] == 8
+    assert split.config["chunk"] == 8
     for column in whole.table:
         np.testing.assert_array_equal(split.table[column], whole.table[column], err_msg=column)
     assert split.summary == whole.summary
@@ -320,8 +335,8 @@ def test_report_names_the_attack_and_its_tpr_at_low_fpr():
                "bayes_eps_r_p10_p90": None, "mp_eps_median": None,
                "fraction_bmp_r_below_mp": None, "fraction_rhat_le_1_05": None, "min_ess": None,
                "divergences": 0}
-    cfg = {"dataset": "cora", "model": "gcn", "sampler": "uniform", "ratio": 0.5,
-           "edge_access": "inductive"}
+    cfg = {"shadow": {"dataset": "cora", "model": "gcn", "sampler": "uniform", "ratio": 0.5,
+                      "edge_access": "inductive"}}
     md = report_mod.markdown(SimpleNamespace(config=cfg, summary=summary))
     assert "| global LOO RMIA AUC | 0.816 | estimate |" in md
     assert "| global LOO RMIA TPR at 1% FPR | 0.165 | estimate |" in md

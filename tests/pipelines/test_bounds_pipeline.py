@@ -11,7 +11,7 @@ import scipy.stats
 from jaxaudit.bounds.registry import prior_by_name
 from jaxaudit.pipelines import BoundsConfig, run_bounds
 from jaxaudit.report import bounds as report
-from jaxaudit.runs import load_results
+from jaxaudit.runs import Sweep, load_results
 
 UNIFORM = BoundsConfig(epsilon=1.0, prior="uniform:10", targets=1000)
 
@@ -114,7 +114,7 @@ def test_run_folder_written_loaded_resumed_and_refused(tmp_path):
     assert {"bounds.json", "summary.md"} <= set(loaded.files) and "tail.png" not in loaded.files
     assert "| count bound v_γ (upper bound) | 255 |" in (folder / "summary.md").read_text()
     # the same configuration resumes (same files); another is refused by the folder
-    again = run_bounds(UNIFORM, folder, worker=(1, 2))
+    again = run_bounds(UNIFORM, folder, sweep=Sweep(worker=(1, 2)))
     assert again.summary == result.summary
     with pytest.raises(ValueError, match="different configuration"):
         run_bounds(UNIFORM._replace(epsilon=2.0), folder)
@@ -172,7 +172,7 @@ def test_bad_priors_files_and_worker(tmp_path):
     with pytest.raises(FileNotFoundError, match="priors_file"):
         run_bounds(BoundsConfig(epsilon=1.0, priors_file=str(tmp_path / "none.txt")))
     with pytest.raises(ValueError, match="worker"):
-        run_bounds(UNIFORM, worker=(2, 2))
+        run_bounds(UNIFORM, sweep=Sweep(worker=(2, 2)))
     with pytest.raises(TypeError, match="BoundsConfig"):
         run_bounds({"epsilon": 1.0})
 

@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 
 from jaxaudit.pipelines import OneRunAuditConfig, run_one_run
+from jaxaudit.pipelines.one_run import RECIPE
 
 pytestmark = pytest.mark.slow  # two tiny trainings and their score bounds: ~1 min on two cores
 
 TINY = OneRunAuditConfig(dataset="synthetic", model="logreg", dataset_size=32, num_canaries=64,
-                         epsilon=4.0, steps=3)
+                         epsilon=4.0, dpsgd=RECIPE._replace(steps=3))
 
 
 def test_gradient_canaries_through_the_pipeline_write_the_run_folder(tmp_path):
@@ -25,7 +26,7 @@ def test_gradient_canaries_through_the_pipeline_write_the_run_folder(tmp_path):
     again = run_one_run(TINY, tmp_path / "run")  # same configuration, same numbers
     np.testing.assert_array_equal(again.scores, res.scores)
     with pytest.raises(ValueError):
-        run_one_run(TINY._replace(steps=4), tmp_path / "run")  # another configuration
+        run_one_run(TINY._replace(dpsgd=TINY.dpsgd._replace(steps=4)), tmp_path / "run")  # another configuration
 
 
 def test_input_canaries_and_checked_fields():

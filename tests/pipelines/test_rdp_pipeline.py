@@ -22,14 +22,19 @@ from scipy import optimize, stats
 from jaxaudit.dpsgd import OrderAudit
 from jaxaudit.dpsgd.scores import MIN_SCORES, load_scores, min_scores_per_world
 from jaxaudit.pipelines import RdpConfig, ScoresAuditConfig, run_rdp, run_scores_audit
-from jaxaudit.pipelines.rdp import audit_rows
+from jaxaudit.pipelines.rdp import PUBLISHED_RECIPE, audit_rows
 from jaxaudit.report.rdp import records_table, summary_markdown, text_table
-from jaxaudit.runs import load_results, unit_keys
+from jaxaudit.runs import Sweep, load_results, unit_keys
 from jaxaudit.runs.files import dumps_strict
 
-TINY = RdpConfig(dataset="synthetic", model="logreg", dataset_size=8, public_size=0, steps=2,
-                 num_runs=4, chunk=2, orders=(1.5, 2.0), epsilon=4.0, score_bounds=False,
-                 unroll=1)
+TINY = RdpConfig(dataset="synthetic", model="logreg", dataset_size=8, public_size=0,
+                 dpsgd=PUBLISHED_RECIPE._replace(steps=2, unroll=1), num_runs=4, chunk=2,
+                 orders=(1.5, 2.0), epsilon=4.0, score_bounds=False)
+
+
+def _recipe(config, **fields):
+    """``config`` with these fields of its DP-SGD recipe (``config.dpsgd``) replaced."""
+    return config._replace(dpsgd=config.dpsgd._replace(**fields))
 
 
 def _gdp_epsilon(mu, delta):
@@ -76,9 +81,9 @@ def test_run_rdp_workers_resume_refusal_progress_and_folder(tmp_path):
     # two workers share the folder: the first stops with its chunk, the second finishes and
     # audits; the scores are the serial sweep's, bit for bit
     folder = tmp_path / "run"
-    first = run_rdp(TINY, folder, worker=(0, 2))
+    first = run_rdp(TINY, folder, sweep=Sweep(worker=(0, 2)))
     assert not first.complete and first.records == ()
-    done = run_rdp(TINY, folder, worker=(1, 2))
+    done = run_rdp(TINY, folder, sweep=Sweep(worker=(1, 2)))
     assert done.complete
     np.testing.assert_array_equal(done.in_scores, serial.in_scores)
     np.testing.assert_array_equal(done.out_scores, serial.out_scores)
@@ -101,19 +106,26 @@ def test_run_rdp_workers_resume_refusal_progress_and_folder(tmp_path):
     assert "| α |" in (folder / "summary.md").read_text()
     # another configuration is refused in the same folder
     with pytest.raises(ValueError, match="different"):
-        run_rdp(TINY._replace(steps=3), folder)
+        run_rdp(_recipe(TINY, steps=3), folder)
 
 
 @pytest.mark.parametrize(("field", "value", "needle"), [
     ("num_runs", 1, "num_runs"), ("canary_label", "cat", "canary_label"),
     ("confidence", 1.5, "confidence"), ("delta", 2.0, "delta"), ("orders", (1.0, 2.0), "orders"),
-    ("clip_norm", -1.0, "clip_norm"), ("dataset", "imagenet", "dataset"),
-    ("model", "cifar_cnn", "cifar_cnn"), ("sampling_rate", 0.0, "sampling_rate"),
-    ("chunk", 0, "chunk"), ("seed", -1, "seed"), ("learning_rate", float("inf"), "learning_rate"),
+    ("dpsgd.clip_norm", -1.0, "clip_norm"), ("dataset", "imagenet", "dataset"),
+    ("model", "cifar_cnn", "cifar_cnn"), ("dpsgd.sampling_rate", 0.0, "sampling_rate"),
+    ("chunk", 0, "chunk"), ("seed", -1, "seed"),
+    ("dpsgd.learning_rate", float("inf"), "learning_rate"), ("dpsgd.steps", 0, "steps"),
+    ("dpsgd.method", "fast", r"dpsgd\.method"), ("dpsgd.unroll", 0, "unroll"),
+    ("dpsgd", None, "dpsgd"), ("chunk_size", 0, "chunk_size"),
+    ("pretrain_learning_rate", -1.0, "pretrain_learning_rate"),
+    ("pretrain_batch_size", 0, "pretrain_batch_size"),
 ])
 def test_a_bad_config_field_is_named_before_any_folder(tmp_path, field, value, needle):
+    head, _, rest = field.partition(".")
+    config = _recipe(TINY, **{rest: value}) if rest else TINY._replace(**{field: value})
     with pytest.raises(ValueError, match=needle):
-        run_rdp(TINY._replace(**{field: value}), tmp_path / "run")
+        run_rdp(config, tmp_path / "run")
     assert not (tmp_path / "run").exists()
 
 

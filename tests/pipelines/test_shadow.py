@@ -11,7 +11,7 @@ import pytest
 
 from jaxaudit.graph import ShadowTraining, from_edge_index, train_shadow_models, uniform_sampler
 from jaxaudit.pipelines import ShadowConfig, ShadowRun, load_shadow, run_shadow
-from jaxaudit.runs import load_results, unit_keys
+from jaxaudit.runs import Sweep, load_results, unit_keys
 
 SMALL = ShadowConfig(dataset="csbm", csbm_nodes=60, num_models=4, chunk=2, epochs=2, seed=3)
 
@@ -60,11 +60,8 @@ def test_run_shadow_follows_the_key_rule_resumes_and_refuses(tmp_path):
     assert summary["num_models"] == 4 and summary["num_nodes"] == 60
     assert summary["chunks"] == ["chunk_00000", "chunk_00001"]
     assert summary["lira_global_auc"] == pytest.approx(result.lira_global_auc)
-    # the node-level DP fields are stored only when DP is on (tests/pipelines/test_shadow_dp.py)
-    from jaxaudit.pipelines.common import DP_FIELDS
-
-    assert set(ShadowConfig._fields) - {"data_dir"} - set(DP_FIELDS) | {"derived"} == set(
-        loaded.config)
+    # node-level DP (the field dp) is stored only when on (tests/pipelines/test_shadow_dp.py)
+    assert set(ShadowConfig._fields) - {"data_dir", "dp"} | {"derived"} == set(loaded.config)
     assert loaded.config["derived"]["key_rule"] == "unit-fold-in-v1"
     again = load_shadow(out)
     np.testing.assert_array_equal(again.masks, result.masks)
@@ -94,10 +91,10 @@ def test_run_shadow_follows_the_key_rule_resumes_and_refuses(tmp_path):
 @pytest.mark.slow  # trains shadow models (compilation: ~10-60 s on two busy cores)
 def test_workers_share_the_chunks(tmp_path):
     out = tmp_path / "run"
-    first = run_shadow(SMALL, out, worker=(0, 2))
+    first = run_shadow(SMALL, out, sweep=Sweep(worker=(0, 2)))
     assert first.missing == ("chunk_00001",) and first.masks.shape == (2, 60)
     assert not (out / "summary.json").exists()
-    second = run_shadow(SMALL, out, worker=(1, 2))
+    second = run_shadow(SMALL, out, sweep=Sweep(worker=(1, 2)))
     assert second.missing == () and second.masks.shape == (4, 60)
     assert (out / "summary.json").is_file()
     whole = run_shadow(SMALL)
@@ -173,7 +170,7 @@ def test_diverged_training_leaves_the_folder_reusable(tmp_path):
 
 def test_cli_limits_and_names_agree_with_the_library():
     from jaxaudit.cli import shadow as cli
-    from jaxaudit.pipelines import common as lib
+    from jaxaudit.pipelines import shadow_models as lib
 
     assert cli.MODELS == lib.MODELS
     assert (cli.MAX_MODELS, cli.MAX_EPOCHS, cli.MAX_CSBM_NODES) == (

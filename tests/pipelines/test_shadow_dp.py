@@ -9,7 +9,7 @@ import pytest
 
 from jaxaudit.cli.main import main
 from jaxaudit.graph.dp_training import NodeDp, node_dp_epsilon
-from jaxaudit.pipelines import ShadowConfig, run_shadow
+from jaxaudit.pipelines import NodeDpConfig, ShadowConfig, run_shadow
 from jaxaudit.runs.rundir import read_manifest
 
 TINY = dict(dataset="csbm", csbm_nodes=60, model="capped_gcn", sampler="poisson",
@@ -18,10 +18,11 @@ TINY = dict(dataset="csbm", csbm_nodes=60, model="capped_gcn", sampler="poisson"
 
 def test_dp_sweep_stores_epsilon_resumes_and_refuses_the_non_private_config(tmp_path):
     out = tmp_path / "run"
-    config = ShadowConfig(**TINY, dp_epsilon=2.0, dp_clip=0.5, dp_degree_cap=3)
+    config = ShadowConfig(**TINY, dp=NodeDpConfig(epsilon=2.0, clip_norm=0.5, degree_cap=3))
     first = run_shadow(config, out)
     stored = read_manifest(out)["config"]
-    assert stored["dp_epsilon"] == 2.0 and stored["dp_degree_cap"] == 3
+    assert stored["dp"] == {"epsilon": 2.0, "noise_multiplier": None, "clip_norm": 0.5,
+                            "degree_cap": 3, "delta": 1e-5}
     dp = stored["derived"]["dp"]
     assert dp["relation"] == "add_remove" and dp["gradients_touched"] == 1 + 3
     assert dp["sensitivity"] == pytest.approx((2 * 4 - 1) * 0.5)
@@ -33,25 +34,31 @@ def test_dp_sweep_stores_epsilon_resumes_and_refuses_the_non_private_config(tmp_
     again = run_shadow(config, out)  # resumes: nothing retrained, the same scores
     assert (again.scores == first.scores).all()
     with pytest.raises(ValueError):
-        run_shadow(config._replace(dp_epsilon=None), out)
+        run_shadow(config._replace(dp=None), out)
     with pytest.raises(ValueError):
-        run_shadow(config._replace(dp_epsilon=4.0), out)
+        run_shadow(config._replace(dp=config.dp._replace(epsilon=4.0)), out)
 
 
 def test_non_private_config_stores_no_dp_fields(tmp_path):
     run_shadow(ShadowConfig(**(TINY | dict(model="mlp", num_models=2))), tmp_path / "plain")
     stored = read_manifest(tmp_path / "plain")["config"]
-    assert not any(k.startswith("dp_") for k in stored) and "dp" not in stored["derived"]
+    assert "dp" not in stored and "dp" not in stored["derived"]
+
+
+SIGMA = NodeDpConfig(noise_multiplier=1.0)
 
 
 @pytest.mark.parametrize("fields,name", [
-    (dict(dp_epsilon=1.0, dp_noise_multiplier=1.0), "dp_epsilon"),
-    (dict(dp_epsilon=-1.0), "dp_epsilon"),
-    (dict(dp_epsilon=math.inf), "dp_epsilon"),
-    (dict(dp_noise_multiplier=1.0, dp_clip=0.0), "dp_clip"),
-    (dict(dp_noise_multiplier=1.0, dp_degree_cap=0), "dp_degree_cap"),
-    (dict(dp_noise_multiplier=1.0, model="gcn"), "model"),
-    (dict(dp_noise_multiplier=1.0, edge_access="full"), "edge_access"),
+    (dict(dp=NodeDpConfig(epsilon=1.0, noise_multiplier=1.0)), r"dp\.epsilon"),
+    (dict(dp=NodeDpConfig()), r"dp\.epsilon and dp\.noise_multiplier: give one"),
+    (dict(dp=NodeDpConfig(epsilon=-1.0)), r"dp\.epsilon"),
+    (dict(dp=NodeDpConfig(epsilon=math.inf)), r"dp\.epsilon"),
+    (dict(dp=SIGMA._replace(clip_norm=0.0)), r"dp\.clip_norm"),
+    (dict(dp=SIGMA._replace(degree_cap=0)), r"dp\.degree_cap"),
+    (dict(dp=SIGMA._replace(degree_cap=2.0)), r"dp\.degree_cap"),
+    (dict(dp=SIGMA, model="gcn"), "model"),
+    (dict(dp=SIGMA, edge_access="full"), "edge_access"),
+    (dict(dp={"epsilon": 1.0}), "dp"),
 ])
 def test_dp_fields_refused_by_name(fields, name):
     with pytest.raises(ValueError, match=name):
@@ -65,7 +72,7 @@ def test_shadow_command_dp_flags(tmp_path, capsys):
     assert main(argv) == 0
     assert "node-level DP (add/remove): epsilon=" in capsys.readouterr().out
     stored = json.loads((tmp_path / "run" / "manifest.json").read_text())["config"]
-    assert stored["dp_noise_multiplier"] == 3.0 and stored["dp_clip"] == 0.5
+    assert stored["dp"]["noise_multiplier"] == 3.0 and stored["dp"]["clip_norm"] == 0.5
     assert main(argv[:-1] + [str(tmp_path / "x"), "--dp-epsilon", "1"]) == 2  # not both
     assert "--dp-epsilon" in capsys.readouterr().err
 
@@ -74,15 +81,18 @@ def test_shadow_command_dp_flags(tmp_path, capsys):
 def test_bmp_on_a_dp_shadow_run_keeps_its_guarantee(tmp_path):
     """``run_bmp(shadow_run=...)`` stores the shadow run's DP fields and guarantee; a BMP audit
     training its own DP models stores the same, and the certified bounds stay below ε."""
+    from jaxaudit.bmp import AuditConfig, NutsConfig
     from jaxaudit.pipelines import BmpConfig, run_bmp
 
-    nuts = dict(num_warmup=30, num_samples=30, num_chains=2, mp_baseline=False)
+    audit = AuditConfig(mp_baseline=False, nuts=NutsConfig(num_warmup=30, num_samples=30,
+                                                           num_chains=2, chunk_size=1024))
     shadow = tmp_path / "shadow"
-    run_shadow(ShadowConfig(**TINY, dp_epsilon=1.0), shadow)
-    via = run_bmp(BmpConfig(shadow_run=shadow, **nuts), tmp_path / "bmp")
-    assert via.config["dp_epsilon"] == 1.0
+    config = ShadowConfig(**TINY, dp=NodeDpConfig(epsilon=1.0))
+    run_shadow(config, shadow)
+    via = run_bmp(BmpConfig(shadow_run=shadow, audit=audit), tmp_path / "bmp")
+    assert via.config["shadow"]["dp"]["epsilon"] == 1.0
     assert via.config["derived"]["dp"]["epsilon"] == pytest.approx(1.0, rel=1e-2)
-    own = run_bmp(BmpConfig(**TINY, dp_epsilon=1.0, **nuts), tmp_path / "own")
+    own = run_bmp(BmpConfig(shadow=config, audit=audit), tmp_path / "own")
     assert own.config["derived"]["dp"] == via.config["derived"]["dp"]
     cert = np.asarray(own.audit.certified_r)
     assert np.nanmax(cert) <= 1.0

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from jaxaudit.runs import RunDir, load_results, run_chunks
+from jaxaudit.runs import RunDir, Sweep, load_results, run_chunks
 from jaxaudit.runs.claims import claim_state, claim_unit
 
 NAMES = [f"chunk_{c:05d}" for c in range(6)]
@@ -33,7 +33,7 @@ def _work(path, index, count):
         computed.append(name)
         return _compute(name)
 
-    run_chunks(run, NAMES, compute, worker=(index, count))
+    run_chunks(run, NAMES, compute, sweep=Sweep(worker=(index, count)))
     return computed
 
 
@@ -63,7 +63,7 @@ def test_worker_skips_units_held_by_a_live_claim(tmp_path):
     other = claim_unit(run, NAMES[0])                           # another process's live claim
     try:
         computed = []
-        out = run_chunks(run, NAMES, lambda n: computed.append(n) or _compute(n), worker=(0, 3))
+        out = run_chunks(run, NAMES, lambda n: computed.append(n) or _compute(n), sweep=Sweep(worker=(0, 3)))
         assert computed == [NAMES[3]] and list(out) == [NAMES[3]]
     finally:
         other.release()
@@ -123,7 +123,7 @@ def test_a_failed_unit_releases_its_claim(tmp_path):
 def test_bad_worker_refused(tmp_path, worker):
     run = RunDir.open(tmp_path / "run", kind="test", config=CONFIG)
     with pytest.raises(ValueError, match="worker"):
-        run_chunks(run, NAMES, _compute, worker=worker)
+        run_chunks(run, NAMES, _compute, sweep=Sweep(worker=worker))
 
 
 def test_claim_of_a_dead_process_on_this_host_is_stale_at_once(tmp_path):

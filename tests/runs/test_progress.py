@@ -3,7 +3,7 @@ finished; ProgressBar is such a callback drawing a tqdm bar."""
 
 import numpy as np
 
-from jaxaudit.runs import ProgressBar, RunDir, run_chunks
+from jaxaudit.runs import ProgressBar, RunDir, Sweep, run_chunks
 
 
 def _compute(name):
@@ -25,7 +25,7 @@ def test_callback_sees_each_chunk_and_resumed_ones(tmp_path):
 def test_worker_callback_counts_only_its_units(tmp_path):
     run = RunDir.open(tmp_path / "r", kind="t", config={"a": 1})
     calls = []
-    run_chunks(run, [f"c{i}" for i in range(5)], _compute, worker=(1, 2),
+    run_chunks(run, [f"c{i}" for i in range(5)], _compute, sweep=Sweep(worker=(1, 2)),
                progress=lambda d, t: calls.append((d, t)))
     assert calls == [(0, 2), (1, 2), (2, 2)]
 

@@ -641,7 +641,7 @@ def test_a_compared_bmp_table_is_checked_against_its_record(tmp_path):
     from jaxaudit.report.bmp import read_compare
     from jaxaudit.runs.rundir import RunFolderWarning
 
-    run = RunDir.open(tmp_path / "b", kind="bmp", config={"sampler": "uniform"})
+    run = RunDir.open(tmp_path / "b", kind="bmp", config={"shadow": {"sampler": "uniform"}})
     run.write_text("nodes.csv", "node,bayes_eps_r_q50\n0,0.5\n1,\n")
     values, label = read_compare(run.path)
     np.testing.assert_array_equal(values, [0.5, np.nan])
