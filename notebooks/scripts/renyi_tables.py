@@ -68,6 +68,7 @@ def audit_configuration(name: str, s: dict, config=None) -> dict:
     """Every number of one configuration's rows (fixed keys: deterministic)."""
     import jax
 
+    from jaxaudit.accounting import RdpCurve, rdp_epsilons
     from jaxaudit.dpsgd import audit_dpsgd
     from jaxaudit.dpsgd.scores import accountant_epsilon
     from jaxaudit.renyi import epsilon_lower_bounds, gdp_epsilon_lower_bound
@@ -79,8 +80,9 @@ def audit_configuration(name: str, s: dict, config=None) -> dict:
     orders = np.asarray(ORDERS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        records = audit_dpsgd(jax.random.key(0), in_s, out_s, orders, accountant_params=acc,
-                              confidence=0.95, delta=DELTA, config=config)
+        curve = RdpCurve(orders, rdp_epsilons(orders=orders, **acc), "add_remove")
+        records = audit_dpsgd(jax.random.key(0), in_s, out_s, curve, confidence=0.95,
+                              delta=DELTA, critic=config).per_order()
         bounds = epsilon_lower_bounds(jax.random.key(0), in_s, out_s, delta=DELTA)
     audits = min(in_s.size, out_s.size) // BLOCK
     emp, emp_rdp = [], []
@@ -94,7 +96,7 @@ def audit_configuration(name: str, s: dict, config=None) -> dict:
     return dict(
         name=name, runs=int(in_s.size), device=s["device"], sigma=sigma, cfg=s["config"],
         accountant=float(accountant_epsilon(**acc, delta=DELTA, accountant="pld")),
-        cp=float(bounds.clopper_pearson), gdp_mu=float(bounds.gdp_mu),
+        cp=float(bounds.clopper_pearson), gdp_mu=float(bounds.mu),
         gdp_eps=float(bounds.gdp_epsilon), one_run=float(bounds.one_run),
         fdp_one_run=float(bounds.fdp_one_run), audits=audits, emp=_mean_se(emp),
         emp_rdp=[_mean_se(emp_rdp_arr[:, i]) for i in range(orders.size)],
@@ -218,7 +220,8 @@ def verdicts(rows: list[dict]) -> str:
 
 
 def critic_table(scores: dict, names: list[str]) -> str:
-    from jaxaudit.renyi import PAPER_BOUNDED_CRITIC_CONFIG, PAPER_CRITIC_CONFIG, CriticConfig
+    from jaxaudit.renyi import PAPER_CRITIC_CONFIG, CriticConfig
+    from jaxaudit.renyi.training import PAPER_BOUNDED_CRITIC_CONFIG
 
     critics = {"ours": CriticConfig(), "paper": PAPER_CRITIC_CONFIG,
                "paper_m2": PAPER_BOUNDED_CRITIC_CONFIG}
