@@ -43,7 +43,8 @@ SECRETS_FLAGS = dict(
     records_per_user="--records-per-user", record_length="--record-length")
 MARGINALS_FLAGS = dict(
     _COMMON_FLAGS, rhos="--rhos", attributes="--attributes", hidden="--hidden", way="--way",
-    num_targets="--num-targets", distance="--distance")
+    num_targets="--num-targets", distance="--distance",
+    hidden_attributes="--hidden")  # the library's name of MarginalsConfig.hidden
 
 
 def _levels(text: str) -> list[float]:

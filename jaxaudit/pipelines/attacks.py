@@ -194,10 +194,10 @@ class AttackSweep(NamedTuple):
       repetition: (R,) int, the repetition r of each run (its key is ``unit_key(key(seed), r)``).
       attack: the :class:`jaxaudit.attacks.AttackResult` of the main attack (for secrets: of the
         main ``scoring``), every field stacked over the runs (leading axis R): ``successes`` are
-        MEASURED counts, ``baseline`` the EXPECTED count without the model, ``bound`` and
-        ``bound_eps_delta`` level-γ UPPER BOUNDS v_γ on the count, ``top_bound``/
-        ``median_bound`` single-target posterior UPPER BOUNDS; ``epsilon``, ``noise`` the
-        mechanism's.
+        MEASURED counts, ``baseline`` the EXPECTED count without the model, ``count_bound`` and
+        ``count_bound_approx_dp`` level-γ UPPER BOUNDS v_γ on the count, ``top_bound``/
+        ``median_bound`` single-target posterior UPPER BOUNDS; ``epsilon``,
+        ``noise_multiplier`` the mechanism's.
       scorings: the scorings computed on every model (secrets; ``"reference"`` only with
         pretraining); ``()`` for marginals.
       scoring_successes: (R, len(scorings)) int, MEASURED successes of each scoring.
@@ -359,7 +359,8 @@ def check_marginals_config(config: MarginalsConfig, run_dir: str | Path | None =
     check_instance("config", config, MarginalsConfig)
     _check_common(config, run_dir)
     _check_levels("rhos", config.rhos, MAX_RHO, MIN_RHO)
-    check_marginals_arguments(load_fair(), attributes=config.attributes, hidden=config.hidden,
+    check_marginals_arguments(load_fair(), attributes=config.attributes,
+                              hidden_attributes=config.hidden,
                               way=config.way, num_targets=config.num_targets,
                               distance=config.distance)
 
@@ -544,7 +545,7 @@ def run_marginals(config: MarginalsConfig, run_dir: str | Path | None = None, *,
     def compute(rho: float, rep: int, run: RunDir | None) -> dict:
         result = marginals_reconstruction(
             unit_key(jax.random.key(config.seed), rep), rho=rho, attributes=list(config.attributes),
-            hidden=list(config.hidden), distance=config.distance, way=config.way,
+            hidden_attributes=list(config.hidden), distance=config.distance, way=config.way,
             num_targets=config.num_targets, delta=config.delta, gamma=config.gamma)
         return {k: np.asarray(v) for k, v in result._asdict().items()}
 

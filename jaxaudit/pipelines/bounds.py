@@ -251,7 +251,7 @@ def _compute(c: BoundsConfig, priors: np.ndarray, prior: str,
     if c.max_count is not None:
         eps = epsilon_for_count(priors, c.max_count, gamma=c.gamma, delta=c.delta)
         return BoundsResult(c, prior, priors, uniform_support, None, eps, None, None)
-    privacy = PrivacyModel(epsilon=c.epsilon, delta=c.delta, gdp_mu=c.gdp_mu)
+    privacy = PrivacyModel(epsilon=c.epsilon, delta=c.delta, mu=c.gdp_mu)
     summary = summarize_bounds(priors, privacy, gamma=c.gamma, uniform_support=uniform_support,
                                attempts=c.attempts)
     tail_v = tail = None

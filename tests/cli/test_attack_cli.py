@@ -19,7 +19,7 @@ def test_attack_marginals_runs_resumes_and_reports(tmp_path, capsys):
     rows = json.loads((out / "table.json").read_text())
     assert len(rows) == 4 and {r["rho"] for r in rows} == {0.1, 1.0}
     for r in rows:
-        assert 0 <= r["successes"] <= 20 and r["successes"] < r["bound"] <= 21
+        assert 0 <= r["successes"] <= 20 and r["successes"] < r["count_bound"] <= 21
         assert 0 < r["baseline"] <= 20
     assert (out / "attack.png").stat().st_size > 0 and "bound" in (out / "summary.md").read_text()
     before = {p.name: p.stat().st_mtime_ns for p in (out / "chunks").iterdir()}
@@ -120,7 +120,9 @@ def test_cli_limits_match_library():
     assert set(attack.SECRETS_FLAGS) <= set(p.SecretsConfig._fields) | {"run_dir"}
     assert set(p.SecretsConfig._fields) - {"scoring", "prior"} <= set(attack.SECRETS_FLAGS)
     assert _choices("secrets")["prior"] == p.PRIORS
-    assert set(attack.MARGINALS_FLAGS) <= set(p.MarginalsConfig._fields) | {"run_dir"}
+    # hidden_attributes: the library's name of MarginalsConfig.hidden (renamed at the merge)
+    assert set(attack.MARGINALS_FLAGS) <= set(p.MarginalsConfig._fields) | {"run_dir",
+                                                                           "hidden_attributes"}
 
 
 def test_help_states_the_limits(capsys):
