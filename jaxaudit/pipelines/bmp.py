@@ -148,9 +148,10 @@ class BmpResult(NamedTuple):
     """The result of :func:`run_bmp`.
 
     Attributes:
-      audit: the ``jaxaudit.bmp.BmpAudit``: ``certified_l``/``certified_r`` are BOUNDS (jointly
-        per node at ``confidence``, whatever the attack); ``eps_l``/``eps_r`` (posterior
-        quantiles under the attack prior), ``eps_mp``, ``jeffreys_l``/``jeffreys_r``, ``auc``,
+      audit: the ``jaxaudit.bmp.BmpAudit``: ``certified_left``/``certified_right`` are BOUNDS
+        (jointly per node at ``confidence``, whatever the attack); ``epsilon_left``/
+        ``epsilon_right`` (posterior quantiles under the attack prior), ``epsilon_mp``,
+        ``jeffreys_left``/``jeffreys_right``, ``auc``,
         ``global_auc``, ``global_tpr`` (TPR at 1% and 0.1% FPR of ``attack``) are ESTIMATES;
         ``counts`` are the measured error counts. None only with ``worker=`` while shadow
         chunks or posterior units are missing.
@@ -371,7 +372,8 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
         pri = run_chunks(run, ["prior"], prior, progress=stages.stage(1))["prior"]
         audit_config = bmp.AuditConfig(
             attack=cfg["attack"], fix_variance=cfg["fix_variance"],
-            attack_prior=cfg["attack_prior"], prior_variance=cfg["prior_variance"],
+            model=bmp.PosteriorModel(attack_prior=cfg["attack_prior"],
+                                     prior_variance=cfg["prior_variance"]),
             confidence=cfg["confidence"], mp_baseline=cfg["mp_baseline"],
             nuts=bmp.NutsConfig(num_warmup=cfg["num_warmup"], num_samples=cfg["num_samples"],
                                 num_chains=cfg["num_chains"], chunk_size=cfg["node_chunk"],
