@@ -1,8 +1,9 @@
 """The public surface stays small and speaks one vocabulary (docs/architecture.md, "The public
-surface"; docs/vocabulary.md): an export budget, few wide functions, no banned synonyms in any
-exported signature or pipeline configuration, no imports of another package's private names, no
-deprecation shims, no issue numbers, and an API reference (docs/api/pages.py) that shows every
-export, with a docstring, in one group of its sub-package's page."""
+surface"; docs/vocabulary.md): an export budget, few wide functions, no banned synonym or stem
+(``eps_*``, ``*_lr``, ...) in any exported signature, result field or configuration field, no
+imports of another package's private names, no deprecation shims, no issue numbers, and an API
+reference (docs/api/pages.py) that shows every export, with a docstring, in one group of its
+sub-package's page."""
 
 from __future__ import annotations
 
