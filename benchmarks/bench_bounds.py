@@ -46,9 +46,9 @@ def main() -> None:
     ps = 10.0 ** rng.uniform(-6, np.log10(0.5), args.pairs)
     mus_j, ps_j = jnp.asarray(mus), jnp.asarray(ps)
 
-    ours = jax.jit(jax.vmap(lambda m, p: single_target_success(p, PrivacyModel(gdp_mu=m)).bound))
+    ours = jax.jit(jax.vmap(lambda m, p: single_target_success(p, PrivacyModel(mu=m)).bound))
     ours_k = jax.jit(jax.vmap(lambda m, p: single_target_success(
-        p, PrivacyModel(gdp_mu=m), exact_match=True).bound))
+        p, PrivacyModel(mu=m), exact_match=True).bound))
     rows = {
         "riskcal 1 - f(p)": lambda: 1.0 - get_beta_from_gdp(mus, ps),
         "ours, least of 2 routes": lambda: ours(mus_j, ps_j).block_until_ready(),
@@ -93,7 +93,7 @@ def _mp_routes(p: float, mu: float, k: int | None) -> float:
 
     from jaxaudit.bounds.summary import PrivacyModel as Model
 
-    start = float(single_target_success(p, Model(gdp_mu=mu)).epsilon)
+    start = float(single_target_success(p, Model(mu=mu)).epsilon)
     try:
         e = mp.findroot(lambda e: mp.diff(post, e), max(start, 1e-2))
         best = min(post(e), post(0), 1)
@@ -122,8 +122,8 @@ def tables() -> None:
         for p in (1e-4, 0.01, 0.1, 0.5):
             k = round(1 / p)
             old = float(success_tail_fdp([p], lambda e, mu=mu: gdp_delta(e, mu), 1))
-            r = single_target_success(p, PrivacyModel(gdp_mu=mu))
-            x = single_target_success(p, PrivacyModel(gdp_mu=mu), exact_match=True)
+            r = single_target_success(p, PrivacyModel(mu=mu))
+            x = single_target_success(p, PrivacyModel(mu=mu), exact_match=True)
             riskcal = 1.0 - float(get_beta_from_gdp(mu, p))
             print(f"| {mu:g} | {p:g} | {old:.4g} | {float(r.posterior):.4g} | "
                   f"{float(r.kgk_plus):.4g} | {float(r.bound):.4g} ({ROUTES[int(r.route)]}) | "

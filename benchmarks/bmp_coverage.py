@@ -104,10 +104,10 @@ def main(argv=None):
         else {}
     if "certified" not in results:
         cert = bmp.certified_epsilons(counts, confidence=0.95)
-        results["certified"] = rates(np.asarray(cert.eps_l), np.asarray(cert.eps_r), cells,
+        results["certified"] = rates(np.asarray(cert.epsilon_left), np.asarray(cert.epsilon_right), cells,
                                      args.reps)
         jeff = bmp.jeffreys_estimate(jax.random.key(1), counts, q=(0.05,))
-        results["jeffreys"] = rates(np.asarray(jeff.eps_l[0]), np.asarray(jeff.eps_r[0]), cells,
+        results["jeffreys"] = rates(np.asarray(jeff.epsilon_left[0]), np.asarray(jeff.epsilon_right[0]), cells,
                                     args.reps)
     for spec in args.priors.split(";"):
         name = "posterior " + bmp.likelihood.as_attack_prior(spec).describe()
@@ -116,12 +116,12 @@ def main(argv=None):
         if name in results:
             continue
         t0 = time.perf_counter()
-        post = bmp.posterior_nuts(jax.random.key(7), counts, attack_prior=spec,
-                                  config=bmp.NutsConfig(num_warmup=args.warmup,
-                                                        num_samples=args.samples),
-                                  parameterization=args.parameterization)
-        q_l = np.asarray(bmp.posterior_quantiles(post.eps_l, (0.05,)))[0]
-        q_r = np.asarray(bmp.posterior_quantiles(post.eps_r, (0.05,)))[0]
+        post = bmp.posterior_nuts(jax.random.key(7), counts,
+                                  bmp.PosteriorModel(attack_prior=spec,
+                                                     parameterization=args.parameterization),
+                                  bmp.NutsConfig(num_warmup=args.warmup, num_samples=args.samples))
+        q_l = np.asarray(bmp.posterior_quantiles(post.epsilon_left, (0.05,)))[0]
+        q_r = np.asarray(bmp.posterior_quantiles(post.epsilon_right, (0.05,)))[0]
         results[name] = rates(q_l, q_r, cells, args.reps)
         rhat = np.asarray(post.rhat)
         results[name + " diagnostics"] = dict(
@@ -159,8 +159,8 @@ def grid_rates(table, cells, reps, spec, attacks):
         for i, r in enumerate(uniq):
             # the corner model's posterior is data-pinned (no prior-driven upper tail): a finer grid
             num_eps = 800 if bmp.likelihood.as_attack_prior(spec).optimal else 160
-            g = bmp.posterior_grid(mia.ErrorCounts(*(float(x) for x in r)), attack_prior=spec,
-                                   num_eps=num_eps)
+            g = bmp.posterior_grid(mia.ErrorCounts(*(float(x) for x in r)),
+                                   bmp.PosteriorModel(attack_prior=spec), num_epsilons=num_eps)
             q[i] = g.quantile("l", 0.05), g.quantile("r", 0.05)
         q = q[inverse.ravel()]
         bl, br = q[:, 0] <= cell["eps_l"], q[:, 1] <= cell["eps_r"]

@@ -32,11 +32,10 @@ def main(argv=None):
                                               replace=False)]
     counts = mia.ErrorCounts(*(tab[:, j].astype(float) for j in range(4)))
     for link in args.links.split(","):
-        config = bmp.NutsConfig(delta_link=link)  # the link is a sampler setting, not a global
+        model = bmp.PosteriorModel(delta_link=link)  # the link is a model setting, not a global
         for rep in range(2):
             t0 = time.perf_counter()
-            post = jax.block_until_ready(bmp.posterior_nuts(jax.random.key(rep), counts,
-                                                            config=config))
+            post = jax.block_until_ready(bmp.posterior_nuts(jax.random.key(rep), counts, model))
             dt = time.perf_counter() - t0
             div, ess = np.asarray(post.divergences), np.asarray(post.ess)
             print(f"{link} rep {rep} ({'cold' if rep == 0 else 'warm'}): {dt:.0f} s, divergences "

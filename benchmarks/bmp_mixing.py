@@ -44,7 +44,8 @@ def main(argv=None):
     warnings.simplefilter("ignore", RuntimeWarning)
     counts = mia.ErrorCounts(35.0, 200.0, 82.0, 200.0)
     config = bmp.NutsConfig(num_warmup=args.warmup, num_samples=1000, num_chains=4)
-    grid = bmp.posterior_grid(counts, attack_prior=args.strength, num_eps=400)
+    model = bmp.PosteriorModel(attack_prior=args.strength)
+    grid = bmp.posterior_grid(counts, model, num_epsilons=400)
     m = float(grid.quantile("l", 0.5))
     dens = float(grid.density_at("l", m))
     print(f"grid: eps_l median {m:.3f}, density there {dens:.3f}, "
@@ -52,9 +53,8 @@ def main(argv=None):
           f"eps_r median {float(grid.quantile('r', 0.5)):.3f}", flush=True)
     meds, ess, mcse = [], [], []
     for k in range(args.scalar_keys):
-        post = bmp.posterior_nuts(jax.random.key(k), counts, attack_prior=args.strength,
-                                  config=config)
-        meds.append(float(np.median(np.asarray(post.eps_l))))
+        post = bmp.posterior_nuts(jax.random.key(k), counts, model, config)
+        meds.append(float(np.median(np.asarray(post.epsilon_left))))
         ess.append(float(post.ess))
         mcse.append(float(post.mcse_median))
         print(f"key {k}: eps_l median {meds[-1]:.2f}, R-hat {float(post.rhat):.3f}, bulk ESS "
@@ -65,9 +65,8 @@ def main(argv=None):
     if args.keys > 1:
         batch = mia.ErrorCounts(*(np.full(args.keys, float(c)) for c in counts))
         t0 = time.perf_counter()
-        post = bmp.posterior_nuts(jax.random.key(100), batch, attack_prior=args.strength,
-                                  config=config, deduplicate=False)
-        medians = np.median(np.asarray(post.eps_l).reshape(args.keys, -1), axis=1)
+        post = bmp.posterior_nuts(jax.random.key(100), batch, model, config, deduplicate=False)
+        medians = np.median(np.asarray(post.epsilon_left).reshape(args.keys, -1), axis=1)
         print(f"batch: {time.perf_counter() - t0:.0f} s, max R-hat "
               f"{float(np.max(post.rhat)):.3f}, divergences {int(np.sum(post.divergences))}")
         _report("one call, a lane per key", medians, np.asarray(post.ess),

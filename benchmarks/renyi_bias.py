@@ -24,11 +24,11 @@ import jax
 import numpy as np
 
 from jaxaudit.renyi import (
-    PAPER_BOUNDED_CRITIC_CONFIG,
     PAPER_CRITIC_CONFIG,
     CriticConfig,
     renyi_estimator,
 )
+from jaxaudit.renyi.training import PAPER_BOUNDED_CRITIC_CONFIG
 
 CRITICS = {"ours": CriticConfig(), "paper": PAPER_CRITIC_CONFIG,
            "paper_m2": PAPER_BOUNDED_CRITIC_CONFIG}

@@ -36,13 +36,13 @@ import numpy as np
 
 from jaxaudit.accounting import rdp_epsilons
 from jaxaudit.renyi import (
-    PAPER_BOUNDED_CRITIC_CONFIG,
     PAPER_CRITIC_CONFIG,
     CriticConfig,
     gdp_epsilon_lower_bound,
     renyi_estimator,
 )
 from jaxaudit.renyi.reconcile import dp_to_rdp_gaussian, gdp_mu_for_epsilon
+from jaxaudit.renyi.training import PAPER_BOUNDED_CRITIC_CONFIG
 from jaxaudit.stats import gdp_to_rdp
 
 CONFIGS = {"ours": CriticConfig(), "paper": PAPER_CRITIC_CONFIG,

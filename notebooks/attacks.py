@@ -76,7 +76,7 @@ def mean_by(rows, level):
     for lv in sorted({r[level] for r in rows}):
         sel = [r for r in rows if r[level] == lv]
         out.append((sel[0]["epsilon"], np.mean([r["successes"] for r in sel]),
-                    np.mean([r["baseline"] for r in sel]), min(r["bound"] for r in sel),
+                    np.mean([r["baseline"] for r in sel]), min(r["count_bound"] for r in sel),
                     sel[0]["num_targets"]))
     return [o for o in out if math.isfinite(o[0])]
 
@@ -175,7 +175,7 @@ def marginal_rows(name, distance, rhos):
         for seed in range(1 if FAST else 5):
             r = marginals_reconstruction(
                 jax.random.key(seed), rho=rho, attributes=ATTR[-4:] if FAST else ATTR,
-                hidden=HIDDEN[:2], distance=distance, num_targets=20 if FAST else 100)
+                hidden_attributes=HIDDEN[:2], distance=distance, num_targets=20 if FAST else 100)
             rows.append(result_row(r, "rho", rho))
     return rows
 
@@ -211,9 +211,9 @@ table = Table(("qi", "bit"),
               .astype(np.int32), (tuple(range(rows_n)), (0, 1)))
 rho, n_iso, reps = 0.125, 150, 10 if FAST else 200
 res = [marginals_reconstruction(jax.random.key(s), rho=rho, attributes=["qi", "bit"],
-                                hidden=["bit"], num_targets=n_iso, table=table) for s in range(reps)]
+                                hidden_attributes=["bit"], num_targets=n_iso, table=table) for s in range(reps)]
 succ = np.array([int(r.successes) for r in res])
-v_gamma = int(res[0].bound)
+v_gamma = int(res[0].count_bound)
 q = norm.cdf(math.sqrt(2 * rho) / 2)
 print(f"v_γ = {v_gamma}; runs reaching it: {(succ >= v_gamma).mean():.3f} (γ = 0.05); "
       f"mean successes {succ.mean():.1f} vs n Φ(μ/2) = {n_iso * q:.1f}")

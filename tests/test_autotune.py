@@ -53,7 +53,7 @@ def test_choose_off_default_and_corrupt_cache(trial_on, monkeypatch):
 
 
 def _problem():
-    model = MLP(hidden=(6,), num_classes=3)
+    model = MLP(hidden_dims=(6,), num_classes=3)
     kx, ky, kp = jax.random.split(jax.random.key(0), 3)
     x = jax.random.normal(kx, (7, 5))
     y = jax.random.randint(ky, (7,), 0, 3)

@@ -72,14 +72,14 @@ def test_sharded_posterior_matches_single_device():
         multi = posterior_nuts(jax.random.key(3), counts, **kw)
         single = posterior_nuts(jax.random.key(3), counts, devices=jax.devices()[:1], **kw)
         z = []
-        for name in ("eps_l", "eps_r"):
+        for name in ("epsilon_left", "epsilon_right"):
             a = np.asarray(getattr(multi, name)).reshape(8, -1)
             b = np.asarray(getattr(single, name)).reshape(8, -1)
             se = lambda x, p: 1.25 * x.std(1) / np.sqrt(np.asarray(p.ess).reshape(-1))
             z.append(np.abs(np.median(a, 1) - np.median(b, 1))
                      / np.sqrt(se(a, multi) ** 2 + se(b, single) ** 2))
         print(json.dumps({
-            "shards": len({s.device.id for s in multi.eps_r.addressable_shards}),
+            "shards": len({s.device.id for s in multi.epsilon_right.addressable_shards}),
             "max_z": float(np.max(z)),
         }))
         """

@@ -19,12 +19,12 @@ def test_readme_api_tour_runs():
     assert namespace["v"] == 255
     assert np.isfinite(float(namespace["log_tail"])) and float(namespace["log_tail"]) < -50
     assert namespace["counts"].fp.shape == (300,)
-    assert namespace["post"].eps_r.shape == (4, 200)
+    assert namespace["post"].epsilon_right.shape == (4, 200)
     # the traceable kernel, jitted and vmapped over two nodes; node 0 has post's counts, so the
     # two medians of ε_R agree within Monte Carlo error (800 draws each)
-    assert namespace["node_post"].eps_r.shape == (2, 4, 200)
-    np.testing.assert_allclose(np.median(np.asarray(namespace["node_post"].eps_r)[0]),
-                               np.median(np.asarray(namespace["post"].eps_r)), atol=0.3)
+    assert namespace["node_post"].epsilon_right.shape == (2, 4, 200)
+    np.testing.assert_allclose(np.median(np.asarray(namespace["node_post"].epsilon_right)[0]),
+                               np.median(np.asarray(namespace["post"].epsilon_right)), atol=0.3)
     assert float(namespace["est"].lower) <= float(namespace["truth"]) == 1.0
     np.testing.assert_allclose(namespace["accountant"], [100.0])
     # the pipelines: the bounds summary equals the function it wraps; the sweep's shapes
@@ -41,8 +41,8 @@ def test_readme_api_tour_runs():
         eager = bmp.certified_epsilons(counts, confidence=0.95)
         row = 4 * i
         # float32 under jit: never above the eager float64 bound, and close to it
-        assert np.all(eps_r[row] <= np.asarray(eager.eps_r) + 1e-6)
-        np.testing.assert_allclose(eps_r[row], eager.eps_r, atol=1e-3)
+        assert np.all(eps_r[row] <= np.asarray(eager.epsilon_right) + 1e-6)
+        np.testing.assert_allclose(eps_r[row], eager.epsilon_right, atol=1e-3)
 
 
 def test_ci_runs_the_readme_commands_against_the_lock():

@@ -74,12 +74,13 @@ def test_integer_prng_key_refused():
 
 def test_audit_dpsgd_refuses_2d_scores():
     """Hostile 11: 2-D scores were raveled silently."""
+    from jaxaudit.accounting import RdpCurve
     from jaxaudit.dpsgd import audit_dpsgd
 
     scores = np.zeros((4, 8))
-    acc = dict(noise_multiplier=1.0, sampling_rate=1.0, steps=10)
+    curve = RdpCurve(np.array([2.0]), np.array([0.1]), "add_remove")
     with pytest.raises(ValueError, match=r"in_scores must be 1-D.*\(4, 8\)"):
-        audit_dpsgd(jax.random.key(0), scores, scores.ravel(), [2.0], accountant_params=acc)
+        audit_dpsgd(jax.random.key(0), scores, scores.ravel(), curve)
 
 
 def test_messages_print_plain_numbers():

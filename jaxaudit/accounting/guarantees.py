@@ -247,8 +247,8 @@ class PldProfile(_Base):
     Attributes:
       epsilon: ε at ``delta`` (inf when there is no noise).
       delta: DP's δ of that point.
-      noise: σ of the mechanism (noise multiplier for DP-SGD, per-cell standard deviation for
-        marginals); 0 without noise.
+      noise_multiplier: σ of the mechanism (DP-SGD's noise multiplier; for marginals the
+        per-cell standard deviation, a cell count's sensitivity being 1); 0 without noise.
       epsilons: (G,) grid of ε, increasing, starting at 0.
       deltas: (G,) δ(ε) on the grid, an upper bound on the mechanism's privacy profile.
       relation: ``"add_remove"`` or ``"replace_one"``.
@@ -256,12 +256,13 @@ class PldProfile(_Base):
 
     epsilon: float
     delta: float
-    noise: float
+    noise_multiplier: float
     epsilons: np.ndarray
     deltas: np.ndarray
     relation: Relation
-    _checks = {"epsilon": check_nonnegative, "delta": check_probability, "noise": check_nonnegative,
-                "epsilons": check_nonnegative, "deltas": check_probability}
+    _checks = {"epsilon": check_nonnegative, "delta": check_probability,
+               "noise_multiplier": check_nonnegative, "epsilons": check_nonnegative,
+               "deltas": check_probability}
 
     def delta_of_epsilon(self, epsilon: ArrayLike) -> np.ndarray:
         """δ(ε) looked up on the grid, rounding ε *down* to a grid point (δ is decreasing in ε,
@@ -281,7 +282,7 @@ jax.tree_util.register_dataclass(PureDP, data_fields=["epsilon"], meta_fields=["
 jax.tree_util.register_dataclass(ApproxDP, data_fields=["epsilon", "delta"], meta_fields=["relation"])
 jax.tree_util.register_dataclass(GaussianDP, data_fields=["mu"], meta_fields=["relation"])
 jax.tree_util.register_dataclass(RdpCurve, data_fields=["orders", "epsilons"], meta_fields=["relation"])
-jax.tree_util.register_dataclass(PldProfile, data_fields=["epsilon", "delta", "noise", "epsilons", "deltas"], meta_fields=["relation"])
+jax.tree_util.register_dataclass(PldProfile, data_fields=["epsilon", "delta", "noise_multiplier", "epsilons", "deltas"], meta_fields=["relation"])
 
 
 def _gdp_epsilon_upper(mu: jax.Array, d: jax.Array) -> jax.Array:

@@ -143,7 +143,7 @@ def dpsgd_privacy(*, epsilon: float, delta: float, steps: int, sampling_rate: fl
 
     Examples:
       >>> p = dpsgd_privacy(epsilon=2.0, delta=1e-5, steps=10, sampling_rate=1.0)
-      >>> round(p.noise, 2), round(2 * 10 ** 0.5 / p.noise, 3)   # full batch: μ-GDP, μ = 2√T/σ
+      >>> round(p.noise_multiplier, 2), round(2 * 10 ** 0.5 / p.noise_multiplier, 3)   # full batch: μ-GDP, μ = 2√T/σ
       (12.62, 0.501)
     """
     eps = float(check_positive("epsilon", epsilon))

@@ -143,27 +143,28 @@ def _check_names(**names: Sequence[str]) -> None:
                                     f"got {value!r} (write [{value!r}] for one column)")
 
 
-def check_marginals_arguments(table: Table, *, attributes: Sequence[str], hidden: Sequence[str],
-                              way: int = 2,
+def check_marginals_arguments(table: Table, *, attributes: Sequence[str],
+                              hidden_attributes: Sequence[str], way: int = 2,
                               num_targets: int = 100, distance: int = 0) -> None:
     """Every check of the game's arguments, before any work (no game is built): the table
     (:func:`jaxaudit.attacks.tabular.check_table`), the names, ``way``, ``num_targets``,
     ``distance`` and the working memory (:func:`marginals_memory` ≤ :data:`MAX_MEMORY_BYTES`).
 
     Raises:
-      TypeError: ``table`` is not a :class:`Table`; ``attributes`` or ``hidden`` is a string.
+      TypeError: ``table`` is not a :class:`Table`; ``attributes`` or ``hidden_attributes`` is
+        a string.
       ValueError: naming the argument (for the table: the column and the bad code).
     """
     check_table(table)
-    _check_names(attributes=attributes, hidden=hidden)
-    attributes, hidden = list(attributes), list(hidden)
+    _check_names(attributes=attributes, hidden_attributes=hidden_attributes)
+    attributes, hidden = list(attributes), list(hidden_attributes)
     for name in attributes:
         if name not in table.columns:
             raise ValueError(f"attributes: unknown column {name!r}; columns are {table.columns}")
     if len(set(attributes)) != len(attributes):
         raise ValueError(f"attributes must be distinct, got {attributes}")
     if not hidden or not set(hidden) <= set(attributes) or len(set(hidden)) != len(hidden):
-        raise ValueError(f"hidden must be a non-empty set of distinct released columns, "
+        raise ValueError(f"hidden_attributes must be a non-empty set of distinct released columns, "
                          f"got {hidden} (attributes: {attributes})")
     way = check_integer("way", way, minimum=1)
     if way > len(attributes):
@@ -175,20 +176,21 @@ def check_marginals_arguments(table: Table, *, attributes: Sequence[str], hidden
     distance = check_integer("distance", distance, minimum=0)
     if distance >= len(hidden):
         raise ValueError(f"distance must be below the number of hidden columns "
-                         f"({len(hidden)}), got {distance}: every guess would succeed")
+                         f"(hidden_attributes: {len(hidden)}), got {distance}: every guess "
+                         "would succeed")
     sizes = [len(table.levels[table.columns.index(a)]) for a in attributes]
     combos = math.prod(len(table.levels[table.columns.index(h)]) for h in hidden)
     need = marginals_memory(sizes, len(hidden), way, num_targets, combos)
     if need > MAX_MEMORY_BYTES:
         raise ValueError(
-            f"hidden {hidden} has {combos} value combinations: the attack on {num_targets} "
+            f"hidden_attributes {hidden} have {combos} value combinations: the attack on {num_targets} "
             f"targets needs about {need / 2**30:.1f} GiB (the limit is "
             f"{MAX_MEMORY_BYTES / 2**30:g} GiB; memory grows as num_targets x combinations^2); "
             "hide fewer columns or lower num_targets")
 
 
 def marginals_game(key: jax.Array, table: Table, *, attributes: Sequence[str],
-                   hidden: Sequence[str], way: int = 2,
+                   hidden_attributes: Sequence[str], way: int = 2,
                    num_targets: int = 100) -> MarginalsGame:
     """Pick n target rows, draw their hidden values from D_i, and set up the release.
 
@@ -196,7 +198,7 @@ def marginals_game(key: jax.Array, table: Table, *, attributes: Sequence[str],
       key: PRNG key (targets, then their hidden values).
       table: a :class:`jaxaudit.attacks.Table`.
       attributes: names of the released attributes (the marginals range over them).
-      hidden: names of the attributes to reconstruct (a subset of ``attributes``).
+      hidden_attributes: names of the attributes to reconstruct (a subset of ``attributes``).
       way: k of the k-way marginals (1 ≤ k ≤ len(attributes)).
       num_targets: n.
 
@@ -204,9 +206,9 @@ def marginals_game(key: jax.Array, table: Table, *, attributes: Sequence[str],
       :class:`MarginalsGame`.
     """
     check_one_key("key", key)
-    _check_names(attributes=attributes, hidden=hidden)
-    attributes, hidden = list(attributes), list(hidden)
-    check_marginals_arguments(table, attributes=attributes, hidden=hidden, way=way,
+    _check_names(attributes=attributes, hidden_attributes=hidden_attributes)
+    attributes, hidden = list(attributes), list(hidden_attributes)
+    check_marginals_arguments(table, attributes=attributes, hidden_attributes=hidden, way=way,
                               num_targets=num_targets)
     way, num_targets = int(way), int(num_targets)
     n_rows = np.shape(table.codes)[0]
@@ -268,16 +270,18 @@ def marginals_game(key: jax.Array, table: Table, *, attributes: Sequence[str],
                          rest_counts, log_prior, truth.astype(np.int64))
 
 
-def release_marginals(key: jax.Array, game: MarginalsGame, sigma: float) -> np.ndarray:
+def release_marginals(key: jax.Array, game: MarginalsGame, noise_multiplier: float
+                      ) -> np.ndarray:
     """The noisy release: exact marginals of rest + targets (with their true hidden values) plus
-    N(0, σ²) per cell. Returns a (release_size,) float64 vector.
+    N(0, σ²) per cell, σ = ``noise_multiplier`` (a cell count's sensitivity is 1, so σ is the
+    per-cell standard deviation). Returns a (release_size,) float64 vector.
 
     Raises:
-      ValueError: ``sigma`` negative, NaN or infinite (TypeError: not a number).
+      ValueError: ``noise_multiplier`` negative, NaN or infinite (TypeError: not a number).
     """
     check_one_key("key", key)
-    sigma = as_scalar("sigma", sigma)
-    check_nonnegative_finite("sigma", sigma)
+    sigma = as_scalar("noise_multiplier", noise_multiplier)
+    check_nonnegative_finite("noise_multiplier", sigma)
     n = game.truth.shape[0]
     cells = game.target_cells[np.arange(n), game.truth]  # (n, m)
     counts = game.rest_counts + np.bincount(cells.ravel(), minlength=game.release_size)
@@ -286,16 +290,18 @@ def release_marginals(key: jax.Array, game: MarginalsGame, sigma: float) -> np.n
     return counts + float(sigma) * noise
 
 
-def marginals_posterior(game: MarginalsGame, release: ArrayLike, sigma: float) -> np.ndarray:
+def marginals_posterior(game: MarginalsGame, release: ArrayLike, noise_multiplier: float
+                        ) -> np.ndarray:
     """log π_i(h), normalised, for every target and hidden value: (n, H) (see module docstring).
 
-    σ = 0 (no noise) is evaluated as the limit σ → 0 (σ² = 1e−12).
+    σ = ``noise_multiplier`` (the per-cell standard deviation); σ = 0 (no noise) is evaluated
+    as the limit σ → 0 (σ² = 1e−12).
 
     Raises:
-      ValueError: ``sigma`` negative, NaN or infinite (TypeError: not a number).
+      ValueError: ``noise_multiplier`` negative, NaN or infinite (TypeError: not a number).
     """
-    sigma = as_scalar("sigma", sigma)
-    check_nonnegative_finite("sigma", sigma)
+    sigma = as_scalar("noise_multiplier", noise_multiplier)
+    check_nonnegative_finite("noise_multiplier", sigma)
     sigma2 = max(float(sigma) ** 2, 1e-12)
     y = np.asarray(release, dtype=np.float64)
     prior = np.exp(game.log_prior)  # (n, H)
@@ -339,7 +345,7 @@ def hamming_guess(log_post: ArrayLike, hidden_values: ArrayLike, distance: int) 
 
 
 def marginals_reconstruction(key: jax.Array, *, rho: float, attributes: Sequence[str],
-                             hidden: Sequence[str], distance: int = 0,
+                             hidden_attributes: Sequence[str], distance: int = 0,
                              way: int = 2, num_targets: int = 100, delta: float = 1e-5,
                              gamma: float = 0.05, table: Table | None = None) -> AttackResult:
     """Release ρ-zCDP Gaussian k-way marginals and reconstruct the targets' hidden attributes.
@@ -348,7 +354,8 @@ def marginals_reconstruction(key: jax.Array, *, rho: float, attributes: Sequence
       key: PRNG key (targets and their hidden values; the noise).
       rho: ρ > 0 of zCDP (inf: no noise).
       attributes: released attribute names (marginals over all ``way``-subsets of them).
-      hidden: attribute names to reconstruct (subset of ``attributes``); the others are the
+      hidden_attributes: attribute names to reconstruct (subset of ``attributes``); the others
+        are the
         targets' known quasi-identifiers.
       distance: d ≥ 0: success when the guess is within Hamming distance d of the truth
         (0 = exact reconstruction).
@@ -368,7 +375,7 @@ def marginals_reconstruction(key: jax.Array, *, rho: float, attributes: Sequence
       >>> import jax
       >>> r = marginals_reconstruction(jax.random.key(0), rho=1.0,
       ...     attributes=["age", "educ", "religious", "occupation"],
-      ...     hidden=["religious", "occupation"], num_targets=20)
+      ...     hidden_attributes=["religious", "occupation"], num_targets=20)
       >>> bool(r.successes <= 20)
       True
     """
@@ -377,15 +384,15 @@ def marginals_reconstruction(key: jax.Array, *, rho: float, attributes: Sequence
     check_probability("delta", delta, open_low=True, open_high=True)
     check_probability("gamma", gamma, open_low=True, open_high=True)
     table = load_fair() if table is None else table
-    check_marginals_arguments(table, attributes=attributes, hidden=hidden, way=way,
-                              num_targets=num_targets, distance=distance)
+    check_marginals_arguments(table, attributes=attributes, hidden_attributes=hidden_attributes,
+                              way=way, num_targets=num_targets, distance=distance)
     distance = int(distance)
     k_game, k_noise = jax.random.split(key)
-    game = marginals_game(k_game, table, attributes=attributes, hidden=hidden, way=way,
-                          num_targets=num_targets)
+    game = marginals_game(k_game, table, attributes=attributes,
+                          hidden_attributes=hidden_attributes, way=way, num_targets=num_targets)
     profile = gaussian_marginals_privacy(rho=rho, num_tables=len(game.subsets), delta=delta)
-    release = release_marginals(k_noise, game, profile.noise)
-    log_post = marginals_posterior(game, release, profile.noise)
+    release = release_marginals(k_noise, game, profile.noise_multiplier)
+    log_post = marginals_posterior(game, release, profile.noise_multiplier)
     guess = hamming_guess(log_post, game.hidden_values, int(distance))
     balls = _balls(game.hidden_values, int(distance))
     hits = balls[guess, game.truth] > 0

@@ -298,7 +298,8 @@ def _check_game(game: MarginalsGame) -> None:
 
 
 def joint_reconstruction(key: jax.Array, game: MarginalsGame, release: ArrayLike,
-                         sigma: ArrayLike, config: ReconstructionConfig = ReconstructionConfig()
+                         noise_multiplier: ArrayLike,
+                         config: ReconstructionConfig = ReconstructionConfig()
                          ) -> JointReconstruction:
     """Fit every target's hidden values jointly to the noisy marginals (RAP-rank style).
 
@@ -308,14 +309,15 @@ def joint_reconstruction(key: jax.Array, game: MarginalsGame, release: ArrayLike
     from ``config.restarts`` random starts; each argmax is refined by coordinate descent on the
     integer objective, and the best restart is the guess (details and references in
     :mod:`jaxaudit.attacks.reconstruction`). Works under the user's ``jax.jit``/``jax.vmap``
-    over ``key``, ``release`` and ``sigma``.
+    over ``key``, ``release`` and ``noise_multiplier``.
 
     Args:
       key: PRNG key (the random starts).
       game: the :class:`jaxaudit.attacks.marginals.MarginalsGame` (its ``rest_counts``,
         ``target_cells`` and ``log_prior``; ``truth`` is not used).
       release: (release_size,) the noisy marginals (:func:`release_marginals`).
-      sigma: per-cell noise σ ≥ 0 (0: the noiseless limit, an exact-fit program).
+      noise_multiplier: the per-cell noise σ ≥ 0 (0: the noiseless limit, an exact-fit
+        program).
       config: :class:`ReconstructionConfig` (restarts, Adam steps and step size, the prior
         term, integer sweeps, sharpening, annealing).
 
@@ -331,7 +333,7 @@ def joint_reconstruction(key: jax.Array, game: MarginalsGame, release: ArrayLike
       >>> from jaxaudit.attacks import load_fair, marginals_game, release_marginals
       >>> game = marginals_game(jax.random.key(0), load_fair(),
       ...     attributes=["age", "educ", "religious", "occupation"],
-      ...     hidden=["religious", "occupation"], num_targets=10)
+      ...     hidden_attributes=["religious", "occupation"], num_targets=10)
       >>> y = release_marginals(jax.random.key(1), game, 0.0)
       >>> r = joint_reconstruction(jax.random.key(2), game, y, 0.0)
       >>> r.guess.shape
@@ -346,6 +348,6 @@ def joint_reconstruction(key: jax.Array, game: MarginalsGame, release: ArrayLike
         residual = jnp.asarray(release) - jnp.asarray(game.rest_counts, jnp.asarray(release).dtype)
     else:
         residual = check_finite("release", release) - np.asarray(game.rest_counts, np.float64)
-    sigma = as_scalar("sigma", sigma)
-    check_nonnegative_finite("sigma", sigma)
+    sigma = as_scalar("noise_multiplier", noise_multiplier)
+    check_nonnegative_finite("noise_multiplier", sigma)
     return _jitted(key, game.target_cells, game.log_prior, residual, sigma, config)

@@ -5,11 +5,11 @@ attack could pick) and a mechanism with privacy profile δ(ε):
 
 * successes  L = Σ_i ℓ_i(X_i, z_i), measured;
 * baseline   Σ_i p_i, the expected successes of the best attack that ignores the output;
-* bound      v_γ = min{v : inf_ε Pr[PoiBin(β(ε, p)) ≥ v] + n·δ(ε) ≤ γ}, β(ε, p) = sigmoid(ε +
+* count_bound v_γ = min{v : inf_ε Pr[PoiBin(β(ε, p)) ≥ v] + n·δ(ε) ≤ γ}, β(ε, p) = sigmoid(ε +
   logit p) (Swanberg et al., f-DP count bound): Pr[L ≥ v_γ] ≤ γ over the mechanism's and the
   secrets' randomness. With worst-case p_i it is valid for approximate DP (no output-dependent
   p, see :mod:`jaxaudit.bounds.count_bound`);
-* bound_eps_delta: the same with the single (ε, δ) point (looser; shows what the curve buys);
+* count_bound_approx_dp: the same with the single (ε, δ) point (looser; what the curve buys);
 * single-target bounds inf_ε β(ε, p) + δ(ε) for the most likely and the median secret.
 
 References:
@@ -37,33 +37,34 @@ class AttackResult(NamedTuple):
 
     Attributes:
       successes: measured number of targets attacked successfully (int32).
-      bound: level-γ count bound v_γ from the privacy profile (int32; n + 1 = vacuous).
+      count_bound: level-γ count bound v_γ from the privacy profile (int32; n + 1 = vacuous).
       baseline: Σ_i p_i, expected successes without the model/release (float).
       epsilon: ε of the mechanism at ``delta`` (inf: no noise).
       delta: δ of that point.
       gamma: level γ of the bound.
-      bound_eps_delta: v_γ from the single (ε, δ) point (int32).
+      count_bound_approx_dp: v_γ from the single (ε, δ) point alone (int32).
       hits: (n,) bool, which targets were attacked successfully.
       priors: (n,) float, p_i used in the bound.
       top_prior, top_bound: prior and single-target posterior bound of the most likely value.
       median_prior, median_bound: the same for the median-likely value.
-      noise: the mechanism's noise (DP-SGD noise multiplier σ, or per-cell σ of the marginals).
+      noise_multiplier: the mechanism's σ (DP-SGD's noise multiplier, or the per-cell σ of the
+        marginals).
     """
 
     successes: jax.Array
-    bound: jax.Array
+    count_bound: jax.Array
     baseline: jax.Array
     epsilon: jax.Array
     delta: jax.Array
     gamma: jax.Array
-    bound_eps_delta: jax.Array
+    count_bound_approx_dp: jax.Array
     hits: jax.Array
     priors: jax.Array
     top_prior: jax.Array
     top_bound: jax.Array
     median_prior: jax.Array
     median_bound: jax.Array
-    noise: jax.Array
+    noise_multiplier: jax.Array
 
 
 def _single_bound(p: float, profile: PldProfile) -> float:
@@ -89,17 +90,17 @@ def attack_result(hits: ArrayLike, priors: ArrayLike, profile: PldProfile, *, ga
         f = lambda x: jnp.asarray(x, jnp.float64)
         return AttackResult(
             successes=jnp.asarray(int(hits.sum()), jnp.int32),
-            bound=jnp.asarray(bound, jnp.int32),
+            count_bound=jnp.asarray(bound, jnp.int32),
             baseline=f(p.sum()),
             epsilon=f(profile.epsilon),
             delta=f(profile.delta),
             gamma=f(gamma),
-            bound_eps_delta=jnp.asarray(bound_pt, jnp.int32),
+            count_bound_approx_dp=jnp.asarray(bound_pt, jnp.int32),
             hits=jnp.asarray(hits),
             priors=f(p),
             top_prior=f(top_prior),
             top_bound=f(_single_bound(top_prior, profile)),
             median_prior=f(median_prior),
             median_bound=f(_single_bound(median_prior, profile)),
-            noise=f(profile.noise),
+            noise_multiplier=f(profile.noise_multiplier),
         )

@@ -263,7 +263,7 @@ def train_and_score(key: jax.Array, prior: SecretPrior, config: LmConfig, *, eps
         model, init = pretrained
     else:
         model, init = CharGRU(hidden_dim=config.hidden_dim), None
-    params = train_dp_lm(k_train, model, units, config, noise_multiplier=profile.noise,
+    params = train_dp_lm(k_train, model, units, config, noise_multiplier=profile.noise_multiplier,
                          init_params=init, progress=progress)
     scores = secret_scores(model, params, prior, config.num_secrets)
     bad = int(np.size(scores) - np.isfinite(scores).sum())

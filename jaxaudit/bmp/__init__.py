@@ -30,6 +30,7 @@ from jaxaudit.bmp.likelihood import AttackPrior, LogDensity
 from jaxaudit.bmp.posterior import (
     NutsConfig,
     NutsPosterior,
+    PosteriorModel,
     node_log_density,
     nuts_node,
     posterior_nuts,
@@ -48,6 +49,7 @@ __all__ = [
     "LogDensity",
     "NutsConfig",
     "NutsPosterior",
+    "PosteriorModel",
     "assemble_audit",
     "audit_attack",
     "audit_bmp",

@@ -26,15 +26,19 @@ from jaxaudit._validation import (
     check_choice,
     check_key,
     check_mask,
-    check_positive_finite,
     check_probability,
     check_shape,
 )
 from jaxaudit._validation.core import check_config_fields
 from jaxaudit.bmp.certified import certified_epsilons
 from jaxaudit.bmp.jeffreys import jeffreys_estimate
-from jaxaudit.bmp.likelihood import PRIOR_VARIANCE, AttackPriorSpec, as_attack_prior
-from jaxaudit.bmp.posterior import NutsConfig, posterior_nuts, posterior_quantiles
+from jaxaudit.bmp.likelihood import as_attack_prior
+from jaxaudit.bmp.posterior import (
+    NutsConfig,
+    PosteriorModel,
+    posterior_nuts,
+    posterior_quantiles,
+)
 from jaxaudit.graph.types import Graph, node_degrees
 from jaxaudit.mia.types import ErrorCounts
 
@@ -62,10 +66,10 @@ class AuditConfig(NamedTuple):
         leave-one-out LiRA, Carlini et al., arXiv 2112.03570).
       fix_variance: the attack's fixed-variance variant (variances pooled over nodes; default
         False).
-      attack_prior: prior on the attack strength (:func:`jaxaudit.bmp.as_attack_prior`; default
-        None: s ~ Beta(1, 1)).
-      prior_variance: variance of the half-normal priors on ε_L, ε_R (default 10).
-      confidence: joint confidence level of the certified bounds (default 0.95).
+      model: the posterior's model, a :class:`jaxaudit.bmp.PosteriorModel` (default: its
+        defaults, s ~ Beta(1, 1) and prior variance 10); the MP baseline is the same model with
+        ``symmetric=True``, so ``model.symmetric`` must be False.
+      confidence: joint confidence of the certified bounds (default 0.95).
       mp_baseline: also fit the symmetric MP model (default True; only with a Beta attack
         prior).
       nuts: the NUTS settings, a :class:`jaxaudit.bmp.NutsConfig` (default: its defaults, 4
@@ -74,8 +78,7 @@ class AuditConfig(NamedTuple):
 
     attack: str = "lira"
     fix_variance: bool = False
-    attack_prior: AttackPriorSpec = None
-    prior_variance: float = PRIOR_VARIANCE
+    model: PosteriorModel = PosteriorModel()
     confidence: float = 0.95
     mp_baseline: bool = True
     nuts: NutsConfig = NutsConfig()
@@ -94,13 +97,17 @@ def _check_config(config: object) -> AuditConfig:
     if not isinstance(config.nuts, NutsConfig):
         raise ArgumentTypeError(f"config.nuts must be a jaxaudit.bmp.NutsConfig, got "
                                 f"{type(config.nuts).__name__}")
-    check_config_fields(config)  # the flags, the numbers, and config.nuts.check()
+    if not isinstance(config.model, PosteriorModel):
+        raise ArgumentTypeError(f"config.model must be a jaxaudit.bmp.PosteriorModel, got "
+                                f"{type(config.model).__name__}")
+    check_config_fields(config)  # the flags, the numbers, config.model and config.nuts
     from jaxaudit.mia import ATTACKS
 
     check_choice("attack", config.attack, ATTACKS)
-    check_positive_finite("prior_variance", config.prior_variance)
     check_probability("confidence", config.confidence, open_low=True, open_high=True)
-    as_attack_prior(config.attack_prior)
+    if config.model.symmetric:
+        raise ValueError("config.model.symmetric must be False: the audit fits the symmetric "
+                         "MP baseline itself (config.mp_baseline)")
     return config
 
 
@@ -108,21 +115,22 @@ class BmpAudit(NamedTuple):
     """Per-node audit results (N nodes; quantile arrays have shape (3, N) for 5%, 50%, 95%).
 
     Nodes never IN or never OUT in the shadow runs have no estimate: their entries are NaN.
-    Which number to read (docs/bmp.md): ``certified_l/r`` are *bounds* (valid with probability
-    ≥ ``confidence`` whatever the attack); ``eps_l/eps_r`` are *Bayesian* posterior quantiles
-    under the attack prior; ``eps_mp`` and ``jeffreys_l/r`` are baselines (estimates).
+    Which number to read (docs/bmp.md): ``certified_left/right`` are *bounds* (valid with
+    probability ≥ ``confidence`` whatever the attack); ``epsilon_left/right`` are *Bayesian*
+    posterior quantiles under the attack prior; ``epsilon_mp`` and ``jeffreys_left/right`` are
+    baselines (estimates).
 
     Attributes:
       eta, eta_se: prior inclusion probabilities η_i and their standard errors.
       degree: node degrees.
       counts: ``ErrorCounts`` of the prior-aware Bayes test (LOO LiRA).
-      certified_l, certified_r: certified lower bounds on ε_L, ε_R
-        (:func:`jaxaudit.bmp.certified_epsilons`, joint level ``confidence`` per node).
-      confidence: the certified bounds' joint confidence level.
-      eps_l, eps_r: Bayesian posterior quantiles of ε_L and ε_R.
-      eps_mp: posterior quantiles of the symmetric MP ε fitted to the same counts (NaN when not
+      certified_left, certified_right: certified lower bounds on ε_L, ε_R
+        (:func:`jaxaudit.bmp.certified_epsilons`, joint confidence ``confidence`` per node).
+      confidence: the certified bounds' joint confidence.
+      epsilon_left, epsilon_right: Bayesian posterior quantiles of ε_L and ε_R.
+      epsilon_mp: posterior quantiles of the symmetric MP ε fitted to the same counts (NaN when not
         fitted, e.g. with a fixed attack strength).
-      jeffreys_l, jeffreys_r: quantiles of the optimal-attack Jeffreys estimator on the counts.
+      jeffreys_left, jeffreys_right: quantiles of the optimal-attack Jeffreys estimator on the counts.
       auc: per-node AUC of the LOO attack statistic; global_auc: pooled over all (model, node)
         pairs.
       rhat, ess, divergences: NUTS diagnostics per node (MP run not included).
@@ -136,14 +144,14 @@ class BmpAudit(NamedTuple):
     eta_se: jax.Array
     degree: jax.Array
     counts: ErrorCounts
-    certified_l: jax.Array
-    certified_r: jax.Array
+    certified_left: jax.Array
+    certified_right: jax.Array
     confidence: float
-    eps_l: jax.Array
-    eps_r: jax.Array
-    eps_mp: jax.Array
-    jeffreys_l: jax.Array
-    jeffreys_r: jax.Array
+    epsilon_left: jax.Array
+    epsilon_right: jax.Array
+    epsilon_mp: jax.Array
+    jeffreys_left: jax.Array
+    jeffreys_right: jax.Array
     auc: jax.Array
     global_auc: jax.Array
     rhat: jax.Array
@@ -181,13 +189,13 @@ class BmpNodes(NamedTuple):
     """The per-node stage of the audit (:func:`audit_nodes`) on M nodes; fields as in
     :class:`BmpAudit` (quantile arrays (3, M)); NaN for nodes without IN or OUT runs."""
 
-    certified_l: np.ndarray
-    certified_r: np.ndarray
-    eps_l: np.ndarray
-    eps_r: np.ndarray
-    eps_mp: np.ndarray
-    jeffreys_l: np.ndarray
-    jeffreys_r: np.ndarray
+    certified_left: np.ndarray
+    certified_right: np.ndarray
+    epsilon_left: np.ndarray
+    epsilon_right: np.ndarray
+    epsilon_mp: np.ndarray
+    jeffreys_left: np.ndarray
+    jeffreys_right: np.ndarray
     rhat: np.ndarray
     ess: np.ndarray
     divergences: np.ndarray
@@ -271,8 +279,8 @@ def audit_nodes(key: jax.Array, counts: ErrorCounts, key_node: ArrayLike,
       key: PRNG key of the audit.
       counts: ``ErrorCounts`` of (M,) arrays.
       key_node: (M,) non-negative integers: the node index that keys each node's draws.
-      config: an :class:`AuditConfig`; this stage reads ``attack_prior``, ``prior_variance``,
-        ``confidence``, ``mp_baseline`` and ``nuts``.
+      config: an :class:`AuditConfig`; this stage reads ``model``, ``confidence``,
+        ``mp_baseline`` and ``nuts``.
       devices: devices to shard the node axis over (None: all visible).
 
     Returns:
@@ -288,8 +296,8 @@ def audit_nodes(key: jax.Array, counts: ErrorCounts, key_node: ArrayLike,
     check_shape("key_node", key_node, (num_nodes,))
     if not np.issubdtype(key_node.dtype, np.integer) or (key_node < 0).any():
         raise ValueError("key_node must hold non-negative integers")
-    prior = as_attack_prior(config.attack_prior)
-    confidence, prior_variance = config.confidence, config.prior_variance
+    prior = as_attack_prior(config.model.attack_prior)
+    confidence = config.confidence
     valid = (counts.n0 > 0) & (counts.n1 > 0)
     nan = np.full(num_nodes, np.nan)
     nan3 = np.full((len(QUANTILES), num_nodes), np.nan)
@@ -307,23 +315,27 @@ def audit_nodes(key: jax.Array, counts: ErrorCounts, key_node: ArrayLike,
         k_post, k_mp, k_jeff = jnp.moveaxis(jax.vmap(lambda k: jax.random.split(k, 3))(keys),
                                             1, 0)
         cert = certified_epsilons(sub, confidence=confidence)
-        cert_l[valid], cert_r[valid] = np.asarray(cert.eps_l)[inverse], np.asarray(
-            cert.eps_r)[inverse]
+        cert_l[valid], cert_r[valid] = np.asarray(cert.epsilon_left)[inverse], np.asarray(
+            cert.epsilon_right)[inverse]
         jeff = jax.vmap(lambda k, c: jeffreys_estimate(k, c, q=QUANTILES))(
             k_jeff, ErrorCounts(*(jnp.asarray(c, jnp.float32) for c in sub)))
-        jeff_l[:, valid] = np.asarray(jeff.eps_l).T[:, inverse]
-        jeff_r[:, valid] = np.asarray(jeff.eps_r).T[:, inverse]
-        kw: dict[str, Any] = dict(prior_variance=prior_variance, config=config.nuts,
-                                  devices=devices)
-        post = posterior_nuts(k_post, sub, attack_prior=prior, **kw)
-        eps_l[:, valid] = np.asarray(posterior_quantiles(post.eps_l, QUANTILES))[:, inverse]
-        eps_r[:, valid] = np.asarray(posterior_quantiles(post.eps_r, QUANTILES))[:, inverse]
+        jeff_l[:, valid] = np.asarray(jeff.epsilon_left).T[:, inverse]
+        jeff_r[:, valid] = np.asarray(jeff.epsilon_right).T[:, inverse]
+        model = config.model._replace(attack_prior=prior)
+        post = posterior_nuts(k_post, sub, model, config.nuts, devices=devices)
+        eps_l[:, valid] = np.asarray(posterior_quantiles(post.epsilon_left, QUANTILES))[
+            :, inverse]
+        eps_r[:, valid] = np.asarray(posterior_quantiles(post.epsilon_right, QUANTILES))[
+            :, inverse]
         rhat[valid] = np.asarray(post.rhat)[inverse]
         ess[valid] = np.asarray(post.ess)[inverse]
         div[valid] = np.asarray(post.divergences)[inverse]
         if config.mp_baseline and prior.fixed is None and not prior.optimal:
-            mp = posterior_nuts(k_mp, sub, attack_prior=prior, symmetric=True, **kw)
-            eps_mp[:, valid] = np.asarray(posterior_quantiles(mp.eps_l, QUANTILES))[:, inverse]
+            # the symmetric model has its own (centered) coordinates
+            mp_model = model._replace(symmetric=True, parameterization=None)
+            mp = posterior_nuts(k_mp, sub, mp_model, config.nuts, devices=devices)
+            eps_mp[:, valid] = np.asarray(posterior_quantiles(mp.epsilon_left, QUANTILES))[
+                :, inverse]
     return BmpNodes(cert_l, cert_r, eps_l, eps_r, eps_mp, jeff_l, jeff_r, rhat, ess, div)
 
 
@@ -429,11 +441,13 @@ def audit_bmp(key: jax.Array, graph: Graph, sampler: Sampler, model: str | nn.Mo
        per-node counts, certified bounds, Bayesian posteriors, the MP baseline and the Jeffreys
        estimate.
 
-    Reading the result: ``certified_l/r`` are lower *bounds* that hold with probability ≥
-    ``confidence`` for any attack; the posterior's quantiles (``eps_l``, ``eps_r``) are *Bayesian*
+    Reading the result: ``certified_left/right`` are lower *bounds* that hold with probability
+    ≥ ``confidence`` for any attack; the posterior's quantiles (``epsilon_left``,
+    ``epsilon_right``) are *Bayesian*
     — calibrated under the model, and with the default agnostic attack prior they sit above the
-    truth more often than their level when the attack is optimal (use
-    ``AuditConfig(attack_prior="optimal")`` if you believe the attack is the most powerful test).
+    truth more often than their nominal probability when the attack is optimal (use
+    ``AuditConfig(model=PosteriorModel(attack_prior="optimal"))`` if you believe the attack is
+    the most powerful test).
     Keys: ``split(key, 3)`` for η, the shadow models and :func:`audit_from_scores`.
 
     Args:
@@ -467,17 +481,17 @@ def audit_bmp(key: jax.Array, graph: Graph, sampler: Sampler, model: str | nn.Mo
 
 
 def audit_table(audit: BmpAudit) -> dict[str, np.ndarray]:
-    """Per-node columns of an audit, named for what they are: ``certified_*`` (bounds at level
-    ``audit.confidence``), ``bayes_*`` (posterior quantiles under the attack prior), ``mp_*`` and
+    """Per-node columns of an audit, named for what they are: ``certified_*`` (bounds at
+    confidence ``audit.confidence``), ``bayes_*`` (posterior quantiles under the attack prior), ``mp_*`` and
     ``jeffreys_*`` (baseline estimates), plus η, degree, counts, AUC and NUTS diagnostics."""
     cols = {"node": np.arange(np.asarray(audit.eta).shape[0]), "eta": audit.eta,
             "eta_se": audit.eta_se, "degree": audit.degree, **audit.counts._asdict(),
-            "certified_eps_l_lower": audit.certified_l, "certified_eps_r_lower": audit.certified_r}
-    for name, q in (("bayes_eps_l", audit.eps_l), ("bayes_eps_r", audit.eps_r),
-                    ("mp_eps", audit.eps_mp)):
-        for row, level in enumerate(QUANTILES):
-            cols[f"{name}_q{round(100 * level):02d}"] = q[row]
-    for name, q in (("jeffreys_eps_l", audit.jeffreys_l), ("jeffreys_eps_r", audit.jeffreys_r)):
+            "certified_eps_l_lower": audit.certified_left, "certified_eps_r_lower": audit.certified_right}
+    for name, q in (("bayes_eps_l", audit.epsilon_left), ("bayes_eps_r", audit.epsilon_right),
+                    ("mp_eps", audit.epsilon_mp)):
+        for row, p in enumerate(QUANTILES):
+            cols[f"{name}_q{round(100 * p):02d}"] = q[row]
+    for name, q in (("jeffreys_eps_l", audit.jeffreys_left), ("jeffreys_eps_r", audit.jeffreys_right)):
         cols[f"{name}_q05"], cols[f"{name}_q50"] = q[0], q[1]
     cols.update(auc=audit.auc, rhat=audit.rhat, ess=audit.ess, divergences=audit.divergences)
     return {k: np.asarray(v) for k, v in cols.items()}
@@ -486,8 +500,8 @@ def audit_table(audit: BmpAudit) -> dict[str, np.ndarray]:
 def most_leaking(audit: BmpAudit, k: int = 20) -> np.ndarray:
     """Indices of the ``k`` nodes with the largest certified lower bound max(ε_L⁻, ε_R⁻) (ties
     broken by the posterior median of ε_R); nodes without counts last."""
-    cert = np.fmax(np.asarray(audit.certified_l), np.asarray(audit.certified_r))
-    med = np.asarray(audit.eps_r)[1]
+    cert = np.fmax(np.asarray(audit.certified_left), np.asarray(audit.certified_right))
+    med = np.asarray(audit.epsilon_right)[1]
     order = np.lexsort((-np.nan_to_num(med, nan=-np.inf), -np.nan_to_num(cert, nan=-np.inf)))
     return order[: int(k)]
 
@@ -497,8 +511,8 @@ def audit_summary(audit: BmpAudit) -> dict[str, Any]:
     TPR at 1% and 0.1% FPR (``global_tpr_at_fpr``, keyed by the FPR; estimates), the spread of
     per-node leakage (certified bounds and Bayesian medians), BMP-R vs MP, and the
     sampler's health."""
-    cert_r, cert_l = np.asarray(audit.certified_r), np.asarray(audit.certified_l)
-    med_r, med_l, med_mp = (np.asarray(q)[1] for q in (audit.eps_r, audit.eps_l, audit.eps_mp))
+    cert_r, cert_l = np.asarray(audit.certified_right), np.asarray(audit.certified_left)
+    med_r, med_l, med_mp = (np.asarray(q)[1] for q in (audit.epsilon_right, audit.epsilon_left, audit.epsilon_mp))
     ok = ~np.isnan(med_r)
     mp_ok = ok & ~np.isnan(med_mp)
     rhat, ess, div = np.asarray(audit.rhat), np.asarray(audit.ess), np.asarray(audit.divergences)

@@ -20,13 +20,12 @@ from scipy import special as sp_special
 
 from jaxaudit._validation import check_integer, check_positive
 from jaxaudit.bmp.likelihood import (
-    PRIOR_VARIANCE,
     AttackPrior,
-    AttackPriorSpec,
     as_attack_prior,
     band_area,
     half_normal_logpdf,
 )
+from jaxaudit.bmp.posterior import PosteriorModel, _check_model
 from jaxaudit.bmp.region import epsilons_from_errors, region_corner, tradeoff_curve
 from jaxaudit.mia.types import ErrorCounts, validate_counts
 
@@ -39,13 +38,13 @@ class GridPosterior(NamedTuple):
     Attributes:
       epsilon: grid of cell midpoints shared by ε_L and ε_R, shape (n,).
       log_density: normalised log posterior density on the (ε_L, ε_R) grid, shape (n, n).
-      marginal_l, marginal_r: marginal densities of ε_L and ε_R on the grid, shape (n,).
+      marginal_left, marginal_right: marginal densities of ε_L and ε_R on the grid, shape (n,).
     """
 
     epsilon: jax.Array
     log_density: jax.Array
-    marginal_l: jax.Array
-    marginal_r: jax.Array
+    marginal_left: jax.Array
+    marginal_right: jax.Array
 
     def cdf(self, which: str, x: ArrayLike) -> np.ndarray:
         """Marginal CDF of ``which`` ("l" or "r") at ``x`` (piecewise-constant density)."""
@@ -58,13 +57,13 @@ class GridPosterior(NamedTuple):
         return np.interp(np.asarray(q), cdf, edges)
 
     def density_at(self, which: str, x: ArrayLike) -> np.ndarray:
-        dens = np.asarray(self.marginal_l if which == "l" else self.marginal_r, np.float64)
+        dens = np.asarray(self.marginal_left if which == "l" else self.marginal_right, np.float64)
         return np.interp(np.asarray(x), np.asarray(self.epsilon, np.float64), dens)
 
     def _edges_cdf(self, which: str) -> tuple[np.ndarray, np.ndarray]:
         if which not in ("l", "r"):
             raise ValueError(f"which must be 'l' or 'r', got {which!r}")
-        dens = np.asarray(self.marginal_l if which == "l" else self.marginal_r, np.float64)
+        dens = np.asarray(self.marginal_left if which == "l" else self.marginal_right, np.float64)
         eps = np.asarray(self.epsilon, np.float64)
         h = eps[1] - eps[0]
         edges = np.concatenate([[eps[0] - h / 2], eps + h / 2])
@@ -131,29 +130,32 @@ def _corner_log_lik(eps_l: jax.Array, eps_r: jax.Array, fp: jax.Array, n0: jax.A
             + xlog1py(n1 - fn, -beta))
 
 
-def posterior_grid(counts: ErrorCounts | Sequence[ArrayLike], *,
-                   attack_prior: AttackPriorSpec = None, prior_variance: float = PRIOR_VARIANCE,
-                   eps_max: float | None = None, num_eps: int = 160, num_s: int = 16,
-                   num_alpha_nodes: int = 8, num_alpha_segments: int = 16, num_knots: int = 8193
-                  ) -> GridPosterior:
+def posterior_grid(counts: ErrorCounts | Sequence[ArrayLike],
+                   model: PosteriorModel | None = None, *, epsilon_max: float | None = None,
+                   num_epsilons: int = 160, num_s: int = 16, num_alpha_nodes: int = 8,
+                   num_alpha_segments: int = 16, num_knots: int = 8193) -> GridPosterior:
     """Deterministic grid posterior of the same model as :func:`posterior_nuts` (one count set).
 
     p(ε_L, ε_R | X, Y) ∝ HN(ε_L) HN(ε_R) ∫_0^1 p(X, Y | ε, s) Beta(s; a, b) ds on a regular grid
-    of cell midpoints on (0, eps_max]², the s-integral by Gauss–Jacobi quadrature for the Beta
+    of cell midpoints on (0, epsilon_max]², the s-integral by Gauss–Jacobi quadrature for the Beta
     weight (``num_s`` points; Gauss–Legendre for Beta(1, 1); one point for a fixed s); for
-    ``attack_prior="optimal"`` the likelihood is Bin(X; N0, α) Bin(Y; N1, β) at the corner
+    ``model.attack_prior="optimal"`` the likelihood is Bin(X; N0, α) Bin(Y; N1, β) at the corner
     (α, β) = c(ε) of R(ε), evaluated directly in ε (no change of coordinates). The
     marginal likelihood is computed by a quadrature independent of
     :func:`jaxaudit.bmp.log_marginal_likelihood`: the α-integral on Beta(X+1, N0−X+1) quantile
     nodes (the binomial weight becomes uniform), the β-integral from the Beta(Y+1, N1−Y+1)
     logit-CDF interpolated on a uniform β grid. Runs in float64; the returned arrays are in the
     default float dtype. The grid is shared by both axes: when a marginal's central 90% spans
-    fewer than 8 cells a RuntimeWarning says so (raise ``num_eps`` or lower ``eps_max``).
+    fewer than 8 cells a RuntimeWarning says so (raise ``num_epsilons`` or lower
+    ``epsilon_max``).
 
     Args:
       counts: one count set ``ErrorCounts(fp, n0, fn, n1)`` (scalars).
-      attack_prior, prior_variance: the model's priors, as in :func:`posterior_nuts`.
-      eps_max: upper end of the grid (None: from the counts); num_eps: grid cells per axis.
+      model: the :class:`jaxaudit.bmp.PosteriorModel`, as in :func:`posterior_nuts` (None: its
+        defaults); the grid reads its priors (``attack_prior``, ``prior_variance``), not the
+        sampler's coordinates, and has no symmetric model.
+      epsilon_max: upper end of the grid (None: from the counts); num_epsilons: grid cells per
+        axis.
       num_s: quadrature points of the s-integral.
       num_alpha_nodes, num_alpha_segments: Gauss–Legendre nodes per segment and segments of the
         α-integral.
@@ -165,16 +167,20 @@ def posterior_grid(counts: ErrorCounts | Sequence[ArrayLike], *,
     counts = validate_counts(counts)
     if counts.fp.ndim != 0:
         raise ValueError("posterior_grid takes one count set (scalars)")
-    prior = as_attack_prior(attack_prior)
+    model = _check_model(PosteriorModel() if model is None else model)
+    if model.symmetric:
+        raise ValueError("posterior_grid has no symmetric model: use model.symmetric=False")
+    prior = as_attack_prior(model.attack_prior)
+    prior_variance = model.prior_variance
     check_positive("prior_variance", prior_variance)
-    for name, value in (("num_eps", num_eps), ("num_s", num_s),
+    for name, value in (("num_epsilons", num_epsilons), ("num_s", num_s),
                         ("num_alpha_nodes", num_alpha_nodes),
                         ("num_alpha_segments", num_alpha_segments)):
         check_integer(name, value, minimum=1)
     check_integer("num_knots", num_knots, minimum=3)
     with jax.enable_x64(True):
         out = _posterior_grid(counts, prior=prior, prior_variance=prior_variance,
-                              eps_max=eps_max, num_eps=int(num_eps), num_s=int(num_s),
+                              eps_max=epsilon_max, num_eps=int(num_epsilons), num_s=int(num_s),
                               num_alpha_nodes=int(num_alpha_nodes),
                               num_alpha_segments=int(num_alpha_segments),
                               num_knots=int(num_knots))
@@ -189,7 +195,7 @@ def _warn_unresolved(grid: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
     while ε_L spreads to 6) is not resolved and its quantiles are off by up to a cell."""
     eps, _, marginal_l, marginal_r = grid
     h = eps[1] - eps[0]
-    for name, dens in (("eps_l", marginal_l), ("eps_r", marginal_r)):
+    for name, dens in (("ε_L", marginal_l), ("ε_R", marginal_r)):
         cdf = np.cumsum(dens) * h
         cdf = cdf / cdf[-1]
         cells = np.searchsorted(cdf, 0.95) - np.searchsorted(cdf, 0.05) + 1
@@ -197,7 +203,7 @@ def _warn_unresolved(grid: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
             warnings.warn(
                 f"posterior_grid: the central 90% of the {name} marginal spans {cells} grid "
                 f"cell(s) of width {h:.3g}, too few to resolve the posterior (both marginals' "
-                "quantiles can be off). Pass a larger num_eps or a smaller eps_max",
+                "quantiles can be off). Pass a larger num_epsilons or a smaller epsilon_max",
                 RuntimeWarning, stacklevel=3)
 
 

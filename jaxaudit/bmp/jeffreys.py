@@ -37,8 +37,8 @@ class JeffreysEstimate(NamedTuple):
     """Quantiles (rows: ``q``) of ε_L and ε_R under the Jeffreys posterior of (α, β)."""
 
     q: jax.Array
-    eps_l: jax.Array
-    eps_r: jax.Array
+    epsilon_left: jax.Array
+    epsilon_right: jax.Array
 
 
 def _jeffreys_estimate(key, fp, n0, fn, n1, q, num_draws: int = 4000) -> JeffreysEstimate:
@@ -64,7 +64,7 @@ def jeffreys_estimate(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike],
       key: a JAX PRNG key.
       counts: ``ErrorCounts(fp, n0, fn, n1)`` of scalars or per-node arrays.
       num_draws: posterior draws per node (a Python int: it sets a shape).
-      q: quantile levels in [0, 1].
+      q: quantile probabilities in [0, 1].
 
     Returns:
       :class:`JeffreysEstimate` with quantile arrays of shape (len(q), ...) over the nodes.

@@ -81,7 +81,8 @@ class AttackPrior(NamedTuple):
     R(ε). Beta(1, 1) (the default) is agnostic about the attack's quality; Beta(a, 1) with large a
     (e.g. Beta(20, 1)) or a fixed s near 1 (e.g. 0.95) encodes the belief that the attack is nearly
     optimal. Neither tells the model *which* side of R(ε) is tight, so under an optimal attack the
-    smaller ε's lower quantile still sits above the truth more often than its level (docs/bmp.md,
+    smaller ε's lower quantile still sits above the truth more often than its probability (a 5%
+    quantile in more than 5% of audits; docs/bmp.md,
     section 4). ``optimal=True`` is the attack known to be optimal: its operating point is the
     corner c(ε) of R(ε), where both sides are tight, (α, β) = c(ε_L, ε_R). Build one with
     :func:`as_attack_prior`.
@@ -286,8 +287,8 @@ def _lml_jit(eps_l: jax.Array, eps_r: jax.Array, s: jax.Array, fp: jax.Array, n0
 class Constrained(NamedTuple):
     """The model's quantities recovered from an unconstrained position."""
 
-    eps_l: jax.Array
-    eps_r: jax.Array
+    epsilon_left: jax.Array
+    epsilon_right: jax.Array
     s: jax.Array
     alpha: jax.Array
     beta: jax.Array

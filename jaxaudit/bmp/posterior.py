@@ -53,13 +53,66 @@ from jaxaudit.bmp.likelihood import (
 from jaxaudit.bmp.region import epsilons_from_errors
 from jaxaudit.mia.types import ErrorCounts, validate_counts
 
-__all__ = ["NutsConfig", "NutsPosterior", "node_log_density", "nuts_node", "posterior_nuts",
-           "posterior_quantiles"]
+__all__ = ["NutsConfig", "NutsPosterior", "PosteriorModel", "node_log_density", "nuts_node",
+           "posterior_nuts", "posterior_quantiles"]
 
 _R = TypeVar("_R")
-#: (num_warmup, num_samples, num_chains, max_num_doublings, warmup_max_num_doublings,
-#: target_acceptance_rate, delta_link)
-_SamplerSettings = tuple[int, int, int, int, int, float, str]
+
+
+class _SamplerSettings(NamedTuple):
+    """The static settings of one compiled sampler (a cache key of :func:`_runner`): the
+    :class:`NutsConfig` sizes, the resolved tree-depth caps and the model's δ link."""
+
+    num_warmup: int
+    num_samples: int
+    num_chains: int
+    max_num_doublings: int
+    warmup_max_num_doublings: int
+    target_acceptance_rate: float
+    delta_link: str
+
+
+class PosteriorModel(NamedTuple):
+    """The model of the posterior over (ε_L, ε_R) (:mod:`jaxaudit.bmp.likelihood`; docs/bmp.md):
+    what :func:`posterior_nuts`, :func:`nuts_node`, :func:`node_log_density` and
+    :func:`jaxaudit.bmp.posterior_grid` fit, apart from the sampler (:class:`NutsConfig`). Pass
+    it as the argument after the counts, ``model=PosteriorModel(...)``.
+
+    Attributes:
+      attack_prior: prior on the attack strength s: None (s ~ Beta(1, 1), agnostic), ``(a, b)``,
+        a fixed s in [0, 1), ``"optimal"`` (the attack at the corner of R(ε)), or an
+        :class:`jaxaudit.bmp.AttackPrior` (see :func:`jaxaudit.bmp.likelihood.as_attack_prior`).
+      prior_variance: variance of the half-normal priors on ε_L, ε_R (default 10).
+      parameterization: the sampler's coordinates, "centered", "noncentered" or None
+        (automatic: centered for a Beta prior, non-centered for a fixed s, "corner" for
+        ``attack_prior="optimal"``); see :func:`posterior_nuts`. The grid does not read it.
+      symmetric: fit the symmetric MP model ε_L = ε_R instead (a Beta prior and the centered
+        coordinates only; default False).
+      delta_link: the centered coordinates' δ = ε − ε̂ link, "softplus" (default) or "exp"
+        (δ = e^z; compared in benchmarks/bmp_delta_link.py). The grid does not read it.
+    """
+
+    attack_prior: AttackPriorSpec = None
+    prior_variance: float = PRIOR_VARIANCE
+    parameterization: str | None = None
+    symmetric: bool = False
+    delta_link: str = "softplus"
+
+    def check(self) -> PosteriorModel:
+        """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, an
+        ``ArgumentTypeError``, also a ``TypeError``); returns the model. The functions that take
+        it call it first."""
+        return _check_model(self)
+
+
+def _check_model(model: object) -> PosteriorModel:
+    model = check_instance("model", model, PosteriorModel)
+    check_config_fields(model, "model")
+    as_attack_prior(model.attack_prior)
+    check_positive_finite("prior_variance", model.prior_variance)
+    if model.delta_link not in DELTA_LINKS:
+        raise ValueError(f"delta_link must be one of {DELTA_LINKS}, got {model.delta_link!r}")
+    return model
 
 
 class NutsPosterior(NamedTuple):
@@ -67,7 +120,7 @@ class NutsPosterior(NamedTuple):
     counts). Draws have shape (..., num_chains, num_samples).
 
     Attributes:
-      eps_l, eps_r: draws of ε_L and ε_R.
+      epsilon_left, epsilon_right: draws of ε_L and ε_R.
       s: draws of the attack strength (constant when it was fixed).
       rhat: rank-normalised split-R-hat (Vehtari et al. 2021; bulk and folded tail), the larger
         of those of ε_L and ε_R (:func:`jaxaudit.bmp.diagnostics.rhat`).
@@ -82,8 +135,8 @@ class NutsPosterior(NamedTuple):
         marginal density at the median is low.
     """
 
-    eps_l: jax.Array
-    eps_r: jax.Array
+    epsilon_left: jax.Array
+    epsilon_right: jax.Array
     s: jax.Array
     rhat: jax.Array
     ess: jax.Array
@@ -140,8 +193,7 @@ def _one_node(key: jax.Array, counts: ErrorCounts, prior_ab: tuple[jax.Array, ja
     """Window adaptation + NUTS for one count set, ``num_chains`` chains (vmapped); when
     ``thinned``, ``num_samples × thin`` transitions of which every ``thin``-th is kept (``thin``
     a traced integer ≥ 1, so one compiled program serves every thinning; ignored otherwise).
-    ``sampler`` = (num_warmup, num_samples, num_chains, max_num_doublings,
-    warmup_max_num_doublings, target_acceptance_rate, delta_link)."""
+    ``sampler``: the :class:`_SamplerSettings`."""
     (num_warmup, num_samples, num_chains, max_num_doublings, warmup_max_num_doublings,
      target_acceptance_rate, link) = sampler
     target = make_log_density(parameterization, counts, prior_variance=prior_variance,
@@ -170,7 +222,8 @@ def _one_node(key: jax.Array, counts: ErrorCounts, prior_ab: tuple[jax.Array, ja
         def step(state: Any, k: jax.Array) -> tuple[Any, tuple[jax.Array, ...]]:
             state, info = kernel(k, state)
             c = constrain(state.position)
-            return state, (c.eps_l, c.eps_r, c.s, info.is_divergent, info.num_integration_steps)
+            return state, (c.epsilon_left, c.epsilon_right, c.s, info.is_divergent,
+                           info.num_integration_steps)
 
         def thinned_step(state: Any, k: jax.Array) -> tuple[Any, tuple[jax.Array, ...]]:
             def transition(carry: tuple[Any, jax.Array, jax.Array], k_t: jax.Array
@@ -184,7 +237,7 @@ def _one_node(key: jax.Array, counts: ErrorCounts, prior_ab: tuple[jax.Array, ja
                 0, thin, lambda i, carry: transition(carry, jax.random.fold_in(k, i))[0],
                 (state, zero, zero))
             c = constrain(state.position)
-            return state, (c.eps_l, c.eps_r, c.s, div, steps / thin)
+            return state, (c.epsilon_left, c.epsilon_right, c.s, div, steps / thin)
 
         if thinned:
             step = thinned_step
@@ -214,8 +267,8 @@ def _diagnose(post: NutsPosterior) -> NutsPosterior:
     """Fill in ``rhat``, ``ess`` and ``mcse_median`` (in 64-bit mode, for the packed-integer sort
     of :mod:`jaxaudit.bmp.diagnostics`; returned in the draws' dtype)."""
     with jax.enable_x64(True):
-        rhat, ess, mcse = _diagnose_nodes(post.eps_l, post.eps_r)
-    dtype = post.eps_l.dtype
+        rhat, ess, mcse = _diagnose_nodes(post.epsilon_left, post.epsilon_right)
+    dtype = post.epsilon_left.dtype
     return post._replace(rhat=rhat.astype(dtype), ess=ess.astype(dtype),
                          mcse_median=mcse.astype(dtype))
 
@@ -259,8 +312,8 @@ class NutsConfig(NamedTuple):
         RuntimeWarning names the count sets still below ``min_ess``). Costs a second compiled
         program the first time; k is an input of that program and its rows are padded to at
         least 16, so later calls reuse it whatever their k and number of rows.
-      delta_link: the centered coordinates' δ = ε − ε̂ link, "softplus" (default) or "exp"
-        (δ = e^z; compared in benchmarks/bmp_delta_link.py).
+
+    The model (priors, coordinates, the δ link) is a :class:`PosteriorModel`.
     """
 
     num_warmup: int = 500
@@ -271,7 +324,6 @@ class NutsConfig(NamedTuple):
     target_acceptance_rate: float = 0.8
     chunk_size: int | None = None
     min_ess: float | None = None
-    delta_link: str = "softplus"
 
     def check(self) -> NutsConfig:
         """Every field checked (a ``ValueError`` naming it; a value of the wrong kind, such as
@@ -295,17 +347,15 @@ def _check_nuts_config(config: object) -> NutsConfig:
     check_chunk_size(config.chunk_size)
     if config.min_ess is not None:
         check_positive_finite("min_ess", config.min_ess)
-    if config.delta_link not in DELTA_LINKS:
-        raise ValueError(f"delta_link must be one of {DELTA_LINKS}, got {config.delta_link!r}")
     return config
 
 
-def _resolve(attack_prior: AttackPriorSpec, prior_variance: float, parameterization: str | None,
-             symmetric: bool, config: NutsConfig) -> tuple[AttackPrior, str, int, int]:
+def _resolve(model: PosteriorModel, config: NutsConfig) -> tuple[AttackPrior, str, int, int]:
     """The attack prior, the coordinates and the two tree-depth caps a run uses (ValueError
-    naming the argument for a combination the model does not have)."""
-    prior = as_attack_prior(attack_prior)
-    check_positive("prior_variance", prior_variance)
+    naming the field for a combination the model does not have)."""
+    prior = as_attack_prior(model.attack_prior)
+    check_positive("prior_variance", model.prior_variance)
+    parameterization, symmetric = model.parameterization, model.symmetric
     if prior.optimal:
         if parameterization not in (None, "corner"):
             raise ValueError(f"attack_prior='optimal' has its own coordinates; leave "
@@ -334,27 +384,25 @@ def _resolve(attack_prior: AttackPriorSpec, prior_variance: float, parameterizat
     return prior, parameterization, int(max_num_doublings), int(warmup_max_num_doublings)
 
 
-def node_log_density(counts: ErrorCounts | Sequence[ArrayLike], *,
-                     attack_prior: AttackPriorSpec = None,
-                     prior_variance: float = PRIOR_VARIANCE, parameterization: str | None = None,
-                     symmetric: bool = False, delta_link: str = "softplus") -> LogDensity:
+def node_log_density(counts: ErrorCounts | Sequence[ArrayLike],
+                     model: PosteriorModel | None = None) -> LogDensity:
     """One node's posterior over (ε_L, ε_R) as a sampler target in blackjax's terms:
     ``LogDensity(logdensity_fn, constrain, dim)``.
 
     ``logdensity_fn(position)`` is the unnormalised log posterior of the model of
     :func:`posterior_nuts` (half-normal priors on ε_L, ε_R, the attack strength s ~
-    ``attack_prior``, the attack point on the band R(ε) \\ R(sε), binomial counts) at a (dim,)
-    unconstrained position, Jacobians included; ``constrain(position)`` maps a position to the
-    model's quantities (``.eps_l``, ``.eps_r``, ``.s``, ``.alpha``, ``.beta``). The coordinates
-    are those :func:`posterior_nuts` picks (``parameterization``). Run any blackjax sampler on
+    ``model.attack_prior``, the attack point on the band R(ε) \\ R(sε), binomial counts) at a
+    (dim,) unconstrained position, Jacobians included; ``constrain(position)`` maps a position
+    to the model's quantities (``.epsilon_left``, ``.epsilon_right``, ``.s``, ``.alpha``,
+    ``.beta``). The coordinates are those :func:`posterior_nuts` picks
+    (``model.parameterization``). Run any blackjax sampler on
     it, inside your own ``jax.jit``/``jax.vmap`` (the counts may be traced: vmap over nodes;
     the other arguments are static); :func:`nuts_node` is the ready-made kernel. docs/bmp.md
     shows ``blackjax.nuts`` on it, vmapped over nodes.
 
     Args:
       counts: one node's ``ErrorCounts(fp, n0, fn, n1)`` (scalars; traced under a transform).
-      attack_prior, prior_variance, parameterization, symmetric: as in :func:`posterior_nuts`.
-      delta_link: the centered coordinates' δ link, as :attr:`NutsConfig.delta_link`.
+      model: the :class:`PosteriorModel` (None: its defaults).
 
     Returns:
       :class:`jaxaudit.bmp.likelihood.LogDensity`.
@@ -369,21 +417,18 @@ def node_log_density(counts: ErrorCounts | Sequence[ArrayLike], *,
     if np.ndim(counts.fp) != 0:
         raise ValueError(f"counts must be one node's scalars (vmap over nodes), got shape "
                          f"{np.shape(counts.fp)}")
-    if delta_link not in DELTA_LINKS:
-        raise ValueError(f"delta_link must be one of {DELTA_LINKS}, got {delta_link!r}")
-    prior, parameterization, _, _ = _resolve(attack_prior, prior_variance, parameterization,
-                                             symmetric, NutsConfig())
+    model = _check_model(PosteriorModel() if model is None else model)
+    prior, parameterization, _, _ = _resolve(model, NutsConfig())
     dtype = jnp.result_type(float)
     counts = ErrorCounts(*(jnp.asarray(c, dtype) for c in counts))
-    return make_log_density(parameterization, counts, prior_variance=prior_variance,
+    return make_log_density(parameterization, counts, prior_variance=model.prior_variance,
                             strength_prior=(prior.a, prior.b), attack_strength=prior.fixed,
-                            symmetric=symmetric, link=delta_link)
+                            symmetric=model.symmetric, link=model.delta_link)
 
 
 def nuts_node(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike],
-              config: NutsConfig | None = None, *, attack_prior: AttackPriorSpec = None,
-              prior_variance: float = PRIOR_VARIANCE, parameterization: str | None = None,
-              symmetric: bool = False) -> NutsPosterior:
+              model: PosteriorModel | None = None, config: NutsConfig | None = None
+              ) -> NutsPosterior:
     """NUTS on one node's posterior, traceable: blackjax's ``window_adaptation`` then ``nuts``
     on :func:`node_log_density`, ``config.num_chains`` chains vmapped, R-hat, bulk ESS and the
     median's MCSE computed in the same program. Works under the user's ``jax.jit`` and
@@ -399,8 +444,8 @@ def nuts_node(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike],
     Args:
       key: a PRNG key (one per node when vmapped).
       counts: one node's ``ErrorCounts(fp, n0, fn, n1)`` (scalars; traced under vmap).
+      model: the :class:`PosteriorModel` (None: its defaults), as in :func:`posterior_nuts`.
       config: the sampler settings, a :class:`NutsConfig` (None: its defaults).
-      attack_prior, prior_variance, parameterization, symmetric: as in :func:`posterior_nuts`.
 
     Returns:
       :class:`NutsPosterior` with draws of shape (num_chains, num_samples) (a leading node axis
@@ -411,46 +456,46 @@ def nuts_node(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike],
       >>> counts = ErrorCounts(jnp.array([10.0, 40.0]), jnp.array([100.0, 100.0]),
       ...                      jnp.array([30.0, 20.0]), jnp.array([100.0, 100.0]))
       >>> config = NutsConfig(num_warmup=100, num_samples=100, num_chains=2)
-      >>> run = jax.jit(jax.vmap(lambda k, c: nuts_node(k, c, config)))
-      >>> run(jax.random.split(jax.random.key(0), 2), counts).eps_r.shape
+      >>> run = jax.jit(jax.vmap(lambda k, c: nuts_node(k, c, config=config)))
+      >>> run(jax.random.split(jax.random.key(0), 2), counts).epsilon_right.shape
       (2, 2, 100)
     """
     check_key("key", key)
+    model = _check_model(PosteriorModel() if model is None else model)
     config = _check_nuts_config(NutsConfig() if config is None else config)
     counts = validate_counts(counts)
     if np.ndim(counts.fp) != 0:
         raise ValueError(f"counts must be one node's scalars (vmap nuts_node over nodes), got "
                          f"shape {np.shape(counts.fp)}")
-    prior, parameterization, max_num_doublings, warmup_max_num_doublings = _resolve(
-        attack_prior, prior_variance, parameterization, symmetric, config)
+    prior, parameterization, max_num_doublings, warmup_max_num_doublings = _resolve(model, config)
     dtype = jnp.result_type(float)
     counts = ErrorCounts(*(jnp.asarray(c, dtype) for c in counts))
-    sampler = (int(config.num_warmup), int(config.num_samples), int(config.num_chains),
-               max_num_doublings, warmup_max_num_doublings,
-               float(config.target_acceptance_rate), str(config.delta_link))
+    sampler = _SamplerSettings(int(config.num_warmup), int(config.num_samples),
+                               int(config.num_chains), max_num_doublings,
+                               warmup_max_num_doublings, float(config.target_acceptance_rate),
+                               str(model.delta_link))
     prior_ab = (jnp.asarray(prior.a, dtype), jnp.asarray(prior.b, dtype))
     post = _one_node(key, counts, prior_ab, jnp.ones((), jnp.int32),
-                     fixed_strength=prior.fixed, prior_variance=float(prior_variance),
+                     fixed_strength=prior.fixed, prior_variance=float(model.prior_variance),
                      sampler=sampler, parameterization=parameterization,
-                     symmetric=bool(symmetric))
-    rhat_l, ess_l, mcse_l = diagnostics._diagnose_all(post.eps_l)
-    rhat_r, ess_r, mcse_r = diagnostics._diagnose_all(post.eps_r)
+                     symmetric=bool(model.symmetric))
+    rhat_l, ess_l, mcse_l = diagnostics._diagnose_all(post.epsilon_left)
+    rhat_r, ess_r, mcse_r = diagnostics._diagnose_all(post.epsilon_right)
     return post._replace(rhat=jnp.maximum(rhat_l, rhat_r), ess=jnp.minimum(ess_l, ess_r),
                          mcse_median=jnp.maximum(mcse_l, mcse_r))
 
 
-def posterior_nuts(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike], *,
-                   attack_prior: AttackPriorSpec = None, config: NutsConfig | None = None,
-                   prior_variance: float = PRIOR_VARIANCE, parameterization: str | None = None,
-                   symmetric: bool = False, deduplicate: bool = True,
-                   devices: Sequence[jax.Device] | None = None) -> NutsPosterior:
+def posterior_nuts(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike],
+                   model: PosteriorModel | None = None, config: NutsConfig | None = None, *,
+                   deduplicate: bool = True, devices: Sequence[jax.Device] | None = None
+                   ) -> NutsPosterior:
     """Posterior over (ε_L, ε_R) by NUTS with window adaptation, vmapped over nodes.
 
-    The model is :mod:`jaxaudit.bmp.likelihood`'s: half-normal priors of variance
-    ``prior_variance``, the attack strength s ~ ``attack_prior`` (Beta(1, 1) by default), the
-    attack point uniform on the band R(ε) \\ R(sε), binomial counts. The attack point is kept as
-    latent variables (cheap gradients: no quadrature); ``parameterization`` chooses the
-    coordinates:
+    The model (a :class:`PosteriorModel`) is :mod:`jaxaudit.bmp.likelihood`'s: half-normal
+    priors of variance ``model.prior_variance``, the attack strength s ~ ``model.attack_prior``
+    (Beta(1, 1) by default), the attack point uniform on the band R(ε) \\ R(sε), binomial
+    counts. The attack point is kept as latent variables (cheap gradients: no quadrature);
+    ``model.parameterization`` chooses the coordinates:
 
     * ``"centered"`` (default for a Beta prior): logits of (α, β/(1 − α)),
       softplus⁻¹(ε − ε̂(α, β)) and
@@ -465,7 +510,8 @@ def posterior_nuts(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike], *,
 
     A Bayesian posterior, not a frequentist bound: under the default Beta(1, 1) an optimal
     attack's operating point is read as a weaker attack on a leakier mechanism, so the lower
-    quantiles sit above the truth more often than their level. Priors on s concentrated near 1
+    quantiles sit above the truth more often than their probability (a 5% quantile in more than
+    5% of audits). Priors on s concentrated near 1
     raise that coverage but cannot bring the smaller side to 90% (the model cannot tell which
     side of R(ε) is tight), and NUTS mixes poorly under them; for an attack believed optimal use
     ``attack_prior="optimal"``, whose 5% quantiles cover at 0.91–0.96 per side under optimal
@@ -490,15 +536,10 @@ def posterior_nuts(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike], *,
         (no deduplication; the ``min_ess`` rerun uses ``fold_in(key[i], 1)`` and its own
         thinning), so a table split into parts gives the draws of the whole table.
       counts: ``ErrorCounts(fp, n0, fn, n1)`` of scalars or of per-node arrays (N,).
-      attack_prior: prior on the attack: None (s ~ Beta(1, 1)), ``(a, b)``, a fixed s in
-        [0, 1), ``"optimal"`` (the corner of R(ε)), or an :class:`jaxaudit.bmp.AttackPrior`
-        (see :func:`jaxaudit.bmp.as_attack_prior`).
+      model: the :class:`PosteriorModel` (None: its defaults: s ~ Beta(1, 1), prior variance
+        10, automatic coordinates, the asymmetric model).
       config: the sampler settings, a :class:`NutsConfig` (None: its defaults, 4 chains ×
         (500 + 1000)).
-      prior_variance: variance of the half-normal priors on ε_L, ε_R.
-      parameterization: "centered", "noncentered" or None (automatic; "corner" is implied by
-        ``attack_prior="optimal"``).
-      symmetric: fit the symmetric MP baseline ε_L = ε_R instead (centered only).
       deduplicate: sample once per distinct count tuple.
       devices: devices to shard the node axis over (None: all visible).
 
@@ -509,28 +550,30 @@ def posterior_nuts(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike], *,
       >>> from jaxaudit.mia.types import ErrorCounts
       >>> post = posterior_nuts(jax.random.key(0), ErrorCounts(10, 100, 30, 100),
       ...                       config=NutsConfig(num_warmup=200, num_samples=200))
-      >>> post.eps_l.shape
+      >>> post.epsilon_left.shape
       (4, 200)
     """
     if is_traced(key, counts):
         raise TypeError(
             "posterior_nuts is a host driver (it deduplicates, pads and chunks the count table "
             "and reruns low-ESS rows) and cannot run under jax.jit/jax.vmap: use "
-            "jaxaudit.bmp.nuts_node(key, counts, config) there (vmap it over nodes)")
+            "jaxaudit.bmp.nuts_node(key, counts, model, config) there (vmap it over nodes)")
     check_key("key", key)
+    model = _check_model(PosteriorModel() if model is None else model)
     config = _check_nuts_config(NutsConfig() if config is None else config)
     counts = validate_counts(counts)
-    prior, parameterization, max_num_doublings, warmup_max_num_doublings = _resolve(
-        attack_prior, prior_variance, parameterization, symmetric, config)
+    prior, parameterization, max_num_doublings, warmup_max_num_doublings = _resolve(model, config)
+    prior_variance, symmetric = float(model.prior_variance), bool(model.symmetric)
 
     chunk_size = None if config.chunk_size is None else int(config.chunk_size)
     per_row = _per_row_keys(key, counts)
     table = driver.count_table(counts, deduplicate=deduplicate and not per_row,
                                chunk_size=chunk_size)
     num_rows = table.num_rows
-    sampler = (int(config.num_warmup), int(config.num_samples), int(config.num_chains),
-               int(max_num_doublings), int(warmup_max_num_doublings),
-               float(config.target_acceptance_rate), str(config.delta_link))
+    sampler = _SamplerSettings(int(config.num_warmup), int(config.num_samples),
+                               int(config.num_chains), int(max_num_doublings),
+                               int(warmup_max_num_doublings),
+                               float(config.target_acceptance_rate), str(model.delta_link))
     devices = None if devices is None else tuple(devices)
 
     def sample(key: jax.Array, rows: np.ndarray, chunk: int | None,
@@ -540,8 +583,8 @@ def posterior_nuts(key: jax.Array, counts: ErrorCounts | Sequence[ArrayLike], *,
         dtype = jnp.result_type(float)
         prior_ab = tuple(jnp.full(rows.shape[0], x, dtype) for x in (prior.a, prior.b))
         thins = jnp.ones(rows.shape[0], jnp.int32) if thin is None else jnp.asarray(thin, jnp.int32)
-        run = _runner(prior.fixed, float(prior_variance), sampler, parameterization, chunk,
-                      devices, bool(symmetric), thin is not None)
+        run = _runner(prior.fixed, prior_variance, sampler, parameterization, chunk,
+                      devices, symmetric, thin is not None)
         if per_row:  # key: one key per row, padded as the rows are
             keys = key[np.minimum(np.arange(rows.shape[0]), key.shape[0] - 1)]
             return _diagnose(run((keys, driver.rows_as_counts(rows), prior_ab, thins)))

@@ -70,7 +70,7 @@ _ADVANTAGE_ULPS = 4
 class PrivacyModel(NamedTuple):
     """The mechanism's guarantee: ε-DP, (ε, δ)-DP, μ-GDP, or a whole privacy curve (f-DP).
 
-    Under μ-GDP (``gdp_mu``) ``epsilon``, if given, is only the ε at which the per-target
+    Under μ-GDP (``mu``) ``epsilon``, if given, is only the ε at which the per-target
     β(ε, κ) is reported. A privacy curve (``epsilons``, ``deltas``: the mechanism is
     (ε_j, δ_j)-DP at every grid point, δ_j an upper bound, as a PLD accountant's pessimistic
     estimate is) stands for the trade-off function it implies (:mod:`jaxaudit.bounds.tradeoff`),
@@ -84,9 +84,9 @@ class PrivacyModel(NamedTuple):
     (:meth:`advantage`, :meth:`tpr_at_fpr`) hold under either relation.
 
     Attributes:
-      epsilon: ε ≥ 0 (required unless ``gdp_mu`` or a curve is given).
+      epsilon: ε ≥ 0 (required unless ``mu`` or a curve is given).
       delta: δ ∈ [0, 1) of (ε, δ)-DP (0: pure ε-DP; ignored under μ-GDP).
-      gdp_mu: μ > 0 of μ-GDP (closed-form trade-off f(α) = Φ(−Φ⁻¹(α) − μ)).
+      mu: μ > 0 of μ-GDP (closed-form trade-off f(α) = Φ(−Φ⁻¹(α) − μ)).
       epsilons: (G,) increasing ε grid from 0 of a privacy curve (or None).
       deltas: (G,) δ(ε_j), upper bounds (or None).
       relation: ``"replace_one"`` (default) or ``"add_remove"``.
@@ -94,7 +94,7 @@ class PrivacyModel(NamedTuple):
 
     epsilon: float | None = None
     delta: float = 0.0
-    gdp_mu: float | None = None
+    mu: float | None = None
     epsilons: np.ndarray | None = None
     deltas: np.ndarray | None = None
     relation: str = "replace_one"
@@ -104,8 +104,8 @@ class PrivacyModel(NamedTuple):
         if self.epsilons is not None:
             return (f"privacy curve δ(ε) on {np.size(self.epsilons)} points, δ(0) = "
                     f"{float(np.asarray(self.deltas)[0]):.4g} (f-DP bound)")
-        if self.gdp_mu is not None:
-            return f"{self.gdp_mu:g}-GDP (f-DP bound)"
+        if self.mu is not None:
+            return f"{self.mu:g}-GDP (f-DP bound)"
         if self.delta:
             return f"({self.epsilon:g}, {self.delta:g})-DP"
         return f"{self.epsilon:g}-DP"
@@ -171,8 +171,8 @@ class PrivacyModel(NamedTuple):
         if self.epsilons is not None:
             return float(np.asarray(self.deltas, dtype=np.float64)[0])
         with jax.enable_x64(True):  # float64 (the entries round up into the inputs' dtype)
-            if self.gdp_mu is not None:  # δ_μ(0) = Φ(μ/2) − Φ(−μ/2) = erf(μ/(2√2)), no cancellation
-                value = math.erf(float(self.gdp_mu) / (2.0 * math.sqrt(2.0)))
+            if self.mu is not None:  # δ_μ(0) = Φ(μ/2) − Φ(−μ/2) = erf(μ/(2√2)), no cancellation
+                value = math.erf(float(self.mu) / (2.0 * math.sqrt(2.0)))
             else:
                 value = float(approx_dp_delta(0.0, self._epsilon(), self.delta))
         # float64 evaluation is within a few ulps of the exact value, on either side: round up
@@ -187,22 +187,22 @@ class PrivacyModel(NamedTuple):
         self._checked()
         with jax.enable_x64(True):
             a = jnp.asarray(np.asarray(fpr, dtype=np.float64))
-            if self.gdp_mu is not None and self.epsilons is None:
-                return gdp_tpr(a, jnp.float64(self.gdp_mu))
+            if self.mu is not None and self.epsilons is None:
+                return gdp_tpr(a, jnp.float64(self.mu))
             e, d = self._curve()
             return profile_tpr(a, jnp.asarray(e), jnp.asarray(d))
 
     def tail(self, priors: ArrayLike, v: ArrayLike, gamma: float = 0.05) -> jax.Array:
         """Upper bound on Pr[L ≥ v] (:func:`success_tail` or :func:`success_tail_fdp`)."""
         self._replace_one()
-        if self.gdp_mu is not None or self.epsilons is not None:
+        if self.mu is not None or self.epsilons is not None:
             return success_tail_fdp(priors, self._delta_of_epsilon(), v, gamma=gamma)
         return success_tail(priors, self._epsilon(), v, self.delta)
 
     def count_bound(self, priors: ArrayLike, gamma: float = 0.05) -> int | jax.Array:
         """v_γ (:func:`success_count_bound` or :func:`success_count_bound_fdp`)."""
         self._replace_one()
-        if self.gdp_mu is not None or self.epsilons is not None:
+        if self.mu is not None or self.epsilons is not None:
             v = success_count_bound_fdp(priors, self._delta_of_epsilon(), gamma)
             if np.size(priors) == 1 and not is_traced(priors, v):
                 # one target: Pr[L ≥ 1] is its success, so every route is valid for this count
@@ -214,7 +214,7 @@ class PrivacyModel(NamedTuple):
     def _epsilon(self) -> float:
         """ε (ValueError when the model has none, as a μ-GDP model may not)."""
         if self.epsilon is None:
-            raise ValueError("privacy needs epsilon (ε-DP or (ε, δ)-DP) or gdp_mu (μ-GDP)")
+            raise ValueError("privacy needs epsilon (ε-DP or (ε, δ)-DP) or mu (μ-GDP)")
         return self.epsilon
 
     def _curve(self) -> tuple[np.ndarray, np.ndarray]:
@@ -239,9 +239,9 @@ class PrivacyModel(NamedTuple):
                 return np.where(i >= 0, deltas[np.clip(i, 0, None)], 1.0)
 
             return lookup
-        mu = self.gdp_mu
+        mu = self.mu
         if mu is None:
-            raise ValueError("privacy has no gdp_mu")
+            raise ValueError("privacy has no mu")
         return lambda e: gdp_delta(e, mu)
 
     def _replace_one(self) -> PrivacyModel:
@@ -258,8 +258,8 @@ class PrivacyModel(NamedTuple):
         if self.epsilons is not None:
             raise ValueError("a privacy curve has no single guarantee type: use its epsilons "
                              "and deltas")
-        if self.gdp_mu is not None:
-            return GaussianDP(self.gdp_mu, "replace_one")
+        if self.mu is not None:
+            return GaussianDP(self.mu, "replace_one")
         if self.delta:
             return ApproxDP(self._epsilon(), self.delta, "replace_one")
         return PureDP(self._epsilon(), "replace_one")
@@ -287,7 +287,7 @@ class PrivacyModel(NamedTuple):
             return cls(epsilons=np.asarray(guarantee.epsilons, dtype=np.float64),
                        deltas=np.asarray(guarantee.deltas, dtype=np.float64))
         if isinstance(guarantee, GaussianDP):
-            return cls(gdp_mu=float(np.asarray(guarantee.mu)))
+            return cls(mu=float(np.asarray(guarantee.mu)))
         if isinstance(guarantee, ApproxDP):
             return cls(epsilon=float(np.asarray(guarantee.epsilon)),
                        delta=float(np.asarray(guarantee.delta)))
@@ -304,10 +304,10 @@ class PrivacyModel(NamedTuple):
             if e[0] != 0:  # δ(0) is the advantage and bounds every FPR's line: it must be there
                 raise ValueError(f"privacy.epsilons must start at 0 (δ(0) is needed), got {e[0]!r}")
             return self
-        if self.gdp_mu is None and self.epsilon is None:
-            raise ValueError("privacy needs epsilon (ε-DP or (ε, δ)-DP) or gdp_mu (μ-GDP)")
-        if self.gdp_mu is not None:
-            check_positive("gdp_mu", _real_scalar("gdp_mu", self.gdp_mu))
+        if self.mu is None and self.epsilon is None:
+            raise ValueError("privacy needs epsilon (ε-DP or (ε, δ)-DP) or mu (μ-GDP)")
+        if self.mu is not None:
+            check_positive("mu", _real_scalar("mu", self.mu))
         if self.epsilon is not None:
             check_nonnegative("privacy.epsilon", _real_scalar("privacy.epsilon", self.epsilon))
         check_probability("privacy.delta", _real_scalar("privacy.delta", self.delta), open_high=True)
@@ -346,7 +346,7 @@ def single_target_success(priors: ArrayLike, privacy: PrivacyModel | PureDP | Ap
     response attains for a uniform prior. Under pure ε-DP all three are β(ε, p) or above.
 
     Inside the caller's ``jit``/``vmap``/``grad`` (a traced prior, or a ``PrivacyModel`` with a
-    traced ``gdp_mu``) it computes in the caller's precision without checks; concrete calls are
+    traced ``mu``) it computes in the caller's precision without checks; concrete calls are
     checked and computed in float64.
 
     Args:
@@ -359,14 +359,14 @@ def single_target_success(priors: ArrayLike, privacy: PrivacyModel | PureDP | Ap
       ``single_target.ROUTES``, and each route's number).
 
     Examples:
-      >>> r = single_target_success(0.1, PrivacyModel(gdp_mu=1.0), exact_match=True)
+      >>> r = single_target_success(0.1, PrivacyModel(mu=1.0), exact_match=True)
       >>> round(float(r.bound), 4), ROUTES[int(r.route)]   # a uniform prior over 10 values
       (0.329, 'fixed_point')
     """
     if not isinstance(privacy, PrivacyModel):
         privacy = PrivacyModel.from_guarantee(privacy)
     exact_match = check_bool("exact_match", exact_match)
-    if not is_traced(priors, privacy.gdp_mu, privacy.epsilon, privacy.delta):
+    if not is_traced(priors, privacy.mu, privacy.epsilon, privacy.delta):
         privacy._replace_one()
         p = check_probability("priors", priors)
         with jax.enable_x64(True):
@@ -380,8 +380,8 @@ _profile_routes_jit = jax.jit(profile_routes, static_argnames="exact_match")
 
 def _routes(privacy: PrivacyModel, p: jax.Array, exact_match: bool) -> SingleTargetBound:
     """The routes for ``privacy`` (jitted cores: one compiled program per shape and dtype)."""
-    if privacy.gdp_mu is not None and privacy.epsilons is None:
-        return _gdp_routes_jit(p, privacy.gdp_mu, exact_match=exact_match)
+    if privacy.mu is not None and privacy.epsilons is None:
+        return _gdp_routes_jit(p, privacy.mu, exact_match=exact_match)
     if privacy.epsilons is None and not privacy.delta:  # pure ε-DP: β is tight
         eps = privacy._epsilon()
         beta = _posterior_success(p, eps)
@@ -493,7 +493,7 @@ def summarize_bounds(priors: ArrayLike,
         if p.size == 0:
             raise ValueError("priors must hold at least one target")
         n, kappa = p.size, float(p.max())
-        eps, delta, mu = privacy.epsilon, privacy.delta, privacy.gdp_mu
+        eps, delta, mu = privacy.epsilon, privacy.delta, privacy.mu
         curve = privacy.epsilons is not None
         uniform_k = (uniform_support if uniform_support is not None and uniform_support >= 2
                      and attempts == 1 else None)

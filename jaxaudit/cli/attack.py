@@ -43,8 +43,8 @@ SECRETS_FLAGS = dict(
     pretrain_steps="--pretrain-steps", hidden_dim="--hidden",
     records_per_user="--records-per-user", record_length="--record-length")
 MARGINALS_FLAGS = dict(
-    _COMMON_FLAGS, rhos="--rhos", attributes="--attributes", hidden="--hidden", way="--way",
-    num_targets="--num-targets", distance="--distance")
+    _COMMON_FLAGS, rhos="--rhos", attributes="--attributes", hidden_attributes="--hidden",
+    way="--way", num_targets="--num-targets", distance="--distance")
 
 
 def _levels(text: str) -> list[float]:
@@ -99,7 +99,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     m = sub.add_parser("marginals", help="reconstruct hidden attributes from noisy marginals")
     m.add_argument("--rhos", type=_levels, default=[0.01, 0.1, 1.0, 10.0], help="comma-separated distinct ρ values of ρ-zCDP, each finite one in [1e-8, 1e8] (inf: no noise); at most 100 values (default: 0.01,0.1,1,10)")
     m.add_argument("--attributes", type=_names, default=MARGINAL_ATTRIBUTES, help=f"released attributes (default: {MARGINAL_ATTRIBUTES})")
-    m.add_argument("--hidden", type=_names, default=MARGINAL_HIDDEN, help=f"attributes to reconstruct; the attack's memory grows as n x H^2 with H the number of their value combinations, and a run needing more than 2 GiB is refused (4 hidden attributes of Fair at n = 100 fit, 5 do not) (default: {MARGINAL_HIDDEN})")
+    m.add_argument("--hidden", dest="hidden_attributes", type=_names, default=MARGINAL_HIDDEN, help=f"attributes to reconstruct; the attack's memory grows as n x H^2 with H the number of their value combinations, and a run needing more than 2 GiB is refused (4 hidden attributes of Fair at n = 100 fit, 5 do not) (default: {MARGINAL_HIDDEN})")
     m.add_argument("--distance", type=nonnegative_int, default=0, help="Hamming distance d of a success (0: exact), below the hidden count")
     m.add_argument("--way", type=count, default=2, help="k of the k-way marginals, at most the attribute count")
     m.add_argument("--num-targets", type=count, default=100, help="n target rows, fewer than the table's rows")

@@ -26,7 +26,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--epsilon", type=float, help="ε of ε-DP or (ε, δ)-DP (default: none; give it or --gdp-mu)")
     privacy = p.add_mutually_exclusive_group()
     privacy.add_argument("--delta", type=float, default=0.0, help="δ of (ε, δ)-DP (default 0)")
-    privacy.add_argument("--gdp-mu", type=float, dest="gdp_mu", help="μ of μ-GDP (f-DP bound; default: none)")
+    privacy.add_argument("--gdp-mu", type=float, dest="mu", help="μ of μ-GDP (f-DP bound; default: none)")
     prior = p.add_mutually_exclusive_group()
     prior.add_argument("--uniform", type=int, metavar="K", help="uniform prior over K values (one of the three priors is required; default: none)")
     prior.add_argument("--zipf", metavar="S,N", help="Zipf prior with exponent S over N values (default: none)")
@@ -51,7 +51,7 @@ def config(args: argparse.Namespace) -> Any:
     from jaxaudit.pipelines import BoundsConfig
 
     prior = f"uniform:{args.uniform}" if args.uniform is not None else None if args.zipf is None else f"zipf:{args.zipf}"
-    return BoundsConfig(epsilon=args.epsilon, delta=args.delta, gdp_mu=args.gdp_mu, prior=prior, priors_file=args.priors, targets=args.targets, attempts=args.attempts,
+    return BoundsConfig(epsilon=args.epsilon, delta=args.delta, mu=args.mu, prior=prior, priors_file=args.priors, targets=args.targets, attempts=args.attempts,
                         gamma=args.gamma, max_success=args.max_success, max_count=args.max_count, tail_curve=args.plot is not None)
 
 
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
               f"{args.targets * SECONDS_PER_TARGET / 60:.0f} min (2-core AMD EPYC)…", file=sys.stderr)
     with as_flags(priors_file="--priors", prior=prior_flag,
                   max_success="--max-success", max_count="--max-count", tail_curve="--plot",
-                  gdp_mu="--gdp-mu", epsilon="--epsilon", delta="--delta", gamma="--gamma",
+                  mu="--gdp-mu", epsilon="--epsilon", delta="--delta", gamma="--gamma",
                   targets="--targets", attempts="--attempts"):
         try:
             result = run_bounds(config(args))

@@ -12,7 +12,7 @@
   * :func:`blank_canary`, :func:`worst_case_label`, :func:`pretrain` — the worst-case setting.
   * :func:`canary_runs`, :func:`train_run` — R runs with and R without the canary, one vmapped
     call, and its traceable unit.
-  * :func:`audit_dpsgd`, :class:`OrderAudit` — DV lower bounds next to the accountant and baselines.
+  * :func:`audit_dpsgd`, :class:`DpsgdAudit` — DV lower bounds next to the accountant and baselines.
   * :func:`one_run_audit`, :class:`OneRunConfig` — a one-run audit: m canaries (input or Dirac
     gradient) included by fair coins in ONE training run, every score-based bound beside the
     accountant (traceable unit: ``one_run.one_run_scores``).
@@ -22,7 +22,7 @@ Helpers stay importable from their modules: ``private_aggregate`` (``clip_and_su
 (``canary_score``, ``ParamsInit``), ``models`` (``MODELS``), ``scores`` (score files).
 """
 
-from jaxaudit.dpsgd.audit import OrderAudit, audit_dpsgd
+from jaxaudit.dpsgd.audit import DpsgdAudit, audit_dpsgd
 from jaxaudit.dpsgd.canary import blank_canary, worst_case_label
 from jaxaudit.dpsgd.canary_training import canary_runs, train_run
 from jaxaudit.dpsgd.config import DpsgdConfig
@@ -33,11 +33,11 @@ from jaxaudit.dpsgd.private_aggregate import dp_aggregate, dp_noisy_sum, per_exa
 from jaxaudit.dpsgd.private_step import clipped_gradient_sum, dp_gradient_step, make_private_step
 
 __all__ = [
+    "DpsgdAudit",
     "DpsgdConfig",
     "LogisticRegression",
     "MLP",
     "OneRunConfig",
-    "OrderAudit",
     "SmallCNN",
     "audit_dpsgd",
     "blank_canary",

@@ -14,14 +14,14 @@ References:
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 import numpy as np
 from jax.typing import ArrayLike
 
 from jaxaudit._validation import check_finite, check_orders, check_probability
-from jaxaudit.accounting import rdp_epsilons
+from jaxaudit.accounting import RdpCurve
 from jaxaudit.renyi import (
     estimate_renyi,
     gdp_epsilon_lower_bound,
@@ -29,11 +29,15 @@ from jaxaudit.renyi import (
 )
 from jaxaudit.stats import gdp_to_rdp
 
-__all__ = ["OrderAudit", "audit_dpsgd"]
+if TYPE_CHECKING:
+    from jaxaudit.renyi import CriticConfig
+
+__all__ = ["DpsgdAudit", "audit_dpsgd"]
 
 
-class OrderAudit(NamedTuple):
-    """One order's audit (RDP units, Mironov's ε_α).
+class DpsgdAudit(NamedTuple):
+    """The audit at K orders (RDP units, Mironov's ε_α): every field a float64 numpy array of
+    shape (K,), entry i for ``order[i]`` (:meth:`per_order` gives one row per order).
 
     Attributes:
       order: α.
@@ -44,8 +48,8 @@ class OrderAudit(NamedTuple):
       gdp_lower: α μ_lo²/2 from the GDP threshold baseline (its ε at δ is in ``gdp_epsilon``).
       threshold_lower: rigorous RDP lower bound of the threshold test.
       gdp_epsilon: the GDP baseline's (ε, δ) lower bound at the ``delta`` of the call (the unit
-        Annamalai & De Cristofaro report).
-      gdp_mu: the GDP baseline's μ lower bound (their μ_emp).
+        Annamalai & De Cristofaro report; the same at every order).
+      mu: the GDP baseline's μ lower bound (their μ_emp; the same at every order).
       violation: True when a rigorous lower bound (dv_lower, gdp_lower, threshold_lower) exceeds
         the accountant (beyond 1e-9 relative). Each bound holds with probability
         ``confidence`` on its own, so one flag is a false alarm with probability
@@ -56,72 +60,92 @@ class OrderAudit(NamedTuple):
         critic's training variability is not in it).
     """
 
-    order: float
-    accountant: float
-    dv_point: float
-    dv_lower: float
-    gdp_lower: float
-    threshold_lower: float
-    gdp_epsilon: float
-    gdp_mu: float
-    violation: bool
-    dv_se: float = float("nan")
+    order: np.ndarray
+    accountant: np.ndarray
+    dv_point: np.ndarray
+    dv_lower: np.ndarray
+    gdp_lower: np.ndarray
+    threshold_lower: np.ndarray
+    gdp_epsilon: np.ndarray
+    mu: np.ndarray
+    violation: np.ndarray
+    dv_se: np.ndarray
+
+    def per_order(self) -> list[DpsgdAudit]:
+        """One :class:`DpsgdAudit` per order, its fields Python numbers (a table's rows)."""
+        return [DpsgdAudit(*(np.asarray(f)[i].item() for f in self))
+                for i in range(np.size(self.order))]
 
 
-def audit_dpsgd(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, orders: ArrayLike, *,
-                accountant_params: dict, confidence: float = 0.95, delta: ArrayLike = 1e-5,
-                bound: str = "bernstein", config: Any = None) -> list[OrderAudit]:
-    """Lower-bound ε_α of the audited training from in/out canary scores, for each order.
+def audit_dpsgd(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike,
+                accountant: RdpCurve, *, confidence: float = 0.95, delta: ArrayLike = 1e-5,
+                radius: str = "bernstein", critic: CriticConfig | None = None) -> DpsgdAudit:
+    """Lower-bound ε_α of the audited training from in/out canary scores, at each order of the
+    guarantee it claims.
 
     Every lower bound holds with the same probability ``confidence`` (failure probability
     1 − confidence): ``estimate_renyi(..., confidence=confidence)`` (held-out split, both
     directions), and the threshold baselines with Clopper–Pearson bounds at ``confidence``
     (threshold chosen on a separate split). The statements hold per order and per method; see
-    :class:`OrderAudit` ``violation`` for the family-wise (Bonferroni) reading.
+    :class:`DpsgdAudit` ``violation`` for the family-wise (Bonferroni) reading.
 
     Args:
       key: PRNG key for the DV estimator.
       in_scores: (R,) scores of runs with the canary; out_scores: (R',) without.
-      orders: one order α > 1 or a sequence of them.
-      accountant_params: ``dict(noise_multiplier=σ, sampling_rate=q, steps=T)``.
+      accountant: the audited guarantee, the accountant's add/remove RDP curve at the orders
+        to audit (α > 1), e.g. ``RdpCurve(orders, rdp_epsilons(orders=orders,
+        noise_multiplier=σ, sampling_rate=q, steps=T), "add_remove")``.
       confidence: coverage of every lower bound, in (0, 1).
-      delta: δ of the GDP baseline's (ε, δ) statement.
-      bound: DV confidence bound, "bernstein" or "hoeffding" (see ``estimate_renyi``).
-      config: ``jaxaudit.renyi.CriticConfig`` for the DV critic.
+      delta: δ of the GDP baseline's (ε, δ) statement (DP's δ).
+      radius: the DV bound's concentration radius, "bernstein" or "hoeffding" (see
+        ``estimate_renyi``).
+      critic: ``jaxaudit.renyi.CriticConfig`` for the DV critic (default: its defaults).
 
     Returns:
-      A list of :class:`OrderAudit`, one per order.
+      A :class:`DpsgdAudit`, arrays of shape (K,) over the curve's orders.
+
+    Examples:
+      >>> import jax, numpy as np
+      >>> from jaxaudit.accounting import RdpCurve, rdp_epsilons
+      >>> from jaxaudit.dpsgd import audit_dpsgd
+      >>> orders = np.array([2.0, 4.0])
+      >>> curve = RdpCurve(orders, rdp_epsilons(orders=orders, noise_multiplier=1.0,
+      ...                                       sampling_rate=1.0, steps=1), "add_remove")
+      >>> rng = np.random.default_rng(0)
+      >>> audit = audit_dpsgd(jax.random.key(0), rng.normal(1.0, 1.0, 400),
+      ...                     rng.normal(0.0, 1.0, 400), curve)
+      >>> audit.order.shape, bool(audit.violation.any())
+      ((2,), False)
     """
     in_s = check_finite("in_scores", in_scores)
     out_s = check_finite("out_scores", out_scores)
     for name, arr in (("in_scores", in_s), ("out_scores", out_s)):
         if arr.ndim != 1:
             raise ValueError(f"{name} must be 1-D (one score per run), got shape {arr.shape}")
-    orders_arr = check_orders("orders", orders)
+    if not isinstance(accountant, RdpCurve):
+        raise TypeError(f"accountant must be a jaxaudit.accounting.RdpCurve (the audited "
+                        f"guarantee), got {type(accountant).__name__}")
+    if accountant.relation != "add_remove":
+        raise ValueError(f"accountant.relation must be 'add_remove' (a canary is added or "
+                         f"removed), got {accountant.relation!r}")
+    accountant.validate()
+    orders_arr = np.atleast_1d(check_orders("accountant.orders", accountant.orders))
+    upper = np.atleast_1d(np.asarray(accountant.epsilons, np.float64))
     confidence = float(check_probability("confidence", confidence, open_low=True,
                                          open_high=True))
-    if not isinstance(accountant_params, dict) or set(accountant_params) != {
-        "noise_multiplier", "sampling_rate", "steps"
-    }:
-        raise ValueError("accountant_params must be dict(noise_multiplier=..., sampling_rate=..., "
-                         f"steps=...), got {accountant_params!r}")
-    accountant = np.asarray(rdp_epsilons(orders=orders_arr, **accountant_params), np.float64)
     est = estimate_renyi(key, in_s, out_s, orders_arr.astype(np.float32),
-                         confidence=confidence,
-                         bound=bound, config=config)
+                         confidence=confidence, radius=radius, config=critic)
     dv_point = np.atleast_1d(np.asarray(jax.device_get(est.point), np.float64))
     dv_lower = np.atleast_1d(np.asarray(jax.device_get(est.lower), np.float64))
     dv_se = np.atleast_1d(np.asarray(jax.device_get(est.point_se), np.float64))
     # the threshold baselines' held-out split is drawn (on the host) from the same key
     gdp = gdp_epsilon_lower_bound(key, in_s, out_s, delta, confidence=confidence)
-    thr = np.atleast_1d(threshold_renyi_lower_bound(key, in_s, out_s, orders_arr,
-                                                    confidence=confidence))
-    records = []
-    for i, a in enumerate(orders_arr):
-        gdp_rdp = float(gdp_to_rdp(gdp.mu, a))
-        lowers = np.array([max(dv_lower[i], 0.0), gdp_rdp, thr[i]])
-        violation = bool((lowers > accountant[i] * (1 + 1e-9) + 1e-12).any())
-        records.append(OrderAudit(float(a), float(accountant[i]), float(dv_point[i]),
-                                  float(dv_lower[i]), gdp_rdp, float(thr[i]), float(gdp.epsilon),
-                                  float(gdp.mu), violation, float(dv_se[i])))
-    return records
+    thr = np.atleast_1d(np.asarray(threshold_renyi_lower_bound(
+        key, in_s, out_s, orders_arr, confidence=confidence), np.float64))
+    order = orders_arr.astype(np.float64)
+    gdp_rdp = np.array([float(gdp_to_rdp(gdp.mu, a)) for a in order], np.float64)
+    lowers = np.stack([np.maximum(dv_lower, 0.0), gdp_rdp, thr])
+    violation = np.asarray((lowers > upper * (1 + 1e-9) + 1e-12).any(axis=0))
+    k = order.shape[0]
+    return DpsgdAudit(order, upper, dv_point, dv_lower, gdp_rdp, thr,
+                      np.full(k, float(gdp.epsilon)), np.full(k, float(gdp.mu)), violation, dv_se)

@@ -118,21 +118,21 @@ class MLP(nn.Module):
 
     Example:
       >>> import jax, jax.numpy as jnp
-      >>> model = MLP(hidden=(16,), num_classes=3)
+      >>> model = MLP(hidden_dims=(16,), num_classes=3)
       >>> params = model.init(jax.random.key(0), jnp.zeros((1, 5)))
       >>> model.apply(params, jnp.zeros((4, 5))).shape
       (4, 3)
     """
 
-    hidden: Sequence[int] = (32,)
+    hidden_dims: Sequence[int] = (32,)
     num_classes: int = 10
 
     @nn.compact
     def __call__(self, x: jax.Array | np.ndarray) -> jax.Array:
         x = jnp.asarray(x, jnp.float32).reshape((x.shape[0], -1))
-        for i, width in enumerate(self.hidden):
+        for i, width in enumerate(self.hidden_dims):
             x = jnp.tanh(nn.Dense(width, name=f"dense{i}")(x))
-        return nn.Dense(self.num_classes, name=f"dense{len(self.hidden)}")(x)
+        return nn.Dense(self.num_classes, name=f"dense{len(self.hidden_dims)}")(x)
 
 
 class LogisticRegression(nn.Module):
@@ -250,7 +250,7 @@ def layer_program(model: nn.Module) -> _Program | None:
     if isinstance(model, CifarCNN):
         return _cifar_program()
     if isinstance(model, MLP):
-        n = len(model.hidden)
+        n = len(model.hidden_dims)
         layers = [Layer(f"dense{i}", "dense", jnp.tanh) for i in range(n)]
         layers.append(Layer(f"dense{n}", "dense", lambda z: z))
         return (lambda x: jnp.asarray(x, jnp.float32).reshape((x.shape[0], -1))), layers
@@ -283,11 +283,11 @@ MODELS = ("cnn", "mlp", "logreg", "cifar_cnn")
 
 
 def model_by_name(name: str) -> nn.Module:
-    """``"cnn"`` → :class:`SmallCNN`, ``"mlp"`` → ``MLP(hidden=(32,))``, ``"logreg"``,
+    """``"cnn"`` → :class:`SmallCNN`, ``"mlp"`` → ``MLP(hidden_dims=(32,))``, ``"logreg"``,
     ``"cifar_cnn"`` → :class:`CifarCNN` (the CIFAR-10 CNN of Annamalai & De Cristofaro, arXiv
     2405.14106)."""
     check_choice("model", name, MODELS)
     factories: dict[str, Callable[[], nn.Module]] = {
-        "cnn": SmallCNN, "mlp": lambda: MLP(hidden=(32,)), "logreg": LogisticRegression,
+        "cnn": SmallCNN, "mlp": lambda: MLP(hidden_dims=(32,)), "logreg": LogisticRegression,
         "cifar_cnn": CifarCNN}
     return factories[name]()

@@ -121,14 +121,14 @@ class NodeDp(NamedTuple):
 
 
 class _Head(nn.Module):
-    """Dense(hidden) → ReLU → Dense(num_classes), applied row by row."""
+    """Dense(hidden_dim) → ReLU → Dense(num_classes), applied row by row."""
 
     num_classes: int
-    hidden: int
+    hidden_dim: int
 
     @nn.compact
     def __call__(self, u: jax.Array) -> jax.Array:
-        h = nn.relu(nn.Dense(self.hidden)(u))
+        h = nn.relu(nn.Dense(self.hidden_dim)(u))
         return nn.Dense(self.num_classes)(h)
 
 
@@ -136,15 +136,15 @@ class NodeMLP(nn.Module):
     """Features-only MLP: logits_i = MLP(x_i) (edges ignored); each node is one example.
 
     Attributes:
-      num_classes: outputs per node; hidden: width of the hidden layer (default 64).
+      num_classes: outputs per node; hidden_dim: width of the hidden layer (default 64).
     """
 
     num_classes: int
-    hidden: int = 64
+    hidden_dim: int = 64
     hops: int = 0
 
     def setup(self) -> None:
-        self.head = _Head(self.num_classes, self.hidden)
+        self.head = _Head(self.num_classes, self.hidden_dim)
 
     def __call__(self, graph: jraph.GraphsTuple, training: bool = False) -> jax.Array:
         del training
@@ -163,15 +163,15 @@ class CappedGCN(nn.Module):
     first (:func:`cap_degrees`).
 
     Attributes:
-      num_classes: outputs per node; hidden: MLP width (default 64); hops: r ≥ 1 (default 1).
+      num_classes: outputs per node; hidden_dim: MLP width (default 64); hops: r ≥ 1 (default 1).
     """
 
     num_classes: int
-    hidden: int = 64
+    hidden_dim: int = 64
     hops: int = 1
 
     def setup(self) -> None:
-        self.head = _Head(self.num_classes, self.hidden)
+        self.head = _Head(self.num_classes, self.hidden_dim)
 
     def __call__(self, graph: jraph.GraphsTuple, training: bool = False) -> jax.Array:
         del training

@@ -133,11 +133,11 @@ class _TwoLayer(nn.Module):
     """Two message-passing layers with an activation and dropout between them.
 
     Attributes:
-      num_classes: outputs per node; hidden: width of the hidden layer; dropout: its rate.
+      num_classes: outputs per node; hidden_dim: width of the hidden layer; dropout: its rate.
     """
 
     num_classes: int
-    hidden: int = 64
+    hidden_dim: int = 64
     dropout: float = 0.5
 
     def layers(self) -> _Layers:
@@ -155,7 +155,7 @@ class _TwoLayer(nn.Module):
 
 
 class GCN(_TwoLayer):
-    """Two-layer GCN: conv(F -> hidden), ReLU, dropout, conv(hidden -> num_classes).
+    """Two-layer GCN: conv(F -> hidden_dim), ReLU, dropout, conv(hidden_dim -> num_classes).
 
     Example:
       >>> import jax, jax.numpy as jnp, jraph
@@ -168,18 +168,18 @@ class GCN(_TwoLayer):
     """
 
     def layers(self) -> _Layers:
-        return GCNConv(self.hidden), GCNConv(self.num_classes), nn.relu
+        return GCNConv(self.hidden_dim), GCNConv(self.num_classes), nn.relu
 
 
 class GraphSAGE(_TwoLayer):
     """Two-layer GraphSAGE (mean aggregator): ReLU and dropout between the layers."""
 
     def layers(self) -> _Layers:
-        return SAGEConv(self.hidden), SAGEConv(self.num_classes), nn.relu
+        return SAGEConv(self.hidden_dim), SAGEConv(self.num_classes), nn.relu
 
 
 class GAT(_TwoLayer):
-    """Two-layer GAT: ``heads`` heads of ``hidden // heads`` features (concatenated), ELU,
+    """Two-layer GAT: ``heads`` heads of ``hidden_dim // heads`` features (concatenated), ELU,
     dropout, then one head with ``num_classes`` outputs; dropout 0.6 on the hidden layer and on
     the attention coefficients as in Veličković et al."""
 
@@ -188,10 +188,11 @@ class GAT(_TwoLayer):
     attention_dropout: float = 0.6
 
     def layers(self) -> _Layers:
-        if self.hidden % self.heads:
-            raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
+        if self.hidden_dim % self.heads:
+            raise ValueError(f"hidden_dim ({self.hidden_dim}) must be a multiple of heads "
+                             f"({self.heads})")
         return (
-            GATConv(self.hidden // self.heads, heads=self.heads,
+            GATConv(self.hidden_dim // self.heads, heads=self.heads,
                     attention_dropout=self.attention_dropout),
             GATConv(self.num_classes, heads=1, concat=False,
                     attention_dropout=self.attention_dropout),

@@ -140,7 +140,7 @@ class MarginalsConfig(NamedTuple):
       rhos: distinct ρ of ρ-zCDP, each finite one in [1e-8, 1e8] (inf: no noise); at most
         100 values.
       attributes: released columns of Fair's table (marginals over all ``way``-subsets).
-      hidden: columns to reconstruct (a subset of ``attributes``); memory grows as n × H² with
+      hidden_attributes: columns to reconstruct (a subset of ``attributes``); memory grows as n × H² with
         H their value combinations, and a run needing more than 2 GiB is refused.
       distance: Hamming distance d of a success (0: exact), below the hidden count.
       way: k of the k-way marginals, at most the attribute count.
@@ -153,7 +153,7 @@ class MarginalsConfig(NamedTuple):
 
     rhos: Sequence[float] = (0.01, 0.1, 1.0, 10.0)
     attributes: Sequence[str] = MARGINAL_ATTRIBUTES
-    hidden: Sequence[str] = MARGINAL_HIDDEN
+    hidden_attributes: Sequence[str] = MARGINAL_HIDDEN
     distance: int = 0
     way: int = 2
     num_targets: int = 100
@@ -181,10 +181,10 @@ class AttackSweep(NamedTuple):
       repetition: (R,) int, the repetition r of each run (its key is ``unit_key(key(seed), r)``).
       attack: the :class:`jaxaudit.attacks.AttackResult` of the main attack (for secrets: of the
         main ``scoring``), every field stacked over the runs (leading axis R): ``successes`` are
-        MEASURED counts, ``baseline`` the EXPECTED count without the model, ``bound`` and
-        ``bound_eps_delta`` level-γ UPPER BOUNDS v_γ on the count, ``top_bound``/
-        ``median_bound`` single-target posterior UPPER BOUNDS; ``epsilon``, ``noise`` the
-        mechanism's.
+        MEASURED counts, ``baseline`` the EXPECTED count without the model, ``count_bound`` and
+        ``count_bound_approx_dp`` level-γ UPPER BOUNDS v_γ on the count, ``top_bound``/
+        ``median_bound`` single-target posterior UPPER BOUNDS; ``epsilon``,
+        ``noise_multiplier`` the mechanism's.
       scorings: the scorings computed on every model (secrets; ``"reference"`` only with
         pretraining); ``()`` for marginals.
       scoring_successes: (R, len(scorings)) int, MEASURED successes of each scoring.
@@ -349,7 +349,8 @@ def check_marginals_config(config: MarginalsConfig, run_dir: str | Path | None =
     check_instance("config", config, MarginalsConfig)
     _check_common(config, run_dir, config.delta)
     _check_levels("rhos", config.rhos, MAX_RHO, MIN_RHO)
-    check_marginals_arguments(load_fair(), attributes=config.attributes, hidden=config.hidden,
+    check_marginals_arguments(load_fair(), attributes=config.attributes,
+                              hidden_attributes=config.hidden_attributes,
                               way=config.way, num_targets=config.num_targets,
                               distance=config.distance)
 
@@ -518,7 +519,7 @@ def run_marginals(config: MarginalsConfig, run_dir: str | Path | None = None, *,
     def compute(rho: float, rep: int, run: RunDir | None) -> dict:
         result = marginals_reconstruction(
             unit_key(jax.random.key(config.seed), rep), rho=rho, attributes=list(config.attributes),
-            hidden=list(config.hidden), distance=config.distance, way=config.way,
+            hidden_attributes=list(config.hidden_attributes), distance=config.distance, way=config.way,
             num_targets=config.num_targets, delta=config.delta, gamma=config.gamma)
         return {k: np.asarray(v) for k, v in result._asdict().items()}
 
@@ -528,7 +529,7 @@ def run_marginals(config: MarginalsConfig, run_dir: str | Path | None = None, *,
     result = AttackSweep(
         "rho", levels, reps, attack, (), by_scoring,
         f"marginals reconstruction (Fair), {config.way}-way, hidden "
-        f"{','.join(config.hidden)}, Hamming ≤ {config.distance}; n = {config.num_targets}")
+        f"{','.join(config.hidden_attributes)}, Hamming ≤ {config.distance}; n = {config.num_targets}")
     if run is not None and len(levels) == len(plan):
         report.write_summary(run, result)
     return result

@@ -36,7 +36,7 @@ import numpy as np
 
 from jaxaudit._validation import check_instance, check_integer, check_output_dir
 from jaxaudit._validation.core import check_config_fields
-from jaxaudit.bmp import AuditConfig, NutsConfig
+from jaxaudit.bmp import AuditConfig, NutsConfig, PosteriorModel
 from jaxaudit.pipelines.lifecycle import bounded, open_run, stored_config
 from jaxaudit.pipelines.shadow_models import (
     ShadowConfig,
@@ -62,7 +62,8 @@ MAX_DRAW_BYTES = 4 * 2**30     # the posterior draws of one node chunk
 BYTES_PER_DRAW = 16            # (eps_L, eps_R) in float32, with the sampler's copies
 #: The audit of ``jaxaudit bmp``: the library's, with the "uniform" attack prior named and NUTS
 #: in vmapped chunks of 1024 nodes (bounds memory).
-DEFAULT_AUDIT = AuditConfig(attack_prior="uniform", nuts=NutsConfig(chunk_size=1024))
+DEFAULT_AUDIT = AuditConfig(model=PosteriorModel(attack_prior="uniform"),
+                            nuts=NutsConfig(chunk_size=1024))
 
 
 class BmpConfig(NamedTuple):
@@ -107,9 +108,10 @@ class BmpResult(NamedTuple):
     """The result of :func:`run_bmp`.
 
     Attributes:
-      audit: the ``jaxaudit.bmp.BmpAudit``: ``certified_l``/``certified_r`` are BOUNDS (jointly
-        per node at ``confidence``, whatever the attack); ``eps_l``/``eps_r`` (posterior
-        quantiles under the attack prior), ``eps_mp``, ``jeffreys_l``/``jeffreys_r``, ``auc``,
+      audit: the ``jaxaudit.bmp.BmpAudit``: ``certified_left``/``certified_right`` are BOUNDS
+        (jointly per node at ``confidence``, whatever the attack); ``epsilon_left``/
+        ``epsilon_right`` (posterior quantiles under the attack prior), ``epsilon_mp``,
+        ``jeffreys_left``/``jeffreys_right``, ``auc``,
         ``global_auc``, ``global_tpr`` (TPR at 1% and 0.1% FPR of ``attack``) are ESTIMATES;
         ``counts`` are the measured error counts. None only with a ``Sweep(worker=...)`` while
         shadow chunks or posterior units are missing.
@@ -362,7 +364,7 @@ def run_bmp(config: BmpConfig, run_dir: str | Path | None = None, *,
                            eta_se=pri["eta_se"], degree=node_degrees(graph))
     table = bmp.audit_table(audit)
     summary = bmp.audit_summary(audit) | {"attack_prior": bmp.likelihood.as_attack_prior(
-        audit_config.attack_prior).describe()}
+        audit_config.model.attack_prior).describe()}
     result = BmpResult(audit, table, summary, stored, path)
     if run is not None:
         report.write_report(run, result, bmp.most_leaking(audit, 20), compare)

@@ -47,7 +47,8 @@ from jaxaudit.bounds import (
 from jaxaudit.bounds.registry import prior_by_name
 from jaxaudit.pipelines.lifecycle import open_run, stored_config
 from jaxaudit.report import bounds as report
-from jaxaudit.runs import Progress, Sweep, load_npy
+from jaxaudit.runs import Progress, Sweep
+from jaxaudit.runs.arrays import load_npy
 
 __all__ = ["BoundsConfig", "BoundsResult", "MAX_TARGETS", "run_bounds"]
 
@@ -73,7 +74,7 @@ class BoundsConfig(NamedTuple):
     Attributes:
       epsilon: ε of ε-DP or (ε, δ)-DP (under μ-GDP only where β(ε, κ) is reported).
       delta: δ ∈ [0, 1) of (ε, δ)-DP.
-      gdp_mu: μ > 0 of μ-GDP (f-DP bound).
+      mu: μ > 0 of μ-GDP (f-DP bound).
       prior: a prior by name, ``"uniform:K"`` or ``"zipf:S,N"``
         (:func:`jaxaudit.bounds.registry.prior_by_name`); give it or ``priors_file``.
       priors_file: per-target baseline success p_i, ``.npy`` or text (one number per line).
@@ -88,7 +89,7 @@ class BoundsConfig(NamedTuple):
 
     epsilon: float | None = None
     delta: float = 0.0
-    gdp_mu: float | None = None
+    mu: float | None = None
     prior: str | None = None
     priors_file: str | None = None
     targets: int | None = None
@@ -149,16 +150,16 @@ def _check_config(config: BoundsConfig) -> BoundsConfig:
     inverse = c.max_success is not None or c.max_count is not None
     if c.max_success is not None and c.max_count is not None:
         raise ValueError("give max_success or max_count, not both")
-    if inverse and (c.epsilon is not None or c.gdp_mu is not None):
+    if inverse and (c.epsilon is not None or c.mu is not None):
         raise ValueError("max_success and max_count find ε: give neither epsilon nor "
-                         "gdp_mu with them")
+                         "mu with them")
     if inverse and check_bool("tail_curve", c.tail_curve):
         raise ValueError("tail_curve describes the bounds at a given ε; it does not apply "
                          "to max_success or max_count")
-    if not inverse and c.epsilon is None and c.gdp_mu is None:
-        raise ValueError("give epsilon (ε-DP or (ε, δ)-DP) or gdp_mu (μ-GDP)")
-    if c.gdp_mu is not None and c.delta:
-        raise ValueError("delta is the δ of (ε, δ)-DP; give it or gdp_mu, not both")
+    if not inverse and c.epsilon is None and c.mu is None:
+        raise ValueError("give epsilon (ε-DP or (ε, δ)-DP) or mu (μ-GDP)")
+    if c.mu is not None and c.delta:
+        raise ValueError("delta is the δ of (ε, δ)-DP; give it or mu, not both")
     if (c.prior is None) == (c.priors_file is None):
         raise ValueError("give prior (a prior by name, e.g. 'uniform:10') or priors_file, "
                          "exactly one")
@@ -173,8 +174,8 @@ def _check_config(config: BoundsConfig) -> BoundsConfig:
     if c.epsilon is not None:
         check_nonnegative("epsilon", c.epsilon)
     check_probability("delta", c.delta, open_high=True)
-    if c.gdp_mu is not None:
-        check_positive("gdp_mu", c.gdp_mu)
+    if c.mu is not None:
+        check_positive("mu", c.mu)
     check_probability("gamma", c.gamma, open_low=True, open_high=True)
     if c.max_success is not None:
         check_probability("max_success", c.max_success)
@@ -251,7 +252,7 @@ def _compute(c: BoundsConfig, priors: np.ndarray, prior: str,
     if c.max_count is not None:
         eps = epsilon_for_count(priors, c.max_count, gamma=c.gamma, delta=c.delta)
         return BoundsResult(c, prior, priors, uniform_support, None, eps, None, None)
-    privacy = PrivacyModel(epsilon=c.epsilon, delta=c.delta, gdp_mu=c.gdp_mu)
+    privacy = PrivacyModel(epsilon=c.epsilon, delta=c.delta, mu=c.mu)
     summary = summarize_bounds(priors, privacy, gamma=c.gamma, uniform_support=uniform_support,
                                attempts=c.attempts)
     tail_v = tail = None

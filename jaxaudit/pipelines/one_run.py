@@ -210,7 +210,7 @@ def run_one_run(config: OneRunAuditConfig, run_dir: str | Path | None = None, *,
             warnings.warn(note, UserWarning, stacklevel=2)
         result = OneRunResult(res.scores, res.included, sigma, res.accountant_epsilon,
                               float(b.one_run), float(b.fdp_one_run_mu), float(b.fdp_one_run),
-                              float(b.clopper_pearson), float(b.gdp_mu), float(b.gdp_epsilon),
+                              float(b.clopper_pearson), float(b.mu), float(b.gdp_epsilon),
                               minutes, None if run is None else run.path, note)
         if run is not None:
             run.plan(["run"])

@@ -40,7 +40,7 @@ from jaxaudit._validation import (
     check_score_vector,
 )
 from jaxaudit._validation.core import check_config_fields
-from jaxaudit.accounting import noise_for_epsilon, rdp_epsilons
+from jaxaudit.accounting import RdpCurve, noise_for_epsilon, rdp_epsilons
 from jaxaudit.datasets.audit_split import AUDIT_DATASETS, audit_data
 from jaxaudit.dpsgd import DpsgdConfig
 from jaxaudit.dpsgd.config import check_dpsgd_config
@@ -190,7 +190,7 @@ class RdpResult(NamedTuple):
       in_scores, out_scores: (R,) scores of the runs with and without the canary.
       noise_multiplier: σ of the audited training.
       canary_label: the canary's label (None in the scores mode).
-      records: one :class:`jaxaudit.dpsgd.OrderAudit` per order (empty when ``complete`` is
+      records: one :class:`jaxaudit.dpsgd.DpsgdAudit` per order (empty when ``complete`` is
         False).
       rows: one dict per order (:func:`audit_rows`).
       epsilon_at_delta: the ε-at-δ rows (:func:`jaxaudit.report.rdp.epsilon_table`).
@@ -288,9 +288,9 @@ def audit_scores(key: jax.Array, in_scores: ArrayLike, out_scores: ArrayLike, *,
     # one key for every held-out split: the GDP baseline of the ε-at-δ table and the GDP
     # threshold test of the score-based bounds are then one test with one number
     audit_key = stream_key(key, "audit")
-    records = dpsgd.audit_dpsgd(audit_key, in_s, out_s, orders_arr,
-                                accountant_params=accountant_params, confidence=confidence,
-                                delta=delta)
+    records = dpsgd.audit_dpsgd(audit_key, in_s, out_s, RdpCurve(orders_arr, rdp_epsilons(
+        orders=orders_arr, **accountant_params), "add_remove"), confidence=confidence,
+                                delta=delta).per_order()
     upper = accountant_epsilon(**accountant_params, delta=delta, accountant=accountant)
     cp = clopper_pearson_epsilon_lower_bound(audit_key, in_s, out_s, delta,
                                              confidence=confidence)

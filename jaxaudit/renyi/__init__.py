@@ -35,7 +35,6 @@ from jaxaudit.renyi.threshold_tests import (
     threshold_renyi_lower_bound,
 )
 from jaxaudit.renyi.training import (
-    PAPER_BOUNDED_CRITIC_CONFIG,
     PAPER_CRITIC_CONFIG,
     CriticConfig,
     TrainHistory,
@@ -43,7 +42,6 @@ from jaxaudit.renyi.training import (
 )
 
 __all__ = [
-    "PAPER_BOUNDED_CRITIC_CONFIG",
     "PAPER_CRITIC_CONFIG",
     "CriticConfig",
     "EmaLogMeanExpState",

@@ -30,7 +30,7 @@ worlds; s = 1 − confidence):
 
 With probability ≥ 1 − s the true (q, p) lies in C = (box_Q ∩ simplex) × (box_P ∩ simplex), so
 min_C D_α(q‖p) and min_C D_α(p‖q), and their maximum, are lower bounds of max(D_α(Q‖P),
-D_α(P‖Q)) at level 1 − s (one event serves both directions). The direction of each one-sided
+D_α(P‖Q)) at confidence 1 − s (one event serves both directions). The direction of each one-sided
 bound is the one the minimiser pushes against (it moves q towards p), and the empirical
 frequencies always lie in C, so C is never empty. With k = 2 the single kept bin of a world is
 the threshold test's rate, the set is the threshold test's rectangle, and the bound is

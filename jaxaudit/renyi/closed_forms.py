@@ -39,7 +39,7 @@ def _gaussian_renyi(shift, sigma, alpha):
     return jnp.where(shift == 0, jnp.zeros_like(value), value)
 
 
-def gaussian_renyi(shift: ArrayLike, sigma: ArrayLike, order: ArrayLike) -> jax.Array:
+def gaussian_renyi(shift: ArrayLike, scale: ArrayLike, order: ArrayLike) -> jax.Array:
     """D_α(N(Δ, σ² I) ‖ N(0, σ² I)) = α Δ² / (2σ²), Δ the Euclidean norm of the shift.
 
     The formula holds for every α ∈ [1, ∞]: α = 1 is KL = Δ²/(2σ²) and α = ∞ is ∞ for Δ > 0
@@ -47,7 +47,7 @@ def gaussian_renyi(shift: ArrayLike, sigma: ArrayLike, order: ArrayLike) -> jax.
 
     Args:
       shift: Δ ≥ 0 (norm of the mean difference).
-      sigma: σ > 0.
+      scale: the standard deviation σ > 0 (the scale, as ``laplace_renyi``'s b).
       order: order α ∈ [1, ∞] (broadcasts with the others).
 
     Returns:
@@ -57,12 +57,12 @@ def gaussian_renyi(shift: ArrayLike, sigma: ArrayLike, order: ArrayLike) -> jax.
       >>> float(gaussian_renyi(1.0, 1.0, 2.0))
       1.0
     """
-    if not is_traced(shift, sigma, order):
+    if not is_traced(shift, scale, order):
         check_nonnegative("shift", shift)
-        check_positive("sigma", sigma)
+        check_positive("scale", scale)
         check_order_limits("order", order)
-        check_broadcast(shift=shift, sigma=sigma, order=order)
-    return _gaussian_renyi(*float_arrays(shift, sigma, order))
+        check_broadcast(shift=shift, scale=scale, order=order)
+    return _gaussian_renyi(*float_arrays(shift, scale, order))
 
 
 def _laplace_renyi(shift, scale, alpha):

@@ -5,9 +5,10 @@ g ∈ [lo, hi] on the test split,
 
     A = E_Q[e^{(α−1)g}],  B = E_P[e^{αg}],  D_α(Q‖P) ≥ J_α(g) = α/(α−1) log A − log B,
 
-and with probability ≥ 1 − δ (δ/2 per term, one-sided) A ≥ A_lo and B ≤ B_hi, where the radii
-are Hoeffding's, range·sqrt(log(2/δ)/(2n)), or the empirical Bernstein bound of Maurer & Pontil
-(Theorem 4), sqrt(2 V̂ log(4/δ)/n) + 7 range log(4/δ)/(3(n−1)). Hence
+and with probability ≥ 1 − β (β = 1 − confidence, the failure probability; β/2 per term,
+one-sided) A ≥ A_lo and B ≤ B_hi, where the radii are Hoeffding's, range·sqrt(log(2/β)/(2n)),
+or the empirical Bernstein bound of Maurer & Pontil
+(Theorem 4), sqrt(2 V̂ log(4/β)/n) + 7 range log(4/β)/(3(n−1)). Hence
 ε_α ≥ α/(α−1) log A_lo − log B_hi. Everything is computed after dividing by the largest possible
 value (e^{(α−1)hi}, e^{α hi}), so the variables lie in [e^{−(α−1)(hi−lo)}, 1] and nothing
 overflows. A_lo is never below the smallest possible value of A (a deterministic bound), so the
@@ -16,8 +17,8 @@ result is always finite (possibly very negative = vacuous), never NaN.
 Class-restricted ("theory") radius, the shape of Kim–Alabi–Varshney Theorem 3.2: for |g| ≤ M
 and Rademacher complexity R_n(G),
 
-    |D̂ − D_G| ≤ α/(α−1) e^{(α−1)M} [2(α−1) e^{(α−1)M} R_{n_Q} + 2 sinh((α−1)M) sqrt(log(4/δ)/(2n_Q))]
-              + e^{αM} [2α e^{αM} R_{n_P} + 2 sinh(αM) sqrt(log(4/δ)/(2n_P))],
+    |D̂ − D_G| ≤ α/(α−1) e^{(α−1)M} [2(α−1) e^{(α−1)M} R_{n_Q} + 2 sinh((α−1)M) sqrt(log(4/β)/(2n_Q))]
+              + e^{αM} [2α e^{αM} R_{n_P} + 2 sinh(αM) sqrt(log(4/β)/(2n_P))],
 
 with R_n bounded by the norm-based bound of Golowich, Rakhlin & Shamir (2018) for ReLU networks.
 Its O(e^{2αM}/√n) rate is minimax-optimal up to logs (their Theorem 3.3) but the constants make it
@@ -57,14 +58,14 @@ from jaxaudit.stats.numerics import float_arrays
 from jaxaudit.stats.radii import bernstein_failure_radius, hoeffding_failure_radius
 
 __all__ = [
-    "BOUNDS",
+    "RADII",
     "held_out_lower_bound",
     "rademacher_bound",
     "theory_radius",
 ]
 
-#: Names accepted by ``estimate_renyi(bound=...)``.
-BOUNDS = ("bernstein", "hoeffding", "theory")
+#: Names accepted by ``estimate_renyi(radius=...)``.
+RADII = ("bernstein", "hoeffding", "theory")
 
 
 def _one_sided_radius(values, value_range, delta, method, n=None):
@@ -99,9 +100,9 @@ def _check_sample_size(name, value):
 
 
 def held_out_lower_bound(g_q: ArrayLike, g_p: ArrayLike, order: ArrayLike, lo: ArrayLike,
-                         hi: ArrayLike, method: str = "bernstein", *,
-                         confidence: ArrayLike | None = None, n_q: ArrayLike | None = None,
-                         n_p: ArrayLike | None = None) -> jax.Array:
+                         hi: ArrayLike, radius: str = "bernstein", *,
+                         confidence: ArrayLike | None = None, num_q: ArrayLike | None = None,
+                         num_p: ArrayLike | None = None) -> jax.Array:
     """Lower confidence bound on D_α(Q‖P) from a fixed critic evaluated on held-out samples.
 
     ε_α ≥ α/(α−1) log A_lo − log B_hi (module docstring; Kim, Alabi, Varshney, arXiv
@@ -117,17 +118,16 @@ def held_out_lower_bound(g_q: ArrayLike, g_p: ArrayLike, order: ArrayLike, lo: A
       order: order α > 1 (finite scalar).
       lo: a lower bound of the critic fixed before the held-out data were seen.
       hi: the matching upper bound (hi ≥ lo).
-      method: "bernstein" (Maurer–Pontil) or "hoeffding".
-      confidence: coverage 1 − δ of this bound, in [0, 1) (δ/2 for each of the two terms);
-        required (keyword). δ here is the bound's failure probability, not DP's δ.
-      n_q: sample size to use in the Q radius (default ``len(g_q)``; other values only for
+      radius: the concentration radius, "bernstein" (Maurer–Pontil) or "hoeffding".
+      confidence: coverage of this bound, in [0, 1); its failure probability β = 1 − confidence
+        is split evenly between the two terms (β/2 each); required (keyword).
+      num_q: sample size to use in the Q radius (default ``len(g_q)``; other values only for
         planning, e.g. predicting the held-out bound from training values); > 1.
-      n_p: likewise for P.
+      num_p: likewise for P.
 
     Returns:
-      ε such that D_α(Q‖P) ≥ ε with probability ≥ confidence = 1 − δ over the held-out samples,
-      in the dtype
-      of ``g_q``. Always finite: at worst the trivial −(2α−1)(hi − lo)·α/(α−1)-type value.
+      ε such that D_α(Q‖P) ≥ ε with probability ≥ ``confidence`` over the held-out samples, in
+      the dtype of ``g_q``. Always finite: at worst the trivial −(2α−1)(hi − lo)·α/(α−1)-type value.
 
     Examples:
       >>> import jax.numpy as jnp
@@ -135,9 +135,9 @@ def held_out_lower_bound(g_q: ArrayLike, g_p: ArrayLike, order: ArrayLike, lo: A
       >>> bool(held_out_lower_bound(g, g - 0.5, 2.0, -1.5, 1.0, confidence=0.95) < 1.0)
       True
     """
-    check_choice("method", method, ("bernstein", "hoeffding"))
-    delta = _failure(confidence)  # the bound's failure probability
-    if not is_traced(g_q, g_p, order, lo, hi, delta, n_q, n_p):
+    check_choice("radius", radius, ("bernstein", "hoeffding"))
+    delta = _failure(confidence)  # the bound's failure probability β
+    if not is_traced(g_q, g_p, order, lo, hi, delta, num_q, num_p):
         for name, g in (("g_q", g_q), ("g_p", g_p)):
             arr = check_finite(name, g)
             if arr.ndim != 1 or arr.size < 2:
@@ -151,13 +151,13 @@ def held_out_lower_bound(g_q: ArrayLike, g_p: ArrayLike, order: ArrayLike, lo: A
         if hi_np < lo_np:
             raise ValueError(f"hi must be >= lo, got hi={plain(hi_np)} < lo={plain(lo_np)}")
         as_scalar("confidence", confidence)
-        for name, size in (("n_q", n_q), ("n_p", n_p)):
+        for name, size in (("num_q", num_q), ("num_p", num_p)):
             if size is not None:
                 _check_sample_size(name, size)
     g_q = jnp.asarray(g_q)
     g_q = jnp.asarray(g_q, jnp.result_type(g_q, float))
     g_p = jnp.asarray(g_p, g_q.dtype)
-    return _held_out_lower_bound(g_q, g_p, order, lo, hi, delta, method, n_q, n_p)
+    return _held_out_lower_bound(g_q, g_p, order, lo, hi, delta, radius, num_q, num_p)
 
 
 def _held_out_lower_bound(g_q, g_p, alpha, lo, hi, delta, method="bernstein", n_q=None,
@@ -214,8 +214,8 @@ def rademacher_bound(params: Any, input_norm: ArrayLike, n: ArrayLike) -> jax.Ar
         jnp.sqrt(n))
 
 
-def theory_radius(order: ArrayLike, bound: ArrayLike, rademacher_q: ArrayLike,
-                  rademacher_p: ArrayLike, n_q: ArrayLike, n_p: ArrayLike, *,
+def theory_radius(order: ArrayLike, critic_bound: ArrayLike, rademacher_q: ArrayLike,
+                  rademacher_p: ArrayLike, num_q: ArrayLike, num_p: ArrayLike, *,
                   confidence: ArrayLike | None = None) -> jax.Array:
     """The class-restricted radius |D̂ − D_G| (the shape of Kim, Alabi, Varshney, arXiv 2605.21938,
     Theorem 3.2).
@@ -224,23 +224,24 @@ def theory_radius(order: ArrayLike, bound: ArrayLike, rademacher_q: ArrayLike,
 
     Args:
       order: order α > 1.
-      bound: M ≥ 0 (|g| ≤ M).
+      critic_bound: the critic's output bound M ≥ 0 (|g| ≤ M).
       rademacher_q: R_{n_Q}(G) ≥ 0.
       rademacher_p: R_{n_P}(G) ≥ 0.
-      n_q: number of Q samples (> 0).
-      n_p: number of P samples (> 0).
-      confidence: coverage 1 − δ in [0, 1) (δ/2 per term, hence log(4/δ)); required (keyword).
+      num_q: number of Q samples n_Q (> 0).
+      num_p: number of P samples n_P (> 0).
+      confidence: coverage in [0, 1); its failure probability β = 1 − confidence is split β/2
+        per term, hence log(4/β); required (keyword).
     """
-    delta = _failure(confidence)  # the failure probability of the radius
-    if not is_traced(order, bound, rademacher_q, rademacher_p, n_q, n_p, delta):
+    delta = _failure(confidence)  # the failure probability β of the radius
+    if not is_traced(order, critic_bound, rademacher_q, rademacher_p, num_q, num_p, delta):
         _check_order("order", order)
-        check_nonnegative_finite("bound", bound)
+        check_nonnegative_finite("critic_bound", critic_bound)
         check_nonnegative("rademacher_q", rademacher_q)
         check_nonnegative("rademacher_p", rademacher_p)
-        check_positive("n_q", n_q)
-        check_positive("n_p", n_p)
-    return _theory_radius(*float_arrays(order, bound, rademacher_q, rademacher_p, n_q, n_p,
-                                        delta))
+        check_positive("num_q", num_q)
+        check_positive("num_p", num_p)
+    return _theory_radius(*float_arrays(order, critic_bound, rademacher_q, rademacher_p, num_q,
+                                        num_p, delta))
 
 
 def _theory_radius(alpha, bound, rademacher_q, rademacher_p, n_q, n_p, delta):

@@ -34,10 +34,11 @@ bias table that motivated them):
   Δ = 1.5, 2·10⁴ per world: 0.96× the truth against 0.48×). So the default ``clip="auto"``
   uses "observed" below 1,000 training samples per world (2,000 runs at the default split) and
   "range" from there on. Either way, an estimate below its own direction's lower confidence
-  bound is raised to that bound (it is then known to be too low, with probability ≥ 1 − δ/2).
+  bound is raised to that bound (it is then known to be too low, with probability ≥ 1 − β/2,
+  β = 1 − confidence the failure probability).
 
-The *lower bound* is unaffected by all three: it is the maximum over directions of held-out bounds at
-δ/2 each, so the maximum holds at 1 − δ.
+The *lower bound* is unaffected by all three: it is the maximum over directions of held-out bounds,
+each with failure probability β/2, so the maximum holds with probability 1 − β = ``confidence``.
 
 All work happens in one jit-compiled function built by :func:`renyi_estimator`, which can be
 vmapped over PRNG keys and data (e.g. repetitions of an audit) and over orders α.
@@ -67,7 +68,7 @@ from jaxaudit._validation import (
     typed_key,
 )
 from jaxaudit.renyi.confidence import (
-    BOUNDS,
+    RADII,
     _held_out_lower_bound,
     _theory_radius,
     input_norm_bound,
@@ -92,7 +93,8 @@ class DirectionEstimate(NamedTuple):
 
     Attributes:
       point: bias-corrected held-out J_α of each direction's critic (an estimate).
-      lower: lower confidence bound of each direction at level 1 − δ/2 (1 − δ for one direction),
+      lower: lower confidence bound of each direction at confidence 1 − β/2 (1 − β for one
+        direction; β = 1 − confidence),
         clipped at 0 (a divergence is ≥ 0, so max(bound, 0) is an equally valid bound).
       criterion: J_α of each direction's critic on the inner validation samples of the training
         split (what chooses the reported direction; the training J_α without validation).
@@ -113,20 +115,20 @@ class RenyiEstimate(struct.PyTreeNode):
     """Result of :func:`estimate_renyi` (RDP units: Mironov's D_α).
 
     A ``flax.struct`` dataclass rather than a NamedTuple because it carries static sizes
-    (``n_train``, ``n_test``) next to its arrays, like ``jaxaudit.graph.Graph``.
+    (``num_train``, ``num_test``) next to its arrays, like ``jaxaudit.graph.Graph``.
 
     Attributes:
       point: point *estimate* (not a bound) of max(D_α(Q‖P), D_α(P‖Q)): the bias-corrected
         held-out J_α of the direction chosen on the training split (``direction``).
-      lower: lower confidence *bound*: D_α ≥ lower with probability ≥ 1 − δ for the max over
+      lower: lower confidence *bound*: D_α ≥ lower with probability ≥ ``confidence`` for the max over
         directions, clipped at 0 (a divergence is ≥ 0: a negative raw bound says nothing, and 0
         is then the valid bound; the raw values are ``per_direction.lower_raw``).
       direction: index of the reported direction (0: D_α(Q‖P), 1: D_α(P‖Q)).
       point_se: standard error of ``point`` over the held-out samples given the critic (delta
         method; excludes the critic-training variability, so repeated splits vary more).
       per_direction: :class:`DirectionEstimate` with a trailing axis of size 2 (or 1).
-      n_train: (n_Q, n_P) training sizes (static).
-      n_test: (n_Q, n_P) held-out sizes (static).
+      num_train: (n_Q, n_P) training sizes (static).
+      num_test: (n_Q, n_P) held-out sizes (static).
     """
 
     point: jax.Array
@@ -134,8 +136,8 @@ class RenyiEstimate(struct.PyTreeNode):
     direction: jax.Array
     point_se: jax.Array
     per_direction: DirectionEstimate
-    n_train: tuple = struct.field(pytree_node=False)
-    n_test: tuple = struct.field(pytree_node=False)
+    num_train: tuple = struct.field(pytree_node=False)
+    num_test: tuple = struct.field(pytree_node=False)
 
 
 def _split_sizes(n: int, split: float) -> tuple[int, int]:
@@ -205,7 +207,7 @@ def _resolve_clip(clip: str, n_train: int) -> str:
     return "range" if n_train >= AUTO_RANGE_MIN_TRAIN else "observed"
 
 
-def _one_direction(key, xa_q, xa_p, xb_q, xb_p, alpha, *, config, bound, delta, clip):
+def _one_direction(key, xa_q, xa_p, xb_q, xb_p, alpha, *, config, radius, delta, clip):
     """Train on A (fit + inner validation), evaluate on B; returns a DirectionEstimate."""
     n_val_q = int(config.validation_fraction * xa_q.shape[0])
     n_val_p = int(config.validation_fraction * xa_p.shape[0])
@@ -219,13 +221,13 @@ def _one_direction(key, xa_q, xa_p, xb_q, xb_p, alpha, *, config, bound, delta, 
     critic = make_critic(config)
     ga_q = critic.apply(variables, xa_q)
     ga_p = critic.apply(variables, xa_p)
-    if bound == "theory":
-        scale, lo, hi = jnp.ones((), ga_q.dtype), -config.bound, config.bound
+    if radius == "theory":
+        scale, lo, hi = jnp.ones((), ga_q.dtype), -config.critic_bound, config.critic_bound
     else:
         # Chosen on the inner validation samples (the fitting samples flatter an overfit critic).
         scale, lo, hi = _select_transform(critic.apply(variables, xv_q),
                                           critic.apply(variables, xv_p), alpha,
-                                          xb_q.shape[0], xb_p.shape[0], delta, bound)
+                                          xb_q.shape[0], xb_p.shape[0], delta, radius)
     gb_q = critic.apply(variables, xb_q)
     gb_p = critic.apply(variables, xb_p)
     # Point estimate: the critic itself, clipped to [min on Q's, max on P's training samples]
@@ -244,23 +246,23 @@ def _one_direction(key, xa_q, xa_p, xb_q, xb_p, alpha, *, config, bound, delta, 
     # Bound: the tempered/clipped transform chosen on the training split.
     gb_q = jnp.clip(scale * gb_q, lo, hi)
     gb_p = jnp.clip(scale * gb_p, lo, hi)
-    if bound == "theory":
+    if radius == "theory":
         stats = variables["stats"]
         z = (jnp.concatenate([xa_q, xa_p]) - stats["mean"]) / stats["scale"]
         norm = input_norm_bound(z)
         n_q, n_p = xa_q.shape[0], xa_p.shape[0]
-        radius = _theory_radius(*float_arrays(
+        theory = _theory_radius(*float_arrays(
             alpha,
-            config.bound,
+            config.critic_bound,
             rademacher_bound(variables["params"], norm, n_q),
             rademacher_bound(variables["params"], norm, n_p),
             n_q,
             n_p,
             delta,
         ))
-        lower = dv_objective(ga_q, ga_p, alpha) - radius
+        lower = dv_objective(ga_q, ga_p, alpha) - theory
     else:
-        lower = _held_out_lower_bound(gb_q, gb_p, alpha, lo, hi, delta, bound)
+        lower = _held_out_lower_bound(gb_q, gb_p, alpha, lo, hi, delta, radius)
     # An estimate below this direction's own lower confidence bound is known to be too low.
     point = jnp.maximum(point, lower)
     # A divergence is ≥ 0: the reported bound is max(raw bound, 0), equally valid.
@@ -271,7 +273,7 @@ def _one_direction(key, xa_q, xa_p, xb_q, xb_p, alpha, *, config, bound, delta, 
 def renyi_estimator(
     *,
     split: float = 0.5,
-    bound: str = "bernstein",
+    radius: str = "bernstein",
     confidence: float = 0.95,
     both_directions: bool = True,
     config: CriticConfig = CriticConfig(),
@@ -285,9 +287,10 @@ def renyi_estimator(
 
     Args:
       split: fraction of each world used for training the critic.
-      bound: "bernstein", "hoeffding" or "theory" (see ``jaxaudit.renyi.confidence``).
-      confidence: coverage of ``lower`` (its total failure probability δ is 1 − confidence).
-      both_directions: estimate D_α(Q‖P) and D_α(P‖Q) and report the max (δ/2 each).
+      radius: "bernstein", "hoeffding" or "theory" (see ``jaxaudit.renyi.confidence``).
+      confidence: coverage of ``lower`` (its total failure probability is 1 − confidence).
+      both_directions: estimate D_α(Q‖P) and D_α(P‖Q) and report the max (failure probability
+        (1 − confidence)/2 each).
       config: critic and training hyper-parameters.
       clip: the point estimate's critic range: "observed" ([min g on Q's, max g on P's training
         samples], no extrapolation beyond the P sample), "range" (the range g spans on both
@@ -299,7 +302,7 @@ def renyi_estimator(
     Returns:
       The estimator function.
     """
-    check_choice("bound", bound, BOUNDS)
+    check_choice("radius", radius, RADII)
     check_choice("clip", clip, POINT_CLIPS)
     delta = 1.0 - confidence
     delta_dir = delta / 2.0 if both_directions else delta
@@ -313,7 +316,7 @@ def renyi_estimator(
         x_p = jax.random.permutation(k_perm_p, x_p)
         xa_q, xb_q = x_q[:ntr_q], x_q[ntr_q:]
         xa_p, xb_p = x_p[:ntr_p], x_p[ntr_p:]
-        run = functools.partial(_one_direction, config=config, bound=bound, delta=delta_dir,
+        run = functools.partial(_one_direction, config=config, radius=radius, delta=delta_dir,
                                 clip=_resolve_clip(clip, min(ntr_q, ntr_p)))
 
         def per_order(a):
@@ -335,18 +338,18 @@ def renyi_estimator(
             direction=direction,
             point_se=chosen(per_dir.point_se),
             per_direction=per_dir,
-            n_train=(ntr_q, ntr_p),
-            n_test=(nte_q, nte_p),
+            num_train=(ntr_q, ntr_p),
+            num_test=(nte_q, nte_p),
         )
 
     return fn
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled(split, bound, confidence, both_directions, config, clip):
+def _compiled(split, radius, confidence, both_directions, config, clip):
     return jax.jit(
         renyi_estimator(
-            split=split, bound=bound, confidence=confidence, both_directions=both_directions, config=config,
+            split=split, radius=radius, confidence=confidence, both_directions=both_directions, config=config,
             clip=clip,
         )
     )
@@ -368,7 +371,7 @@ def estimate_renyi(
     orders: ArrayLike,
     *,
     split: float = 0.5,
-    bound: str = "bernstein",
+    radius: str = "bernstein",
     confidence: float = 0.95,
     both_directions: bool = True,
     config: CriticConfig | None = None,
@@ -377,15 +380,15 @@ def estimate_renyi(
     """Estimate D_α between the distributions of ``x_q`` and ``x_p`` with a lower confidence bound.
 
     Held-out protocol of Kim–Alabi–Varshney with the held-out bounds of ``jaxaudit.renyi.confidence``: with
-    probability ≥ 1 − δ over the samples, max(D_α(Q‖P), D_α(P‖Q)) ≥ ``lower`` (or D_α(Q‖P) ≥
+    probability ≥ ``confidence`` over the samples, max(D_α(Q‖P), D_α(P‖Q)) ≥ ``lower`` (or D_α(Q‖P) ≥
     ``lower`` when ``both_directions=False``). Valid for any critic, whatever the training did;
     informative bounds need about 10^4 samples per world (with ~100 they are vacuous).
 
-    Several orders: the statement holds *per order* at level 1 − δ (each order's bound is a
+    Several orders: the statement holds *per order* at ``confidence`` (each order's bound is a
     separate confidence statement computed from the same data). For a claim about all k orders
     at once (e.g. "some order violates the accountant"), pass ``confidence = 1 − (1 − confidence)/k`` (Bonferroni).
 
-    ``bound="theory"`` is the shape of Kim et al.'s Theorem 3.2 evaluated with a norm-based
+    ``radius="theory"`` is the shape of Kim et al.'s Theorem 3.2 evaluated with a norm-based
     Rademacher bound at the *trained* weights' norms and the training inputs' radius, i.e. a
     class chosen from the same data; it is a diagnostic of the theorem's rate (and vacuous in
     practice), not a rigorous confidence bound. Use "bernstein" or "hoeffding" for audits.
@@ -395,9 +398,9 @@ def estimate_renyi(
       x_q: samples of Q (e.g. audit scores with the canary): (n_q,) or (n_q, d).
       x_p: samples of P (without): (n_p,) or (n_p, d), same d.
       orders: an order α > 1 or a 1-D array of orders (one estimate per order, vmapped; each
-        order's bound holds at level 1 − δ on its own).
+        order's bound holds at ``confidence`` on its own).
       split: training fraction in (0, 1) of each world.
-      bound: "bernstein" (default), "hoeffding", or "theory" (class-restricted radius on the
+      radius: "bernstein" (default), "hoeffding", or "theory" (class-restricted radius on the
         training split; vacuous unless αM is small and n large).
       confidence: coverage of ``lower``, in (0, 1) (failure probability 1 − confidence).
       both_directions: also estimate D_α(P‖Q) and report the max.
@@ -410,7 +413,7 @@ def estimate_renyi(
 
     Inside the caller's ``jax.jit``/``jax.vmap`` (traced ``key``, samples or ``orders``) the
     values are not checked and the pure estimator of :func:`renyi_estimator` is traced in place
-    (``split``, ``confidence``, ``bound``, ``config`` and ``clip`` stay static Python values).
+    (``split``, ``confidence``, ``radius``, ``config`` and ``clip`` stay static Python values).
 
     Examples:
       >>> import jax
@@ -424,10 +427,10 @@ def estimate_renyi(
     if is_traced(key, x_q, x_p, orders):
         # Inside the caller's jit/vmap: nothing concrete to check but the static options; the
         # pure estimator is traced into the caller's computation (no nested cache).
-        check_choice("bound", bound, BOUNDS)
+        check_choice("radius", radius, RADII)
         check_choice("clip", clip, POINT_CLIPS)
         config = check_config(CriticConfig() if config is None else config)
-        fn = renyi_estimator(split=float(split), bound=bound, confidence=float(confidence),
+        fn = renyi_estimator(split=float(split), radius=radius, confidence=float(confidence),
                              both_directions=bool(both_directions), config=config, clip=clip)
         return fn(key, jnp.asarray(x_q), jnp.asarray(x_p), jnp.asarray(orders))
     check_key("key", key)
@@ -444,13 +447,13 @@ def estimate_renyi(
     split = float(check_probability("split", split, open_low=True, open_high=True))
     confidence = float(check_probability("confidence", confidence, open_low=True,
                                          open_high=True))
-    check_choice("bound", bound, BOUNDS)
+    check_choice("radius", radius, RADII)
     check_choice("clip", clip, POINT_CLIPS)
     for name, arr in (("x_q", x_q_np), ("x_p", x_p_np)):
         n_train, n_test = _split_sizes(arr.shape[0], split)
         if n_train < 2 or n_test < 2:
             raise ValueError(f"split={split} leaves fewer than 2 training or test samples in {name}")
     config = check_config(CriticConfig() if config is None else config)
-    fn = _compiled(split, bound, confidence, bool(both_directions), config, clip)
+    fn = _compiled(split, radius, confidence, bool(both_directions), config, clip)
     return fn(key, jnp.asarray(x_q_np, jnp.float32), jnp.asarray(x_p_np, jnp.float32),
               jnp.asarray(alpha_np, jnp.float32))

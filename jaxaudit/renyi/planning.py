@@ -19,8 +19,8 @@ Critic. The model's optimal critic g = log dQ/dP = (μ_in − μ_out)/σ² · (x
 (J_α(g) = D_α), so g ~ N(Δ²/2, Δ²) under Q and N(−Δ²/2, Δ²) under P. As in the held-out protocol
 (critic values clipped to pooled quantiles of its values, the clip that maximises the bound),
 g is clipped to [−c, c] with c the (1 − ℓ)-quantile of the pooled (equal-weight) model
-distribution of g, and ℓ is the level, among 128 levels from 10⁻⁹ to 0.45, that maximises the
-expected bound at that n (the protocol chooses among a coarser grid of levels, so the
+distribution of g, and ℓ is the tail probability, among 128 from 10⁻⁹ to 0.45, that maximises
+the expected bound at that n (the protocol chooses among a coarser grid of them, so the
 prediction is for a well-chosen clip).
 
 Expected bound. With Y = e^{(α−1)(g − c)}, Z = e^{α(g − c)} (values in [e^{−2(α−1)c}, 1] and
@@ -29,11 +29,12 @@ E Y, Var Y under Q and E Z, Var Z under P (closed forms for a clipped Gaussian: 
 moment generating functions) are plugged into the radii of ``held_out_lower_bound``:
 
     bound(n) = α/(α−1) log max(E Y − r_Y, e^{−2(α−1)c}) − log min(E Z + r_Z, 1),
-    r = sqrt(2 Var log(2/δ')/m) + 7 R log(2/δ')/(3(m − 1))   (empirical Bernstein, Maurer &
-        Pontil 2009, Theorem 4, with the population variance), or R sqrt(log(1/δ')/(2m))
+    r = sqrt(2 Var log(2/β')/m) + 7 R log(2/β')/(3(m − 1))   (empirical Bernstein, Maurer &
+        Pontil 2009, Theorem 4, with the population variance), or R sqrt(log(1/β')/(2m))
         (Hoeffding),
 
-δ' = δ_dir/2 per term and δ_dir = δ/2 per direction when both directions are audited (the
+β' = β_dir/2 per term and β_dir = β/2 per direction when both directions are audited, β =
+1 − confidence the failure probability (the
 default of ``estimate_renyi``). bound(n) is nondecreasing in n for every clip, hence so is its
 maximum over clips, and the answer is the smallest n with bound(n) ≥ fraction · α Δ²/2, found by
 bisection on a log scale up to ``max_runs``.
@@ -78,7 +79,7 @@ from jaxaudit.stats.radii import bernstein_failure_radius, hoeffding_failure_rad
 
 __all__ = ["RunsNeeded", "runs_needed", "format_runs_needed"]
 
-#: Pooled-quantile levels ℓ of the clip candidates (clip to the ℓ and 1 − ℓ quantiles).
+#: Pooled tail probabilities ℓ of the clip candidates (clip to the ℓ and 1 − ℓ quantiles).
 CLIP_LEVELS = tuple(np.geomspace(1e-9, 0.45, 128))
 
 _METHODS = ("bernstein", "hoeffding")
@@ -105,11 +106,11 @@ class RunsNeeded(NamedTuple):
       sd: σ, the pooled standard deviation (denominator n_in + n_out − 2).
       orders: the order(s).
       fraction: the requested fraction of the estimate.
-      confidence: the coverage of the audit's bound (failure probability δ = 1 − confidence).
-      both_directions: whether the audit reports both directions (δ/2 each, so each
-        direction's ``held_out_lower_bound`` runs at confidence 1 − δ/2).
+      confidence: the coverage of the audit's bound (failure probability β = 1 − confidence).
+      both_directions: whether the audit reports both directions (β/2 each, so each
+        direction's ``held_out_lower_bound`` runs at confidence 1 − β/2).
       split: training fraction of each world.
-      method: "bernstein" or "hoeffding".
+      radius: the concentration radius, "bernstein" or "hoeffding".
       max_runs: the search limit.
       model: "gaussian".
     """
@@ -132,7 +133,7 @@ class RunsNeeded(NamedTuple):
     confidence: float
     both_directions: bool
     split: float
-    method: str
+    radius: str
     max_runs: int
     model: str = "gaussian"
 
@@ -262,7 +263,8 @@ def _smallest_valid_n(split):
 
 def runs_needed(
     in_scores: ArrayLike, out_scores: ArrayLike, orders: ArrayLike, *, fraction: float = 0.5,
-    confidence: ArrayLike = 0.95, split: float = 0.5, method: str = "bernstein", max_runs: int = 10**7,
+    confidence: ArrayLike = 0.95, split: float = 0.5, radius: str = "bernstein",
+    max_runs: int = 10**7,
     both_directions: bool = True,
 ) -> RunsNeeded:
     """Runs per world at which the held-out DV lower bound is expected to reach a fraction of D_α.
@@ -276,7 +278,8 @@ def runs_needed(
 
     E, Var of Y = e^{(α−1)(g−c)} under Q and Z = e^{α(g−c)} under P in closed form, r the
     empirical Bernstein (Maurer & Pontil 2009) or Hoeffding radius of ``held_out_lower_bound``
-    at δ/2 per term (δ/2 per direction with ``both_directions``). See the module docstring for
+    at β/2 per term, β = 1 − confidence the failure probability (β/2 per direction with
+    ``both_directions``). See the module docstring for
     why one σ, the clip, and the limits of the Gaussian assumption.
 
     Args:
@@ -284,12 +287,13 @@ def runs_needed(
       out_scores: 1-D pilot scores of runs without (P), at least 4.
       orders: order α > 1 or a 1-D array of orders.
       fraction: the fraction of the estimate the bound should reach, in (0, 1).
-      confidence: coverage of the audit's bound, in (0, 1); its failure probability δ is
+      confidence: coverage of the audit's bound, in (0, 1); its failure probability β is
         1 − confidence.
       split: training fraction of each world in the audit, in (0, 1).
-      method: "bernstein" (default of ``estimate_renyi``) or "hoeffding".
+      radius: the concentration radius, "bernstein" (default of ``estimate_renyi``) or
+        "hoeffding".
       max_runs: largest n considered (an int ≥ the smallest n the split allows).
-      both_directions: the audit reports max(D_α(Q‖P), D_α(P‖Q)) with δ/2 per direction.
+      both_directions: the audit reports max(D_α(Q‖P), D_α(P‖Q)) with β/2 per direction.
 
     Returns:
       :class:`RunsNeeded`; per-order fields are Python numbers for a scalar ``orders`` and numpy
@@ -310,7 +314,7 @@ def runs_needed(
     confidence = float(check_probability("confidence", confidence, open_low=True,
                                          open_high=True))
     split = float(check_probability("split", split, open_low=True, open_high=True))
-    check_choice("method", method, _METHODS)
+    check_choice("radius", radius, _METHODS)
     n_min = _smallest_valid_n(split)
     if (isinstance(max_runs, bool) or not isinstance(max_runs, (int, np.integer))
             or max_runs < n_min):
@@ -336,9 +340,9 @@ def runs_needed(
         target = fraction * estimate
         if shift > 0:
             curve = _curve(shift, a)
-            n = _smallest_n(curve, target, n_min, max_runs, split, delta_dir, method)
-            bound, c = _best(curve, max_runs if n is None else n, split, delta_dir, method)
-            pilot, _ = _best(curve, n_in, split, delta_dir, method, n_p=n_out)
+            n = _smallest_n(curve, target, n_min, max_runs, split, delta_dir, radius)
+            bound, c = _best(curve, max_runs if n is None else n, split, delta_dir, radius)
+            pilot, _ = _best(curve, n_in, split, delta_dir, radius, n_p=n_out)
         else:   # identical pilot means: nothing to detect
             n, bound, c, pilot = None, 0.0, 0.0, 0.0
         fields["runs_per_world"].append(math.inf if n is None else n)
@@ -359,7 +363,7 @@ def runs_needed(
         alpha_out = alphas.copy()
     return RunsNeeded(**per_order, shift=shift, mean_in=mean_in, mean_out=mean_out, sd=sd,
                       orders=alpha_out, fraction=fraction, confidence=confidence,
-                      both_directions=bool(both_directions), split=split, method=method,
+                      both_directions=bool(both_directions), split=split, radius=radius,
                       max_runs=max_runs)
 
 
@@ -422,7 +426,7 @@ def format_runs_needed(result: RunsNeeded, n_pilot: int) -> str:
         if result.shift > 0:
             pilot, _ = _best(_curve(result.shift, float(a)), int(n_pilot), result.split,
                              _failure_per_direction(result.confidence, result.both_directions),
-                             result.method)
+                             result.radius)
         else:
             pilot = 0.0
         if pilot <= 0 or estimate <= 0:

@@ -7,7 +7,7 @@ trivial bound 0, since ε_α = D_α(P‖Q) ≥ 0). Each bound holds with probabi
 
     ε̂_α < L_α := max_j L_α^(j),
 
-the estimate is, at the bound's confidence level, too low: ε_α ≥ L_α > ε̂_α. This happens in
+the estimate is, at the bound's confidence, too low: ε_α ≥ L_α > ε̂_α. This happens in
 practice because the DV estimate is the value of a *variational* objective at a learned critic,
 
     ε̂_α = J_α(ĝ) = α/(α−1) · log Ê_P[e^{(α−1)ĝ}] − log Ê_Q[e^{αĝ}],   E[J_α(ĝ)] ≲ D_α(P‖Q)
@@ -67,12 +67,12 @@ class ReconciledEstimate(NamedTuple):
     Attributes:
       estimate: max(point, best lower bound), shape of ``point``.
       raised: True where the bound exceeded the point estimate (the estimate was raised).
-      bound: the best lower bound per order (max over the bounds given).
+      lower_bound: the best lower bound per order (max over the bounds given).
     """
 
     estimate: jax.Array
     raised: jax.Array
-    bound: jax.Array
+    lower_bound: jax.Array
 
 
 def _reconcile_core(point: jax.Array, lower_bounds: jax.Array) -> ReconciledEstimate:
@@ -95,7 +95,7 @@ def reconcile_estimate(point: ArrayLike, lower_bounds: ArrayLike) -> ReconciledE
         bound"; NaN is refused.
 
     Returns:
-      :class:`ReconciledEstimate` (estimate, raised, bound) of ``point``'s shape.
+      :class:`ReconciledEstimate` (estimate, raised, lower_bound) of ``point``'s shape.
 
     Raises:
       ValueError: NaN in either argument, or shapes that do not match.

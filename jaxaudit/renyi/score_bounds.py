@@ -14,7 +14,7 @@ scores.
     arXiv 2305.08846, Theorem 3.1 / Proposition 5.2 with δ): the m = n_in + n_out scores are m
     canaries, each included with probability 1/2 (the in-world scores are the included ones).
     Guessing "in" for the r top-scored canaries, v of them correctly, the (ε, δ)-DP claim is
-    rejected at level β when
+    rejected with failure probability β when
 
         p(ε) = P[Bin(r, q) ≥ v] + 2 m δ max_{1≤i≤v} P[v − i ≤ Bin(r, q) < v] / i ≤ β,
         q = e^ε / (1 + e^ε);
@@ -88,7 +88,7 @@ class ScoreBounds(NamedTuple):
     Bounds (hold with probability ≥ ``confidence`` each, for any mechanism):
       clopper_pearson: ε at δ from a held-out threshold test (Jagielski et al.).
       one_run: ε at δ from the one-run audit (Steinke et al.).
-      gdp_mu: μ lower bound of the GDP parameter (Nasr et al.'s threshold method).
+      mu: μ lower bound of the GDP parameter (Nasr et al.'s threshold method).
       fdp_one_run_mu: μ lower bound of the GDP parameter from the f-DP one-run audit.
       threshold_rdp, binned_rdp: ε_α lower bounds (RDP units) at ``orders`` (NaN-free; empty
       arrays when ``include_rdp=False``).
@@ -97,11 +97,12 @@ class ScoreBounds(NamedTuple):
     Gaussian mechanism or full-batch DP-GD; otherwise an (ε, δ)-DP mechanism can be far from
     μ-GDP and these can exceed its true ε):
 
-      gdp_epsilon: ε at δ of μ-GDP with μ = ``gdp_mu``.
+      gdp_epsilon: ε at δ of μ-GDP with μ = ``mu``.
       fdp_one_run: ε at δ of μ-GDP with μ = ``fdp_one_run_mu``.
 
-    Also: orders (the Rényi orders of the RDP fields), n_tests (K: the one-run audits take the
-    best of their thresholds, each at level (1 − confidence)/K; see ``bonferroni``),
+    Also: orders (the Rényi orders of the RDP fields), num_tests (K: the one-run audits take
+    the best of their thresholds, each at failure probability (1 − confidence)/K; see
+    ``bonferroni``),
     one_run_canaries (m, the number of scores the one-run audits count as canaries, each taken
     as included by an independent fair coin: 2 min(n_in, n_out) for ``inclusion="fixed"``,
     n_in + n_out for ``inclusion="coin"``).
@@ -109,14 +110,14 @@ class ScoreBounds(NamedTuple):
 
     clopper_pearson: np.ndarray
     one_run: np.ndarray
-    gdp_mu: np.ndarray
+    mu: np.ndarray
     gdp_epsilon: np.ndarray
     fdp_one_run_mu: np.ndarray
     fdp_one_run: np.ndarray
     orders: np.ndarray
     threshold_rdp: np.ndarray
     binned_rdp: np.ndarray
-    n_tests: np.ndarray
+    num_tests: np.ndarray
     one_run_canaries: np.ndarray
 
 
@@ -475,12 +476,12 @@ def one_run_bounds(in_scores: np.ndarray, out_scores: np.ndarray, delta: float, 
     vertices (``"hull"``). The one-run maximum is exact:
     thresholds are visited in decreasing order of their δ = 0 bound (an upper bound of the
     δ > 0 one) until that bound is below the best so far; a threshold whose p-value at the best
-    ε so far exceeds the level cannot beat it (p increases with ε) and costs one evaluation;
+    ε so far exceeds the failure probability cannot beat it (p increases with ε) and costs one evaluation;
     one that beats it gets a bracket of width 10⁻³ (its lower end the new best), and only the
     brackets that can still hold the maximum get the full 64-step bisection.
     The f-DP audit is evaluated (searched the same way) at the
     16 thresholds with the largest δ = 0 bounds only: a maximum over fewer thresholds at the
-    same Bonferroni level, so never above the full one (sound; it reproduced jax_privacy's
+    same Bonferroni failure probability, so never above the full one (sound; it reproduced jax_privacy's
     values, whose search prunes too).
     """
     significance = 1.0 - confidence
@@ -605,13 +606,14 @@ def epsilon_lower_bounds(key: jax.Array, in_scores: ArrayLike, out_scores: Array
 
     * clopper_pearson: ε ≥ max{log((TPR_lo − δ)/FPR_hi), log((TNR_lo − δ)/FNR_hi)}
       (:func:`clopper_pearson_epsilon_lower_bound`, held-out threshold split drawn from ``key``).
-    * gdp_mu / gdp_epsilon: μ_lo = Φ⁻¹(TPR_lo) − Φ⁻¹(FPR_hi), ε_{μ_lo}(δ)
+    * mu / gdp_epsilon: μ_lo = Φ⁻¹(TPR_lo) − Φ⁻¹(FPR_hi), ε_{μ_lo}(δ)
       (:func:`gdp_epsilon_lower_bound`).
     * one_run: largest ε with P[Bin(r, σ(ε)) ≥ v] + 2mδ·max_i P[v−i ≤ Bin(r, σ(ε)) < v]/i ≤
       (1 − confidence)/K at some threshold guessing r canaries with v correct
       (Steinke, Nasr, Jagielski, arXiv 2305.08846); m = len(in_scores) + len(out_scores).
     * fdp_one_run_mu / fdp_one_run: largest μ rejected by Mahloujifar, Melis, Chaudhuri's
-      f-DP audit of G_μ (arXiv 2410.22235) at level (1 − confidence)/K, and ε_μ(δ).
+      f-DP audit of G_μ (arXiv 2410.22235) at failure probability (1 − confidence)/K, and
+      ε_μ(δ).
     * threshold_rdp / binned_rdp (``include_rdp=True``; host-side and slower):
       :func:`threshold_renyi_lower_bound`, :func:`binned_renyi_lower_bound` at ``orders``.
 
@@ -627,13 +629,13 @@ def epsilon_lower_bounds(key: jax.Array, in_scores: ArrayLike, out_scores: Array
       orders: Rényi orders > 1 for the RDP fields (numbers; checked even when unused).
       bonferroni: which thresholds the one-run audits try and how they are corrected.
         "grid" (default): guess the r top-scored canaries for r on a fixed geometric grid of
-        K ≤ 40 counts (ties broken at random from ``key``), each at level (1 − confidence)/K —
-        valid. "all": the ROC-hull thresholds, each at (1 − confidence)/(m + 1), one per
-        possible guess count — valid but costly (with δ > 0 the 2mδ term often exceeds this
-        level and the one-run bound is 0). "hull": the ROC-hull thresholds at
-        (1 − confidence)/K, K the number of hull vertices, as jax_privacy's
-        ``CanaryScoreAuditor`` (reproduces its published numbers; K is data-dependent, so this
-        level is not guaranteed).
+        K ≤ 40 counts (ties broken at random from ``key``), each at failure probability
+        (1 − confidence)/K — valid. "all": the ROC-hull thresholds, each at
+        (1 − confidence)/(m + 1), one per possible guess count — valid but costly (with δ > 0
+        the 2mδ term often exceeds this failure probability and the one-run bound is 0).
+        "hull": the ROC-hull thresholds at (1 − confidence)/K, K the number of hull vertices,
+        as jax_privacy's ``CanaryScoreAuditor`` (reproduces its published numbers; K is
+        data-dependent, so this coverage is not guaranteed).
       inclusion: how each score's world was decided, which the one-run audits need (their
         theorems assume each canary included by an independent fair coin, so that guessing "in"
         succeeds half the time without leakage). "fixed" (default): the scores come from runs

@@ -10,9 +10,9 @@ for each of the two rates.
 ``selection="all"`` is Annamalai & De Cristofaro's protocol (arXiv 2405.14106, §4; their code
 takes the best of all thresholds on all scores): the threshold is chosen on all scores and the
 rates are bounded on the same scores. Taking the maximum over thresholds of bounds computed on
-the data that chose the threshold is optimistic — the stated level no longer holds (the paper
+the data that chose the threshold is optimistic — the stated confidence no longer holds (the paper
 says a held-out set would be better); use it only to compare with their published numbers.
-Their per-rate level is one-sided 95%, i.e. ``confidence=0.9`` here (the total
+Their per-rate confidence is one-sided 95%, i.e. ``confidence=0.9`` here (the total
 failure probability 1 − confidence is split in two halves, one per rate).
 With no signal the chosen test has TPR ≈ FPR and every baseline returns ε = 0 (up to its
 failure probability), never a spurious positive value.

@@ -57,8 +57,8 @@ class CriticConfig(NamedTuple):
     ``renyi.estimate_renyi`` or ``renyi.renyi_estimator``.
 
     Attributes:
-      hidden: hidden-layer widths of the MLP.
-      bound: M, the critic's output bound |g| ≤ M.
+      hidden_dims: hidden-layer widths of the MLP.
+      critic_bound: M, the critic's output bound |g| ≤ M.
       steps: number of Adam steps.
       learning_rate: Adam step size.
       batch_size: minibatch size per world; ``None`` trains on the full training split.
@@ -72,14 +72,14 @@ class CriticConfig(NamedTuple):
         J_α minus one delta-method standard error (see :func:`objective_standard_error`), which
         penalises the heavy right tail of mean e^{αg} under P that makes the plain validation
         J_α optimistic for step-like critics; "objective": the plain validation J_α;
-        "bound": the held-out lower bound (range [−M, M], δ = 1/2; very conservative, stops
+        "bound": the held-out lower bound (range [−M, M], confidence 1/2; very conservative, stops
         early).
       weight_decay: decoupled weight decay of AdamW (0: plain Adam).
       eval_every: validate (and possibly keep the parameters) every this many steps.
     """
 
-    hidden: tuple[int, ...] = (32,)
-    bound: float = 2.0
+    hidden_dims: tuple[int, ...] = (32,)
+    critic_bound: float = 2.0
     steps: int = 300
     learning_rate: float = 0.01
     batch_size: int | None = None
@@ -108,7 +108,7 @@ class CriticConfig(NamedTuple):
 #: remain: we standardise the score (an affine map the first layer can absorb) and initialise
 #: the last layer at 0; minibatches are drawn with replacement, not by epochs.
 PAPER_CRITIC_CONFIG = CriticConfig(
-    hidden=(100, 100), bound=50.0, steps=750, learning_rate=1e-4, batch_size=400,
+    hidden_dims=(100, 100), critic_bound=50.0, steps=750, learning_rate=1e-4, batch_size=400,
     ema_rate=0.25, validation_fraction=0.0,
 )
 
@@ -117,7 +117,7 @@ PAPER_CRITIC_CONFIG = CriticConfig(
 #: ``CriticConfig()`` and :data:`PAPER_CRITIC_CONFIG` in spread and bound (docs/renyi.md, "Our
 #: critic or the paper's"); not the default until it is checked at small sizes and on canary
 #: scores.
-PAPER_BOUNDED_CRITIC_CONFIG = PAPER_CRITIC_CONFIG._replace(bound=2.0)
+PAPER_BOUNDED_CRITIC_CONFIG = PAPER_CRITIC_CONFIG._replace(critic_bound=2.0)
 
 
 class TrainHistory(NamedTuple):
@@ -162,11 +162,11 @@ def check_config(config: Any) -> CriticConfig:
     """Validate a :class:`CriticConfig` (ValueError naming the field); returns it normalised."""
     check_instance("config", config, CriticConfig)
     check_config_fields(config, "config")
-    if isinstance(config.hidden, str | bytes) or not hasattr(config.hidden, "__iter__"):
-        raise ArgumentTypeError(f"config.hidden must be a sequence of layer widths, got "
-                                f"{config.hidden!r}")
-    hidden = tuple(check_integer("config.hidden", h, minimum=1) for h in config.hidden)
-    check_positive("config.bound", config.bound)
+    if isinstance(config.hidden_dims, str | bytes) or not hasattr(config.hidden_dims, "__iter__"):
+        raise ArgumentTypeError(f"config.hidden_dims must be a sequence of layer widths, got "
+                                f"{config.hidden_dims!r}")
+    hidden = tuple(check_integer("config.hidden_dims", h, minimum=1) for h in config.hidden_dims)
+    check_positive("config.critic_bound", config.critic_bound)
     check_positive("config.learning_rate", config.learning_rate)
     check_nonnegative("config.weight_decay", config.weight_decay)
     for name in ("steps", "eval_every"):
@@ -176,12 +176,12 @@ def check_config(config: Any) -> CriticConfig:
         check_probability("config.ema_rate", config.ema_rate, open_low=True)
     check_probability("config.validation_fraction", config.validation_fraction, open_high=True)
     check_choice("config.selection", config.selection, SELECTIONS)
-    return config._replace(hidden=hidden)
+    return config._replace(hidden_dims=hidden)
 
 
 def make_critic(config: CriticConfig) -> Critic:
     """The :class:`Critic` module described by ``config``."""
-    return Critic(hidden=tuple(config.hidden), bound=float(config.bound))
+    return Critic(hidden=tuple(config.hidden_dims), bound=float(config.critic_bound))
 
 
 def _as_samples(x):
@@ -261,7 +261,7 @@ def _criterion(apply, held, alpha, config, dtype):
             return jnp.asarray(jnp.nan, dtype)
         g_q, g_p = apply(params, held[0]), apply(params, held[1])
         if config.selection == "bound":
-            return held_out_lower_bound(g_q, g_p, alpha, -config.bound, config.bound,
+            return held_out_lower_bound(g_q, g_p, alpha, -config.critic_bound, config.critic_bound,
                                         confidence=0.5)
         if config.selection == "penalised":
             return dv_objective(g_q, g_p, alpha) - objective_standard_error(g_q, g_p, alpha)

@@ -6,8 +6,8 @@ duck-typed: ``level_name``, ``levels``, ``repetition``, ``attack``,
 
 * :func:`rows`: one dict per run (``table.json``): the privacy level, the repetition
   (``seed``), ε, the measured ``successes``, the expected ``baseline`` Σ p_i, the level-γ upper
-  bound ``bound`` v_γ (n + 1 = vacuous), ``bound_eps_delta``, the single-target bounds and, for
-  the language-model attack, ``successes_<scoring>`` of every scoring;
+  bound ``count_bound`` v_γ (n + 1 = vacuous), ``count_bound_approx_dp``, the single-target
+  bounds and, for the language-model attack, ``successes_<scoring>`` of every scoring;
 * :func:`markdown` (``summary.md``) and :func:`text_table` (what the command prints): per level,
   the mean and largest measured count, the baseline, the smallest bound over the runs and how
   many runs reached it; with several scorings, each one's mean ± sd (sample standard
@@ -32,9 +32,10 @@ __all__ = ["SCALARS", "level_text", "markdown", "plot_attack", "rows", "text_tab
 
 #: The per-run numbers of an ``AttackResult`` that go into a row (the per-target ``hits`` and
 #: ``priors`` stay in the run's chunks).
-SCALARS = ("successes", "bound", "baseline", "epsilon", "delta", "gamma", "bound_eps_delta",
-           "top_prior", "top_bound", "median_prior", "median_bound", "noise")
-_INTEGERS = ("successes", "bound", "bound_eps_delta")
+SCALARS = ("successes", "count_bound", "baseline", "epsilon", "delta", "gamma",
+           "count_bound_approx_dp", "top_prior", "top_bound", "median_prior", "median_bound",
+           "noise_multiplier")
+_INTEGERS = ("successes", "count_bound", "count_bound_approx_dp")
 _HEADER = 4  # lines of the markdown before the table (title, blank, legend, blank)
 
 
@@ -81,8 +82,8 @@ def markdown(result: Any) -> str:
     for lv in levels:
         sel = [r for r in table if r[name] == lv]
         succ = np.array([r["successes"] for r in sel])
-        bound = min(r["bound"] for r in sel)
-        exceed = int(sum(r["successes"] >= r["bound"] for r in sel))
+        bound = min(r["count_bound"] for r in sel)
+        exceed = int(sum(r["successes"] >= r["count_bound"] for r in sel))
         lines.append(f"| {level_text(lv)} | {sel[0]['epsilon']:.3g} | {len(sel)} | "
                      f"{succ.mean():.2f} | {succ.max()} | "
                      f"{np.mean([r['baseline'] for r in sel]):.2f} | {bound} | {exceed} |")
@@ -96,7 +97,7 @@ def markdown(result: Any) -> str:
             cells = []
             for sc in scorings:
                 got = [r[f"successes_{sc}"] for r in sel]
-                over = sum(r[f"successes_{sc}"] >= r["bound"] for r in sel)
+                over = sum(r[f"successes_{sc}"] >= r["count_bound"] for r in sel)
                 sd = float(np.std(got, ddof=1)) if len(got) > 1 else 0.0
                 cells.append(f"{np.mean(got):.2f} ± {sd:.2f} / {max(got)} ({over})")
             lines.append(f"| {level_text(lv)} | " + " | ".join(cells) + " |")
@@ -119,7 +120,7 @@ def plot_attack(path: str | Path, result: Any) -> bool:
         sel = [r for r in table if r[name] == lv]
         if math.isfinite(sel[0]["epsilon"]):
             agg.append((sel[0]["epsilon"], np.mean([r["successes"] for r in sel]),
-                        sel[0]["baseline"], min(r["bound"] for r in sel)))
+                        sel[0]["baseline"], min(r["count_bound"] for r in sel)))
     if not agg:
         return False
     import matplotlib

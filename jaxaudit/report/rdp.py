@@ -69,7 +69,7 @@ def epsilon_table(records: Sequence[Any], *, accountant_epsilon: float, accounta
     (converting an RDP *lower* bound to (ε, δ) is not valid), so they are not here.
     """
     gdp = records[0].gdp_epsilon if records else float("nan")
-    mu = records[0].gdp_mu if records else float("nan")
+    mu = records[0].mu if records else float("nan")
     return [
         {"statement": f"accountant ({accountant})", "kind": "upper bound", "delta": delta,
          "epsilon": accountant_epsilon},
@@ -88,10 +88,10 @@ def score_bounds_rows(bounds: Any, *, delta: float) -> list[dict]:
     One row per method: ``method``, ``epsilon`` (ε at ``delta``), ``mu`` (the GDP parameter
     where the method gives one, else None), ``kind`` ("bound", or "estimate" for ε of μ-GDP,
     which is a bound only when the trade-off curve is Gaussian; the μ of those rows is a
-    bound), ``tests`` (K, the number of thresholds tried, each at level (1 − confidence)/K) and
-    ``reference``.
+    bound), ``tests`` (K, the number of thresholds tried, each at failure probability
+    (1 − confidence)/K) and ``reference``.
     """
-    k = int(bounds.n_tests)
+    k = int(bounds.num_tests)
     m = int(bounds.one_run_canaries)   # equal worlds: 2 min(n_in, n_out) of many-run scores
     f = float
     return [
@@ -99,7 +99,7 @@ def score_bounds_rows(bounds: Any, *, delta: float) -> list[dict]:
          "mu": None, "kind": "bound", "tests": 1, "delta": delta,
          "reference": "Jagielski et al., arXiv 2006.07709"},
         {"method": "GDP threshold test", "epsilon": f(bounds.gdp_epsilon),
-         "mu": f(bounds.gdp_mu), "kind": "estimate (μ: bound)", "tests": 1, "delta": delta,
+         "mu": f(bounds.mu), "kind": "estimate (μ: bound)", "tests": 1, "delta": delta,
          "reference": "Nasr et al., arXiv 2302.07956 (the GDP baseline's test)"},
         {"method": "one-run audit", "epsilon": f(bounds.one_run), "mu": None,
          "kind": f"bound (m = {m} fair-coin canaries)", "tests": k, "delta": delta,

@@ -123,7 +123,7 @@ class Sweep(NamedTuple):
 
 
 def run_chunks(
-    run: RunDir | None,
+    run_dir: RunDir | None,
     names: Sequence[str],
     compute_fn: Callable[[str], dict[str, Any]],
     *,
@@ -132,7 +132,7 @@ def run_chunks(
     lease_s: float = DEFAULT_LEASE_S,
     poll_s: float = 1.0,
 ) -> dict[str, dict[str, Any]]:
-    """Compute every chunk not yet finished in ``run``, saving each as soon as it is done.
+    """Compute every chunk not yet finished in ``run_dir``, saving each as soon as it is done.
 
     Several processes may work on one folder at once: each chunk is claimed before it is
     computed (:mod:`jaxaudit.runs.claims`), so no two live processes compute the same chunk, and
@@ -142,7 +142,7 @@ def run_chunks(
     chunk to the others (docs/scaling.md).
 
     Args:
-      run: the run folder; None computes every chunk in memory (nothing is saved, nothing
+      run_dir: the run folder; None computes every chunk in memory (nothing is saved, nothing
         resumes: a pipeline called without a run folder).
       names: chunk names, in the order to compute them.
       compute_fn: ``compute_fn(name) -> {array name: array}``.
@@ -163,9 +163,9 @@ def run_chunks(
     worker = Sweep.check(sweep).worker
     mine = names if worker is None else names[int(worker[0])::int(worker[1])]
     if sweep.backend == "ray":
-        return _run_chunks_ray(run, names, mine, compute_fn, progress, desc, worker, lease_s,
+        return _run_chunks_ray(run_dir, names, mine, compute_fn, progress, desc, worker, lease_s,
                                poll_s, sweep.ray_address, sweep.ray_workers)
-    if run is None:
+    if run_dir is None:
         out = {}
         if callable(progress):
             progress(0, len(mine))
@@ -177,10 +177,10 @@ def run_chunks(
                     progress(i, len(mine))
         return out
     if jax_process()[1] > 1:  # several JAX processes compute every chunk together
-        return _run_chunks_lockstep(run, names, set(mine), compute_fn, progress, desc, worker,
+        return _run_chunks_lockstep(run_dir, names, set(mine), compute_fn, progress, desc, worker,
                                     lease_s, poll_s)
-    run.plan(names)
-    results = {n: run.load_chunk(n) for n in names if run.has_chunk(n)}
+    run_dir.plan(names)
+    results = {n: run_dir.load_chunk(n) for n in names if run_dir.has_chunk(n)}
     if callable(progress):
         bar: Any = _CallbackBar(progress, len(mine), sum(n in results for n in mine))
     else:
@@ -190,24 +190,24 @@ def run_chunks(
     def attempt(pending: list[str]) -> list[str]:
         held = []
         for name in pending:
-            if run.has_chunk(name):  # finished by another process meanwhile
-                results[name] = run.load_chunk(name)
+            if run_dir.has_chunk(name):  # finished by another process meanwhile
+                results[name] = run_dir.load_chunk(name)
                 bar.update(1)
                 continue
-            claim = claim_unit(run, name, lease_s=lease_s)
+            claim = claim_unit(run_dir, name, lease_s=lease_s)
             if claim is None:
                 held.append(name)
                 continue
             with claim:
-                if not run.has_chunk(name):
-                    run.save_chunk(name, dict(compute_fn(name)))
-            results[name] = run.load_chunk(name)
+                if not run_dir.has_chunk(name):
+                    run_dir.save_chunk(name, dict(compute_fn(name)))
+            results[name] = run_dir.load_chunk(name)
             bar.update(1)
         return held
 
     with bar:
         _until_done([n for n in mine if n not in results], attempt, worker, poll_s,
-                    _waiting_notice(run, bar, desc, lease_s))
+                    _waiting_notice(run_dir, bar, desc, lease_s))
     return {n: results[n] for n in names if n in results}
 
 

@@ -83,7 +83,7 @@ def audit_run(folder: Path, args) -> dict:
             j = bmp.jeffreys_estimate(jax.random.fold_in(key, 100 + b),
                                       mia.ErrorCounts(*(np.asarray(x)[valid] for x in c)),
                                       q=(0.5,), num_draws=1000)
-            jr[valid] = np.asarray(j.eps_r[0])
+            jr[valid] = np.asarray(j.epsilon_right[0])
         boot.append(jr)
     sub = bmp.audit_table(audit)
     n = graph.num_nodes
@@ -95,10 +95,10 @@ def audit_run(folder: Path, args) -> dict:
     cert = bmp.certified_epsilons(mia.ErrorCounts(*(c[valid] for c in counts)))
     jeff = bmp.jeffreys_estimate(jax.random.fold_in(key, 3),
                                  mia.ErrorCounts(*(c[valid] for c in counts)))
-    for name, values in (("certified_eps_l_lower", cert.eps_l), ("certified_eps_r_lower",
-                                                                 cert.eps_r),
-                         ("jeffreys_eps_l_q05", jeff.eps_l[0]), ("jeffreys_eps_l_q50", jeff.eps_l[1]),
-                         ("jeffreys_eps_r_q05", jeff.eps_r[0]), ("jeffreys_eps_r_q50", jeff.eps_r[1])):
+    for name, values in (("certified_eps_l_lower", cert.epsilon_left), ("certified_eps_r_lower",
+                                                                 cert.epsilon_right),
+                         ("jeffreys_eps_l_q05", jeff.epsilon_left[0]), ("jeffreys_eps_l_q50", jeff.epsilon_left[1]),
+                         ("jeffreys_eps_r_q05", jeff.epsilon_right[0]), ("jeffreys_eps_r_q50", jeff.epsilon_right[1])):
         table[name] = np.full(n, np.nan)
         table[name][valid] = np.asarray(values)
     table.update(eta=eta, eta_se=np.asarray(eta_se), degree=degree, fp=counts.fp, n0=counts.n0,

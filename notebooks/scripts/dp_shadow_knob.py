@@ -42,8 +42,8 @@ def _module(name, graph, hidden):
     from jaxaudit.graph.dp_training import CappedGCN, NodeMLP
 
     if name == "mlp":
-        return NodeMLP(num_classes=graph.num_classes, hidden=hidden)
-    return CappedGCN(num_classes=graph.num_classes, hidden=hidden, hops=1)
+        return NodeMLP(num_classes=graph.num_classes, hidden_dim=hidden)
+    return CappedGCN(num_classes=graph.num_classes, hidden_dim=hidden, hops=1)
 
 
 def _accuracy(key, graph, sampler, module, training):
@@ -129,10 +129,10 @@ def run(args):
             valid = (np.asarray(counts.n0) > 0) & (np.asarray(counts.n1) > 0)
             cert = certified_epsilons(ErrorCounts(*(np.asarray(c)[valid] for c in counts)),
                                       confidence=args.confidence)
-            cert_l, cert_r = np.asarray(cert.eps_l), np.asarray(cert.eps_r)
+            cert_l, cert_r = np.asarray(cert.epsilon_left), np.asarray(cert.epsilon_right)
             sub = ErrorCounts(*(np.asarray(c)[nodes] for c in counts))
             post = audit_nodes(jax.random.key(args.seed), sub, attack.key_node[nodes], audit)
-            med_l, med_r = post.eps_l[1], post.eps_r[1]
+            med_l, med_r = post.epsilon_left[1], post.epsilon_right[1]
             row = {
                 "model": name, "target_epsilon": label, "delta": DELTA,
                 "noise_multiplier": sigma,

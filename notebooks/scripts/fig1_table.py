@@ -27,8 +27,8 @@ MODELS = [
     ("ε-DP, ε = 4", PrivacyModel(epsilon=4.0)),
     ("(ε, δ)-DP, ε = 1, δ = 1e−6", PrivacyModel(epsilon=1.0, delta=1e-6)),
     ("(ε, δ)-DP, ε = 4, δ = 1e−6", PrivacyModel(epsilon=4.0, delta=1e-6)),
-    ("μ-GDP, μ = 0.5", PrivacyModel(gdp_mu=0.5)),
-    ("μ-GDP, μ = 1", PrivacyModel(gdp_mu=1.0)),
+    ("μ-GDP, μ = 0.5", PrivacyModel(mu=0.5)),
+    ("μ-GDP, μ = 1", PrivacyModel(mu=1.0)),
 ]
 
 
@@ -60,8 +60,8 @@ def _kgk_sum(p: np.ndarray, model: PrivacyModel) -> float:
     """Σ_i b_i: the expected number of successes KGK+ allows (the Markov count's numerator)."""
     from jaxaudit.bounds import kgk_bound_dp, kgk_bound_gdp
 
-    if model.gdp_mu is not None:
-        b = kgk_bound_gdp(p, model.gdp_mu)
+    if model.mu is not None:
+        b = kgk_bound_gdp(p, model.mu)
     else:
         b = kgk_bound_dp(p, model.epsilon, model.delta)
     return float(np.sum(np.asarray(b, dtype=np.float64)))

@@ -52,9 +52,9 @@ def one_run(rho: float, rep: int, args: argparse.Namespace) -> dict:
 
     k_game, k_noise = jax.random.split(unit_key(jax.random.key(args.seed), rep))
     game = marginals_game(k_game, load_fair(), attributes=list(MARGINAL_ATTRIBUTES),
-                          hidden=list(MARGINAL_HIDDEN), num_targets=args.num_targets)
+                          hidden_attributes=list(MARGINAL_HIDDEN), num_targets=args.num_targets)
     profile = gaussian_marginals_privacy(rho=rho, num_tables=len(game.subsets), delta=args.delta)
-    sigma = profile.noise
+    sigma = profile.noise_multiplier
     release = release_marginals(k_noise, game, sigma)
     seconds = {}
     t0 = time.perf_counter()
@@ -80,7 +80,7 @@ def one_run(rho: float, rep: int, args: argparse.Namespace) -> dict:
         priors = np.minimum(1.0, (np.exp(game.log_prior) @ balls).max(axis=1))
         res = attack_result(np.zeros(len(priors), bool), priors, profile, gamma=args.gamma,
                             top_prior=float(priors.max()), median_prior=float(np.median(priors)))
-        out[f"d{d}"] = {"baseline": float(res.baseline), "bound": int(res.bound),
+        out[f"d{d}"] = {"baseline": float(res.baseline), "bound": int(res.count_bound),
                         **{a: int((balls[guesses[a][d], game.truth] > 0).sum())
                            for a in ATTACKS}}
     for name, r in joint.items():

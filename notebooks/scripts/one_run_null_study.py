@@ -18,7 +18,7 @@ import numpy as np
 
 from jaxaudit import renyi
 
-FIELDS = ("one_run", "fdp_one_run_mu", "clopper_pearson", "gdp_mu")
+FIELDS = ("one_run", "fdp_one_run_mu", "clopper_pearson", "mu")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -157,7 +157,7 @@ def ref_posterior(p, mu):  # inf_ε β(ε, p) + δ_μ(ε)
 
 
 def gdp(mu):
-    return PrivacyModel(gdp_mu=mu)
+    return PrivacyModel(mu=mu)
 
 
 def st(p, privacy, **kw):
@@ -188,10 +188,10 @@ for em in ["yes", 1, None, "False", 0.0]:
 probe(F, "exact_match=np.bool_(True) accepted", lambda: st(0.1, gdp(1.0), exact_match=np.bool_(True)).bound,
       expect(lambda v: 0 < float(v) < 1))
 for name, model, word in [
-        ("gdp_mu=nan", PrivacyModel(gdp_mu=float("nan")), "gdp_mu"),
-        ("gdp_mu=-1", PrivacyModel(gdp_mu=-1.0), "gdp_mu"),
-        ("gdp_mu=0", PrivacyModel(gdp_mu=0.0), "gdp_mu"),
-        ("gdp_mu='1'", PrivacyModel(gdp_mu="1"), "gdp_mu"),
+        ("mu=nan", PrivacyModel(mu=float("nan")), "mu"),
+        ("mu=-1", PrivacyModel(mu=-1.0), "mu"),
+        ("mu=0", PrivacyModel(mu=0.0), "mu"),
+        ("mu='1'", PrivacyModel(mu="1"), "mu"),
         ("epsilon=-1", PrivacyModel(epsilon=-1.0), "epsilon"),
         ("epsilon=nan", PrivacyModel(epsilon=float("nan")), "epsilon"),
         ("epsilon='1'", PrivacyModel(epsilon="1"), "epsilon"),
@@ -200,8 +200,8 @@ for name, model, word in [
         ("delta=nan", PrivacyModel(epsilon=1.0, delta=float("nan")), "delta"),
         ("delta=1", PrivacyModel(epsilon=1.0, delta=1.0), "delta"),
         ("no parameter", PrivacyModel(), "epsilon"),
-        ("relation add_remove", PrivacyModel(gdp_mu=1.0, relation="add_remove"), "relation"),
-        ("relation 'foo'", PrivacyModel(gdp_mu=1.0, relation="foo"), "relation"),
+        ("relation add_remove", PrivacyModel(mu=1.0, relation="add_remove"), "relation"),
+        ("relation 'foo'", PrivacyModel(mu=1.0, relation="foo"), "relation"),
         ("epsilons with nan", PrivacyModel(epsilons=np.array([0.0, np.nan]), deltas=np.array([0.5, 0.1])), "epsilons"),
         ("deltas > 1", PrivacyModel(epsilons=np.array([0.0, 1.0]), deltas=np.array([1.5, 0.1])), "deltas"),
         ("epsilons decreasing", PrivacyModel(epsilons=np.array([1.0, 0.0]), deltas=np.array([0.1, 0.5])), "epsilons"),
@@ -218,15 +218,15 @@ probe(F, "curve from ε=1: advantage refused or ≥ (ε,δ)-DP's",
       either(expect_error(ValueError, "epsilons"), expect(lambda v: v >= (math.e - 1 + 0.02) / (math.e + 1) - 1e-12)))
 probe(F, "curve from ε=1: single target ≥ p", lambda: st(0.3, PrivacyModel(
     epsilons=np.array([1.0, 2.0]), deltas=np.array([0.01, 0.001]))).bound, expect(lambda v: float(v) >= 0.3))
-probe(F, "gdp_mu=inf gives 1 at p=0.1", lambda: st(0.1, gdp(float("inf"))).bound,
+probe(F, "mu=inf gives 1 at p=0.1", lambda: st(0.1, gdp(float("inf"))).bound,
       expect(lambda v: float(v) == 1.0))
 probe(F, "epsilon=inf gives 1 at p=0.1", lambda: st(0.1, PrivacyModel(epsilon=float("inf"))).bound,
       expect(lambda v: float(v) == 1.0))
-probe(F, "gdp_mu=True (a bool) refused", lambda: st(0.1, gdp(True)), expect_error((TypeError, ValueError), "gdp_mu"))
+probe(F, "mu=True (a bool) refused", lambda: st(0.1, gdp(True)), expect_error((TypeError, ValueError), "mu"))
 probe(F, "epsilon=True (a bool) refused", lambda: st(0.1, PrivacyModel(epsilon=True)),
       expect_error((TypeError, ValueError), "epsilon"))
-probe(F, "gdp_mu array (2,) refused", lambda: st(0.1, gdp(np.array([1.0, 2.0]))),
-      expect_error((TypeError, ValueError), "gdp_mu"))
+probe(F, "mu array (2,) refused", lambda: st(0.1, gdp(np.array([1.0, 2.0]))),
+      expect_error((TypeError, ValueError), "mu"))
 
 # ============================================================================================
 # family: single_target references and boundaries
@@ -329,16 +329,16 @@ for em in (False, True):
               lambda p=p, em=em: jax.jit(lambda q: st(q, gdp(1.3), exact_match=em).bound)(jnp.float32(p)),
               expect(lambda v, e=eager: abs(float(v) - e()) <= 2e-6 * e()))
         probe(F, f"jit over μ (x64) equals eager p={p} exact={em}",
-              lambda p=p, em=em: _x64(lambda: jax.jit(lambda m: st(jnp.float64(p), PrivacyModel(gdp_mu=m), exact_match=em).bound)(jnp.float64(1.3))),
+              lambda p=p, em=em: _x64(lambda: jax.jit(lambda m: st(jnp.float64(p), PrivacyModel(mu=m), exact_match=em).bound)(jnp.float64(1.3))),
               expect(lambda v, e=eager: abs(float(v) - e()) <= 1e-12 * e()))
         probe(F, f"vmap over μ equals eager p={p} exact={em}",
-              lambda p=p, em=em: _x64(lambda: jax.vmap(lambda m: st(jnp.float64(p), PrivacyModel(gdp_mu=m), exact_match=em).bound)(jnp.array([0.5, 1.3]))),
+              lambda p=p, em=em: _x64(lambda: jax.vmap(lambda m: st(jnp.float64(p), PrivacyModel(mu=m), exact_match=em).bound)(jnp.array([0.5, 1.3]))),
               expect(lambda v, p=p, em=em: np.allclose(v, [float(st(p, gdp(0.5), exact_match=em).bound), float(st(p, gdp(1.3), exact_match=em).bound)], rtol=1e-12)))
         probe(F, f"grad in μ finite and ≥ 0 p={p} exact={em}",
-              lambda p=p, em=em: _x64(lambda: jax.grad(lambda m: st(jnp.float64(p), PrivacyModel(gdp_mu=m), exact_match=em).bound)(jnp.float64(1.3))),
+              lambda p=p, em=em: _x64(lambda: jax.grad(lambda m: st(jnp.float64(p), PrivacyModel(mu=m), exact_match=em).bound)(jnp.float64(1.3))),
               expect(lambda v: np.isfinite(float(v)) and float(v) >= 0))
         probe(F, f"grad in μ ≈ finite difference p={p} exact={em}",
-              lambda p=p, em=em: _x64(lambda: float(jax.grad(lambda m: st(jnp.float64(p), PrivacyModel(gdp_mu=m), exact_match=em).bound)(jnp.float64(1.3)))),
+              lambda p=p, em=em: _x64(lambda: float(jax.grad(lambda m: st(jnp.float64(p), PrivacyModel(mu=m), exact_match=em).bound)(jnp.float64(1.3)))),
               expect(lambda v, p=p, em=em: abs(v - (float(st(p, gdp(1.3 + 1e-6), exact_match=em).bound) - float(st(p, gdp(1.3 - 1e-6), exact_match=em).bound)) / 2e-6) <= 1e-4 * abs(v) + 1e-6))
 
 
@@ -373,7 +373,7 @@ probe(F, "advantage of delta=2 refused", lambda: PrivacyModel(epsilon=1.0, delta
       expect_error(ValueError, "delta"))
 for g, expected in [(PureDP(1.0, "replace_one"), PrivacyModel(epsilon=1.0)),
                     (ApproxDP(1.0, 1e-5, "replace_one"), PrivacyModel(epsilon=1.0, delta=1e-5)),
-                    (GaussianDP(2.0, "replace_one"), PrivacyModel(gdp_mu=2.0))]:
+                    (GaussianDP(2.0, "replace_one"), PrivacyModel(mu=2.0))]:
     probe(F, f"from_guarantee({type(g).__name__}) round trip", lambda g=g: PrivacyModel.from_guarantee(g).guarantee(),
           expect(lambda v, g=g: v == g))
     probe(F, f"from_guarantee({type(g).__name__}) bound = the model's",
@@ -514,7 +514,7 @@ probe(F, "count_bound monotone in μ (model)", lambda: [int(gdp(m).count_bound(n
       expect(lambda v: all(b >= a for a, b in zip(v, v[1:]))))
 probe(F, "one-target count from a model ≤ 2 and valid", lambda: int(gdp(0.1).count_bound(np.array([0.01]))),
       expect(lambda v: v in (1, 2) and (v == 2 or float(st(0.01, gdp(0.1)).bound) <= 0.05)))
-probe(F, "count_bound add_remove refused", lambda: PrivacyModel(gdp_mu=1.0, relation="add_remove").count_bound([0.1]),
+probe(F, "count_bound add_remove refused", lambda: PrivacyModel(mu=1.0, relation="add_remove").count_bound([0.1]),
       expect_error(ValueError, "relation"))
 probe(F, "summarize_bounds fields finite", lambda: summarize_bounds(np.full(100, 0.1), PrivacyModel(epsilon=1.0)),
       expect(lambda s: s.tightest_bound <= s.count_bound if hasattr(s, "count_bound") else True))

@@ -68,6 +68,7 @@ def audit_configuration(name: str, s: dict, config=None) -> dict:
     """Every number of one configuration's rows (fixed keys: deterministic)."""
     import jax
 
+    from jaxaudit.accounting import RdpCurve, rdp_epsilons
     from jaxaudit.dpsgd import audit_dpsgd
     from jaxaudit.dpsgd.scores import accountant_epsilon
     from jaxaudit.renyi import epsilon_lower_bounds, gdp_epsilon_lower_bound
@@ -79,8 +80,9 @@ def audit_configuration(name: str, s: dict, config=None) -> dict:
     orders = np.asarray(ORDERS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        records = audit_dpsgd(jax.random.key(0), in_s, out_s, orders, accountant_params=acc,
-                              confidence=0.95, delta=DELTA, config=config)
+        curve = RdpCurve(orders, rdp_epsilons(orders=orders, **acc), "add_remove")
+        records = audit_dpsgd(jax.random.key(0), in_s, out_s, curve, confidence=0.95,
+                              delta=DELTA, critic=config).per_order()
         bounds = epsilon_lower_bounds(jax.random.key(0), in_s, out_s, delta=DELTA)
     audits = min(in_s.size, out_s.size) // BLOCK
     emp, emp_rdp = [], []
@@ -94,7 +96,7 @@ def audit_configuration(name: str, s: dict, config=None) -> dict:
     return dict(
         name=name, runs=int(in_s.size), device=s["device"], sigma=sigma, cfg=s["config"],
         accountant=float(accountant_epsilon(**acc, delta=DELTA, accountant="pld")),
-        cp=float(bounds.clopper_pearson), gdp_mu=float(bounds.gdp_mu),
+        cp=float(bounds.clopper_pearson), gdp_mu=float(bounds.mu),
         gdp_eps=float(bounds.gdp_epsilon), one_run=float(bounds.one_run),
         fdp_one_run=float(bounds.fdp_one_run), audits=audits, emp=_mean_se(emp),
         emp_rdp=[_mean_se(emp_rdp_arr[:, i]) for i in range(orders.size)],
@@ -132,6 +134,42 @@ def grid_table(rows: list[dict]) -> str:
                 f"{_pm(*o['dv'], digits=3)} | {o['dv_lower']:.3f} | {o['threshold']:.3f} | "
                 f"{o['gdp']:.3f} | {_pm(*r['emp_rdp'][i], digits=3)} |")
     return "\n".join(lines)
+
+
+def estimate_checks(rows: list[dict]) -> str:
+    """Every row where a number contradicts what is known: a bound above the accountant's ε_α
+    (an upper bound on the true D_α: a soundness defect), a DV point estimate above it, and a DV
+    point estimate falling as α grows (D_α is non-decreasing in α; van Erven & Harremoës,
+    arXiv 1206.2459, Thm 3) by more than two standard errors of the difference (the two SEs
+    combined as if independent). docs/renyi.md explains the estimates that are listed."""
+    above, falls, bound_above = [], [], []
+    for r in rows:
+        orders = r["orders"]
+        for o in orders:
+            for label in ("dv_lower", "threshold", "gdp"):
+                if o[label] > o["accountant"]:
+                    bound_above.append(f"{r['name']} α = {o['order']:g} {label} "
+                                       f"{o[label]:.3f} > {o['accountant']:.3f}")
+            p, se = o["dv"]
+            if not math.isnan(p) and p > o["accountant"]:
+                z = (p - o["accountant"]) / se if se > 0 else float("inf")
+                above.append(f"{r['name']} α = {o['order']:g}: {_pm(p, se, 3)} against "
+                             f"{o['accountant']:.3f} ({z:.1f} SE above)")
+        for a, b in zip(orders, orders[1:]):
+            (pa, sa), (pb, sb) = a["dv"], b["dv"]
+            if math.isnan(pa) or math.isnan(pb):
+                continue
+            se = math.hypot(sa, sb)
+            if pa - pb > 2 * se:
+                falls.append(f"{r['name']} α = {a['order']:g} → {b['order']:g}: "
+                             f"{pa:.3f} → {pb:.3f} ({(pa - pb) / se:.1f} SE)")
+    return "\n".join([
+        "**Checks against the accountant and the order** (the DV point is an estimate; the "
+        "DV lower, threshold-RDP and GDP columns are bounds):",
+        "- a bound above the accountant's ε_α (would be a soundness defect): "
+        + ("; ".join(bound_above) or "none") + ".",
+        "- a DV point estimate above the accountant's ε_α: " + ("; ".join(above) or "none") + ".",
+        "- a DV point estimate falling in α by more than 2 SE: " + ("; ".join(falls) or "none") + "."])
 
 
 def _decide(diff: float, se: float) -> str:
@@ -218,7 +256,8 @@ def verdicts(rows: list[dict]) -> str:
 
 
 def critic_table(scores: dict, names: list[str]) -> str:
-    from jaxaudit.renyi import PAPER_BOUNDED_CRITIC_CONFIG, PAPER_CRITIC_CONFIG, CriticConfig
+    from jaxaudit.renyi import PAPER_CRITIC_CONFIG, CriticConfig
+    from jaxaudit.renyi.training import PAPER_BOUNDED_CRITIC_CONFIG
 
     critics = {"ours": CriticConfig(), "paper": PAPER_CRITIC_CONFIG,
                "paper_m2": PAPER_BOUNDED_CRITIC_CONFIG}
@@ -254,6 +293,8 @@ def render(scores: dict, with_critics: bool = False) -> str:
         "**The grid in RDP units** (ε_α, Mironov's units):",
         "",
         grid_table(rows),
+        "",
+        estimate_checks(rows),
         "",
         verdicts(rows),
     ]

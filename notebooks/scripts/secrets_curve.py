@@ -70,8 +70,8 @@ def rows(path: Path) -> list[dict]:
     for name, chunk in res.chunks.items():
         level = name.split("_seed_")[0][len("eps_"):].replace("p", ".").replace("m", "-")
         out.append(dict(eps=float(level), seed=int(name.split("_seed_")[1]),
-                        noise=float(chunk["noise"]), baseline=float(chunk["baseline"]),
-                        bound=int(chunk["bound"]), seconds=float(chunk["seconds"]),
+                        noise=float(chunk["noise_multiplier"]), baseline=float(chunk["baseline"]),
+                        bound=int(chunk["count_bound"]), seconds=float(chunk["seconds"]),
                         n=int(np.asarray(chunk["hits"]).size),
                         **{sc: int(chunk[f"successes_{sc}"]) for sc in SCORINGS}))
     return out

@@ -116,13 +116,13 @@ def test_group_privacy_on_the_gaussian_mechanism():
 def test_replace_one_accounting_lives_in_accounting():
     p = accounting.gaussian_marginals_privacy(rho=0.5, num_tables=3, delta=1e-5)   # μ = 1
     assert isinstance(p, PldProfile) and p.relation == "replace_one"
-    assert p.noise == pytest.approx(np.sqrt(6.0))
+    assert p.noise_multiplier == pytest.approx(np.sqrt(6.0))
     np.testing.assert_allclose(p.deltas[1:4], [_gdp_delta(e, 1.0) for e in p.epsilons[1:4]],
                                rtol=1e-9)
     assert p.epsilon == pytest.approx(float(GaussianDP(1.0, "replace_one").to_approx(1e-5).epsilon),
                                       rel=1e-9)
     off = accounting.dpsgd_privacy(epsilon=np.inf, delta=1e-5, steps=3, sampling_rate=0.5)
-    assert off.relation == "replace_one" and off.noise == 0.0
+    assert off.relation == "replace_one" and off.noise_multiplier == 0.0
     assert float(off.delta_of_epsilon(5.0)) == 1.0
 
 
@@ -132,7 +132,7 @@ def test_privacy_model_is_the_bounds_view_of_the_guarantees():
     for model, guarantee in ((bounds.PrivacyModel(epsilon=1.0), PureDP(1.0, "replace_one")),
                              (bounds.PrivacyModel(epsilon=1.0, delta=1e-4),
                               ApproxDP(1.0, 1e-4, "replace_one")),
-                             (bounds.PrivacyModel(gdp_mu=1.0), GaussianDP(1.0, "replace_one"))):
+                             (bounds.PrivacyModel(mu=1.0), GaussianDP(1.0, "replace_one"))):
         assert model.guarantee() == guarantee
         assert bounds.PrivacyModel.from_guarantee(guarantee) == model
         assert (bounds.summarize_bounds(priors, guarantee)

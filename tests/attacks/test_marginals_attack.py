@@ -32,7 +32,7 @@ def test_posterior_matches_brute_force_for_one_target(way):
     """n = 1: the posterior is exactly prior × Gaussian likelihood of the whole release."""
     table = _tiny_table(np.random.default_rng(way))
     game = marginals_game(jax.random.key(way), table, attributes=["q", "h1", "h2"],
-                          hidden=["h1", "h2"], way=way, num_targets=1)
+                          hidden_attributes=["h1", "h2"], way=way, num_targets=1)
     sigma = 0.7
     y = release_marginals(jax.random.key(10 + way), game, sigma)
     got = marginals_posterior(game, y, sigma)[0]
@@ -50,7 +50,7 @@ def test_posterior_matches_brute_force_for_one_target(way):
 def test_game_prior_and_cells_by_enumeration():
     table = _tiny_table(np.random.default_rng(5), n=30)
     game = marginals_game(jax.random.key(1), table, attributes=["q", "h1", "h2"],
-                          hidden=["h1", "h2"], way=2, num_targets=3)
+                          hidden_attributes=["h1", "h2"], way=2, num_targets=3)
     # Marginals: the 3 pairs; release size 2*3 + 2*2 + 3*2.
     assert game.release_size == 16 and len(game.subsets) == 3
     np.testing.assert_allclose(np.exp(game.log_prior).sum(1), 1.0)
@@ -74,7 +74,7 @@ def test_hamming_guess_brute_force():
 def test_gaussian_marginals_privacy_is_gdp():
     p = gaussian_marginals_privacy(rho=2.0, num_tables=6, delta=1e-6)
     mu = 2.0
-    assert math.isclose(p.noise, math.sqrt(12) / mu)
+    assert math.isclose(p.noise_multiplier, math.sqrt(12) / mu)
     with jax.enable_x64(True):
         assert math.isclose(float(gdp_delta(p.epsilon, mu)), 1e-6, rel_tol=1e-6)
         grid_delta = np.asarray(gdp_delta(p.epsilons, mu))
@@ -98,27 +98,27 @@ def test_fair_loader_pinned():
 
 
 def test_argument_errors_name_the_argument():
-    kw = dict(attributes=["age", "educ", "religious"], hidden=["religious"], num_targets=5)
+    kw = dict(attributes=["age", "educ", "religious"], hidden_attributes=["religious"], num_targets=5)
     with pytest.raises(ValueError, match="rho"):
         marginals_reconstruction(jax.random.key(0), rho=-1.0, **kw)
     with pytest.raises(ValueError, match="hidden"):
-        marginals_reconstruction(jax.random.key(0), rho=1.0, attributes=["age"], hidden=["educ"])
+        marginals_reconstruction(jax.random.key(0), rho=1.0, attributes=["age"], hidden_attributes=["educ"])
     with pytest.raises(ValueError, match="attributes"):
         marginals_reconstruction(jax.random.key(0), rho=1.0, attributes=["nope", "educ"],
-                                 hidden=["educ"])
+                                 hidden_attributes=["educ"])
     with pytest.raises(ValueError, match="distance"):
         marginals_reconstruction(jax.random.key(0), rho=1.0, distance=1, **kw)
 
 
 def test_fair_attack_counts_and_monotone_baseline():
     kw = dict(attributes=["age", "educ", "religious", "occupation"],
-              hidden=["religious", "occupation"], num_targets=40)
+              hidden_attributes=["religious", "occupation"], num_targets=40)
     exact = marginals_reconstruction(jax.random.key(3), rho=1.0, distance=0, **kw)
     approx = marginals_reconstruction(jax.random.key(3), rho=1.0, distance=1, **kw)
     for r in (exact, approx):
         assert 0 <= int(r.successes) <= 40 and int(r.successes) == int(r.hits.sum())
         assert float(r.baseline) == pytest.approx(float(r.priors.sum()))
-        assert int(r.successes) < int(r.bound) <= 41
+        assert int(r.successes) < int(r.count_bound) <= 41
     # A Hamming ball contains its centre: approximate priors dominate exact ones.
     assert (np.asarray(approx.priors) >= np.asarray(exact.priors) - 1e-12).all()
 
@@ -142,11 +142,11 @@ def test_count_bound_sound_over_seeded_repetitions():
     """
     table = _isolated_table()
     rho, n, reps, gamma = 0.125, 150, 60, 0.05
-    kw = dict(attributes=["qi", "bit"], hidden=["bit"], way=2, num_targets=n, table=table,
+    kw = dict(attributes=["qi", "bit"], hidden_attributes=["bit"], way=2, num_targets=n, table=table,
               gamma=gamma)
     res = [marginals_reconstruction(jax.random.key(s), rho=rho, **kw) for s in range(reps)]
     succ = np.array([int(r.successes) for r in res])
-    bound = np.array([int(r.bound) for r in res])
+    bound = np.array([int(r.count_bound) for r in res])
     assert (bound <= n).all()  # not vacuous
     exceed = int((succ >= bound).sum())
     assert exceed <= binom.ppf(0.999, reps, gamma)
@@ -168,7 +168,7 @@ def test_memory_estimate_bounds_the_measured_peak():
     table = load_fair()
     attrs = ["age", "educ", "religious", "occupation", "rate_marriage", "yrs_married"]
     hidden = ["religious", "occupation", "rate_marriage", "age"]  # H = 4 * 6 * 5 * 6 = 720
-    kw = dict(rho=1.0, attributes=attrs, hidden=hidden, table=table)
+    kw = dict(rho=1.0, attributes=attrs, hidden_attributes=hidden, table=table)
     marginals_reconstruction(jax.random.key(0), num_targets=2, **kw)  # compile and warm up
     sizes = [len(table.levels[table.columns.index(a)]) for a in attrs]
     tracemalloc.start()
@@ -197,12 +197,12 @@ def test_huge_hidden_space_refused_before_any_work(monkeypatch):
     attrs = ["age", "yrs_married", "children", "educ", "religious", "occupation",
              "rate_marriage"]
     hidden = ["religious", "rate_marriage", "age", "children", "educ"]  # the smallest five
-    with pytest.raises(ValueError, match=r"hidden .* GiB .*num_targets"):
-        marginals_reconstruction(jax.random.key(0), rho=1.0, attributes=attrs, hidden=hidden)
+    with pytest.raises(ValueError, match=r"hidden_attributes .* GiB .*num_targets"):
+        marginals_reconstruction(jax.random.key(0), rho=1.0, attributes=attrs, hidden_attributes=hidden)
     # the same game with few enough targets fits (the limit is on memory, not on the names)
     h = 4 * 5 * 6 * 6 * 6
     small = MAX_MEMORY_BYTES // (3 * h * h)
-    check_marginals_arguments(load_fair(), attributes=attrs, hidden=hidden, num_targets=small)
+    check_marginals_arguments(load_fair(), attributes=attrs, hidden_attributes=hidden, num_targets=small)
 
 
 def test_table_is_checked():
@@ -211,7 +211,7 @@ def test_table_is_checked():
     gave an AttributeError. All are refused, naming the column or the type."""
     fair = load_fair()
     attrs = ["age", "educ", "religious"]
-    kw = dict(attributes=attrs, hidden=["religious"], num_targets=5)
+    kw = dict(attributes=attrs, hidden_attributes=["religious"], num_targets=5)
     for column in ("educ", "religious"):  # a released and a hidden column
         c = fair.columns.index(column)
         codes = fair.codes.copy()
@@ -241,24 +241,24 @@ def test_table_is_checked():
 def test_release_and_posterior_refuse_a_bad_sigma(sigma, error):
     """σ NaN gave an all-NaN release, ∞ ±inf, −1 and the string "1" a release."""
     game = marginals_game(jax.random.key(0), _tiny_table(np.random.default_rng(0)),
-                          attributes=["q", "h1", "h2"], hidden=["h1"], num_targets=2)
-    with pytest.raises(error, match="sigma"):
+                          attributes=["q", "h1", "h2"], hidden_attributes=["h1"], num_targets=2)
+    with pytest.raises(error, match="noise_multiplier"):
         release_marginals(jax.random.key(1), game, sigma)
     y = release_marginals(jax.random.key(1), game, 0.0)  # σ = 0: the exact marginals
     n = game.truth.shape[0]
     want = game.rest_counts + np.bincount(
         game.target_cells[np.arange(n), game.truth].ravel(), minlength=game.release_size)
     np.testing.assert_array_equal(y, want)
-    with pytest.raises(error, match="sigma"):
+    with pytest.raises(error, match="noise_multiplier"):
         marginals_posterior(game, y, sigma)
 
 
-@pytest.mark.parametrize("field", ["attributes", "hidden"])
+@pytest.mark.parametrize("field", ["attributes", "hidden_attributes"])
 def test_a_bare_string_is_not_a_list_of_columns(field):
     """attributes="abc" was split into the columns "a", "b", "c"."""
     table = Table(("a", "b", "c"), np.random.default_rng(0).integers(0, 2, (12, 3)).astype(
         np.int32), ((0, 1),) * 3)
-    kw = dict(attributes=["a", "b", "c"], hidden=["c"])
+    kw = dict(attributes=["a", "b", "c"], hidden_attributes=["c"])
     kw[field] = "abc" if field == "attributes" else "c"
     with pytest.raises(TypeError, match=f"{field} must be a sequence of column names"):
         marginals_game(jax.random.key(0), table, num_targets=5, **kw)
@@ -269,14 +269,14 @@ def test_a_non_key_gets_the_library_key_message(bad):
     """A seed, a string or malformed key data: the library's TypeError naming ``key``, not JAX's
     "invalid PRNG key data"."""
     with pytest.raises(TypeError, match=r"key must be a JAX PRNG key"):
-        marginals_reconstruction(bad, rho=1.0, attributes=["age", "educ"], hidden=["educ"],
+        marginals_reconstruction(bad, rho=1.0, attributes=["age", "educ"], hidden_attributes=["educ"],
                                  num_targets=5)
 
 
 def test_a_batch_of_keys_is_refused_by_name():
     with pytest.raises(ValueError, match=r"key must be one PRNG key"):
         marginals_reconstruction(jax.random.split(jax.random.key(0), 2), rho=1.0,
-                                 attributes=["age", "educ"], hidden=["educ"], num_targets=5)
+                                 attributes=["age", "educ"], hidden_attributes=["educ"], num_targets=5)
 
 
 def test_every_key_taking_attack_function_gets_the_library_key_message():
@@ -285,7 +285,7 @@ def test_every_key_taking_attack_function_gets_the_library_key_message():
 
     table = load_fair()
     calls = [
-        lambda k: marginals_game(k, table, attributes=["age", "educ"], hidden=["educ"],
+        lambda k: marginals_game(k, table, attributes=["age", "educ"], hidden_attributes=["educ"],
                                  num_targets=3),
         lambda k: release_marginals(k, None, 1.0),
         lambda k: train_dp_lm(k, None, None, None, noise_multiplier=1.0),

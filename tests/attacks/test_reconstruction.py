@@ -48,7 +48,7 @@ def _objective(game, release, sigma, guess, prior=True):
 def test_recovers_identifiable_table_exactly_without_noise(seed):
     table = _identifiable_table(np.random.default_rng(seed))
     game = marginals_game(jax.random.key(seed), table, attributes=["q", "h0", "h1"],
-                          hidden=["h0", "h1"], num_targets=8)
+                          hidden_attributes=["h0", "h1"], num_targets=8)
     y = release_marginals(jax.random.key(100 + seed), game, 0.0)
     for sigma in (0.0, 1e-3):
         r = joint_reconstruction(jax.random.key(seed), game, y, sigma, FAST)
@@ -69,7 +69,7 @@ def test_reaches_the_enumerated_global_optimum(seed, sigma):
     enumeration of the objective, computed here in numpy) is what the attack returns."""
     table = _shared_table(np.random.default_rng(seed))
     game = marginals_game(jax.random.key(seed), table, attributes=["q", "h1", "h2"],
-                          hidden=["h1", "h2"], num_targets=3)
+                          hidden_attributes=["h1", "h2"], num_targets=3)
     y = release_marginals(jax.random.key(50 + seed), game, sigma)
     s = max(sigma, 1e-6)
     big_h = game.hidden_values.shape[0]
@@ -90,7 +90,7 @@ def test_better_than_chance_under_moderate_noise():
     for seed in range(10):
         table = _identifiable_table(np.random.default_rng(seed), n_rows=40)
         game = marginals_game(jax.random.key(seed), table, attributes=["q", "h0", "h1"],
-                              hidden=["h0", "h1"], num_targets=12)
+                              hidden_attributes=["h0", "h1"], num_targets=12)
         y = release_marginals(jax.random.key(1000 + seed), game, 1.0)
         r = joint_reconstruction(jax.random.key(seed), game, y, 1.0, FAST)
         hits += int((np.asarray(r.guess) == game.truth).sum())
@@ -102,7 +102,7 @@ def test_no_worse_than_the_prior_when_the_noise_swamps_the_release():
     """σ = 1e4: the release carries no information and the attack is the prior's MAP."""
     table = _shared_table(np.random.default_rng(3), n_rows=40)
     game = marginals_game(jax.random.key(3), table, attributes=["q", "h1", "h2"],
-                          hidden=["h1", "h2"], num_targets=10)
+                          hidden_attributes=["h1", "h2"], num_targets=10)
     y = release_marginals(jax.random.key(4), game, 1e4)
     r = joint_reconstruction(jax.random.key(5), game, y, 1e4, FAST)
     np.testing.assert_array_equal(np.asarray(r.guess), np.argmax(game.log_prior, axis=1))
@@ -112,7 +112,7 @@ def test_no_worse_than_the_prior_when_the_noise_swamps_the_release():
 def test_jit_matches_eager_and_confidence_is_a_fraction():
     table = _shared_table(np.random.default_rng(7), n_rows=20)
     game = marginals_game(jax.random.key(7), table, attributes=["q", "h1", "h2"],
-                          hidden=["h1", "h2"], num_targets=5)
+                          hidden_attributes=["h1", "h2"], num_targets=5)
     y = release_marginals(jax.random.key(8), game, 0.3)
     key = jax.random.key(9)
     eager = joint_reconstruction(key, game, y, 0.3, FAST)
@@ -129,9 +129,9 @@ def test_jit_matches_eager_and_confidence_is_a_fraction():
     (dict(release="bad"), "release"),
     (dict(release=np.zeros(3)), "release"),
     (dict(release="nan"), "release"),
-    (dict(sigma=-1.0), "sigma"),
-    (dict(sigma=float("nan")), "sigma"),
-    (dict(sigma="1"), "sigma"),
+    (dict(noise_multiplier=-1.0), "noise_multiplier"),
+    (dict(noise_multiplier=float("nan")), "noise_multiplier"),
+    (dict(noise_multiplier="1"), "noise_multiplier"),
     (dict(restarts=0), "restarts"),
     (dict(steps=1.5), "steps"),
     (dict(learning_rate=0.0), "learning_rate"),
@@ -145,18 +145,18 @@ def test_jit_matches_eager_and_confidence_is_a_fraction():
 def test_bad_input_names_the_argument(kwargs, name):
     table = _shared_table(np.random.default_rng(0))
     game = marginals_game(jax.random.key(0), table, attributes=["q", "h1", "h2"],
-                          hidden=["h1", "h2"], num_targets=2)
+                          hidden_attributes=["h1", "h2"], num_targets=2)
     y = release_marginals(jax.random.key(1), game, 0.5)
     if isinstance(kwargs.get("release"), str) and kwargs["release"] == "nan":
         bad = y.copy()
         bad[0] = np.nan
         kwargs = dict(release=bad)
-    args = dict(key=jax.random.key(0), game=game, release=y, sigma=0.5)
+    args = dict(key=jax.random.key(0), game=game, release=y, noise_multiplier=0.5)
     args.update(kwargs)
     fields = {f: args.pop(f) for f in ReconstructionConfig._fields if f in args}
     with pytest.raises(ValueError, match=name):
         joint_reconstruction(args.pop("key"), args.pop("game"), args.pop("release"),
-                             args.pop("sigma"), ReconstructionConfig(**fields))
+                             args.pop("noise_multiplier"), ReconstructionConfig(**fields))
 
 
 def test_degenerate_games_and_huge_loops_refused():
@@ -165,7 +165,7 @@ def test_degenerate_games_and_huge_loops_refused():
     naming the field."""
     table = _shared_table(np.random.default_rng(0))
     game = marginals_game(jax.random.key(0), table, attributes=["q", "h1", "h2"],
-                          hidden=["h1", "h2"], num_targets=2)
+                          hidden_attributes=["h1", "h2"], num_targets=2)
     y = release_marginals(jax.random.key(1), game, 0.5)
     key = jax.random.key(0)
     for field in ("steps", "integer_sweeps"):  # 1e12: not an integer; 10**12: too many
@@ -202,7 +202,7 @@ def test_noiseless_attack_fits_exactly_when_many_tables_do(seed):
     codes[:, 2] = (codes[:, 0] + rng.integers(0, 2, n_rows)) % 3  # h depends on q: priors differ
     table = Table(("q", "r", "h"), codes.astype(np.int32), ((0, 1, 2), (0, 1), (0, 1, 2)))
     game = marginals_game(jax.random.key(seed), table, attributes=["q", "r", "h"],
-                          hidden=["h"], way=1, num_targets=5)
+                          hidden_attributes=["h"], way=1, num_targets=5)
     y = release_marginals(jax.random.key(60 + seed), game, 0.0)
     n = game.truth.shape[0]
 

@@ -72,7 +72,7 @@ def test_replace_one_accounting_matches_gdp_at_full_batch():
     μ = 2√T/σ; the calibrated σ must meet δ at ε and the PLD profile must not be below GDP's."""
     steps, eps, delta = 16, 2.0, 1e-5
     p = dpsgd_privacy(epsilon=eps, delta=delta, steps=steps, sampling_rate=1.0)
-    mu = 2.0 * math.sqrt(steps) / p.noise
+    mu = 2.0 * math.sqrt(steps) / p.noise_multiplier
     with jax.enable_x64(True):
         at_target = float(gdp_delta(eps, mu))
         exact = np.asarray(gdp_delta(p.epsilons, mu))
@@ -138,7 +138,7 @@ def test_planted_secrets_found_without_noise():
     assert scored.reference is None and scored.scores.shape == (4, 100)
     res = extraction_result(scored, prior, scoring="likelihood")
     assert int(res.successes) == 4 and bool(res.hits.all())
-    assert int(res.bound) == 5 and float(res.noise) == 0.0
+    assert int(res.count_bound) == 5 and float(res.noise_multiplier) == 0.0
     assert float(res.baseline) == pytest.approx(4 * 0.01)
     assert int(extraction_result(scored, prior, scoring="prior").successes) == 0
     assert 0 <= int(extraction_result(scored, prior).successes) <= 4
@@ -204,9 +204,9 @@ def test_private_run_counts_and_bound():
                               prior, guesses=3)
     np.testing.assert_array_equal(np.asarray(res.hits), np.asarray(again.hits))
     assert 0 <= int(res.successes) <= 6 and res.hits.shape == (6,)
-    assert float(res.noise) > 0 and float(res.epsilon) == 1.0
+    assert float(res.noise_multiplier) > 0 and float(res.epsilon) == 1.0
     assert float(res.baseline) == pytest.approx(6 * 0.03)
-    assert int(res.successes) < int(res.bound)
+    assert int(res.successes) < int(res.count_bound)
     assert float(res.top_prior) <= float(res.top_bound) <= 1.0
 
 
@@ -284,7 +284,7 @@ def test_extraction_result_counts_no_nan_extraction_and_warns():
     with pytest.warns(RuntimeWarning, match="diverged"):
         res = extraction_result(scored, prior, scoring="likelihood", guesses=1)
     assert int(res.successes) == 0 and not np.asarray(res.hits).any()
-    assert int(res.successes) < int(res.bound)
+    assert int(res.successes) < int(res.count_bound)
 
 
 def test_train_and_score_refuses_non_finite_recipe():
@@ -337,7 +337,7 @@ def test_dpsgd_privacy_refuses_huge_finite_epsilon_and_caches():
         dpsgd_privacy(epsilon=MAX_DPSGD_EPSILON * 10, delta=1e-5, steps=4, sampling_rate=0.5)
     a = dpsgd_privacy(epsilon=2.0, delta=1e-5, steps=4, sampling_rate=0.5)
     b = dpsgd_privacy(epsilon=2.0, delta=1e-5, steps=4, sampling_rate=0.5)
-    assert a.noise == b.noise and a.deltas is not b.deltas  # cached, but not shared arrays
+    assert a.noise_multiplier == b.noise_multiplier and a.deltas is not b.deltas  # cached, but not shared arrays
     np.testing.assert_array_equal(a.deltas, b.deltas)
     a.deltas[:] = 0.0
     assert (dpsgd_privacy(epsilon=2.0, delta=1e-5, steps=4, sampling_rate=0.5).deltas > 0).any()
@@ -425,4 +425,4 @@ def test_memorising_configuration_extracts_at_infinite_epsilon():
     found = int(extraction_result(scored, prior, scoring="likelihood").successes)
     by_prior = int(extraction_result(scored, prior, scoring="prior").successes)
     assert found >= 2 and found > by_prior
-    assert int(extraction_result(scored, prior).bound) == 5
+    assert int(extraction_result(scored, prior).count_bound) == 5

@@ -37,8 +37,8 @@ def strong_prior_nuts(shared_nuts):
     sound = shared_nuts[2]
     num = len(COUNT_SETS) + 2 * SOUND_REPS
     opt = mia.ErrorCounts(*(c[:SOUND_REPS] for c in sound))
-    return bmp.posterior_nuts(jax.random.key(20), opt, attack_prior=(20.0, 1.0),
-                              deduplicate=False, config=NUTS._replace(chunk_size=num)), opt
+    return bmp.posterior_nuts(jax.random.key(20), opt, bmp.PosteriorModel(attack_prior=(20.0, 1.0)),
+                              NUTS._replace(chunk_size=num), deduplicate=False), opt
 
 
 @pytest.fixture(scope="session")
@@ -51,8 +51,8 @@ def optimal_prior_nuts(shared_nuts):
     grid_sets = mia.ErrorCounts(*(np.array([c[j] for c in COUNT_SETS], float) for j in range(4)))
     counts = mia.ErrorCounts(*(np.concatenate([g, s[:SOUND_REPS]])
                                for g, s in zip(grid_sets, sound)))
-    post = bmp.posterior_nuts(jax.random.key(30), counts, attack_prior="optimal",
-                              deduplicate=False, config=NUTS)
+    post = bmp.posterior_nuts(jax.random.key(30), counts, bmp.PosteriorModel(attack_prior="optimal"),
+                              NUTS, deduplicate=False)
     k = len(COUNT_SETS)
     opt = mia.ErrorCounts(*(c[:SOUND_REPS] for c in sound))
     return jax.tree.map(lambda x: x[:k], post), jax.tree.map(lambda x: x[k:], post), opt

@@ -35,34 +35,34 @@ def test_audit_shapes_and_counts(audits):
     graph, out = audits
     res = out["uniform"]
     n = graph.num_nodes
-    assert res.eps_l.shape == (3, n) and res.eps_r.shape == (3, n) and res.eps_mp.shape == (3, n)
+    assert res.epsilon_left.shape == (3, n) and res.epsilon_right.shape == (3, n) and res.epsilon_mp.shape == (3, n)
     np.testing.assert_array_equal(res.counts.n0 + res.counts.n1, 24)
     np.testing.assert_array_equal(res.counts.n1, res.masks.sum(0))
     assert np.all(res.counts.fp <= res.counts.n0) and np.all(res.counts.fn <= res.counts.n1)
     np.testing.assert_allclose(res.eta, 0.5, atol=1e-6)  # uniform sampler: exact η = n/N
     valid = (res.counts.n0 > 0) & (res.counts.n1 > 0)
-    q = res.eps_r[:, valid]
+    q = res.epsilon_right[:, valid]
     assert np.all(q[0] <= q[1]) and np.all(q[1] <= q[2])
     # the Jeffreys (optimal-attack) quantiles reported next to the posterior's, on the same nodes
-    assert res.jeffreys_r.shape == (3, n) and res.jeffreys_l.shape == (3, n)
-    np.testing.assert_array_equal(np.isnan(res.jeffreys_r[0]), ~valid)
-    jr = res.jeffreys_r[:, valid]
+    assert res.jeffreys_right.shape == (3, n) and res.jeffreys_left.shape == (3, n)
+    np.testing.assert_array_equal(np.isnan(res.jeffreys_right[0]), ~valid)
+    jr = res.jeffreys_right[:, valid]
     assert np.all(jr[0] <= jr[1]) and np.all(jr[1] <= jr[2])
     assert np.mean(res.rhat[valid] <= 1.05) >= 0.9
     assert res.global_auc > 0.5
     # the certified bounds are the certified_epsilons of the same counts, NaN without counts
     cert = bmp.certified_epsilons(mia.ErrorCounts(*(np.asarray(c)[valid] for c in res.counts)),
                                   confidence=res.confidence)
-    np.testing.assert_allclose(np.asarray(res.certified_r)[valid], cert.eps_r)
-    np.testing.assert_allclose(np.asarray(res.certified_l)[valid], cert.eps_l)
-    assert np.all(np.isnan(np.asarray(res.certified_r)[~valid]))
+    np.testing.assert_allclose(np.asarray(res.certified_right)[valid], cert.epsilon_right)
+    np.testing.assert_allclose(np.asarray(res.certified_left)[valid], cert.epsilon_left)
+    assert np.all(np.isnan(np.asarray(res.certified_right)[~valid]))
     # a bound is below the Jeffreys median (the point reading of the same counts) at every node
-    assert np.all(np.asarray(res.certified_r)[valid] <= np.asarray(res.jeffreys_r)[1, valid])
+    assert np.all(np.asarray(res.certified_right)[valid] <= np.asarray(res.jeffreys_right)[1, valid])
     table = bmp.audit_table(res)
     assert {"certified_eps_r_lower", "bayes_eps_r_q05", "bayes_eps_r_q50", "mp_eps_q50",
             "jeffreys_eps_r_q05"} <= set(table)
     top = bmp.most_leaking(res, 5)
-    cert_max = np.fmax(np.asarray(res.certified_l), np.asarray(res.certified_r))
+    cert_max = np.fmax(np.asarray(res.certified_left), np.asarray(res.certified_right))
     assert np.nanmin(cert_max[top]) >= np.nanmax(np.delete(cert_max, top))
     summary = bmp.audit_summary(res)
     assert summary["nodes_with_estimate"] == int(valid.sum())
@@ -75,12 +75,12 @@ def test_snowball_priors_vary_and_leakage_is_reported(audits):
     shadow models cannot decide it: the median ε_R difference flipped sign with the sampler's
     seed), measured on Cora and CiteSeer in notebooks/bmp_planetoid.py and docs/bmp.md."""
     _, out = audits
-    med = {k: float(np.nanmedian(v.eps_r[1])) for k, v in out.items()}
+    med = {k: float(np.nanmedian(v.epsilon_right[1])) for k, v in out.items()}
     print(f"median eps_R: uniform {med['uniform']:.3f}, snowball {med['snowball']:.3f}")
     assert np.std(out["snowball"].eta) > 0.1
     for res in out.values():
         valid = (np.asarray(res.counts.n0) > 0) & (np.asarray(res.counts.n1) > 0)
-        assert np.all(np.isfinite(np.asarray(res.eps_r)[1, valid]))
+        assert np.all(np.isfinite(np.asarray(res.epsilon_right)[1, valid]))
 
 
 @pytest.mark.slow
@@ -89,12 +89,12 @@ def test_bmp_r_versus_mp(audits):
     certifies clearly more ε_L than ε_R, BMP-R sits below MP. Overall fraction reported."""
     _, out = audits
     res = out["uniform"]
-    ok = ~np.isnan(res.eps_r[1]) & ~np.isnan(res.eps_mp[1])
-    below = res.eps_r[1] <= res.eps_mp[1]
+    ok = ~np.isnan(res.epsilon_right[1]) & ~np.isnan(res.epsilon_mp[1])
+    below = res.epsilon_right[1] <= res.epsilon_mp[1]
     print(f"uniform: BMP-R median <= MP median for {np.mean(below[ok]):.2%} of nodes")
     jeff = bmp.jeffreys_estimate(jax.random.key(5), mia.ErrorCounts(
         *(np.asarray(c)[ok] for c in res.counts)))
-    left_heavy = jeff.eps_l[1] > jeff.eps_r[1] + 1.0
+    left_heavy = jeff.epsilon_left[1] > jeff.epsilon_right[1] + 1.0
     print(f"  nodes with Jeffreys eps_L median > eps_R median + 1: {int(left_heavy.sum())}, "
           f"BMP-R <= MP there for {np.mean(below[ok][left_heavy]):.2%}")
     assert left_heavy.sum() >= 5
@@ -109,17 +109,19 @@ def test_bmp_r_versus_mp(audits):
 
 @pytest.mark.slow
 def test_optimal_attack_prior_end_to_end():
-    """audit_from_scores with attack_prior="optimal": no MP baseline (NaN), and the posterior
+    """audit_from_scores with the optimal attack prior: no MP baseline (NaN), and the posterior
     medians track the Jeffreys estimate — both read the counts at the corner of R(ε), with
     different priors (half-normal on ε vs Jeffreys on the error rates)."""
     rng = np.random.default_rng(0)
     masks = rng.random((40, 60)) < 0.5
     scores = masks * np.linspace(0.0, 3.0, 60)[None] + rng.normal(size=(40, 60))
     res = bmp.audit_from_scores(jax.random.key(0), scores, masks, np.full(60, 0.5),
-                                bmp.AuditConfig(attack_prior="optimal", nuts=AUDIT_NUTS))
-    assert np.all(np.isnan(np.asarray(res.eps_mp)))
+                                bmp.AuditConfig(model=bmp.PosteriorModel(attack_prior="optimal"),
+                                                nuts=AUDIT_NUTS))
+    assert np.all(np.isnan(np.asarray(res.epsilon_mp)))
     assert bmp.audit_summary(res)["mp_eps_median"] is None
-    for post, jeff in ((res.eps_l, res.jeffreys_l), (res.eps_r, res.jeffreys_r)):
+    for post, jeff in ((res.epsilon_left, res.jeffreys_left),
+                       (res.epsilon_right, res.jeffreys_right)):
         med, jmed = np.asarray(post)[1], np.asarray(jeff)[1]
         assert np.corrcoef(med, jmed)[0, 1] > 0.95
         assert np.mean(np.abs(med - jmed)) < 0.3
@@ -185,10 +187,10 @@ def test_node_stage_does_not_depend_on_the_split():
         np.testing.assert_array_equal(getattr(joined, field), getattr(whole, field), field)
     same = att.key_node != np.arange(60)
     assert same.any()
-    np.testing.assert_array_equal(whole.eps_r[:, same], whole.eps_r[:, att.key_node[same]])
+    np.testing.assert_array_equal(whole.epsilon_right[:, same], whole.epsilon_right[:, att.key_node[same]])
     # the certified bounds are those of the counts, whatever the split
     cert = bmp.certified_epsilons(att.counts, confidence=0.95)
-    np.testing.assert_allclose(whole.certified_r, cert.eps_r)
+    np.testing.assert_allclose(whole.certified_right, cert.epsilon_right)
 
 
 def test_posterior_nuts_refuses_keys_that_do_not_match_the_counts():
@@ -217,8 +219,8 @@ def test_per_count_set_keys_with_min_ess_do_not_depend_on_the_other_sets():
     assert ess[1] < target < ess[0], ess
     both = bmp.posterior_nuts(keys, c, config=config._replace(min_ess=target))
     assert np.all(np.asarray(both.ess) >= target), (np.asarray(both.ess), target)
-    np.testing.assert_array_equal(np.asarray(both.eps_l[0]), np.asarray(first.eps_l[0]))
+    np.testing.assert_array_equal(np.asarray(both.epsilon_left[0]), np.asarray(first.epsilon_left[0]))
     alone = bmp.posterior_nuts(keys[1:], mia.ErrorCounts(*(x[1:] for x in c)),
                                config=config._replace(min_ess=target))
-    np.testing.assert_array_equal(np.asarray(alone.eps_l[0]), np.asarray(both.eps_l[1]))
-    np.testing.assert_array_equal(np.asarray(alone.eps_r[0]), np.asarray(both.eps_r[1]))
+    np.testing.assert_array_equal(np.asarray(alone.epsilon_left[0]), np.asarray(both.epsilon_left[1]))
+    np.testing.assert_array_equal(np.asarray(alone.epsilon_right[0]), np.asarray(both.epsilon_right[1]))

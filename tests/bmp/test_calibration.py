@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 
 REPS = 120
 N = 60
-GRID = dict(num_eps=48, num_s=6, num_alpha_nodes=6, num_alpha_segments=12, num_knots=2049)
+GRID = dict(num_epsilons=48, num_s=6, num_alpha_nodes=6, num_alpha_segments=12, num_knots=2049)
 LEVEL = 0.01  # per KS test; two marginals per prior
 
 
@@ -57,8 +57,8 @@ def _sbc_pvalues(key, prior, fit_prior):
     for r in range(REPS):
         # the optimal-attack model's grid needs no quadrature: resolve it finely
         grid = bmp.posterior_grid(mia.ErrorCounts(fp[r], float(N), fn[r], float(N)),
-                                  attack_prior=fit_prior,
-                                  **(GRID | {"num_eps": 1000} if fit_prior.optimal else GRID))
+                                  bmp.PosteriorModel(attack_prior=fit_prior),
+                                  **(GRID | {"num_epsilons": 1000} if fit_prior.optimal else GRID))
         ranks[0, r] = grid.cdf("l", eps[0, r])
         ranks[1, r] = grid.cdf("r", eps[1, r])
     return [stats.kstest(ranks[j], "uniform").pvalue for j in range(2)], ranks

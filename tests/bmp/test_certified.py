@@ -41,7 +41,7 @@ def test_exact_coverage_by_enumeration(n0, n1):
     x, y = np.meshgrid(np.arange(n0 + 1.0), np.arange(n1 + 1.0), indexing="ij")
     cert = bmp.certified_epsilons(mia.ErrorCounts(x, np.full_like(x, n0), y, np.full_like(y, n1)),
                                   confidence=CONFIDENCE)
-    lo_l, lo_r = np.asarray(cert.eps_l, np.float64), np.asarray(cert.eps_r, np.float64)
+    lo_l, lo_r = np.asarray(cert.epsilon_left, np.float64), np.asarray(cert.epsilon_right, np.float64)
     with np.errstate(divide="ignore"):  # the plug-in reading, for the test's power
         plug_l, plug_r = (np.asarray(e, np.float64) for e in bmp.region.epsilons_from_errors(x / n0, y / n1))
     worst, worst_plug = 1.0, 1.0
@@ -76,23 +76,23 @@ def test_simulated_coverage_optimal_attack(n):
         fp = np.asarray(jax.random.binomial(k1, n, a, (reps,)), float)
         fn = np.asarray(jax.random.binomial(k2, n, b, (reps,)), float)
         cert = bmp.certified_epsilons(mia.ErrorCounts(fp, np.full(reps, n), fn, np.full(reps, n)))
-        covered = (np.asarray(cert.eps_l) <= eps_l) & (np.asarray(cert.eps_r) <= eps_r)
+        covered = (np.asarray(cert.epsilon_left) <= eps_l) & (np.asarray(cert.epsilon_right) <= eps_r)
         rate = covered.mean()
         se = np.sqrt(0.95 * 0.05 / reps)
         print(f"N={n} ({eps_l}, {eps_r}): joint coverage {rate:.3f}, median bound "
-              f"({np.median(cert.eps_l):.2f}, {np.median(cert.eps_r):.2f})")
+              f"({np.median(cert.epsilon_left):.2f}, {np.median(cert.epsilon_right):.2f})")
         assert rate >= 0.95 - 3 * se
         if n == 1000:
-            assert np.median(cert.eps_l) > 0.6 * eps_l and np.median(cert.eps_r) > 0.6 * eps_r
+            assert np.median(cert.epsilon_left) > 0.6 * eps_l and np.median(cert.epsilon_right) > 0.6 * eps_r
 
 
 def test_edge_counts_and_bad_input():
     c = bmp.certified_epsilons(mia.ErrorCounts(np.array([0.0, 10.0, 5.0]), np.full(3, 10.0),
                                                np.array([0.0, 0.0, 5.0]), np.full(3, 10.0)))
     np.testing.assert_allclose(np.asarray(c.fpr_upper)[1], 1.0)  # X = N0: no information
-    assert float(c.eps_r[1]) == 0.0 and float(c.eps_l[1]) == 0.0
-    assert float(c.eps_r[2]) == 0.0 and float(c.eps_l[2]) == 0.0  # a random guess
-    assert float(c.eps_r[0]) > 0 and float(c.eps_l[0]) > 0
+    assert float(c.epsilon_right[1]) == 0.0 and float(c.epsilon_left[1]) == 0.0
+    assert float(c.epsilon_right[2]) == 0.0 and float(c.epsilon_left[2]) == 0.0  # a random guess
+    assert float(c.epsilon_right[0]) > 0 and float(c.epsilon_left[0]) > 0
     with pytest.raises(ValueError, match="confidence"):
         bmp.certified_epsilons(mia.ErrorCounts(1, 10, 1, 10), confidence=1.0)
     with pytest.raises(ValueError, match="counts.fp"):
@@ -155,10 +155,10 @@ def test_exact_coverage_of_the_jitted_float32_bound(n0, n1):
     jitted = jax.jit(lambda c: bmp.certified_epsilons(c, confidence=CONFIDENCE))(
         mia.ErrorCounts(*(np.asarray(c, np.float32) for c in counts)))
     eager = bmp.certified_epsilons(counts, confidence=CONFIDENCE)
-    lo_l, lo_r = np.asarray(jitted.eps_l, np.float64), np.asarray(jitted.eps_r, np.float64)
-    assert np.all(lo_l <= np.asarray(eager.eps_l) + 1e-6)
-    assert np.all(lo_r <= np.asarray(eager.eps_r) + 1e-6)
-    np.testing.assert_allclose(lo_r, np.asarray(eager.eps_r), atol=2e-3)
+    lo_l, lo_r = np.asarray(jitted.epsilon_left, np.float64), np.asarray(jitted.epsilon_right, np.float64)
+    assert np.all(lo_l <= np.asarray(eager.epsilon_left) + 1e-6)
+    assert np.all(lo_r <= np.asarray(eager.epsilon_right) + 1e-6)
+    np.testing.assert_allclose(lo_r, np.asarray(eager.epsilon_right), atol=2e-3)
     for a, b in _truth_grid():
         true_l, true_r = np.log1p(-a) - np.log(b), np.log1p(-b) - np.log(a)
         weight = stats.binom.pmf(x, n0, a) * stats.binom.pmf(y, n1, b)

@@ -81,7 +81,7 @@ def test_posterior_nuts_on_4_devices_agrees_with_1_within_mcse():
         med = lambda x: np.median(np.asarray(x).reshape(8, -1), axis=1).tolist()
         print(json.dumps({"devices": len(jax.devices()), "keys": np.asarray(keys).tolist(),
                           "value": np.asarray(value).tolist(), "grad": np.asarray(grad).tolist(),
-                          "eps_l": med(post.eps_l), "eps_r": med(post.eps_r),
+                          "eps_l": med(post.epsilon_left), "eps_r": med(post.epsilon_right),
                           "mcse": np.asarray(post.mcse_median).tolist()}))
         """
     four, one = _run(script, 4), _run(script, 1)

@@ -38,7 +38,7 @@ def test_docs_kernel_blocks_run_and_agree_with_posterior_nuts():
     for block in blocks:
         exec(compile(block, str(DOC), "exec"), ns)  # noqa: S102
     post, host = ns["post"], ns["host"]
-    assert post.eps_r.shape == (3, 4, 500) and post.rhat.shape == (3,)
+    assert post.epsilon_right.shape == (3, 4, 500) and post.rhat.shape == (3,)
     assert np.all(np.asarray(post.rhat) < 1.05) and np.all(np.asarray(post.ess) > 100)
     kernel, driver = np.asarray(ns["medians"]), np.asarray(ns["host_medians"])
     mcse = np.hypot(np.asarray(post.mcse_median), np.asarray(host.mcse_median))
@@ -54,11 +54,11 @@ def test_nuts_node_single_node_is_one_row_of_the_vmap():
     counts = ErrorCounts(jnp.array([10.0, 40.0]), jnp.full(2, 100.0), jnp.array([30.0, 20.0]),
                          jnp.full(2, 100.0))
     keys = jax.random.split(jax.random.key(3), 2)
-    both = jax.jit(jax.vmap(lambda k, c: bmp.nuts_node(k, c, config)))(keys, counts)
-    one = jax.jit(lambda k, c: bmp.nuts_node(k, c, config))(
+    both = jax.jit(jax.vmap(lambda k, c: bmp.nuts_node(k, c, config=config)))(keys, counts)
+    one = jax.jit(lambda k, c: bmp.nuts_node(k, c, config=config))(
         keys[1], ErrorCounts(*(c[1] for c in counts)))
-    np.testing.assert_allclose(np.asarray(one.eps_r), np.asarray(both.eps_r)[1], rtol=1e-4,
-                               atol=1e-4)
+    np.testing.assert_allclose(np.asarray(one.epsilon_right), np.asarray(both.epsilon_right)[1],
+                               rtol=1e-4, atol=1e-4)
 
 
 def test_node_log_density_is_the_model_of_posterior_nuts():
@@ -67,14 +67,14 @@ def test_node_log_density_is_the_model_of_posterior_nuts():
     from jaxaudit.bmp.likelihood import make_log_density
 
     for prior, dim in ((None, 5), (0.5, 4), ("optimal", 2), ((20.0, 1.0), 5)):
-        target = bmp.node_log_density(COUNTS, attack_prior=prior)
+        target = bmp.node_log_density(COUNTS, bmp.PosteriorModel(attack_prior=prior))
         assert target.dim == dim, prior
-    target = bmp.node_log_density(COUNTS, prior_variance=4.0)
+    target = bmp.node_log_density(COUNTS, bmp.PosteriorModel(prior_variance=4.0))
     ref = make_log_density("centered", COUNTS, prior_variance=4.0)
     x = jnp.array([0.1, -0.2, 0.3, 0.0, 0.5])
     assert float(target.logdensity_fn(x)) == pytest.approx(float(ref.logdensity_fn(x)), rel=1e-6)
     lp = jax.jit(jax.vmap(lambda fp: bmp.node_log_density(
-        ErrorCounts(fp, 100.0, 30.0, 100.0), prior_variance=4.0).logdensity_fn(x)))(
+        ErrorCounts(fp, 100.0, 30.0, 100.0), bmp.PosteriorModel(prior_variance=4.0)).logdensity_fn(x)))(
         jnp.array([10.0, 20.0]))
     assert lp.shape == (2,) and float(lp[0]) == pytest.approx(float(ref.logdensity_fn(x)),
                                                               rel=1e-5)
@@ -82,7 +82,7 @@ def test_node_log_density_is_the_model_of_posterior_nuts():
         bmp.node_log_density(ErrorCounts(*(np.array([1.0, 2.0]),) * 2,
                                          *(np.array([3.0, 4.0]),) * 2))
     with pytest.raises(ValueError, match="delta_link"):
-        bmp.node_log_density(COUNTS, delta_link="tanh")
+        bmp.node_log_density(COUNTS, bmp.PosteriorModel(delta_link="tanh"))
 
 
 def test_posterior_nuts_under_a_transform_names_the_kernel():

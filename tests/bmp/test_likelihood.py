@@ -180,7 +180,7 @@ def test_corner_joint_jacobian(seed):
         log_det = float(jnp.linalg.slogdet(jax.jacfwd(to_eps)(pos))[1])
         lp = float(bmp.likelihood.log_joint_corner(pos, counts))
         c = bmp.likelihood.constrain_corner(pos)
-        e_l, e_r = float(c.eps_l), float(c.eps_r)
+        e_l, e_r = float(c.epsilon_left), float(c.epsilon_right)
         a_star, b_star = (float(x) for x in bmp.region.region_corner(e_l, e_r))
         np.testing.assert_allclose([float(c.alpha), float(c.beta)], [a_star, b_star], rtol=1e-10)
         np.testing.assert_allclose([e_l, e_r], [float(x) for x in bmp.region.epsilons_from_errors(

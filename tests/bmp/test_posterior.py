@@ -18,7 +18,7 @@ QS = (0.05, 0.5, 0.95)
 @pytest.fixture(scope="module")
 def nuts_and_grids(shared_nuts):
     post = shared_nuts[0]
-    grids = [bmp.posterior_grid(mia.ErrorCounts(*map(float, c)), num_eps=100, num_s=12)
+    grids = [bmp.posterior_grid(mia.ErrorCounts(*map(float, c)), num_epsilons=100, num_s=12)
              for c in COUNT_SETS]
     return post, grids
 
@@ -30,7 +30,7 @@ def test_nuts_matches_grid(nuts_and_grids, node):
     grid = grids[node]
     assert float(post.rhat[node]) <= 1.01
     ess = float(post.ess[node])
-    for which, draws in (("l", post.eps_l[node]), ("r", post.eps_r[node])):
+    for which, draws in (("l", post.epsilon_left[node]), ("r", post.epsilon_right[node])):
         got = np.quantile(np.asarray(draws).ravel(), QS)
         want = grid.quantile(which, QS)
         dens = np.maximum(grid.density_at(which, want), 1e-3)
@@ -49,17 +49,17 @@ def fixed_strength_runs():
     (10, 100, 30, 100), lanes 1..16 the mixing case, each lane its own key (deduplicate=False)."""
     rows = [(10.0, 100.0, 30.0, 100.0)] + [SPREAD_COUNTS] * SPREAD_KEYS
     counts = mia.ErrorCounts(*(np.array([r[j] for r in rows]) for j in range(4)))
-    return bmp.posterior_nuts(jax.random.key(1), counts, attack_prior=0.5, deduplicate=False,
-                              config=bmp.NutsConfig())
+    return bmp.posterior_nuts(jax.random.key(1), counts, bmp.PosteriorModel(attack_prior=0.5),
+                              bmp.NutsConfig(), deduplicate=False)
 
 
 @pytest.mark.slow
 def test_fixed_strength_noncentered_matches_grid(fixed_strength_runs):
     post = jax.tree.map(lambda x: x[0], fixed_strength_runs)
     counts = mia.ErrorCounts(10.0, 100.0, 30.0, 100.0)
-    grid = bmp.posterior_grid(counts, attack_prior=0.5, num_eps=100)
+    grid = bmp.posterior_grid(counts, bmp.PosteriorModel(attack_prior=0.5), num_epsilons=100)
     assert float(post.rhat) <= 1.01
-    for which, draws in (("l", post.eps_l), ("r", post.eps_r)):
+    for which, draws in (("l", post.epsilon_left), ("r", post.epsilon_right)):
         got = np.quantile(np.asarray(draws).ravel(), QS)
         want = grid.quantile(which, QS)
         dens = np.maximum(grid.density_at(which, want), 1e-3)
@@ -87,13 +87,14 @@ def test_fixed_strength_median_spread_matches_reported_precision(fixed_strength_
     from scipy import stats
 
     post = jax.tree.map(lambda x: x[1:], fixed_strength_runs)
-    grid = bmp.posterior_grid(mia.ErrorCounts(*SPREAD_COUNTS), attack_prior=0.5, num_eps=400)
+    grid = bmp.posterior_grid(mia.ErrorCounts(*SPREAD_COUNTS), bmp.PosteriorModel(attack_prior=0.5),
+                              num_epsilons=400)
     m = float(grid.quantile("l", 0.5))
     dens = float(grid.density_at("l", m))
-    eps_l = np.asarray(post.eps_l)
+    eps_l = np.asarray(post.epsilon_left)
     medians = np.median(eps_l.reshape(SPREAD_KEYS, -1), axis=1)
-    mcse = np.asarray(jax.vmap(bmp.diagnostics.median_mcse)(post.eps_l))
-    ess_l = np.asarray(jax.vmap(bmp.diagnostics.bulk_ess)(post.eps_l))
+    mcse = np.asarray(jax.vmap(bmp.diagnostics.median_mcse)(post.epsilon_left))
+    ess_l = np.asarray(jax.vmap(bmp.diagnostics.bulk_ess)(post.epsilon_left))
     assert np.all(np.asarray(post.mcse_median) >= mcse * (1 - 1e-5))  # the larger of ε_L, ε_R
     lo, hi = stats.chi2.ppf([0.001, 0.999], SPREAD_KEYS)
     for name, sigma in (("mcse_median", mcse), ("bulk ESS", np.sqrt(0.25 / ess_l) / dens)):
@@ -118,16 +119,16 @@ def test_soundness_of_lower_quantile(shared_nuts):
     """
     (eps_l, eps_r), reps = SOUND_EPS, SOUND_REPS
     _, post, counts = shared_nuts
-    q_l = np.asarray(bmp.posterior_quantiles(post.eps_l, (0.05,)))[0]
-    q_r = np.asarray(bmp.posterior_quantiles(post.eps_r, (0.05,)))[0]
+    q_l = np.asarray(bmp.posterior_quantiles(post.epsilon_left, (0.05,)))[0]
+    q_r = np.asarray(bmp.posterior_quantiles(post.epsilon_right, (0.05,)))[0]
     below_l, below_r = q_l <= eps_l, q_r <= eps_r
     opt, mod = slice(0, reps), slice(reps, 2 * reps)
     jeff = bmp.jeffreys_estimate(jax.random.key(4), mia.ErrorCounts(*(c[opt] for c in counts)),
                                  q=(0.05,))
     rates = dict(model_l=below_l[mod].mean(), model_r=below_r[mod].mean(),
                  optimal_l=below_l[opt].mean(), optimal_r=below_r[opt].mean(),
-                 jeffreys_l=np.mean(jeff.eps_l[0] <= eps_l),
-                 jeffreys_r=np.mean(jeff.eps_r[0] <= eps_r))
+                 jeffreys_l=np.mean(jeff.epsilon_left[0] <= eps_l),
+                 jeffreys_r=np.mean(jeff.epsilon_right[0] <= eps_r))
     print("soundness rates (5% quantile <= truth):",
           {k: round(float(r), 2) for k, r in rates.items()})
     assert rates["model_l"] >= 0.90 and rates["model_r"] >= 0.90
@@ -151,8 +152,8 @@ def test_strong_attack_prior_covers_optimal_attacks(shared_nuts, strong_prior_nu
     eps_l, eps_r = SOUND_EPS
 
     def rates(p):
-        q_l = np.asarray(bmp.posterior_quantiles(p.eps_l, (0.05,)))[0]
-        q_r = np.asarray(bmp.posterior_quantiles(p.eps_r, (0.05,)))[0]
+        q_l = np.asarray(bmp.posterior_quantiles(p.epsilon_left, (0.05,)))[0]
+        q_r = np.asarray(bmp.posterior_quantiles(p.epsilon_right, (0.05,)))[0]
         return np.mean(q_l <= eps_l), np.mean(q_r <= eps_r)
 
     strong, agnostic = rates(post), rates(default)
@@ -169,10 +170,10 @@ def test_optimal_prior_nuts_matches_grid(optimal_prior_nuts, node):
     directly in (ε_L, ε_R): quantiles agree within 3 Monte Carlo standard errors (or 0.05)."""
     post = optimal_prior_nuts[0]
     grid = bmp.posterior_grid(mia.ErrorCounts(*map(float, COUNT_SETS[node])),
-                              attack_prior="optimal", num_eps=600)
+                              bmp.PosteriorModel(attack_prior="optimal"), num_epsilons=600)
     assert float(post.rhat[node]) <= 1.01
     assert np.all(np.asarray(post.s[node]) == 1.0)
-    for which, draws in (("l", post.eps_l[node]), ("r", post.eps_r[node])):
+    for which, draws in (("l", post.epsilon_left[node]), ("r", post.epsilon_right[node])):
         got = np.quantile(np.asarray(draws).ravel(), QS)
         want = grid.quantile(which, QS)
         dens = np.maximum(grid.density_at(which, want), 1e-3)
@@ -189,11 +190,11 @@ def test_optimal_prior_covers_optimal_attacks(optimal_prior_nuts):
     a rate near 0.95 over 100 repetitions: 0.022."""
     _, post, _ = optimal_prior_nuts
     eps_l, eps_r = SOUND_EPS
-    q_l = np.asarray(bmp.posterior_quantiles(post.eps_l, (0.05,)))[0]
-    q_r = np.asarray(bmp.posterior_quantiles(post.eps_r, (0.05,)))[0]
+    q_l = np.asarray(bmp.posterior_quantiles(post.epsilon_left, (0.05,)))[0]
+    q_r = np.asarray(bmp.posterior_quantiles(post.epsilon_right, (0.05,)))[0]
     rates = np.mean(q_l <= eps_l), np.mean(q_r <= eps_r)
-    med_l = np.median(np.asarray(bmp.posterior_quantiles(post.eps_l, (0.5,))))
-    med_r = np.median(np.asarray(bmp.posterior_quantiles(post.eps_r, (0.5,))))
+    med_l = np.median(np.asarray(bmp.posterior_quantiles(post.epsilon_left, (0.5,))))
+    med_r = np.median(np.asarray(bmp.posterior_quantiles(post.epsilon_right, (0.5,))))
     print(f"optimal prior, optimal attack at (1, 2): 5% quantile below truth {rates}; "
           f"median posterior median ({med_l:.3f}, {med_r:.3f})")
     assert min(rates) >= 0.90
@@ -210,9 +211,9 @@ def test_jeffreys_estimate_is_centred_on_the_operating_point():
     el, er = bmp.region.epsilons_from_errors(np.array([0.1, 0.3]), np.array([0.3, 0.2]))
     # the median of the pushed-forward Jeffreys posterior sits near the point estimate, and the
     # interval shrinks with the counts
-    np.testing.assert_allclose(est.eps_l[1], el, atol=0.15)
-    np.testing.assert_allclose(est.eps_r[1], er, atol=0.15)
-    width = est.eps_r[2] - est.eps_r[0]
+    np.testing.assert_allclose(est.epsilon_left[1], el, atol=0.15)
+    np.testing.assert_allclose(est.epsilon_right[1], er, atol=0.15)
+    width = est.epsilon_right[2] - est.epsilon_right[0]
     assert width[1] < width[0]
 
 
@@ -230,7 +231,7 @@ def test_bad_counts_raise(bad, match):
 
 def test_bad_options_raise():
     c = mia.ErrorCounts(1, 10, 2, 10)
-    C = bmp.NutsConfig
+    C, M = bmp.NutsConfig, bmp.PosteriorModel
     for bad in (0, -1, 2.5):
         with pytest.raises(ValueError, match="max_num_doublings"):
             bmp.posterior_nuts(jax.random.key(0), c, config=C(max_num_doublings=bad))
@@ -242,28 +243,30 @@ def test_bad_options_raise():
     for bad in ((0.0, 1.0), (1.0, -2.0), "beta:1", "gamma:2,2", -0.1, (1.0, float("inf")),
                 "optimal:1", True):
         with pytest.raises(ValueError, match="attack_prior"):
-            bmp.posterior_nuts(jax.random.key(0), c, attack_prior=bad)
+            bmp.posterior_nuts(jax.random.key(0), c, bmp.PosteriorModel(attack_prior=bad))
     with pytest.raises(ValueError, match="num_samples"):
         bmp.posterior_nuts(jax.random.key(0), c, config=C(num_samples=0))
     with pytest.raises(ValueError, match="chunk_size"):
         bmp.posterior_nuts(jax.random.key(0), c, config=C(chunk_size=0))
     with pytest.raises(ValueError, match="attack_prior"):
-        bmp.posterior_nuts(jax.random.key(0), c, attack_prior=1.0)
+        bmp.posterior_nuts(jax.random.key(0), c, bmp.PosteriorModel(attack_prior=1.0))
     with pytest.raises(ValueError, match="prior_variance"):
-        bmp.posterior_nuts(jax.random.key(0), c, prior_variance=-1.0)
+        bmp.posterior_nuts(jax.random.key(0), c, bmp.PosteriorModel(prior_variance=-1.0))
     with pytest.raises(ValueError, match="num_chains"):
         bmp.posterior_nuts(jax.random.key(0), c, config=C(num_chains=1))
     with pytest.raises(ValueError, match="symmetric"):
-        bmp.posterior_nuts(jax.random.key(0), c, attack_prior="optimal", symmetric=True)
+        bmp.posterior_nuts(jax.random.key(0), c, M(attack_prior="optimal", symmetric=True))
     with pytest.raises(ValueError, match="parameterization"):
-        bmp.posterior_nuts(jax.random.key(0), c, attack_prior="optimal",
-                           parameterization="centered")
+        bmp.posterior_nuts(jax.random.key(0), c, M(attack_prior="optimal",
+                                                   parameterization="centered"))
     with pytest.raises(ValueError, match="parameterization"):
-        bmp.posterior_nuts(jax.random.key(0), c, parameterization="corner")
+        bmp.posterior_nuts(jax.random.key(0), c, M(parameterization="corner"))
     with pytest.raises(ValueError, match="delta_link"):
-        bmp.posterior_nuts(jax.random.key(0), c, config=C(delta_link="tanh"))
+        bmp.posterior_nuts(jax.random.key(0), c, M(delta_link="tanh"))
     with pytest.raises(ValueError, match="config"):
         bmp.posterior_nuts(jax.random.key(0), c, config=dict(num_samples=10))
+    with pytest.raises(ValueError, match="model"):  # the sampler settings in the model's place
+        bmp.posterior_nuts(jax.random.key(0), c, C())
     with pytest.raises(TypeError, match="num_sample"):
         bmp.posterior_nuts(jax.random.key(0), c, num_sample=10)  # a typo is not swallowed
 
@@ -278,7 +281,7 @@ def test_unmixed_chains_warn():
         post = bmp.posterior_nuts(jax.random.key(0), c,
                                   config=bmp.NutsConfig(num_warmup=2, num_samples=4))
     assert np.any(np.asarray(post.rhat) > 1.05)
-    assert post.eps_l.shape == (2, 4, 4)
+    assert post.epsilon_left.shape == (2, 4, 4)
 
 
 @pytest.mark.slow
@@ -295,9 +298,9 @@ def test_min_ess_reruns_only_the_hard_count_sets():
     assert ess[1] < target < ess[0], ess  # the degenerate set is the hard one
     post = bmp.posterior_nuts(jax.random.key(2), c, config=config._replace(min_ess=target))
     assert np.all(np.asarray(post.ess) >= target), (np.asarray(post.ess), target)
-    assert post.eps_l.shape == first.eps_l.shape
-    np.testing.assert_array_equal(np.asarray(post.eps_l[0]), np.asarray(first.eps_l[0]))
-    assert not np.array_equal(np.asarray(post.eps_l[1]), np.asarray(first.eps_l[1]))
+    assert post.epsilon_left.shape == first.epsilon_left.shape
+    np.testing.assert_array_equal(np.asarray(post.epsilon_left[0]), np.asarray(first.epsilon_left[0]))
+    assert not np.array_equal(np.asarray(post.epsilon_left[1]), np.asarray(first.epsilon_left[1]))
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="min_ess"):
             bmp.posterior_nuts(jax.random.key(0), c, config=config._replace(min_ess=bad))
@@ -308,13 +311,12 @@ def test_grid_warns_when_it_cannot_resolve_the_posterior():
     always right on the IN runs pins ε_R near 0.02 while ε_L spreads to 6, so at 400 cells ε_R's
     central 90% spans 2 cells and the grid says so; the default range of the optimal model
     resolves a posterior concentrated near 0 (it matches NUTS there, see docs/bmp.md)."""
-    with pytest.warns(RuntimeWarning, match="eps_r marginal spans"):
-        bmp.posterior_grid(mia.ErrorCounts(50.0, 50.0, 0.0, 50.0), attack_prior="optimal",
-                           num_eps=400)
+    optimal = bmp.PosteriorModel(attack_prior="optimal")
+    with pytest.warns(RuntimeWarning, match="ε_R marginal spans"):
+        bmp.posterior_grid(mia.ErrorCounts(50.0, 50.0, 0.0, 50.0), optimal, num_epsilons=400)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        g = bmp.posterior_grid(mia.ErrorCounts(32.0, 32.0, 32.0, 32.0), attack_prior="optimal",
-                               num_eps=400)
+        g = bmp.posterior_grid(mia.ErrorCounts(32.0, 32.0, 32.0, 32.0), optimal, num_epsilons=400)
     assert g.quantile("l", 0.95) < 0.2
 
 

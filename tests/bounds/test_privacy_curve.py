@@ -107,7 +107,7 @@ def test_riskcal_side_by_side(q, sigma, steps):
 
 
 def test_one_target_count_bound_takes_the_least_route():
-    model = PrivacyModel(gdp_mu=1.0)
+    model = PrivacyModel(mu=1.0)
     for p in (0.001, 0.003, 0.004, 0.01):
         single = float(single_target_success(p, model).bound)
         assert model.count_bound([p]) == (1 if single <= 0.05 * (1 - 1e-9) else 2)

@@ -19,10 +19,10 @@ from jaxaudit.bounds import PrivacyModel, RiskTarget, calibrate, single_target_s
     (PrivacyModel(epsilon=np.array([1.0, 2.0])), "privacy.epsilon"),
     (PrivacyModel(epsilon=1.0, delta=float("nan")), "privacy.delta"),
     (PrivacyModel(epsilon=1.0, delta=1.0), "privacy.delta"),
-    (PrivacyModel(gdp_mu=True), "gdp_mu"),
-    (PrivacyModel(gdp_mu="1"), "gdp_mu"),
-    (PrivacyModel(gdp_mu=np.array([1.0, 2.0])), "gdp_mu"),
-    (PrivacyModel(gdp_mu=float("nan")), "gdp_mu"),
+    (PrivacyModel(mu=True), "mu"),
+    (PrivacyModel(mu="1"), "mu"),
+    (PrivacyModel(mu=np.array([1.0, 2.0])), "mu"),
+    (PrivacyModel(mu=float("nan")), "mu"),
 ])
 def test_bad_model_parameters_are_refused_naming_the_field(model, field):
     with pytest.raises((ValueError, TypeError), match=field):
@@ -50,7 +50,7 @@ def test_a_curve_must_start_at_epsilon_zero():
 
 def test_valid_models_still_pass():
     for model in (PrivacyModel(epsilon=0.0), PrivacyModel(epsilon=math.inf),
-                  PrivacyModel(epsilon=1.0, delta=1e-5), PrivacyModel(gdp_mu=math.inf),
+                  PrivacyModel(epsilon=1.0, delta=1e-5), PrivacyModel(mu=math.inf),
                   PrivacyModel(epsilon=np.float32(1.0), delta=np.float64(0.0))):
         assert 0.1 <= float(single_target_success(0.1, model).bound) <= 1.0
 
@@ -86,7 +86,7 @@ def test_advantage_is_rounded_up_as_documented():
     with mp.workdps(40):
         for mu in np.geomspace(1e-8, 40, 60):
             exact = mp.erf(mp.mpf(float(mu)) / (2 * mp.sqrt(2)))
-            got = PrivacyModel(gdp_mu=float(mu)).advantage()
+            got = PrivacyModel(mu=float(mu)).advantage()
             assert exact <= got <= exact * (1 + 1e-14)
         for eps in np.geomspace(1e-8, 40, 30):
             for delta in (0.0, 1e-9, 0.3):
@@ -94,4 +94,4 @@ def test_advantage_is_rounded_up_as_documented():
                 exact = (mp.e ** e - 1 + 2 * mp.mpf(delta)) / (mp.e ** e + 1)
                 got = PrivacyModel(epsilon=float(eps), delta=delta).advantage()
                 assert exact <= got <= exact * (1 + 1e-14) + 1e-300
-    assert PrivacyModel(gdp_mu=math.inf).advantage() == 1.0
+    assert PrivacyModel(mu=math.inf).advantage() == 1.0

@@ -65,7 +65,7 @@ GDP_GRID = [(mu, p) for mu in (0.5, 1.0, 2.0) for p in (1e-4, 1e-2, 0.1, 0.5)]
 
 @pytest.mark.parametrize(("mu", "p"), GDP_GRID)
 def test_gdp_routes_against_mpmath(mu, p):
-    r = single_target_success(p, PrivacyModel(gdp_mu=mu))
+    r = single_target_success(p, PrivacyModel(mu=mu))
     assert float(r.kgk_plus) == pytest.approx(float(mp_kgk(p, mu)), rel=1e-10)
     # the posterior route is a value of β + δ at its ε: never below the exact infimum
     at_eps = mp_beta(float(r.epsilon), p) + mp_gdp_delta(float(r.epsilon), mu)
@@ -79,7 +79,7 @@ def test_gdp_routes_against_mpmath(mu, p):
 @pytest.mark.parametrize(("mu", "k"), [(0.5, 2), (1.0, 2), (1.0, 10), (2.0, 10), (1.0, 100),
                                        (3.0, 1000), (0.2, 10**6)])
 def test_gdp_fixed_point_against_mpmath_and_never_below_it(mu, k):
-    r = single_target_success(1.0 / k, PrivacyModel(gdp_mu=mu), exact_match=True)
+    r = single_target_success(1.0 / k, PrivacyModel(mu=mu), exact_match=True)
     exact = float(mp_fixed_point(mu, k))
     assert float(r.fixed_point) >= exact  # an upper bound
     assert float(r.fixed_point) == pytest.approx(exact, rel=1e-9)
@@ -98,7 +98,7 @@ def randomized_response_tradeoff(a, k, alpha):
 
 @pytest.mark.parametrize(("mu", "k"), [(1.0, 2), (1.0, 10), (0.5, 10), (2.0, 100)])
 def test_randomized_response_attains_the_fixed_point_and_is_gdp(mu, k):
-    a = float(single_target_success(1.0 / k, PrivacyModel(gdp_mu=mu), exact_match=True).bound)
+    a = float(single_target_success(1.0 / k, PrivacyModel(mu=mu), exact_match=True).bound)
     # enumeration: the guess is the output; success = Σ_x Pr[X = x] Pr[M(x) = x] = a
     probs = np.full((k, k), (1 - a) / (k - 1))
     np.fill_diagonal(probs, a)
@@ -123,7 +123,7 @@ def mp_fixed_point_general(mu, p):
 
 @pytest.mark.parametrize(("mu", "p"), [(1.0, 0.3), (0.5, 0.7), (2.0, 0.05), (1.0, 0.9)])
 def test_fixed_point_for_a_non_uniform_prior_against_mpmath(mu, p):
-    r = single_target_success(p, PrivacyModel(gdp_mu=mu), exact_match=True)
+    r = single_target_success(p, PrivacyModel(mu=mu), exact_match=True)
     exact = float(mp_fixed_point_general(mu, p))
     assert exact <= float(r.fixed_point) <= exact * (1 + 1e-9)
     assert float(r.fixed_point) <= float(r.kgk_plus)  # never above 1 − f(p)
@@ -141,7 +141,7 @@ def test_non_uniform_fixed_point_is_above_the_bayes_attack_on_a_gdp_mechanism():
     y = v[x] + rng.standard_normal((10**6, 2))
     log_post = np.log(prior) - 0.5 * ((y[:, None, :] - v[None]) ** 2).sum(-1)
     success = np.mean(log_post.argmax(1) == x)
-    bound = float(single_target_success(0.5, PrivacyModel(gdp_mu=mu), exact_match=True).bound)
+    bound = float(single_target_success(0.5, PrivacyModel(mu=mu), exact_match=True).bound)
     assert success <= bound + 0.002
     assert bound < float(kgk_bound_gdp(0.5, mu))  # and tighter than 1 − f(p)
 
@@ -174,7 +174,7 @@ def test_approx_dp_grid_against_mpmath(epsilon, p, delta):
 
 
 def test_the_issue_numbers_and_the_route_that_won():
-    gdp = PrivacyModel(gdp_mu=1.0)
+    gdp = PrivacyModel(mu=1.0)
     r = single_target_success(0.5, gdp)
     assert ROUTES[int(r.route)] == "kgk_plus" and float(r.bound) == pytest.approx(0.841345, abs=1e-6)
     r = single_target_success(0.5, gdp, exact_match=True)
@@ -185,7 +185,7 @@ def test_the_issue_numbers_and_the_route_that_won():
     assert float(r.posterior) == pytest.approx(0.359, abs=5e-4)
     assert float(r.kgk_plus) == pytest.approx(0.389, abs=5e-4)
     # the ε optimum of μ = 0.5, p = 1e−4 lies beyond the old default grid (which ended at 1.463)
-    r = single_target_success(1e-4, PrivacyModel(gdp_mu=0.5))
+    r = single_target_success(1e-4, PrivacyModel(mu=0.5))
     assert ROUTES[int(r.route)] == "posterior" and 1.7 < float(r.epsilon) < 1.78
     assert float(r.bound) == pytest.approx(0.000643, abs=1e-6)
 
@@ -194,7 +194,7 @@ def test_the_issue_numbers_and_the_route_that_won():
 def test_never_above_the_old_numbers(mu, p):
     with jax.enable_x64(True):
         old_tail = float(success_tail_fdp([p], lambda e: gdp_delta(e, mu), 1))
-    new = float(single_target_success(p, PrivacyModel(gdp_mu=mu)).bound)
+    new = float(single_target_success(p, PrivacyModel(mu=mu)).bound)
     assert new <= old_tail * (1 + 1e-12)
     assert new <= float(kgk_bound_gdp(p, mu)) * (1 + 1e-12)
 
@@ -206,7 +206,7 @@ def test_never_below_the_bayes_attack_on_the_gaussian_mechanism(mu, p):
     at least that."""
     t = np.linspace(-10, 10, 200001)
     bayes = np.max(p * norm.cdf(mu - t) + (1 - p) * norm.cdf(t))
-    assert float(single_target_success(p, PrivacyModel(gdp_mu=mu)).bound) >= bayes - 1e-12
+    assert float(single_target_success(p, PrivacyModel(mu=mu)).bound) >= bayes - 1e-12
 
 
 def test_a_sampled_gdp_curve_reproduces_the_closed_forms_from_above():
@@ -217,7 +217,7 @@ def test_a_sampled_gdp_curve_reproduces_the_closed_forms_from_above():
     grid, deltas = profile_grid(delta)
     curve = PrivacyModel(epsilons=grid, deltas=deltas)
     for p in (0.1, 0.01, 0.5, 0.3):
-        exact = single_target_success(p, PrivacyModel(gdp_mu=1.0), exact_match=True)
+        exact = single_target_success(p, PrivacyModel(mu=1.0), exact_match=True)
         sampled = single_target_success(p, curve, exact_match=True)
         for field in ("posterior", "kgk_plus", "fixed_point"):
             e, s = float(getattr(exact, field)), float(getattr(sampled, field))
@@ -228,27 +228,27 @@ def test_a_sampled_gdp_curve_reproduces_the_closed_forms_from_above():
 def test_inside_jit_vmap_and_grad():
     with jax.enable_x64(True):
         mus, ps = jnp.linspace(0.2, 3.0, 7), jnp.logspace(-5, -0.5, 7)
-        f = jax.jit(jax.vmap(lambda m, p: single_target_success(p, PrivacyModel(gdp_mu=m)).bound))
+        f = jax.jit(jax.vmap(lambda m, p: single_target_success(p, PrivacyModel(mu=m)).bound))
         out = np.asarray(f(mus, ps))
-        ref = [float(single_target_success(float(p), PrivacyModel(gdp_mu=float(m))).bound)
+        ref = [float(single_target_success(float(p), PrivacyModel(mu=float(m))).bound)
                for m, p in zip(mus, ps, strict=True)]
         np.testing.assert_allclose(out, ref, rtol=1e-12)
-        g = jax.grad(lambda m: single_target_success(0.1, PrivacyModel(gdp_mu=m),
+        g = jax.grad(lambda m: single_target_success(0.1, PrivacyModel(mu=m),
                                                      exact_match=True).bound)(1.0)
         # d/dμ of the fixed point, by a central difference of the concrete values
         h = 1e-5
-        fd = (float(single_target_success(0.1, PrivacyModel(gdp_mu=1 + h), exact_match=True).bound)
-              - float(single_target_success(0.1, PrivacyModel(gdp_mu=1 - h), exact_match=True).bound)) / (2 * h)
+        fd = (float(single_target_success(0.1, PrivacyModel(mu=1 + h), exact_match=True).bound)
+              - float(single_target_success(0.1, PrivacyModel(mu=1 - h), exact_match=True).bound)) / (2 * h)
         assert float(g) == pytest.approx(fd, rel=1e-4)
-    f32 = jax.jit(lambda m, p: single_target_success(p, PrivacyModel(gdp_mu=m)).bound)
+    f32 = jax.jit(lambda m, p: single_target_success(p, PrivacyModel(mu=m)).bound)
     assert np.all(np.isfinite(np.asarray(f32(jnp.float32(1.0), jnp.float32(0.01)))))
 
 
 def test_refusals_name_the_argument():
     with pytest.raises(ValueError, match="priors"):
-        single_target_success(1.5, PrivacyModel(gdp_mu=1.0))
+        single_target_success(1.5, PrivacyModel(mu=1.0))
     with pytest.raises(ValueError, match="exact_match"):
-        single_target_success(0.2, PrivacyModel(gdp_mu=1.0), exact_match="yes")
+        single_target_success(0.2, PrivacyModel(mu=1.0), exact_match="yes")
     with pytest.raises(ValueError, match="relation"):
-        single_target_success(0.1, PrivacyModel(gdp_mu=1.0, relation="add_remove"))
+        single_target_success(0.1, PrivacyModel(mu=1.0, relation="add_remove"))
     assert float(kgk_bound_dp(0.1, 1.0)) > 0  # the prior-work entry still stands beside it

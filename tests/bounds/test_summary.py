@@ -51,19 +51,19 @@ def test_approximate_dp_and_gdp_use_their_own_bounds():
     assert s.baselines["kgk_plus"] == pytest.approx(float(kgk_bound_dp(0.01, 1.0, 1e-6)))
     with jax.enable_x64(True):
         assert s.single_target_bound == pytest.approx(float(success_tail([0.01], 1.0, 1, 1e-6)))
-    g = summarize_bounds(p, PrivacyModel(gdp_mu=1.0))
+    g = summarize_bounds(p, PrivacyModel(mu=1.0))
     assert g.per_target is None and g.privacy.startswith("1-GDP")
     assert g.count_bound == success_count_bound_fdp(p, lambda e: gdp_delta(e, 1.0))
     assert g.baselines == pytest.approx({"kgk_plus": float(kgk_bound_gdp(0.01, 1.0)),
                                          "balle_rero_zcdp": float(balle_rero_zcdp(0.01, 0.5)),
                                          "kgk_plus_count": 41})  # ⌈40·0.0924/0.05⌉ > n
-    assert summarize_bounds(p, PrivacyModel(epsilon=2.0, gdp_mu=1.0)).per_target.beta == (
+    assert summarize_bounds(p, PrivacyModel(epsilon=2.0, mu=1.0)).per_target.beta == (
         pytest.approx(float(posterior_success(0.01, 2.0))))
 
 
 @pytest.mark.parametrize(("privacy", "message"), [
     (PrivacyModel(), "epsilon"),
-    (PrivacyModel(gdp_mu=0.0), "gdp_mu"),
+    (PrivacyModel(mu=0.0), "mu"),
     (PrivacyModel(epsilon=-1.0), "epsilon"),
 ])
 def test_bad_privacy_is_refused(privacy, message):
@@ -87,7 +87,7 @@ def test_tightest_bound_is_the_least_valid_count_bound_under_gdp(mu):
     bound, so it is the tightest (each candidate recomputed by its own public function)."""
     n, k = 200, 10
     p = np.full(n, 1 / k)
-    s = summarize_bounds(p, PrivacyModel(gdp_mu=mu), uniform_support=k)
+    s = summarize_bounds(p, PrivacyModel(mu=mu), uniform_support=k)
     ours = success_count_bound_fdp(p, lambda e: gdp_delta(e, mu))
     mmc = mmc_threshold(n, n, k, inverse_blowup_gdp(mu), 0.05)
     kgk = float(np.sum(np.asarray(kgk_bound_gdp(p, mu), dtype=np.float64)))
@@ -104,7 +104,7 @@ def test_tightest_bound_is_the_least_valid_count_bound_under_gdp(mu):
 @pytest.mark.parametrize(("mu", "ours", "mmc"), [(0.5, 444, 305), (1.0, 891, 624)])
 def test_fig1_case_n1000_k10(mu, ours, mmc):
     """The case of docs/bounds.md's Fig. 1 table: n = 1000, K = 10, uniform, γ = 0.05."""
-    s = summarize_bounds(np.full(1000, 0.1), PrivacyModel(gdp_mu=mu), uniform_support=10)
+    s = summarize_bounds(np.full(1000, 0.1), PrivacyModel(mu=mu), uniform_support=10)
     assert (s.count_bound, s.baselines["mmc_threshold"]) == (ours, mmc)
     assert (s.tightest_bound, s.tightest) == (mmc, "mmc")
 
@@ -138,7 +138,7 @@ def test_report_prints_the_tightest_bound():
     from jaxaudit.pipelines import BoundsConfig, run_bounds
     from jaxaudit.report import bounds as report
 
-    r = run_bounds(BoundsConfig(gdp_mu=0.5, prior="uniform:10", targets=200))
+    r = run_bounds(BoundsConfig(mu=0.5, prior="uniform:10", targets=200))
     mmc = mmc_threshold(200, 200, 10, inverse_blowup_gdp(0.5), 0.05)
     assert r.summary.tightest == "mmc" and r.summary.tightest_bound == mmc
     assert f"tightest valid count bound: {mmc}  (MMC)" in report.text(r)

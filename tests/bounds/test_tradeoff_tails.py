@@ -44,7 +44,7 @@ def test_gdp_tradeoff_is_a_lower_bound_within_a_few_ulp_in_both_precisions(mu):
 
 @pytest.mark.parametrize("mu", MUS)
 def test_tpr_at_fpr_is_exact_in_the_tails(mu):
-    model = PrivacyModel(gdp_mu=mu)
+    model = PrivacyModel(mu=mu)
     exact = np.array([float(mp_tpr(a, mu)) for a in ALPHAS])
     np.testing.assert_allclose(np.asarray(model.tpr_at_fpr(ALPHAS)), exact, rtol=1e-12)
     with jax.enable_x64(True):

@@ -19,7 +19,7 @@ def test_attack_marginals_runs_resumes_and_reports(tmp_path, capsys):
     rows = json.loads((out / "table.json").read_text())
     assert len(rows) == 4 and {r["rho"] for r in rows} == {0.1, 1.0}
     for r in rows:
-        assert 0 <= r["successes"] <= 20 and r["successes"] < r["bound"] <= 21
+        assert 0 <= r["successes"] <= 20 and r["successes"] < r["count_bound"] <= 21
         assert 0 < r["baseline"] <= 20
     assert (out / "attack.png").stat().st_size > 0 and "bound" in (out / "summary.md").read_text()
     before = {p.name: p.stat().st_mtime_ns for p in (out / "chunks").iterdir()}
@@ -114,7 +114,7 @@ def test_cli_limits_match_library():
     assert f"at most {p.MAX_RECORD_LENGTH} " in h["record_length"]
     assert attack.SECRETS_FLAGS["records_per_user"] == "--records-per-user"
     h = _helps("marginals")
-    assert f"more than {MAX_MEMORY_BYTES / 2**30:g} GiB" in h["hidden"]
+    assert f"more than {MAX_MEMORY_BYTES / 2**30:g} GiB" in h["hidden_attributes"]
     assert f"at most {p.MAX_LEVELS} values" in h["rhos"]
     assert attack.MARGINAL_ATTRIBUTES == ",".join(p.MARGINAL_ATTRIBUTES)
     assert attack.MARGINAL_HIDDEN == ",".join(p.MARGINAL_HIDDEN)

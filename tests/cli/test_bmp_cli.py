@@ -187,7 +187,7 @@ def test_bmp_cli_builds_the_config_and_prints_the_summary(tmp_path, capsys, monk
     config = seen["config"]
     assert config.audit.attack == "rmia" and config.chunk == 7 and config.num_prior_draws == 1000
     assert config.shadow_run == str(tmp_path) and config.shadow.chunk == 8
-    assert config.audit.mp_baseline is False and config.audit.attack_prior == "optimal"
+    assert config.audit.mp_baseline is False and config.audit.model.attack_prior == "optimal"
     assert config.audit.confidence == 0.9 and seen["run_dir"] == str(tmp_path / "r")
     assert config.audit.nuts.chunk_size == 1024 and config.audit.nuts.num_warmup == 500
     assert capsys.readouterr().out.strip() == "the summary"

@@ -64,7 +64,7 @@ def _check_jit_vmap(fn, keys):
 
 @pytest.fixture(scope="module")
 def setup():
-    model = MLP(hidden=(6,), num_classes=3)
+    model = MLP(hidden_dims=(6,), num_classes=3)
     k1, k2 = jax.random.split(jax.random.key(0))
     x = jax.random.uniform(k1, (5, 4)) * 3.0
     y = jax.random.randint(k2, (5,), 0, 3)

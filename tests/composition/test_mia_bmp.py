@@ -152,7 +152,7 @@ def test_certified_jit_and_vmap_over_nodes():
     jitted = jax.jit(cert)(counts)
     mapped = jax.vmap(cert)(counts)
     for got in (jitted, mapped):
-        for field in ("eps_l", "eps_r"):
+        for field in ("epsilon_left", "epsilon_right"):
             g, w = np.asarray(getattr(got, field)), np.asarray(getattr(eager, field))
             assert np.all(g <= w + 1e-6)
             np.testing.assert_allclose(g, w, atol=1e-3)
@@ -327,7 +327,7 @@ def _pipeline(scores, masks, eta, key):
     counts = mia.error_counts(decisions, masks)
     cert = bmp.certified_epsilons(counts, confidence=CONFIDENCE)
     jeff = bmp.jeffreys_estimate(key, counts, num_draws=NUM_DRAWS)
-    return counts, cert.eps_l, cert.eps_r, jeff.eps_l, jeff.eps_r
+    return counts, cert.epsilon_left, cert.epsilon_right, jeff.epsilon_left, jeff.epsilon_right
 
 
 @pytest.mark.slow

@@ -130,11 +130,11 @@ def test_held_out_bound_and_objective_compose():
     g = jax.vmap(lambda k: jax.random.uniform(k, (2, 300), minval=-1.0, maxval=1.0))(keys)
     g_q, g_p = g[:, 0] + 0.2, g[:, 1]
     for method in ("bernstein", "hoeffding"):
-        eager = [renyi.held_out_lower_bound(a, b, 2.0, -1.0, 1.2, method=method,
+        eager = [renyi.held_out_lower_bound(a, b, 2.0, -1.0, 1.2, radius=method,
                                             confidence=0.95)
                  for a, b in zip(g_q, g_p)]
         fn = lambda a, b, alpha, m=method: renyi.held_out_lower_bound(a, b, alpha, -1.0, 1.2,
-                                                                      method=m, confidence=0.95)
+                                                                      radius=m, confidence=0.95)
         np.testing.assert_allclose(jax.jit(jax.vmap(fn, in_axes=(0, 0, None)))(g_q, g_p, 2.0),
                                    eager, rtol=1e-5)
         per_order = jax.vmap(fn, in_axes=(None, None, 0))(g_q[0], g_p[0], FINITE_ORDERS)
@@ -244,7 +244,7 @@ def test_clopper_pearson_composes(fn):
 
 @pytest.mark.slow
 def test_estimate_renyi_inside_jit_and_vmap():
-    config = renyi.CriticConfig(hidden=(8,), steps=40)
+    config = renyi.CriticConfig(hidden_dims=(8,), steps=40)
     k1, k2 = jax.random.split(jax.random.key(2))
     x_q = 1.0 + jax.random.normal(k1, (2, 200))
     x_p = jax.random.normal(k2, (2, 200))

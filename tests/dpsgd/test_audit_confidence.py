@@ -4,12 +4,15 @@ import jax
 import numpy as np
 import pytest
 
+from jaxaudit.accounting import RdpCurve, rdp_epsilons
 from jaxaudit.dpsgd import audit_dpsgd
 from jaxaudit.dpsgd.scores import MIN_SCORES, min_scores_per_world
 from jaxaudit.renyi import CriticConfig, threshold_renyi_lower_bound
 
-ACC = dict(noise_multiplier=1.0, sampling_rate=1.0, steps=1)
-TINY = CriticConfig(hidden=(4,), steps=4, eval_every=2)
+ORDERS = np.array([2.0, 4.0])
+ACC = RdpCurve(ORDERS, rdp_epsilons(orders=ORDERS, noise_multiplier=1.0, sampling_rate=1.0,
+                                    steps=1), "add_remove")
+TINY = CriticConfig(hidden_dims=(4,), steps=4, eval_every=2)
 
 
 def _scores() -> tuple[np.ndarray, np.ndarray]:
@@ -19,9 +22,8 @@ def _scores() -> tuple[np.ndarray, np.ndarray]:
 
 def _audit(**kw) -> np.ndarray:
     in_s, out_s = _scores()
-    records = audit_dpsgd(jax.random.key(1), in_s, out_s, [2.0, 4.0], accountant_params=ACC,
-                          config=TINY, **kw)
-    return np.array([[r.dv_lower, r.gdp_lower, r.threshold_lower, r.gdp_mu] for r in records])
+    audit = audit_dpsgd(jax.random.key(1), in_s, out_s, ACC, critic=TINY, **kw)
+    return np.stack([audit.dv_lower, audit.gdp_lower, audit.threshold_lower, audit.mu], axis=1)
 
 
 @pytest.mark.slow

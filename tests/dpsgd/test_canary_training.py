@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from jaxaudit.accounting import RdpCurve, rdp_epsilons
 from jaxaudit.datasets import load_mnist
 from jaxaudit.dpsgd import (
     MLP,
+    DpsgdAudit,
     DpsgdConfig,
     LogisticRegression,
-    OrderAudit,
     SmallCNN,
     audit_dpsgd,
     blank_canary,
@@ -23,9 +24,16 @@ from jaxaudit.dpsgd import (
 )
 
 
+def _curve(orders, sigma, steps):
+    """The full-batch accountant's add/remove RDP curve, the guarantee the audit checks."""
+    orders = np.asarray(orders, np.float64)
+    return RdpCurve(orders, rdp_epsilons(orders=orders, noise_multiplier=sigma,
+                                         sampling_rate=1.0, steps=steps), "add_remove")
+
+
 @pytest.mark.slow
 def test_vmapped_runs_equal_individual_runs():
-    model = MLP(hidden=(6,), num_classes=3)
+    model = MLP(hidden_dims=(6,), num_classes=3)
     kx, ky, kp, kr = jax.random.split(jax.random.key(0), 4)
     x = jax.random.normal(kx, (7, 5))
     y = jax.random.randint(ky, (7,), 0, 3)
@@ -63,11 +71,11 @@ def test_audit_on_gaussian_mechanism_run_stays_below_truth():
     assert abs((li.mean() - lo.mean()) / pooled - 1 / sigma) < 5 * np.sqrt(2 / 2000)
     assert stats.levene(li, lo).pvalue > 1e-3  # same spread in both worlds
     orders = [1.5, 2.0, 3.0]
-    records = audit_dpsgd(jax.random.key(3), in_s, out_s, orders,
-                          accountant_params=dict(noise_multiplier=sigma, sampling_rate=1.0, steps=1))
-    for rec, a in zip(records, orders):
+    audit = audit_dpsgd(jax.random.key(3), in_s, out_s, _curve(orders, sigma, 1))
+    assert isinstance(audit, DpsgdAudit) and audit.order.shape == (3,)
+    for rec, a in zip(audit.per_order(), orders):
         truth = a / (2 * sigma**2)
-        assert isinstance(rec, OrderAudit) and rec.order == a
+        assert rec.order == a
         np.testing.assert_allclose(rec.accountant, truth, rtol=1e-9)
         assert rec.dv_lower <= truth and rec.gdp_lower <= truth and rec.threshold_lower <= truth
         assert not rec.violation
@@ -81,21 +89,24 @@ def test_audit_flags_a_violation():
     k1, k2 = jax.random.split(jax.random.key(4))
     in_s = np.asarray(4.0 + jax.random.normal(k1, (1000,)))
     out_s = np.asarray(jax.random.normal(k2, (1000,)))
-    rec = audit_dpsgd(jax.random.key(5), in_s, out_s, [2.0],
-                      accountant_params=dict(noise_multiplier=10.0, sampling_rate=1.0, steps=1))[0]
+    rec = audit_dpsgd(jax.random.key(5), in_s, out_s, _curve([2.0], 10.0, 1)).per_order()[0]
     assert rec.accountant == pytest.approx(0.01)
     assert rec.violation and rec.dv_lower > rec.accountant
 
 
 def test_audit_bad_input():
     s = np.zeros(10)
-    acc = dict(noise_multiplier=1.0, sampling_rate=1.0, steps=1)
+    acc = _curve([2.0], 1.0, 1)
     with pytest.raises(ValueError, match="orders"):
-        audit_dpsgd(jax.random.key(0), s, s, [1.0], accountant_params=acc)
-    with pytest.raises(ValueError, match="accountant_params"):
-        audit_dpsgd(jax.random.key(0), s, s, [2.0], accountant_params={"sigma": 1.0})
+        audit_dpsgd(jax.random.key(0), s, s, RdpCurve(np.array([1.0]), np.array([0.5]),
+                                                       "add_remove"))
+    with pytest.raises(TypeError, match="accountant"):
+        audit_dpsgd(jax.random.key(0), s, s, {"noise_multiplier": 1.0})
+    with pytest.raises(ValueError, match="accountant.relation"):
+        audit_dpsgd(jax.random.key(0), s, s, RdpCurve(np.array([2.0]), np.array([0.5]),
+                                                       "replace_one"))
     with pytest.raises(ValueError, match="in_scores"):
-        audit_dpsgd(jax.random.key(0), s + np.nan, s, [2.0], accountant_params=acc)
+        audit_dpsgd(jax.random.key(0), s + np.nan, s, acc)
 
 
 def test_canary_runs_bad_input():
@@ -134,10 +145,8 @@ def test_mnist_smoke_every_stage():
                                           learning_rate=0.5), num_runs=4)
     assert in_s.shape == out_s.shape == (4,)
     assert np.isfinite(in_s).all() and (in_s <= 0).all() and (out_s <= 0).all()  # −CE ≤ 0
-    records = audit_dpsgd(jax.random.key(2), in_s, out_s, [1.5, 2.0],
-                          accountant_params=dict(noise_multiplier=sigma, sampling_rate=1.0,
-                                                 steps=steps))
-    for rec in records:
+    records = audit_dpsgd(jax.random.key(2), in_s, out_s, _curve([1.5, 2.0], sigma, steps))
+    for rec in records.per_order():
         np.testing.assert_allclose(rec.accountant, rec.order * steps / (2 * sigma**2), rtol=1e-9)
         assert np.isfinite([rec.dv_point, rec.dv_lower, rec.gdp_lower, rec.threshold_lower]).all()
         assert not rec.violation
@@ -160,7 +169,7 @@ def test_worst_case_initialisation_is_more_distinguishable():
     as from a random initialisation, so in/out canary scores separate better (higher AUC)."""
     images, labels = load_mnist(split="test")
     x = images.astype(np.float32) / 255.0
-    model = MLP(hidden=(32,))
+    model = MLP(hidden_dims=(32,))
     worst = pretrain(jax.random.key(0), model, x[5000:6000], labels[5000:6000], steps=300,
                      learning_rate=1e-2)
     random_init = model.init(jax.random.key(5), x[:1])

@@ -53,7 +53,7 @@ def _ref_clipped_sum(grads, clip, mask=None):
 
 @pytest.mark.parametrize(
     "model, shape",
-    [(SmallCNN(), (28, 28)), (MLP(hidden=(7, 5), num_classes=4), (6,)),
+    [(SmallCNN(), (28, 28)), (MLP(hidden_dims=(7, 5), num_classes=4), (6,)),
      (LogisticRegression(num_classes=3), (2, 3))],
 )
 @pytest.mark.slow
@@ -78,7 +78,7 @@ def test_ghost_equals_per_example_reference(model, shape):
 @pytest.mark.slow
 @pytest.mark.parametrize("block_size", [None, 1, 5, 12])
 def test_each_clipped_gradient_within_clip_norm(block_size):
-    model = MLP(hidden=(16,), num_classes=5)
+    model = MLP(hidden_dims=(16,), num_classes=5)
     n, clip = 12, 0.3
     x, y = _data(jax.random.key(2), n, (9,), classes=5)
     x = x * 10.0  # large gradients: most get clipped
@@ -128,7 +128,7 @@ def test_noise_standard_deviation_is_sigma_times_clip():
 
 @pytest.mark.slow
 def test_dp_gradient_step_without_noise_is_clipped_gradient_descent():
-    model = MLP(hidden=(8,), num_classes=3)
+    model = MLP(hidden_dims=(8,), num_classes=3)
     x, y = _data(jax.random.key(7), 10, (4,), classes=3)
     params = model.init(jax.random.key(8), x[:1])
     out = dp_gradient_step(jax.random.key(9), model, params, x, y,
@@ -142,7 +142,7 @@ def test_dp_gradient_step_without_noise_is_clipped_gradient_descent():
 
 @pytest.mark.slow
 def test_full_batch_noiseless_run_equals_plain_clipped_gd():
-    model = MLP(hidden=(8,), num_classes=3)
+    model = MLP(hidden_dims=(8,), num_classes=3)
     n, steps, lr, clip = 9, 6, 0.8, 0.2
     x, y = _data(jax.random.key(10), n, (5,), classes=3)
     params = model.init(jax.random.key(11), x[:1])

@@ -58,7 +58,7 @@ def test_blocked_ghost_equals_vmap_reference_smallcnn(cnn_batch, block_size, cli
 @pytest.mark.slow
 @pytest.mark.parametrize("block_size", [1, 4])
 def test_blocked_ghost_equals_vmap_path_dense(block_size):
-    model = MLP(hidden=(8, 6), num_classes=4)
+    model = MLP(hidden_dims=(8, 6), num_classes=4)
     x = jax.random.normal(jax.random.key(31), (9, 5))
     y = jax.random.randint(jax.random.key(32), (9,), 0, 4)
     params = model.init(jax.random.key(33), x[:1])
@@ -76,7 +76,7 @@ def test_blocked_ghost_equals_vmap_path_dense(block_size):
 def test_step_under_jit_vmap_and_grad_matches_unblocked():
     """The blocked step is traceable: vmapped over two parameter sets under jit it equals the
     whole-batch step, and it can be differentiated (the learning rate's gradient is finite)."""
-    model = MLP(hidden=(4,), num_classes=3)
+    model = MLP(hidden_dims=(4,), num_classes=3)
     x = jax.random.normal(jax.random.key(34), (5, 3))
     y = jnp.array([0, 1, 2, 1, 0])
     stacked = jax.vmap(lambda k: model.init(k, x[:1]))(jax.random.split(jax.random.key(35), 2))
@@ -118,7 +118,7 @@ def test_default_block_size_by_backend():
 
 
 def test_block_size_validated():
-    model = MLP(hidden=(4,), num_classes=2)
+    model = MLP(hidden_dims=(4,), num_classes=2)
     x, y = jnp.ones((3, 2)), jnp.array([0, 1, 0])
     params = model.init(jax.random.key(0), x[:1])
     for bad in (0, -1):

@@ -146,8 +146,8 @@ def _data(key, n, shape, classes):
 
 
 @pytest.mark.parametrize("model, shape, method", [
-    (MLP(hidden=(7,), num_classes=3), (5,), "vmap"),
-    (MLP(hidden=(7,), num_classes=3), (5,), "ghost"),
+    (MLP(hidden_dims=(7,), num_classes=3), (5,), "vmap"),
+    (MLP(hidden_dims=(7,), num_classes=3), (5,), "ghost"),
 ])
 @pytest.mark.slow
 def test_private_step_bit_identical_to_reference(model, shape, method):
@@ -511,7 +511,7 @@ def test_boolean_and_integer_masks_equal_float_zero_one_masks():
 def test_private_step_threads_momentum_like_a_hand_written_loop(method):
     """The optax state threads across steps: chained momentum accumulates, v ← μv + ĝ,
     θ ← θ − ηv, with ĝ = (clipped sum + the key's noise) / n̄ (σ = 0 and σ > 0)."""
-    model = MLP(hidden=(5,), num_classes=3)
+    model = MLP(hidden_dims=(5,), num_classes=3)
     x, y = _data(jax.random.key(63), 6, (4,), 3)
     params = model.init(jax.random.key(64), x[:1])
     clip, lr, mu, normalizer = 0.4, 0.2, 0.9, 6.0

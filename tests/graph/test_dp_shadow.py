@@ -110,7 +110,7 @@ def _flat(tree):
 @pytest.mark.parametrize("clip", [0.05, 1.0])
 def test_each_node_clipped_to_c_against_its_own_gradient(graph, clip):
     """Single-node masks: the clipped sum is that node's own jax.grad, scaled to norm ≤ C."""
-    module = NodeMLP(num_classes=3, hidden=8)
+    module = NodeMLP(num_classes=3, hidden_dim=8)
     x = jnp.asarray(graph.features, jnp.float32)
     y = jnp.asarray(graph.labels, jnp.int32)
     params = _params(module, x)
@@ -127,7 +127,7 @@ def test_noise_scale_is_sigma_c_times_sensitivity_over_normalizer(graph):
     """ĝ·n̄ − clipped sum is N(0, (σ C (2 N_r − 1))²) per coordinate: the sample standard
     deviation over 131 coordinates × 64 keys is within 5% (its relative standard error is
     about 1/sqrt(2·8384) < 1%, so 5% is over 6 standard errors)."""
-    module = CappedGCN(num_classes=3, hidden=8, hops=2)
+    module = CappedGCN(num_classes=3, hidden_dim=8, hops=2)
     x = jnp.asarray(graph.features, jnp.float32)
     y = jnp.asarray(graph.labels, jnp.int32)
     params = _params(module, x)
@@ -172,8 +172,8 @@ def _reference_fit(module, epochs, lr, wd, clip, normalizer, key, x, s, r, y, ma
 
 @pytest.mark.parametrize("model", ["mlp", "capped_gcn"])
 def test_sigma_zero_equals_plain_clipped_training(graph, model):
-    module = (NodeMLP(num_classes=3, hidden=8) if model == "mlp"
-              else CappedGCN(num_classes=3, hidden=8, hops=1))
+    module = (NodeMLP(num_classes=3, hidden_dim=8) if model == "mlp"
+              else CappedGCN(num_classes=3, hidden_dim=8, hops=1))
     inputs = _module_inputs(module, graph)
     x = jnp.asarray(inputs.nodes)
     mask = jnp.asarray(np.random.default_rng(1).random(x.shape[0]) < 0.4)
@@ -193,8 +193,8 @@ def test_sigma_zero_equals_plain_clipped_training(graph, model):
 def test_huge_clip_no_noise_equals_the_non_private_fit(graph, model):
     """C → ∞, σ = 0, a cap above the largest degree and n̄ = |S|: the DP path is the plain
     full-batch fit of shadow_models (mean cross-entropy over S) on the induced subgraph."""
-    module = (NodeMLP(num_classes=3, hidden=8) if model == "mlp"
-              else CappedGCN(num_classes=3, hidden=8, hops=2))
+    module = (NodeMLP(num_classes=3, hidden_dim=8) if model == "mlp"
+              else CappedGCN(num_classes=3, hidden_dim=8, hops=2))
     inputs = _module_inputs(module, graph)
     mask = jnp.asarray(np.random.default_rng(2).random(graph.num_nodes) < 0.5)
     max_degree = int(np.bincount(np.asarray(inputs.receivers)).max())
@@ -263,7 +263,7 @@ def _certified_exceedances(graph, num_models, epsilon, epochs, seed, confidence=
     valid = (np.asarray(c.n0) > 0) & (np.asarray(c.n1) > 0)
     cert = certified_epsilons(ErrorCounts(*(np.asarray(v)[valid] for v in c)),
                               confidence=confidence)
-    above = (np.asarray(cert.eps_l) > epsilon) | (np.asarray(cert.eps_r) > epsilon)
+    above = (np.asarray(cert.epsilon_left) > epsilon) | (np.asarray(cert.epsilon_right) > epsilon)
     return int(above.sum()), int(valid.sum())
 
 

@@ -18,7 +18,7 @@ from jaxaudit.runs.rundir import discard_new_run
 
 # Small enough for seconds: 3 released attributes, one hidden (4 values), 10 targets.
 TINY = MarginalsConfig(rhos=(0.1, 1.0), attributes=("age", "educ", "religious"),
-                       hidden=("religious",), num_targets=10, repetitions=2, seed=3)
+                       hidden_attributes=("religious",), num_targets=10, repetitions=2, seed=3)
 TINY_SECRETS = SecretsConfig(prior="digits", digits=1, epsilons=(2.0,), lm=LmConfig(
     num_secrets=3, num_filler=5, steps=4, batch_size=4, hidden_dim=8, learning_rate=1e-3),
     pretrain_steps=2, guesses=2, repetitions=2)
@@ -40,7 +40,7 @@ def test_marginals_runs_resumes_and_refuses(tmp_path):
     assert rows == report.rows(result)
     assert [(r["rho"], r["seed"]) for r in rows] == [(0.1, 0), (1.0, 0), (0.1, 1), (1.0, 1)]
     for r in rows:
-        assert 0 <= r["successes"] <= 10 and r["successes"] < r["bound"] <= 11
+        assert 0 <= r["successes"] <= 10 and r["successes"] < r["count_bound"] <= 11
         assert 0 < r["baseline"] <= 10 and r["num_targets"] == 10
     assert (out / "attack.png").stat().st_size > 0 and "bound" in (out / "summary.md").read_text()
     assert report.text_table(result) in (out / "summary.md").read_text()
@@ -69,13 +69,13 @@ def test_marginals_follow_the_key_rule_in_memory():
     for i, (rho, rep) in enumerate([(math.inf, 0), (0.5, 0), (math.inf, 1), (0.5, 1)]):
         assert float(result.levels[i]) == rho and int(result.repetition[i]) == rep
         ref = marginals_reconstruction(unit_key(jax.random.key(3), rep), rho=rho, attributes=list(TINY.attributes),
-                                       hidden=list(TINY.hidden), num_targets=10)
+                                       hidden_attributes=list(TINY.hidden_attributes), num_targets=10)
         np.testing.assert_array_equal(result.attack.hits[i], ref.hits)
         np.testing.assert_allclose(result.attack.priors[i], ref.priors)
     # the same targets (hence priors) at both ρ of a repetition, others for another repetition
     np.testing.assert_array_equal(result.attack.priors[0], result.attack.priors[1])
     assert not np.array_equal(result.attack.priors[0], result.attack.priors[2])
-    assert int(result.attack.bound[0]) == 11  # ρ = inf: no noise, the bound is vacuous
+    assert int(result.attack.count_bound[0]) == 11  # ρ = inf: no noise, the bound is vacuous
 
 
 def test_marginals_workers_fill_one_folder(tmp_path):
@@ -101,7 +101,7 @@ def test_marginals_workers_fill_one_folder(tmp_path):
     (dict(repetitions=10**8), "repetitions"),
     (dict(seed=-1), "seed"),
     (dict(way=4), "way"),
-    (dict(hidden=("nope",)), "hidden"),
+    (dict(hidden_attributes=("nope",)), "hidden_attributes"),
     (dict(distance=1), "distance"),
     (dict(num_targets=100000), "num_targets"),
 ])
@@ -248,9 +248,9 @@ def test_secrets_tiny(tmp_path):
     rows = json.loads((out / "table.json").read_text())
     assert rows == report.rows(result)
     assert [(r["epsilon_target"], r["seed"]) for r in rows] == [(2.0, 0), (2.0, 1)]
-    assert all(r["noise"] > 0 for r in rows)
+    assert all(r["noise_multiplier"] > 0 for r in rows)
     for r in rows:
-        assert 0 <= r["successes"] <= 3 and r["successes"] < r["bound"] <= 4
+        assert 0 <= r["successes"] <= 3 and r["successes"] < r["count_bound"] <= 4
         assert r["baseline"] == pytest.approx(3 * 0.2)
         # Every scoring on the same model; the main column is the default (calibrated).
         assert r["successes"] == r["successes_calibrated"]

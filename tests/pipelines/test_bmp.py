@@ -9,14 +9,14 @@ import jax
 import numpy as np
 import pytest
 
-from jaxaudit.bmp import AuditConfig, NutsConfig
+from jaxaudit.bmp import AuditConfig, NutsConfig, PosteriorModel
 from jaxaudit.mia import lira_loo
 from jaxaudit.pipelines import BmpConfig, BmpResult, ShadowConfig, run_bmp, run_shadow
 from jaxaudit.runs import Sweep
 
 NODES = 120
 # the NUTS settings of tests/cli/test_bmp_cli.py (one compiled program per test process)
-AUDIT = AuditConfig(attack_prior="uniform", mp_baseline=False, nuts=NutsConfig(
+AUDIT = AuditConfig(model=PosteriorModel(attack_prior="uniform"), mp_baseline=False, nuts=NutsConfig(
     num_warmup=150, num_samples=200, num_chains=2, chunk_size=128))
 NUTS = dict(audit=AUDIT, num_prior_draws=50)
 SHADOW = ShadowConfig(dataset="csbm", csbm_nodes=NODES, num_models=8, epochs=5, chunk=4)
@@ -158,8 +158,8 @@ def test_compare_plot(report, shadow_dir, tmp_path):
 @pytest.mark.parametrize(("field", "value", "needle"), [
     ("audit.nuts.num_chains", 1, "num_chains"), ("audit.nuts.num_chains", 65, "num_chains"),
     ("audit.confidence", 1.0, "confidence"), ("audit.confidence", "high", "confidence"),
-    ("audit.attack_prior", "beta:x", "attack_prior"),
-    ("audit.prior_variance", 0.0, "prior_variance"),
+    ("audit.model.attack_prior", "beta:x", "attack_prior"),
+    ("audit.model.prior_variance", 0.0, "prior_variance"),
     ("num_prior_draws", 0, "num_prior_draws"), ("audit.nuts.num_samples", 10**7, "num_samples"),
     ("audit.nuts.min_ess", -1.0, "min_ess"), ("audit.fix_variance", "no", "fix_variance"),
     ("shadow.ratio", 1.5, "ratio"), ("shadow.num_models", 0, "num_models"),

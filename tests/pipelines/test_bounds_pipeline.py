@@ -136,7 +136,7 @@ def test_changed_priors_file_is_another_configuration(tmp_path):
     ({"epsilon": math.nan}, "epsilon"),
     ({"gamma": 2.0}, "gamma"),
     ({"delta": 1.0}, "delta"),
-    ({"epsilon": None, "gdp_mu": 0.0}, "gdp_mu"),
+    ({"epsilon": None, "mu": 0.0}, "mu"),
     ({"targets": 0}, "targets"),
     ({"targets": 10**9}, "targets"),
     ({"targets": None}, "targets"),

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from jaxaudit.dpsgd import OrderAudit
+from jaxaudit.dpsgd import DpsgdAudit
 from jaxaudit.dpsgd.scores import MIN_SCORES, load_scores, min_scores_per_world
 from jaxaudit.pipelines import RdpConfig, ScoresAuditConfig, run_rdp, run_scores_audit
 from jaxaudit.pipelines.rdp import PUBLISHED_RECIPE, audit_rows
@@ -176,7 +176,7 @@ def test_scores_audit_of_gaussian_scores_is_below_the_truth(tmp_path):
     # one key for every held-out split: the GDP baseline and the GDP threshold test are one
     # test with one number, and the two Clopper-Pearson rows agree
     assert methods["GDP threshold test"]["epsilon"] == rows["GDP baseline"]["epsilon"]
-    assert methods["GDP threshold test"]["mu"] == res.records[0].gdp_mu
+    assert methods["GDP threshold test"]["mu"] == res.records[0].mu
     assert methods["Clopper-Pearson threshold test"]["epsilon"] == rows[
         "Clopper-Pearson threshold test"]["epsilon"]
     for r in res.score_bounds:
@@ -234,7 +234,7 @@ def test_bad_score_arrays_name_the_file(tmp_path, value, match):
 
 
 def _record(order, point, lower, thr, acc=10.0):
-    return OrderAudit(order, acc, point, lower, 0.0, thr, 0.0, 0.0, False, 0.06)
+    return DpsgdAudit(order, acc, point, lower, 0.0, thr, 0.0, 0.0, False, 0.06)
 
 
 def test_dv_point_below_a_valid_bound_is_raised_and_flagged():

@@ -94,5 +94,5 @@ def test_bmp_on_a_dp_shadow_run_keeps_its_guarantee(tmp_path):
     assert via.config["derived"]["dp"]["epsilon"] == pytest.approx(1.0, rel=1e-2)
     own = run_bmp(BmpConfig(shadow=config, audit=audit), tmp_path / "own")
     assert own.config["derived"]["dp"] == via.config["derived"]["dp"]
-    cert = np.asarray(own.audit.certified_r)
+    cert = np.asarray(own.audit.certified_right)
     assert np.nanmax(cert) <= 1.0

@@ -78,15 +78,15 @@ def test_held_out_bound_is_below_point_and_never_nan():
     g_q = jax.random.uniform(key, (500,), minval=-1.0, maxval=1.0)
     g_p = g_q - 0.3
     for method in ("hoeffding", "bernstein"):
-        lower = held_out_lower_bound(g_q, g_p, 2.0, -1.3, 1.0, method=method, confidence=0.95)
+        lower = held_out_lower_bound(g_q, g_p, 2.0, -1.3, 1.0, radius=method, confidence=0.95)
         assert float(lower) < float(dv_objective(g_q, g_p, 2.0))
     # Tiny samples and a huge range: A_lo would be ≤ 0 without the deterministic floor.
     lower = held_out_lower_bound(jnp.array([5.0, -5.0]), jnp.array([5.0, 5.0]), 30.0, -5.0, 5.0,
-                                 method="hoeffding", confidence=0.99)
+                                 radius="hoeffding", confidence=0.99)
     assert np.isfinite(float(lower)) and float(lower) < 0
     # Large α·M in float32: no overflow.
     lower = held_out_lower_bound(jnp.full((50,), 20.0), jnp.full((50,), -20.0), 10.0, -20.0, 20.0,
-                                 method="bernstein", confidence=0.95)
+                                 radius="bernstein", confidence=0.95)
     assert np.isfinite(float(lower))
 
 
@@ -107,7 +107,7 @@ def test_held_out_bound_coverage_for_a_fixed_critic():
     x_p = jax.random.normal(kp, (reps, n))
     for method in ("hoeffding", "bernstein"):
         lowers = jax.vmap(lambda a, b, m=method: held_out_lower_bound(
-            g(a), g(b), alpha, bound_lo, bound_hi, method=m, confidence=1 - delta))(x_q, x_p)
+            g(a), g(b), alpha, bound_lo, bound_hi, radius=m, confidence=1 - delta))(x_q, x_p)
         rate = float(jnp.mean(lowers > j_pop - 2e-3))
         assert rate <= delta + 3 * np.sqrt(delta * (1 - delta) / reps)
     assert j_pop <= alpha * shift**2 / 2
@@ -135,11 +135,11 @@ def test_held_out_bound_clips_critic_values_outside_the_range():
     x = jax.random.normal(jax.random.key(16), (2, reps, n))
     for method in ("hoeffding", "bernstein"):
         lowers = jax.vmap(lambda a, b, m=method: held_out_lower_bound(
-            a, b, 2.0, -0.1, 0.1, method=m, confidence=1 - delta))(x[0], x[1])
+            a, b, 2.0, -0.1, 0.1, radius=m, confidence=1 - delta))(x[0], x[1])
         assert np.mean(np.asarray(lowers) > 0) <= delta + 3 * np.sqrt(delta * (1 - delta) / reps)
         # equal to the bound of the clipped critic
         clipped = jax.vmap(lambda a, b, m=method: held_out_lower_bound(
-            jnp.clip(a, -0.1, 0.1), jnp.clip(b, -0.1, 0.1), 2.0, -0.1, 0.1, method=m,
+            jnp.clip(a, -0.1, 0.1), jnp.clip(b, -0.1, 0.1), 2.0, -0.1, 0.1, radius=m,
             confidence=1 - delta))(x[0], x[1])
         np.testing.assert_allclose(lowers, clipped, rtol=1e-6)
 
@@ -177,6 +177,6 @@ def test_held_out_bound_matches_an_independent_reference(method):
         g_q = rng.normal(0.3, 0.8, n)
         g_p = rng.normal(-0.2, 0.8, n)
         got = float(held_out_lower_bound(jnp.asarray(g_q, jnp.float32), jnp.asarray(
-            g_p, jnp.float32), alpha, lo, hi, method=method, confidence=0.95))
+            g_p, jnp.float32), alpha, lo, hi, radius=method, confidence=0.95))
         assert got == pytest.approx(_reference_lower_bound(g_q, g_p, alpha, lo, hi, 0.05, method),
                                     rel=2e-4, abs=2e-4)

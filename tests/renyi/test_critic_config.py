@@ -16,7 +16,7 @@ def _gaussian_scores(seed, n, shift=1.0):
 
 def test_paper_config_is_valid_and_is_the_papers_architecture():
     config = check_config(PAPER_CRITIC_CONFIG)
-    assert config.hidden == (100, 100) and config.batch_size == 400
+    assert config.hidden_dims == (100, 100) and config.batch_size == 400
     assert config.ema_rate is not None and config.ema_rate < 1  # the EMA is on
     critic = make_critic(config)
     x = jnp.linspace(-3.0, 3.0, 7)[:, None]
@@ -78,7 +78,7 @@ def test_default_config_is_full_batch_without_ema():
 
 
 @pytest.mark.parametrize("field, value", [("ema_rate", 0.0), ("batch_size", 0),
-                                          ("hidden", (100, 0)), ("learning_rate", -1e-4)])
+                                          ("hidden_dims", (100, 0)), ("learning_rate", -1e-4)])
 def test_bad_config_names_the_field(field, value):
     with pytest.raises(ValueError, match=f"config.{field}"):
         check_config(PAPER_CRITIC_CONFIG._replace(**{field: value}))

@@ -25,7 +25,7 @@ def large_sample_estimates():
     One vmapped call per dimension (minibatch training with the EMA, rate 0.1).
     """
     n = 100_000
-    config = CriticConfig(hidden=(32,), bound=4.0, batch_size=2048, steps=600, eval_every=30)
+    config = CriticConfig(hidden_dims=(32,), critic_bound=4.0, batch_size=2048, steps=600, eval_every=30)
     est = jax.jit(jax.vmap(renyi_estimator(config=config, both_directions=False),
                            in_axes=(0, 0, 0, None)))
     kq, kp, ke, kq10, kp10 = jax.random.split(jax.random.key(11), 5)
@@ -78,7 +78,7 @@ def test_point_estimate_within_ten_percent(large_sample_estimates, case):
 def coverage_runs():
     """200 seeded repetitions × {Δ = 1, Δ = 0}, 2000 samples per side, one jit call per bound."""
     reps, n = 200, 2000
-    config = CriticConfig(hidden=(8,), bound=2.0, steps=60, learning_rate=0.02)
+    config = CriticConfig(hidden_dims=(8,), critic_bound=2.0, steps=60, learning_rate=0.02)
     kq, kp, ke = jax.random.split(jax.random.key(12), 3)
     shift = jnp.concatenate([jnp.ones(reps), jnp.zeros(reps)])
     x_q = shift[:, None] + jax.random.normal(kq, (2 * reps, n))
@@ -86,7 +86,7 @@ def coverage_runs():
     keys = jax.random.split(ke, 2 * reps)
     out = {}
     for bound in ("hoeffding", "bernstein"):
-        est = jax.jit(jax.vmap(renyi_estimator(bound=bound, confidence=0.95, config=config),
+        est = jax.jit(jax.vmap(renyi_estimator(radius=bound, confidence=0.95, config=config),
                                in_axes=(0, 0, 0, None)))
         out[bound] = est(keys, x_q, x_p, 2.0)
     return reps, out
@@ -115,14 +115,14 @@ def test_orders_vector_and_directions():
     k1, k2, k3 = jax.random.split(jax.random.key(13), 3)
     x_q = 0.8 + jax.random.normal(k1, (1500,))
     x_p = jax.random.normal(k2, (1500,))
-    config = CriticConfig(hidden=(8,), steps=60)
+    config = CriticConfig(hidden_dims=(8,), steps=60)
     vec = estimate_renyi(k3, x_q, x_p, [1.5, 3.0], config=config)
     assert vec.point.shape == (2,) and vec.per_direction.point.shape == (2, 2)
     # one estimate per order: the order-3 critics must see the larger divergence in expectation
     # (D_3 = 2 D_1.5 here); both are below the truth bound-wise
     truth = np.asarray(gaussian_renyi(0.8, 1.0, np.array([1.5, 3.0])))
     assert np.all(vec.lower < truth) and vec.point[1] > vec.point[0]
-    assert vec.n_train == (750, 750) and vec.n_test == (750, 750)
+    assert vec.num_train == (750, 750) and vec.num_test == (750, 750)
     # the point estimate is the direction chosen on the training split (larger validation J_α),
     # not the larger held-out value; the bound is the max of the two δ/2 bounds
     chosen = np.argmax(np.asarray(vec.per_direction.criterion), -1)
@@ -144,8 +144,8 @@ def test_theory_mode_is_valid_and_vacuous_at_small_n():
     k1, k2, k3 = jax.random.split(jax.random.key(14), 3)
     x_q = 1.0 + jax.random.normal(k1, (1500,))
     x_p = jax.random.normal(k2, (1500,))
-    config = CriticConfig(hidden=(8,), steps=60)
-    est = estimate_renyi(k3, x_q, x_p, 2.0, bound="theory", config=config)
+    config = CriticConfig(hidden_dims=(8,), steps=60)
+    est = estimate_renyi(k3, x_q, x_p, 2.0, radius="theory", config=config)
     # The raw bound is negative (vacuous); the reported one is clipped at 0 (D_α ≥ 0).
     raw = np.asarray(est.per_direction.lower_raw)
     assert np.all(np.isfinite(raw)) and raw.max() < 0 < float(est.point)
@@ -158,7 +158,7 @@ def test_train_critic_history_and_fit():
     k1, k2, k3 = jax.random.split(jax.random.key(15), 3)
     x_q = 1.0 + jax.random.normal(k1, (2000,))
     x_p = jax.random.normal(k2, (2000,))
-    variables, history = train_critic(k3, x_q, x_p, 2.0, CriticConfig(hidden=(8,), steps=150))
+    variables, history = train_critic(k3, x_q, x_p, 2.0, CriticConfig(hidden_dims=(8,), steps=150))
     assert history.objective.shape == (150,) and history.validation.shape == (15,)
     assert 15 <= int(history.best_step) <= 150
     assert 0.6 < float(history.objective[-1]) < 1.5   # D_2 = 1 (training J_α)
@@ -176,23 +176,23 @@ def test_train_critic_history_and_fit():
         (dict(x_q=np.zeros(0)), "x_q"),
         (dict(x_p=np.array([0.0, 1.0, np.nan, 2.0, 3.0])), "x_p"),
         (dict(x_p=np.zeros((10, 2))), "same sample shape"),
-        (dict(bound="chernoff"), "bound"),
+        (dict(radius="chernoff"), "radius"),
         (dict(clip="tails"), "clip"),
         (dict(split=1.0), "split"),
         (dict(config=CriticConfig(validation_fraction=1.5)), "config.validation_fraction"),
         (dict(config=CriticConfig(batch_size=0)), "config.batch_size"),
         (dict(config=CriticConfig(selection="best")), "config.selection"),
         (dict(config=CriticConfig(learning_rate=-0.1)), "config.learning_rate"),
-        (dict(config=CriticConfig(bound=0.0)), "config.bound"),
+        (dict(config=CriticConfig(critic_bound=0.0)), "config.critic_bound"),
         (dict(config=CriticConfig(steps=0)), "config.steps"),
-        (dict(config=CriticConfig(hidden=(8, 0))), "config.hidden"),
+        (dict(config=CriticConfig(hidden_dims=(8, 0))), "config.hidden_dims"),
         (dict(config=(8,)), "config"),
     ],
 )
 def test_bad_input(kwargs, name):
     args = dict(x_q=np.arange(10.0), x_p=np.arange(10.0), orders=2.0)
     args.update(kwargs)
-    call_kwargs = {k: args.pop(k) for k in ("confidence", "bound", "split", "config", "clip")
+    call_kwargs = {k: args.pop(k) for k in ("confidence", "radius", "split", "config", "clip")
                    if k in args}
     with pytest.raises(ValueError, match=name):
         estimate_renyi(jax.random.key(0), args["x_q"], args["x_p"], args["orders"], **call_kwargs)
@@ -215,7 +215,7 @@ def test_a_legacy_prng_key_draws_what_the_typed_key_draws():
     gives the same estimate, eagerly and inside the caller's jit."""
     rng = np.random.default_rng(9)
     x_q, x_p = rng.normal(1.0, 1.0, 300), rng.normal(0.0, 1.0, 300)
-    config = CriticConfig(hidden=(4,), steps=30, eval_every=10)
+    config = CriticConfig(hidden_dims=(4,), steps=30, eval_every=10)
     typed = estimate_renyi(jax.random.key(0), x_q, x_p, 2.0, config=config)
     legacy = estimate_renyi(jax.random.PRNGKey(0), x_q, x_p, 2.0, config=config)
     np.testing.assert_array_equal(np.asarray(legacy.point), np.asarray(typed.point))

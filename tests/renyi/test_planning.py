@@ -27,7 +27,7 @@ def _simulated_bounds(result, n, reps, seed):
     slope = (result.mean_in - result.mean_out) / result.sd**2
     mid = 0.5 * (result.mean_in + result.mean_out)
     bound = jax.vmap(lambda g_q, g_p: held_out_lower_bound(
-        g_q, g_p, alpha, result.clip_lo, result.clip_hi, method=result.method,
+        g_q, g_p, alpha, result.clip_lo, result.clip_hi, radius=result.radius,
         confidence=1.0 - planning._failure_per_direction(result.confidence,
                                                           result.both_directions)))
     return np.asarray(bound(slope * (x_q - mid), slope * (x_p - mid)))
@@ -39,7 +39,7 @@ def test_prediction_matches_a_simulation(alpha, method):
     """At the predicted n the mean simulated bound / estimate is the fraction ± 0.15 (observed
     within ±0.01: the prediction plugs the population moments into the same radii); at n/4 it is
     more than 0.25 below the fraction."""
-    result = runs_needed(*_pilot(0), alpha, fraction=0.5, method=method)
+    result = runs_needed(*_pilot(0), alpha, fraction=0.5, radius=method)
     assert result.reachable and result.model == "gaussian"
     assert result.estimate == pytest.approx(alpha * result.shift**2 / 2)
     assert result.expected_bound >= result.target > 0
@@ -80,7 +80,7 @@ def test_smallest_n_is_the_smallest():
     at = lambda n: planning._best(curve, n, result.split,
                                     planning._failure_per_direction(result.confidence,
                                                                     result.both_directions),
-                                  result.method)[0]
+                                  result.radius)[0]
     n = result.runs_per_world
     assert at(n) >= result.target > at(n - 1)
 
@@ -146,7 +146,7 @@ def test_identical_means_need_infinitely_many_runs():
         ({"confidence": 1.0}, "confidence"),
         ({"split": 1.0}, "split"),
         ({"split": 0.2}, "split"),
-        ({"method": "theory"}, "method"),
+        ({"radius": "theory"}, "radius"),
         ({"max_runs": 2}, "max_runs"),
         ({"max_runs": 1e6}, "max_runs"),
     ],

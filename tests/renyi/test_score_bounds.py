@@ -93,7 +93,7 @@ def test_identical_worlds_give_zero():
     rng = np.random.default_rng(3)
     x = rng.normal(size=300)
     res = renyi.epsilon_lower_bounds(jax.random.key(0), x, x.copy(), delta=1e-5)
-    for field in ("clopper_pearson", "one_run", "gdp_mu", "gdp_epsilon", "fdp_one_run_mu",
+    for field in ("clopper_pearson", "one_run", "mu", "gdp_epsilon", "fdp_one_run_mu",
                   "fdp_one_run"):
         assert float(getattr(res, field)) == 0.0, field
     res = renyi.epsilon_lower_bounds(jax.random.key(0), rng.normal(size=300), rng.normal(size=300), delta=1e-5)
@@ -127,8 +127,8 @@ def test_bonferroni_all_is_below_hull():
     valid = renyi.epsilon_lower_bounds(jax.random.key(0), inn, out, delta=1e-5, bonferroni="all")
     hull = renyi.epsilon_lower_bounds(jax.random.key(0), inn, out, delta=1e-5, bonferroni="hull")
     grid = renyi.epsilon_lower_bounds(jax.random.key(0), inn, out, delta=1e-5)
-    assert int(grid.n_tests) <= sb.GRID_POINTS and float(grid.one_run) > 0
-    assert int(valid.n_tests) == 301 and int(hull.n_tests) < 301
+    assert int(grid.num_tests) <= sb.GRID_POINTS and float(grid.one_run) > 0
+    assert int(valid.num_tests) == 301 and int(hull.num_tests) < 301
     assert 0 < float(valid.one_run) < float(hull.one_run)
     assert 0 < float(valid.fdp_one_run_mu) < float(hull.fdp_one_run_mu)
     assert float(valid.clopper_pearson) == float(hull.clopper_pearson)
@@ -234,14 +234,14 @@ def test_coverage_gaussian(bonferroni):
     mu, delta, reps, n = 2.0, 1e-5, 200, 200
     true_eps = gdp_epsilon(mu, delta)
     rng = np.random.default_rng(20260512)
-    over = dict(clopper_pearson=0, one_run=0, gdp_mu=0, fdp_one_run_mu=0)
+    over = dict(clopper_pearson=0, one_run=0, mu=0, fdp_one_run_mu=0)
     for rep in range(reps):
         res = renyi.epsilon_lower_bounds(jax.random.key(rep), rng.normal(mu, 1.0, n), rng.normal(0.0, 1.0, n),
                                          delta=delta, confidence=0.95,
                                          bonferroni=bonferroni)
         over["clopper_pearson"] += float(res.clopper_pearson) > true_eps
         over["one_run"] += float(res.one_run) > true_eps
-        over["gdp_mu"] += float(res.gdp_mu) > mu
+        over["mu"] += float(res.mu) > mu
         over["fdp_one_run_mu"] += float(res.fdp_one_run_mu) > mu
     print("exceedances of", reps, bonferroni, over)
     assert all(count <= 20 for count in over.values()), over

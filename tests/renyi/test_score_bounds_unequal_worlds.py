@@ -80,7 +80,7 @@ def _null_exceedances(ratio, n_small, trials, seed):
     """Count, over ``trials`` draws of same-law N(0, 1) scores (ratio·n_small in, n_small out,
     and the reverse), the draws where each bound claims leakage (> 0)."""
     rng = np.random.default_rng(seed)
-    names = ("one_run", "fdp_one_run_mu", "clopper_pearson", "gdp_mu")
+    names = ("one_run", "fdp_one_run_mu", "clopper_pearson", "mu")
     hits = dict.fromkeys(names, 0)
     for t in range(trials):
         big, small = rng.normal(size=ratio * n_small), rng.normal(size=n_small)

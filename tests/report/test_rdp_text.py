@@ -8,11 +8,11 @@ from jaxaudit.report import rdp as report
 
 
 def _result(gdp_epsilon, gdp_mu):
-    records = [SimpleNamespace(gdp_epsilon=gdp_epsilon, gdp_mu=gdp_mu)]
+    records = [SimpleNamespace(gdp_epsilon=gdp_epsilon, mu=gdp_mu)]
     eps_rows = report.epsilon_table(records, accountant_epsilon=3.0, accountant="pld",
                                     clopper_pearson=1.0, delta=1e-5)
-    bounds = SimpleNamespace(n_tests=10, one_run_canaries=200, clopper_pearson=1.0,
-                             gdp_epsilon=gdp_epsilon, gdp_mu=gdp_mu, one_run=1.2,
+    bounds = SimpleNamespace(num_tests=10, one_run_canaries=200, clopper_pearson=1.0,
+                             gdp_epsilon=gdp_epsilon, mu=gdp_mu, one_run=1.2,
                              fdp_one_run=1.4, fdp_one_run_mu=0.4)
     return SimpleNamespace(header="h", rows=[], confidence=0.95, epsilon_at_delta=eps_rows,
                            score_bounds=report.score_bounds_rows(bounds, delta=1e-5),

@@ -12,8 +12,8 @@ import pytest
 
 import jaxaudit._validation.paths as paths
 from jaxaudit.dpsgd.scores import load_scores
-from jaxaudit.runs import RunDir, load_npy, load_npz, load_results
-from jaxaudit.runs.arrays import describe_npy
+from jaxaudit.runs import RunDir, load_results
+from jaxaudit.runs.arrays import describe_npy, load_npy, load_npz
 
 GiB = 1 << 30
 

@@ -13,7 +13,7 @@ os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # before ray is imp
 ray = pytest.importorskip("ray")
 from ray import cloudpickle  # noqa: E402  (Ray's own copy pickles the tasks)
 
-from jaxaudit.bmp import AuditConfig, NutsConfig  # noqa: E402
+from jaxaudit.bmp import AuditConfig, NutsConfig, PosteriorModel  # noqa: E402
 from jaxaudit.pipelines import RdpConfig, ShadowConfig, run_rdp, run_shadow  # noqa: E402
 from jaxaudit.pipelines.rdp import PUBLISHED_RECIPE  # noqa: E402
 from jaxaudit.runs import RunDir, Sweep, load_results, run_chunks  # noqa: E402
@@ -30,7 +30,7 @@ RDP = RdpConfig(dataset="synthetic", model="logreg", dataset_size=8, public_size
                 orders=(1.5, 2.0), epsilon=4.0, score_bounds=False)
 RAY = Sweep(backend="ray")
 #: A short audit (20 + 20 NUTS steps, 2 chains, no MP baseline).
-AUDIT = AuditConfig(attack_prior="uniform", mp_baseline=False, nuts=NutsConfig(
+AUDIT = AuditConfig(model=PosteriorModel(attack_prior="uniform"), mp_baseline=False, nuts=NutsConfig(
     num_warmup=20, num_samples=20, num_chains=2, chunk_size=64))
 
 
@@ -224,7 +224,7 @@ def test_marginals_sweep_on_ray_equals_serial(cluster):
     from jaxaudit.pipelines import MarginalsConfig, run_marginals
 
     _same_attack(run_marginals, MarginalsConfig(
-        rhos=(0.1, 1.0), attributes=("age", "educ", "religious"), hidden=("religious",),
+        rhos=(0.1, 1.0), attributes=("age", "educ", "religious"), hidden_attributes=("religious",),
         num_targets=10, repetitions=2, seed=3))
 
 

@@ -431,7 +431,8 @@ def test_zip_bomb_and_forged_header_chunks_are_refused_before_loading(tmp_path):
 
 
 def test_npy_loader_checks_the_header_against_the_file(tmp_path):
-    from jaxaudit.runs import load_arrays, load_npy, load_npz
+    from jaxaudit.runs import load_arrays
+    from jaxaudit.runs.arrays import load_npy, load_npz
 
     forged = tmp_path / "scores.npy"
     forged.write_bytes(_forged_npy())
