@@ -83,7 +83,7 @@ def mean_by(rows, level):
 
 def result_row(result, level_name, level):
     row = {level_name: level, "num_targets": int(result.hits.size)}
-    for k in ("successes", "bound", "baseline", "epsilon"):
+    for k in ("successes", "count_bound", "baseline", "epsilon"):
         row[k] = float(getattr(result, k))
     return row
 

@@ -132,7 +132,21 @@ class _Head(nn.Module):
         return nn.Dense(self.num_classes)(h)
 
 
-class NodeMLP(nn.Module):
+class _AggregateThenHead(nn.Module):
+    """The call shared by :class:`NodeMLP` and :class:`CappedGCN`: the parameter-free inputs of
+    each node (:func:`node_inputs`, ``hops`` rounds of mean aggregation) through a one-hidden-layer
+    head. Subclasses declare ``num_classes``, ``hidden_dim`` and ``hops``."""
+
+    def setup(self) -> None:
+        self.head = _Head(self.num_classes, self.hidden_dim)  # type: ignore[attr-defined]
+
+    def __call__(self, graph: jraph.GraphsTuple, training: bool = False) -> jax.Array:
+        del training
+        return self.head(node_inputs(self, graph.nodes, graph.senders, graph.receivers,
+                                     _weight(graph)))
+
+
+class NodeMLP(_AggregateThenHead):
     """Features-only MLP: logits_i = MLP(x_i) (edges ignored); each node is one example.
 
     Attributes:
@@ -143,16 +157,8 @@ class NodeMLP(nn.Module):
     hidden_dim: int = 64
     hops: int = 0
 
-    def setup(self) -> None:
-        self.head = _Head(self.num_classes, self.hidden_dim)
 
-    def __call__(self, graph: jraph.GraphsTuple, training: bool = False) -> jax.Array:
-        del training
-        return self.head(node_inputs(self, graph.nodes, graph.senders, graph.receivers,
-                                     _weight(graph)))
-
-
-class CappedGCN(nn.Module):
+class CappedGCN(_AggregateThenHead):
     """Aggregate-then-MLP GCN for node-level DP: logits = MLP((D̃⁻¹Ã)^r X).
 
     The aggregation is parameter-free mean aggregation with a self-loop,
@@ -169,14 +175,6 @@ class CappedGCN(nn.Module):
     num_classes: int
     hidden_dim: int = 64
     hops: int = 1
-
-    def setup(self) -> None:
-        self.head = _Head(self.num_classes, self.hidden_dim)
-
-    def __call__(self, graph: jraph.GraphsTuple, training: bool = False) -> jax.Array:
-        del training
-        return self.head(node_inputs(self, graph.nodes, graph.senders, graph.receivers,
-                                     _weight(graph)))
 
 
 def _weight(graph: jraph.GraphsTuple) -> jax.Array:
