@@ -182,6 +182,11 @@ def _decide(diff: float, se: float) -> str:
     return "not resolved at this many runs"
 
 
+#: The verdict of a comparison resting on a DV point estimate above the accountant's ε_α (an
+#: upper bound on the true D_α): the estimate is known to be too high, so it decides nothing.
+ABOVE = "not evidence (the DV point is above the accountant's ε_α)"
+
+
 def verdicts(rows: list[dict]) -> str:
     by = {r["name"]: r for r in rows}
     out = []
@@ -195,6 +200,11 @@ def verdicts(rows: list[dict]) -> str:
         o = [x for x in by[name]["orders"] if x["order"] == 2.0][0]
         return o["dv"]
 
+    def above2(*names):
+        """Whether the DV point at α = 2 of any of ``names`` is above its accountant."""
+        return any(o["dv"][0] > o["accountant"] for n in names if n in by
+                   for o in by[n]["orders"] if o["order"] == 2.0)
+
     # 1. a smaller training set makes the audit tighter: |D⁻| = 100 against 1,000 at C = 1, ε = 10
     out.append("**Claim 1: a smaller training set makes the audit tighter** (|D⁻| = 100 against "
                "1,000; difference ± its SE, two SEs decide):")
@@ -206,7 +216,8 @@ def verdicts(rows: list[dict]) -> str:
         d2, s2 = p - q, math.hypot(sp, sq)
         out.append(f"- C = {c}: [31] ε_emp {_pm(a, sa)} vs {_pm(b, sb)}, difference "
                    f"{_pm(d1, s1)}: {_decide(d1, s1)}; DV point at α = 2 {_pm(p, sp, 3)} vs "
-                   f"{_pm(q, sq, 3)}, difference {_pm(d2, s2, 3)}: {_decide(d2, s2)}.")
+                   f"{_pm(q, sq, 3)}, difference {_pm(d2, s2, 3)}: "
+                   f"{ABOVE if above2(small, large) else _decide(d2, s2)}.")
     # 2. a larger clipping norm makes the canary less detectable
     out.append("")
     out.append("**Claim 2: a larger clipping norm makes the canary less detectable** (C = 0.1 "
@@ -237,8 +248,9 @@ def verdicts(rows: list[dict]) -> str:
             m, s = r["emp_rdp"][i]
             (p, sp), low = o["dv"], o["dv_lower"]
             d_point, s_point = p - m, math.hypot(sp, s)
+            point_verdict = ABOVE if p > o["accountant"] else _decide(d_point, s_point)
             parts.append(f"α = {o['order']:g}: [31] {_pm(m, s, 3)}; DV point {_pm(p, sp, 3)}, "
-                         f"{_decide(d_point, s_point)}; DV lower {low:.3f}, "
+                         f"{point_verdict}; DV lower {low:.3f}, "
                          f"{_decide(low - m, s)}")
         out.append(f"- ε = {eps}: " + "; ".join(parts) + ".")
     # the one-run audit (one training, m canaries) against the many-run audit at |D⁻| = 1,000
