@@ -179,17 +179,12 @@ def by_kind(totals: dict, kinds: dict, calls: int) -> dict[str, float]:
 
 
 def timed_wall(fn, args, repeats: int = 10) -> float:
-    """Median untraced wall ms per call (the profiler itself adds time per operation)."""
-    import statistics
-
+    """Median untraced wall ms per call (the profiler itself adds time per operation), timed by
+    ``roofline.timed`` after its warm-up call."""
     import jax
+    from roofline import timed
 
-    walls = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        walls.append(time.perf_counter() - t)
-    return statistics.median(walls) * 1e3
+    return timed(lambda: jax.block_until_ready(fn(*args)), repeats)[1] * 1e3
 
 
 def table(label: str, kinds_ms: dict, traced_ms: float, wall_ms: float, flops: float) -> dict:
