@@ -126,12 +126,15 @@ def _write(path: Path, data: dict) -> None:
         pass         # a read-only home: the choice is simply not remembered
 
 
-def seconds_per_unit(fn: Callable[[], object], units: float, repeats: int = 2) -> float:
-    """Median wall seconds of ``fn()`` per unit, after one call that compiles and warms up.
-    ``fn`` must block until its result is ready (e.g. return a numpy array)."""
+def seconds_per_unit(fn: Callable[[], object], units: float, repeats: int = 2,
+                     enough: float = 1.0) -> float:
+    """Median wall seconds of ``fn()`` per unit over up to ``repeats`` timed calls, after one call
+    that compiles and warms up; the timing stops early once ``enough`` seconds were timed (a
+    long call is its own average). ``fn`` must block until its result is ready (e.g. return a
+    numpy array)."""
     fn()
-    times = []
-    for _ in range(repeats):
+    times: list[float] = []
+    while len(times) < repeats and sum(times) < enough:
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
@@ -139,7 +142,8 @@ def seconds_per_unit(fn: Callable[[], object], units: float, repeats: int = 2) -
 
 
 def choose(workload: str, shape: str, candidates: Sequence[str],
-           measure: Callable[[str], float], default: str) -> Trial:
+           measure: Callable[[str], float], default: str, *,
+           refine: Callable[[str], Sequence[str]] | None = None) -> Trial:
     """The fastest of ``candidates`` for ``workload`` at ``shape`` on this machine.
 
     From the cache when this machine timed this workload and shape before; otherwise each
@@ -153,9 +157,15 @@ def choose(workload: str, shape: str, candidates: Sequence[str],
       candidates: candidate names (``default`` among them).
       measure: seconds per unit of one candidate.
       default: the candidate used without a trial.
+      refine: a second stage: ``refine(winner)`` names the further candidates worth timing
+        once the fastest of ``candidates`` is known (each costs a compilation, so a trial times
+        the neighbours of the first stage's winner instead of every combination). The fastest
+        of everything timed is chosen.
     """
     if default not in candidates:
         raise ValueError(f"default {default!r} is not one of the candidates {list(candidates)}")
+    valid = list(candidates) + ([n for c in candidates for n in refine(c) if n not in candidates]
+                                if refine is not None else [])
     if not autotune_enabled():
         return Trial(default, "off", {}, 0.0)
     if len(candidates) == 1:
@@ -163,14 +173,18 @@ def choose(workload: str, shape: str, candidates: Sequence[str],
     path = cache_file()
     machine = machine_fingerprint()
     entry = _lookup(_read(path), machine, workload, shape)
-    if isinstance(entry, dict) and entry.get("choice") in candidates:
+    if isinstance(entry, dict) and entry.get("choice") in valid:
         cached = entry.get("seconds")
         return Trial(entry["choice"], "cache", dict(cached) if isinstance(cached, dict) else {}, 0.0)
     t0 = time.perf_counter()
     # a NaN timing (a failed trial) is never chosen: min() would keep whichever came first
     seconds = {name: _seconds(measure(name)) for name in candidates}
+    if refine is not None:
+        first = min(candidates, key=lambda n: seconds[n])
+        seconds.update({name: _seconds(measure(name)) for name in refine(first)
+                        if name not in seconds})
     cost = time.perf_counter() - t0
-    choice = min(candidates, key=lambda n: seconds[n])
+    choice = min(seconds, key=lambda n: seconds[n])
     data = _read(path)
     level = data
     for key in (machine, workload):  # an edited or foreign cache: a non-dict level is replaced

@@ -38,6 +38,27 @@ def test_choose_times_every_candidate_then_caches(trial_on):
     assert data[autotune.machine_fingerprint()]["work"]["shape1"]["choice"] == "b"
 
 
+def test_choose_refines_around_the_first_stage_winner_and_caches_its_choice(trial_on):
+    """The second stage times only refine(winner); the fastest of all timed is chosen, and a
+    cached second-stage choice is accepted."""
+    times = {"a": 2.0, "b": 1.0, "a4": 0.1, "b4": 0.5, "b8": 3.0}
+    timed = []
+
+    def measure(name):
+        timed.append(name)
+        return times[name]
+
+    def refine(name):
+        return {"a": ["a4"], "b": ["b4", "b8", "a"]}[name]
+
+    first = autotune.choose("work", "s", ["a", "b"], measure, "a", refine=refine)
+    # a4 is the fastest of all but is never timed: a lost the first stage
+    assert timed == ["a", "b", "b4", "b8"] and first.choice == "b4"
+    assert first.seconds == {"a": 2.0, "b": 1.0, "b4": 0.5, "b8": 3.0}
+    again = autotune.choose("work", "s", ["a", "b"], measure, "a", refine=refine)
+    assert again.choice == "b4" and again.source == "cache" and len(timed) == 4
+
+
 def test_choose_off_default_and_corrupt_cache(trial_on, monkeypatch):
     autotune.cache_file().parent.mkdir(parents=True, exist_ok=True)
     autotune.cache_file().write_text("{not json")
@@ -91,7 +112,10 @@ def test_canary_runs_use_the_trial_and_its_layout(trial_on):
     model, params, data, canary, cfg = _problem()
     layout = ct.cpu_layout(model, params, data, canary, cfg)
     assert layout.trial.source == "trial" and layout.name in ct.CPU_LAYOUTS
-    assert set(layout.trial.seconds) == set(ct.CPU_LAYOUTS)
+    # two stages: both block sizes at one run per device, then four runs at the faster one
+    first = {"blocks1_run_per_device", "batch_run_per_device"}
+    winner = min(first, key=layout.trial.seconds.get)
+    assert set(layout.trial.seconds) == first | {winner.replace("_run_", "_runs4_")}
     assert layout.name == min(layout.trial.seconds, key=layout.trial.seconds.get)
     assert ct.cpu_layout(model, params, data, canary, cfg).trial.source == "cache"
     key = jax.random.key(2)
@@ -122,3 +146,17 @@ def test_a_nan_timing_is_never_chosen_and_the_cache_stays_strict_json(trial_on, 
 
     data = json.loads(autotune.cache_file().read_text(), parse_constant=no_constants)
     assert data[autotune.machine_fingerprint()]["work"]["nan"]["seconds"]["a"] is None
+
+
+def test_seconds_per_unit_warms_up_then_times_up_to_repeats_or_enough_seconds(monkeypatch):
+    """One untimed warm-up call, then timed calls until `repeats` or `enough` timed seconds."""
+    clock = iter(range(0, 1000, 3))   # every timed call "takes" 3 s
+    monkeypatch.setattr(autotune.time, "perf_counter", lambda: float(next(clock)))
+    calls = []
+    assert autotune.seconds_per_unit(lambda: calls.append(1), units=2, repeats=3,
+                                     enough=100.0) == 1.5
+    assert len(calls) == 4                       # warm-up + 3
+    calls.clear()
+    assert autotune.seconds_per_unit(lambda: calls.append(1), units=3, repeats=3,
+                                     enough=2.0) == 1.0
+    assert len(calls) == 2                       # warm-up + 1: 3 s timed ≥ 2 s

@@ -150,8 +150,21 @@ CPU_LAYOUTS: dict[str, tuple[int | str, int]] = {
 #: of :func:`jaxaudit.dpsgd.ghost.default_block_size` (1 with several devices, the whole batch on
 #: one); the fastest on the AVX-512 machines.
 DEFAULT_CPU_LAYOUT = "blocks1_run_per_device"
-#: DP-GD steps of each run the trial times (compilation does not depend on T: ``lax.scan``).
+#: DP-GD steps of each run the trial times, at least (compilation does not depend on T:
+#: ``lax.scan``). The trial runs ``max(TRIAL_STEPS, unroll)`` steps, capped at T, so that its
+#: program has the job's scan body: with ``unroll=10`` (the Rényi recipe) a two-step trial timed
+#: a two-step body, and on the 2-core Zen 5 chose the whole-batch layout at 3.21 ms per run-step,
+#: whose T = 100 job then ran at 4.54 against 3.68 for blocks of one (``benchmarks/README.md``).
 TRIAL_STEPS = 2
+#: Chunks of runs in each timed call, so that the trial's program maps over chunks as a job's
+#: does. The trial times the compiled call alone: the inputs (the shared im2col patches, the run
+#: keys) are prepared beforehand, as a job prepares them once.
+TRIAL_CHUNKS = 2
+
+
+def _refine_layout(name: str) -> list[str]:
+    """The trial's second stage: four runs per device at the block size that won with one."""
+    return [name.replace("_run_per_device", "_runs4_per_device")] if "_run_per_device" in name else []
 
 
 class Layout(NamedTuple):
@@ -183,8 +196,11 @@ def cpu_layout(model: nn.Module, init_params: Any | ParamsInit,
     ``JAXAUDIT_AUTOTUNE=0``).
 
     Candidates (:data:`CPU_LAYOUTS`): ghost clipping in blocks of one example or of the whole
-    batch, one or four runs per device at a time. Each is timed on its real program with
-    :data:`TRIAL_STEPS` steps per run (one chunk of runs), per run-step. The layouts compute the
+    batch, one or four runs per device at a time. The trial has two stages: the two block sizes
+    at one run per device, then four runs per device at the faster block size (three
+    compilations instead of four). Each is timed on its real program, with the job's unroll
+    factor and ``max(TRIAL_STEPS, unroll)`` steps per run (:data:`TRIAL_STEPS`), over
+    :data:`TRIAL_CHUNKS` chunks of runs, per run-step of the compiled call. The layouts compute the
     same runs: the block size changes the order of the per-example work inside a step, not the
     clipped sum (equal to float tolerance), and the runs per device do not change a run
     (:func:`canary_runs` draws its keys per run).
@@ -194,19 +210,23 @@ def cpu_layout(model: nn.Module, init_params: Any | ParamsInit,
     inputs, labels, config = _check(model, private_data, canary, 1, config)
     n_dev = len(devices) if devices is not None else jax.local_device_count()
     n_ex = inputs.shape[0] + 1
+    steps = min(config.steps, max(TRIAL_STEPS, config.unroll))  # the job's unrolled scan body
     n_params = (-1 if isinstance(init_params, ParamsInit)
                 else sum(int(np.size(leaf)) for leaf in jax.tree.leaves(init_params)))
     shape = (f"{type(model).__name__} params={n_params} data={tuple(inputs.shape)} "
-             f"q={config.sampling_rate:g} devices={n_dev}")
+             f"q={config.sampling_rate:g} unroll={config.unroll} devices={n_dev} "
+             f"trial=T{steps}x{TRIAL_CHUNKS}")
 
     def measure(name: str) -> float:
-        cfg, chunk = _layout(name, config._replace(steps=TRIAL_STEPS), n_ex, n_dev)
-        runs = max(chunk // 2, 1)  # one chunk of 2·runs (both worlds)
-        return seconds_per_unit(lambda: canary_runs(
-            jax.random.key(0), model, init_params, private_data, canary, cfg, num_runs=runs,
-            chunk_size=chunk, devices=devices), units=2 * runs * TRIAL_STEPS)
+        cfg, chunk = _layout(name, config._replace(steps=steps), n_ex, n_dev)
+        runs = max(TRIAL_CHUNKS * chunk // 2, 1)  # TRIAL_CHUNKS chunks of 2·runs (both worlds)
+        call = _runs_call(jax.random.key(0), model, init_params, inputs, labels, canary, cfg,
+                          runs, chunk, devices)
+        return seconds_per_unit(call, units=2 * runs * steps)
 
-    trial = choose("canary_runs", shape, list(CPU_LAYOUTS), measure, DEFAULT_CPU_LAYOUT)
+    first_stage = [name for name in CPU_LAYOUTS if name.endswith("_run_per_device")]
+    trial = choose("canary_runs", shape, first_stage, measure, DEFAULT_CPU_LAYOUT,
+                   refine=_refine_layout)
     if trial.source == "off":   # the fixed defaults: default_block_size, one run per device
         return Layout(trial.choice, config, 1, trial)
     cfg, chunk = _layout(trial.choice, config, n_ex, n_dev)
@@ -309,7 +329,6 @@ def canary_runs(
                              "arrays; inside jax.jit or jax.vmap call train_run (one run) instead")
     check_key("key", key)
     inputs, labels, config = _check(model, private_data, canary, num_runs, config)
-    noise_multiplier = config.noise_multiplier
     chunk_size = check_chunk_size(chunk_size)
     if chunk_size is None and jax.default_backend() == "cpu":
         if config.block_size is None and config.method == "auto":
@@ -317,6 +336,18 @@ def canary_runs(
                                             devices=devices).config_and_chunk
         else:
             chunk_size = 1  # rounded up to one run per device by vmap_chunked
+    r = int(num_runs)
+    scores = _runs_call(key, model, init_params, inputs, labels, canary, config, r, chunk_size,
+                        devices)()
+    return scores[:r], scores[r:]
+
+
+def _runs_call(key, model, init_params, inputs, labels, canary, config, num_runs, chunk_size,
+               devices):
+    """The 2R runs of :func:`canary_runs` (checked arguments) as a call of the compiled program
+    with its inputs prepared: ``call() -> scores`` (2R,), "in" runs first. The layout trial times
+    ``call`` alone, as a job spends its time there."""
+    noise_multiplier = config.noise_multiplier
     prepare, _, mapped = _compiled(
         model, config._replace(noise_multiplier=0.0), inputs.shape[0], _init_fn(init_params),
         chunk_size, None if devices is None else tuple(devices))
@@ -324,9 +355,7 @@ def canary_runs(
     cx, cy = jnp.asarray(canary[0], jnp.float32), jnp.asarray(canary[1], jnp.int32)
     all_x = jnp.concatenate([jnp.asarray(inputs, jnp.float32), cx[None]])
     all_y = jnp.concatenate([jnp.asarray(labels, jnp.int32), cy[None]])
-    r = int(num_runs)
-    keys = _run_keys(key, r)
-    flags = jnp.concatenate([jnp.ones(r, bool), jnp.zeros(r, bool)])
-    scores = np.asarray(mapped((keys, flags), prepare(all_x), all_y, params0, (cx, cy),
-                               jnp.float32(noise_multiplier)))
-    return scores[:r], scores[r:]
+    keys = _run_keys(key, num_runs)
+    flags = jnp.concatenate([jnp.ones(num_runs, bool), jnp.zeros(num_runs, bool)])
+    features, sigma = prepare(all_x), jnp.float32(noise_multiplier)
+    return lambda: np.asarray(mapped((keys, flags), features, all_y, params0, (cx, cy), sigma))
