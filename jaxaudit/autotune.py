@@ -25,7 +25,6 @@ import json
 import math
 import os
 import platform
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -126,19 +125,21 @@ def _write(path: Path, data: dict) -> None:
         pass         # a read-only home: the choice is simply not remembered
 
 
-def seconds_per_unit(fn: Callable[[], object], units: float, repeats: int = 2,
+def seconds_per_unit(fn: Callable[[], object], units: float, repeats: int = 3,
                      enough: float = 1.0) -> float:
-    """Median wall seconds of ``fn()`` per unit over up to ``repeats`` timed calls, after one call
-    that compiles and warms up; the timing stops early once ``enough`` seconds were timed (a
-    long call is its own average). ``fn`` must block until its result is ready (e.g. return a
-    numpy array)."""
+    """Fastest wall seconds of ``fn()`` per unit over up to ``repeats`` timed calls, after one
+    call that compiles and warms up; the timing stops early once ``enough`` seconds were timed (a
+    long call is its own average). The fastest, not the median: interference on a shared
+    machine only slows a call, and one slowed call of two moved a median enough to reverse a
+    1.8× ranking on the 2-core Zen 5 (``benchmarks/README.md``). ``fn`` must block until its
+    result is ready (e.g. return a numpy array)."""
     fn()
     times: list[float] = []
     while len(times) < repeats and sum(times) < enough:
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times) / units
+    return min(times) / units
 
 
 def choose(workload: str, shape: str, candidates: Sequence[str],

@@ -149,7 +149,8 @@ def test_a_nan_timing_is_never_chosen_and_the_cache_stays_strict_json(trial_on, 
 
 
 def test_seconds_per_unit_warms_up_then_times_up_to_repeats_or_enough_seconds(monkeypatch):
-    """One untimed warm-up call, then timed calls until `repeats` or `enough` timed seconds."""
+    """One untimed warm-up call, then timed calls until `repeats` or `enough` timed seconds;
+    the fastest timed call counts."""
     clock = iter(range(0, 1000, 3))   # every timed call "takes" 3 s
     monkeypatch.setattr(autotune.time, "perf_counter", lambda: float(next(clock)))
     calls = []
@@ -160,3 +161,10 @@ def test_seconds_per_unit_warms_up_then_times_up_to_repeats_or_enough_seconds(mo
     assert autotune.seconds_per_unit(lambda: calls.append(1), units=3, repeats=3,
                                      enough=2.0) == 1.0
     assert len(calls) == 2                       # warm-up + 1: 3 s timed ≥ 2 s
+
+
+def test_seconds_per_unit_keeps_the_fastest_call(monkeypatch):
+    """A call slowed by interference (9 s among 3 s calls) does not move the figure."""
+    ticks = iter([0.0, 9.0, 10.0, 13.0, 20.0, 23.0])   # timed calls: 9, 3, 3 s
+    monkeypatch.setattr(autotune.time, "perf_counter", lambda: next(ticks))
+    assert autotune.seconds_per_unit(lambda: None, units=1, repeats=3, enough=100.0) == 3.0
