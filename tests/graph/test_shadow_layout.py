@@ -50,3 +50,27 @@ def test_the_trial_is_off_in_the_tests_and_keeps_one_model_per_device(monkeypatc
     called = []
     chunk, trial = layout.cpu_chunk_size("g", lambda c, n: called.append(c))
     assert (chunk, trial.source) == (jax.local_device_count(), "off") and not called
+
+
+def test_the_trial_times_several_chunks_of_many_epochs(monkeypatch, tmp_path):
+    """Each candidate is one call of TRIAL_CHUNKS chunks (the chunk size times TRIAL_CHUNKS
+    models), timed per model-epoch over TRIAL_EPOCHS epochs: a call's fixed cost (sampling the
+    masks, scoring the nodes) must not decide, as it did over one chunk of two epochs."""
+    monkeypatch.setenv("JAXAUDIT_AUTOTUNE", "1")
+    monkeypatch.setenv("JAXAUDIT_CACHE_DIR", str(tmp_path))
+    calls, seen_units = [], []
+
+    def timed(fn, units):
+        fn()
+        seen_units.append(units)
+        return {1: 3.0, 2: 1.0, 4: 2.0}[calls[-1][0] // n_dev]
+
+    monkeypatch.setattr("jaxaudit.autotune.seconds_per_unit", timed)
+    n_dev = jax.local_device_count()
+    chunk, trial = layout.cpu_chunk_size("g", lambda c, n: calls.append((c, n)))
+    assert layout.TRIAL_EPOCHS >= 32 and layout.TRIAL_CHUNKS >= 4
+    assert calls == [(k * n_dev, layout.TRIAL_CHUNKS * k * n_dev)
+                     for k in layout.CPU_MODELS_PER_DEVICE]
+    assert seen_units == [layout.TRIAL_CHUNKS * k * n_dev * layout.TRIAL_EPOCHS
+                     for k in layout.CPU_MODELS_PER_DEVICE]
+    assert chunk == 2 * n_dev and trial.source == "trial"
