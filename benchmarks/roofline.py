@@ -179,12 +179,42 @@ def gcn_rows(args):
                                       chunk_size=chunk)
             out.scores.block_until_ready()
 
+        if chunk is None:
+            label = _with_gcn_trial(run, label, n_dev)
         cpu, wall = timed(run, args.repeats)
         units = models * epochs
         rows.append(dict(workload="GCN shadow model epoch, Cora", config=label, devices=n_dev,
                          runs=models, flops_hand=gcn_epoch_flops(graph), flops_xla=None,
                          cpu_s_per_unit=cpu / units, wall_s_per_unit=wall / units))
     return rows
+
+
+def _with_gcn_trial(run, label, n_dev):
+    """Run once with the chunk size left to the trial and print what it chose (the trial is
+    reached through ``graph.shadow_models.cpu_chunk_size``, wrapped here to see its answer)."""
+    try:
+        from jaxaudit.graph import shadow_models
+    except ImportError:
+        return label
+    real, seen = shadow_models.cpu_chunk_size, []
+
+    def spy(*a, **k):
+        seen.append(real(*a, **k))
+        return seen[-1]
+
+    shadow_models.cpu_chunk_size = spy
+    try:
+        run()
+    finally:
+        shadow_models.cpu_chunk_size = real
+    if not seen:
+        return label
+    chunk, trial = seen[0]
+    print(f"GCN shadow models: the trial chose {chunk // n_dev} model(s) per device "
+          f"({trial.source}; " + ", ".join(f"{k} {v * 1e3:.3f} ms/model-epoch"
+                                            for k, v in trial.seconds.items())
+          + (f"; the trial took {trial.cost:.1f} s" if trial.cost else "") + ")", flush=True)
+    return f"{label}: {chunk // n_dev} per device"
 
 
 def single_thread_peak(repeats):
