@@ -170,15 +170,16 @@ def test_seconds_per_unit_keeps_the_fastest_call(monkeypatch):
     assert autotune.seconds_per_unit(lambda: None, units=1, repeats=3, enough=100.0) == 3.0
 
 
-def test_canary_trial_times_the_jobs_scan_body_over_chunks_in_two_stages(trial_on, monkeypatch):
-    """Trial runs have max(TRIAL_STEPS, unroll) steps (capped at T) and TRIAL_CHUNKS chunks per
-    call; the second stage times four runs per device at the first stage's faster block size."""
+def test_canary_trial_times_looped_two_step_runs_over_chunks_in_two_stages(trial_on, monkeypatch):
+    """Trial runs have min(T, TRIAL_STEPS) steps at unroll 1 (whatever the job's unroll) and
+    TRIAL_CHUNKS chunks per call; the second stage times four runs per device at the first
+    stage's faster block size; the chosen layout keeps the job's T and unroll."""
     model, params, data, canary, cfg = _problem()
     seen = []
     real_call = ct._runs_call
 
     def spy_call(key, model, init_params, inputs, labels, canary, config, num_runs, chunk, devices):
-        seen.append((config.steps, config.block_size, 2 * num_runs // chunk))
+        seen.append((config.steps, config.unroll, config.block_size, 2 * num_runs // chunk))
         return real_call(key, model, init_params, inputs, labels, canary, config, num_runs,
                          chunk, devices)
 
@@ -187,13 +188,14 @@ def test_canary_trial_times_the_jobs_scan_body_over_chunks_in_two_stages(trial_o
     monkeypatch.setattr(autotune, "seconds_per_unit", lambda fn, units: next(figures))
     n_ex = data[0].shape[0] + 1
     layout = ct.cpu_layout(model, params, data, canary, cfg._replace(steps=50, unroll=7))
-    assert [s for s, _, _ in seen] == [7, 7, 7]
-    assert [b for _, b, _ in seen] == [1, n_ex, n_ex]
-    assert all(c == ct.TRIAL_CHUNKS for _, _, c in seen)
-    assert layout.name == "batch_runs4_per_device" and layout.config.steps == 50
+    assert seen == [(ct.TRIAL_STEPS, 1, 1, ct.TRIAL_CHUNKS),
+                    (ct.TRIAL_STEPS, 1, n_ex, ct.TRIAL_CHUNKS),
+                    (ct.TRIAL_STEPS, 1, n_ex, ct.TRIAL_CHUNKS)]
+    assert layout.name == "batch_runs4_per_device"
+    assert (layout.config.steps, layout.config.unroll, layout.config.block_size) == (50, 7, n_ex)
     seen.clear()
     figures = iter([1.0, 2.0, 3.0])
-    short = ct.cpu_layout(model, params, data, canary, cfg._replace(steps=4, unroll=7))
-    assert [s for s, _, _ in seen] == [4, 4, 4] and short.name == "blocks1_run_per_device"
+    short = ct.cpu_layout(model, params, data, canary, cfg._replace(steps=1))
+    assert [s[0] for s in seen] == [1, 1, 1] and short.name == "blocks1_run_per_device"
     assert list(short.trial.seconds) == ["blocks1_run_per_device", "batch_run_per_device",
                                          "blocks1_runs4_per_device"]

@@ -150,11 +150,13 @@ CPU_LAYOUTS: dict[str, tuple[int | str, int]] = {
 #: of :func:`jaxaudit.dpsgd.ghost.default_block_size` (1 with several devices, the whole batch on
 #: one); the fastest on the AVX-512 machines.
 DEFAULT_CPU_LAYOUT = "blocks1_run_per_device"
-#: DP-GD steps of each run the trial times, at least (compilation does not depend on T:
-#: ``lax.scan``). The trial runs ``max(TRIAL_STEPS, unroll)`` steps, capped at T, so that its
-#: program has the job's scan body: with ``unroll=10`` (the Rényi recipe) a two-step trial timed
-#: a two-step body, and on the 2-core Zen 5 chose the whole-batch layout at 3.21 ms per run-step,
-#: whose T = 100 job then ran at 4.54 against 3.68 for blocks of one (``benchmarks/README.md``).
+#: DP-GD steps of each run the trial times (compilation does not depend on T: ``lax.scan``).
+#: The trial's runs are a scan of TRIAL_STEPS one-step iterations (``unroll=1``), a loop as the
+#: job's is. The job's own unroll factor is left out. On the 2-core Zen 5 each layout's job at
+#: ``unroll=10`` ran within 6% of its ``unroll=1`` cost per step, in the same order, while a
+#: ten-step unrolled body tripled each compilation (8.5 s of wall time). A short fully unrolled
+#: program misled: two unrolled steps timed the whole batch at 3.21 ms per run-step, against 4.54
+#: in the job (``benchmarks/README.md``).
 TRIAL_STEPS = 2
 #: Chunks of runs in each timed call, so that the trial's program maps over chunks as a job's
 #: does. The trial times the compiled call alone: the inputs (the shared im2col patches, the run
@@ -198,9 +200,9 @@ def cpu_layout(model: nn.Module, init_params: Any | ParamsInit,
     Candidates (:data:`CPU_LAYOUTS`): ghost clipping in blocks of one example or of the whole
     batch, one or four runs per device at a time. The trial has two stages: the two block sizes
     at one run per device, then four runs per device at the faster block size (three
-    compilations instead of four). Each is timed on its real program, with the job's unroll
-    factor and ``max(TRIAL_STEPS, unroll)`` steps per run (:data:`TRIAL_STEPS`), over
-    :data:`TRIAL_CHUNKS` chunks of runs, per run-step of the compiled call. The layouts compute the
+    compilations instead of four). Each is timed on its real program, with :data:`TRIAL_STEPS`
+    steps per run (``unroll=1``), over :data:`TRIAL_CHUNKS` chunks of runs, per run-step of the
+    compiled call. The layouts compute the
     same runs: the block size changes the order of the per-example work inside a step, not the
     clipped sum (equal to float tolerance), and the runs per device do not change a run
     (:func:`canary_runs` draws its keys per run).
@@ -210,15 +212,14 @@ def cpu_layout(model: nn.Module, init_params: Any | ParamsInit,
     inputs, labels, config = _check(model, private_data, canary, 1, config)
     n_dev = len(devices) if devices is not None else jax.local_device_count()
     n_ex = inputs.shape[0] + 1
-    steps = min(config.steps, max(TRIAL_STEPS, config.unroll))  # the job's unrolled scan body
+    steps = min(config.steps, TRIAL_STEPS)
     n_params = (-1 if isinstance(init_params, ParamsInit)
                 else sum(int(np.size(leaf)) for leaf in jax.tree.leaves(init_params)))
     shape = (f"{type(model).__name__} params={n_params} data={tuple(inputs.shape)} "
-             f"q={config.sampling_rate:g} unroll={config.unroll} devices={n_dev} "
-             f"trial=T{steps}x{TRIAL_CHUNKS}")
+             f"q={config.sampling_rate:g} devices={n_dev} trial=T{steps}x{TRIAL_CHUNKS}u1")
 
     def measure(name: str) -> float:
-        cfg, chunk = _layout(name, config._replace(steps=steps), n_ex, n_dev)
+        cfg, chunk = _layout(name, config._replace(steps=steps, unroll=1), n_ex, n_dev)
         runs = max(TRIAL_CHUNKS * chunk // 2, 1)  # TRIAL_CHUNKS chunks of 2·runs (both worlds)
         call = _runs_call(jax.random.key(0), model, init_params, inputs, labels, canary, cfg,
                           runs, chunk, devices)
