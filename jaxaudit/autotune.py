@@ -125,14 +125,15 @@ def _write(path: Path, data: dict) -> None:
         pass         # a read-only home: the choice is simply not remembered
 
 
-def seconds_per_unit(fn: Callable[[], object], units: float, repeats: int = 3,
+def seconds_per_unit(fn: Callable[[], object], units: float, repeats: int = 10,
                      enough: float = 1.0) -> float:
     """Fastest wall seconds of ``fn()`` per unit over up to ``repeats`` timed calls, after one
     call that compiles and warms up; the timing stops early once ``enough`` seconds were timed (a
-    long call is its own average). The fastest, not the median: interference on a shared
-    machine only slows a call, and one slowed call of two moved a median enough to reverse a
-    1.8× ranking on the 2-core Zen 5 (``benchmarks/README.md``). ``fn`` must block until its
-    result is ready (e.g. return a numpy array)."""
+    long call is its own average). The fastest, not a median: on the 2-core Zen 5 a program's
+    first 1–1.5 s sometimes ran 35% slow (the whole batch at 8.5 ms per run-step, then 6.1), and a
+    median of two such calls reversed a 1.4× ranking (``benchmarks/README.md``; :func:`choose`
+    also times every candidate twice, in turn). ``fn`` must block until its result is ready
+    (e.g. return a numpy array)."""
     fn()
     times: list[float] = []
     while len(times) < repeats and sum(times) < enough:
@@ -144,12 +145,15 @@ def seconds_per_unit(fn: Callable[[], object], units: float, repeats: int = 3,
 
 def choose(workload: str, shape: str, candidates: Sequence[str],
            measure: Callable[[str], float], default: str, *,
-           refine: Callable[[str], Sequence[str]] | None = None) -> Trial:
+           refine: Callable[[str], Sequence[str]] | None = None, passes: int = 2) -> Trial:
     """The fastest of ``candidates`` for ``workload`` at ``shape`` on this machine.
 
     From the cache when this machine timed this workload and shape before; otherwise each
     candidate is timed by ``measure(name)`` (seconds per unit, e.g. :func:`seconds_per_unit`),
-    the fastest is cached and returned. With the trial off (``JAXAUDIT_AUTOTUNE=0``) or a single
+    the fastest is cached and returned. Each candidate is measured ``passes`` times, in turn
+    (every candidate, then every candidate again), and keeps its fastest figure: a slow spell of
+    the machine then hits one measurement of a candidate, not all of them (the first candidate
+    timed in a process was the one it hit most). With the trial off (``JAXAUDIT_AUTOTUNE=0``) or a single
     candidate, ``default`` is returned untimed.
 
     Args:
@@ -179,11 +183,17 @@ def choose(workload: str, shape: str, candidates: Sequence[str],
         return Trial(entry["choice"], "cache", dict(cached) if isinstance(cached, dict) else {}, 0.0)
     t0 = time.perf_counter()
     # a NaN timing (a failed trial) is never chosen: min() would keep whichever came first
-    seconds = {name: _seconds(measure(name)) for name in candidates}
+    def timed(names: Sequence[str]) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for _ in range(max(int(passes), 1)):
+            for name in names:
+                out[name] = min(out.get(name, math.inf), _seconds(measure(name)))
+        return out
+
+    seconds = timed(candidates)
     if refine is not None:
         first = min(candidates, key=lambda n: seconds[n])
-        seconds.update({name: _seconds(measure(name)) for name in refine(first)
-                        if name not in seconds})
+        seconds.update(timed([name for name in refine(first) if name not in seconds]))
     cost = time.perf_counter() - t0
     choice = min(seconds, key=lambda n: seconds[n])
     data = _read(path)

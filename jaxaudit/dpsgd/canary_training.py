@@ -158,10 +158,15 @@ DEFAULT_CPU_LAYOUT = "blocks1_run_per_device"
 #: program misled: two unrolled steps timed the whole batch at 3.21 ms per run-step, against 4.54
 #: in the job (``benchmarks/README.md``).
 TRIAL_STEPS = 2
-#: Chunks of runs in each timed call, so that the trial's program maps over chunks as a job's
-#: does. The trial times the compiled call alone: the inputs (the shared im2col patches, the run
-#: keys) are prepared beforehand, as a job prepares them once.
+#: Chunks of runs in each timed call, at least, so that the trial's program maps over chunks as a
+#: job's does. The trial times the compiled call alone: the inputs (the shared im2col patches,
+#: the run keys) are prepared beforehand, as a job prepares them once.
 TRIAL_CHUNKS = 2
+#: Run-steps in each timed call, at least (more chunks where a chunk holds few runs). A call
+#: still has a fixed cost inside the program (each run's initial state and canary score, the map
+#: over chunks): with one run per chunk on one device, four run-steps per call timed the whole
+#: batch at 8.19 ms per run-step, 32 at 6.12–6.34, against 5.97 in the job (YNNPACK fusions on).
+TRIAL_RUN_STEPS = 32
 
 
 def _refine_layout(name: str) -> list[str]:
@@ -201,8 +206,8 @@ def cpu_layout(model: nn.Module, init_params: Any | ParamsInit,
     batch, one or four runs per device at a time. The trial has two stages: the two block sizes
     at one run per device, then four runs per device at the faster block size (three
     compilations instead of four). Each is timed on its real program, with :data:`TRIAL_STEPS`
-    steps per run (``unroll=1``), over :data:`TRIAL_CHUNKS` chunks of runs, per run-step of the
-    compiled call. The layouts compute the
+    steps per run (``unroll=1``), over at least :data:`TRIAL_CHUNKS` chunks and
+    :data:`TRIAL_RUN_STEPS` run-steps per call, per run-step of the compiled call. The layouts compute the
     same runs: the block size changes the order of the per-example work inside a step, not the
     clipped sum (equal to float tolerance), and the runs per device do not change a run
     (:func:`canary_runs` draws its keys per run).
@@ -216,11 +221,13 @@ def cpu_layout(model: nn.Module, init_params: Any | ParamsInit,
     n_params = (-1 if isinstance(init_params, ParamsInit)
                 else sum(int(np.size(leaf)) for leaf in jax.tree.leaves(init_params)))
     shape = (f"{type(model).__name__} params={n_params} data={tuple(inputs.shape)} "
-             f"q={config.sampling_rate:g} devices={n_dev} trial=T{steps}x{TRIAL_CHUNKS}u1")
+             f"q={config.sampling_rate:g} devices={n_dev} "
+             f"trial=T{steps}x{TRIAL_CHUNKS}u1s{TRIAL_RUN_STEPS}")
 
     def measure(name: str) -> float:
         cfg, chunk = _layout(name, config._replace(steps=steps, unroll=1), n_ex, n_dev)
-        runs = max(TRIAL_CHUNKS * chunk // 2, 1)  # TRIAL_CHUNKS chunks of 2·runs (both worlds)
+        chunks = max(TRIAL_CHUNKS, -(-TRIAL_RUN_STEPS // (chunk * steps)))
+        runs = max(chunks * chunk // 2, 1)  # chunks of `chunk` runs, both worlds together
         call = _runs_call(jax.random.key(0), model, init_params, inputs, labels, canary, cfg,
                           runs, chunk, devices)
         return seconds_per_unit(call, units=2 * runs * steps)

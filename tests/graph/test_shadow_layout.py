@@ -69,8 +69,8 @@ def test_the_trial_times_several_chunks_of_many_epochs(monkeypatch, tmp_path):
     n_dev = jax.local_device_count()
     chunk, trial = layout.cpu_chunk_size("g", lambda c, n: calls.append((c, n)))
     assert layout.TRIAL_EPOCHS >= 32 and layout.TRIAL_CHUNKS >= 4
-    assert calls == [(k * n_dev, layout.TRIAL_CHUNKS * k * n_dev)
-                     for k in layout.CPU_MODELS_PER_DEVICE]
+    once = [(k * n_dev, layout.TRIAL_CHUNKS * k * n_dev) for k in layout.CPU_MODELS_PER_DEVICE]
+    assert calls == once * 2   # every candidate twice, in turn
     assert seen_units == [layout.TRIAL_CHUNKS * k * n_dev * layout.TRIAL_EPOCHS
-                     for k in layout.CPU_MODELS_PER_DEVICE]
+                          for k in layout.CPU_MODELS_PER_DEVICE] * 2
     assert chunk == 2 * n_dev and trial.source == "trial"
