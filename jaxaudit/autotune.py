@@ -5,7 +5,11 @@ blocks of one example with one run per device won on the AVX-512 machines (dispa
 whole-batch ghost clipping with runs vmapped together won by 1.44× on a Zen 3 (matmul-bound;
 ``benchmarks/README.md``). So, as XLA autotunes its GPU kernels, an entry point that was not
 given a configuration times each candidate on a reduced version of the real program (the same
-shapes, a couple of steps) and keeps the fastest. The choice is cached per machine (CPU model,
+shapes, a couple of steps) and keeps the fastest. What a reduced program times must be what a
+job spends its time on: the per-step cost, not a call's fixed cost. A trial of one chunk of two
+epochs chose a shadow-model layout that made a 200-epoch sweep 1.27× slower. Each candidate is
+measured twice, in turn, so that a slow spell of the machine does not decide. The choice is
+cached per machine (CPU model,
 JAX and jaxlib versions, device count) and per workload shape in the user's cache directory
 (``$JAXAUDIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/jaxaudit``, else ``~/.cache/jaxaudit``;
 ``autotune.json``), so the trial runs once per machine and shape.
