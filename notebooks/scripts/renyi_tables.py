@@ -22,10 +22,19 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import math
+import os
 import warnings
 from pathlib import Path
 
 import numpy as np
+
+from jaxaudit._xla_flags import with_cpu_flags
+
+# The jaxaudit command's XLA:CPU configuration (YNNPACK fusions off), as tests/conftest.py sets
+# it, before JAX starts: the DV critics' float32 training rounds with the flags, and with the
+# same flags the block this script writes is what tests/test_renyi_tables.py recomputes, to
+# the bit, on the machine that wrote it (one critic estimate differed by 8% without them).
+os.environ["XLA_FLAGS"] = with_cpu_flags(os.environ.get("XLA_FLAGS", ""), None)
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "renyi.md"
